@@ -1,0 +1,1 @@
+"""One module per ``asight`` sub-command (``add_parser`` + ``run``)."""

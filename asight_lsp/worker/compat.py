@@ -1,0 +1,60 @@
+"""Every TVM import of asight_lsp, and the shims for TVM 0.27 (see docs/tvm.md)."""
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+import tvm  # noqa: F401  (0.8 s, 190 MiB: paid once per worker process)
+import tvm.script
+import tvm_ffi
+from tvm import relax, s_tir, tirx
+from tvm.error import DiagnosticError
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.schedule import Trace
+
+__all__ = ["tvm", "tvm_ffi", "relax", "s_tir", "tirx", "ms", "Trace", "DiagnosticError",
+           "script_globals", "stub_tensor_intrin", "normalize_mod", "host_target", "parse_script"]
+
+
+def script_globals(constants: dict | None = None, aliases: dict | None = None) -> dict:
+    """Globals for ``tvm.script.from_source``: T/I/R, the file's aliases and literal constants."""
+    env = tvm.script.parser.core.entry._default_globals()
+    namespaces = {"T": env["T"], "I": env["I"], "R": env["R"]}
+    for alias, namespace in (aliases or {}).items():
+        if namespace in namespaces:
+            env[alias] = namespaces[namespace]
+    env.update(constants or {})
+    return env
+
+
+def parse_script(text: str, constants: dict | None = None, aliases: dict | None = None):
+    """Parse TVMScript text (already vetted by the safety gate) into a PrimFunc or IRModule."""
+    return tvm.script.from_source(text, extra_vars=script_globals(constants, aliases))
+
+
+def stub_tensor_intrin() -> None:
+    """Register only the x86 tensor intrinsics instead of importing ``tvm.s_tir.tensor_intrin``.
+
+    The full import takes ~19 s (its CUDA part 15 s); MetaSchedule's TuneContext does it once and
+    the default builder does it in every builder worker (tvm-notes §0).
+    """
+    if "tvm.s_tir.tensor_intrin" in sys.modules:
+        return
+    pkg = types.ModuleType("tvm.s_tir.tensor_intrin")
+    pkg.__path__ = [os.path.join(os.path.dirname(s_tir.__file__), "tensor_intrin")]
+    sys.modules["tvm.s_tir.tensor_intrin"] = pkg
+    import tvm.s_tir.tensor_intrin.x86  # noqa: F401
+
+
+def normalize_mod(func):
+    """What MetaSchedule tunes for a PrimFunc (adds ``tirx.noalias``); DB lookups need it."""
+    from tvm.s_tir.meta_schedule.tune_context import _normalize_mod
+    return _normalize_mod(func)
+
+
+def host_target(num_cores: int | None = None):
+    """The host CPU as an llvm target with the real ``mcpu`` ("native" is silently ignored)."""
+    mcpu = tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()
+    cores = num_cores or int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
+    return tvm.target.Target({"kind": "llvm", "num-cores": cores, "mcpu": mcpu})

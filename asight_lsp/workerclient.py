@@ -1,0 +1,151 @@
+"""Client side of the long-lived TVM worker process (the core never imports TVM itself).
+
+The worker is ``python -m asight_lsp.worker`` talking msgpack frames (``framing``) on its stdin and
+stdout.  One request runs at a time.  If the worker dies or hangs, the request in flight gets a
+``WorkerCrashed`` / ``WorkerTimeout`` with the tail of the worker's stderr, and the next request
+starts a fresh worker.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import WorkerCrashed, WorkerError, WorkerTimeout
+from .framing import FrameError, read_frame, write_frame
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_EOF = object()
+
+
+def worker_env(base: dict | None = None) -> dict:
+    """Environment for TVM processes: all cores for TVM's thread pool (tvm-notes §0)."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                          else os.cpu_count() or 1))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class WorkerClient:
+    """Starts the TVM worker on first use and restarts it after a crash."""
+
+    def __init__(self, python: str | None = None, default_timeout: float = 120.0):
+        self.python = python or sys.executable
+        self.default_timeout = default_timeout
+        self.restarts = 0
+        self._proc: subprocess.Popen | None = None
+        self._frames: queue.Queue = queue.Queue()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._lock = threading.Lock()
+        self._next_id = 0
+
+    # -- process management
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def _start(self) -> None:
+        self._frames = queue.Queue()
+        self._stderr_tail.clear()
+        self._proc = subprocess.Popen([self.python, "-m", "asight_lsp.worker"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
+                                      start_new_session=True)
+        threading.Thread(target=self._read_frames, args=(self._proc, self._frames), daemon=True).start()
+        threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True).start()
+
+    def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
+        try:
+            while True:
+                frames.put(read_frame(proc.stdout))
+        except (FrameError, OSError, ValueError, Exception):
+            frames.put(_EOF)
+
+    def _read_stderr(self, proc: subprocess.Popen) -> None:
+        for raw in iter(proc.stderr.readline, b""):
+            self._stderr_tail.append(raw.decode("utf-8", errors="replace").rstrip())
+
+    def _ensure_started(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            if self._proc is not None:
+                self.restarts += 1
+            self._start()
+
+    def kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def close(self) -> None:
+        """Ask the worker to exit, then make sure it did."""
+        if self._proc and self._proc.poll() is None:
+            try:
+                write_frame(self._proc.stdin, {"id": -1, "method": "shutdown", "params": {}})
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired, ValueError):
+                pass
+        self.kill()
+
+    # -- requests
+    def request(self, method: str, params: dict | None = None, timeout: float | None = None,
+                on_event: Callable[[dict], None] | None = None) -> Any:
+        """Send one request and wait for its reply; events before the reply go to ``on_event``."""
+        with self._lock:
+            self._ensure_started()
+            self._next_id += 1
+            rid = self._next_id
+            try:
+                write_frame(self._proc.stdin, {"id": rid, "method": method, "params": params or {}})
+            except (BrokenPipeError, OSError, ValueError):
+                raise self._crashed(method) from None
+            deadline = time.monotonic() + (timeout or self.default_timeout)
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    frame = self._frames.get(timeout=max(remaining, 0.0))
+                except queue.Empty:
+                    self.kill()
+                    raise WorkerTimeout(f"the TVM worker did not answer '{method}' within "
+                                        f"{timeout or self.default_timeout:.0f} s; it was restarted") from None
+                if frame is _EOF:
+                    raise self._crashed(method)
+                if frame.get("id") != rid:
+                    continue
+                if "event" in frame:
+                    if on_event:
+                        on_event(frame["event"])
+                    continue
+                if "error" in frame:
+                    err = frame["error"]
+                    raise WorkerError(err.get("message", "unknown worker error"), err.get("type", "WorkerError"))
+                return frame.get("result")
+
+    def _crashed(self, method: str) -> WorkerCrashed:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self._proc = None
+        self.restarts += 1
+        time.sleep(0.05)  # let the stderr reader catch the last lines
+        tail = " | ".join(line for line in list(self._stderr_tail)[-3:] if line)
+        how = f"exit code {code}" if code is not None else "no exit code"
+        message = f"the TVM worker died while handling '{method}' ({how}); it will be restarted"
+        return WorkerCrashed(message + (f": {tail}" if tail else ""))
+
+    def __enter__(self) -> "WorkerClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
