@@ -689,3 +689,9 @@ def build_outline(text: str | bytes, path: str = "<text>") -> Outline:
                 outline.units.append(found[0])
                 outline.functions.extend(found[1])
     return outline
+
+
+def function_text(text: str, fn: Function) -> str:
+    """The source lines of one function (for per-function source hashes)."""
+    lines = text.splitlines()
+    return "\n".join(lines[fn.range["start"]["line"]:fn.range["end"]["line"] + 1])

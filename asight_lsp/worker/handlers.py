@@ -1,11 +1,17 @@
-"""Method name -> handler(params, emit) for the worker process."""
+"""Method name -> handler(params, emit) for the worker process.
+
+Each worker module that serves requests exposes a ``HANDLERS`` dict; they are merged here, so a
+feature adds its module to ``MODULES`` and nothing else.
+"""
 from __future__ import annotations
 
+import importlib
 import os
 import time
 
-from . import parse
 from .compat import tvm
+
+MODULES = ["parse", "tuning", "profiling", "extract"]
 
 
 def ping(params: dict, emit=None) -> dict:
@@ -18,8 +24,17 @@ def debug_sleep(params: dict, emit=None) -> dict:
     return {"slept": params.get("seconds", 1.0)}
 
 
-HANDLERS = {
-    "ping": ping,
-    "check": parse.check,
-    "debug.sleep": debug_sleep,
-}
+def _collect() -> dict:
+    handlers = {"ping": ping, "debug.sleep": debug_sleep}
+    for name in MODULES:
+        try:
+            module = importlib.import_module(f".{name}", __package__)
+        except ModuleNotFoundError as err:
+            if err.name == f"{__package__}.{name}":
+                continue
+            raise
+        handlers.update(getattr(module, "HANDLERS", {}))
+    return handlers
+
+
+HANDLERS = _collect()

@@ -84,3 +84,6 @@ def check(params: dict, emit=None) -> dict:
             units[unit["name"]] = {"ok": False, "functions": []}
         units[unit["name"]]["seconds"] = time.perf_counter() - started
     return {"problems": problems, "units": units}
+
+
+HANDLERS = {"check": check}

@@ -1,0 +1,255 @@
+"""The run store: ``<workspace>/.asight/runs/<run-id>/`` (TVM-free).
+
+A run directory is MetaSchedule's own ``work_dir`` (``database_workload.json``,
+``database_tuning_record.json``, ``logs/``) plus:
+
+* ``run.json``     — metadata (file, function, per-function source hash, target, budget, state, timings)
+* ``events.jsonl`` — progress events streamed by the tuning job, one JSON object per line
+* ``*.msgpack``    — caches (features, profiles) written by later analysis
+
+Everything here reads plain files, tolerates a torn last line (a job killed mid-write) and never
+imports TVM, so the language server and the analysis can use it directly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import AsightError
+
+RUN_SCHEMA = "asight.run/1"
+STATES = ("queued", "running", "done", "cancelled", "failed")
+FAILED_LATENCY = 1e9  # MetaSchedule stores failed builds/runs as run_secs [1e10]
+DB_RECORDS = "database_tuning_record.json"
+DB_WORKLOADS = "database_workload.json"
+
+
+def default_store_root(workspace: str | os.PathLike | None = None) -> Path:
+    """``$ASIGHT_HOME`` if set, else ``<workspace or cwd>/.asight``."""
+    env = os.environ.get("ASIGHT_HOME")
+    if env:
+        return Path(env)
+    return Path(workspace or os.getcwd()) / ".asight"
+
+
+def source_hash(text: str) -> str:
+    """Hash of one function's source text, ignoring trailing spaces and blank lines."""
+    normal = "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class RunMeta:
+    id: str
+    file: str
+    function: str                      # function id (``Mod.main``) or unit name for a whole module
+    kind: str = "tir"                  # tir | relax
+    source_hashes: dict = field(default_factory=dict)  # function id -> source_hash
+    target: Any = None                 # Target JSON (dict) or string
+    target_label: str = ""
+    trials_requested: int = 0
+    trials_done: int = 0
+    state: str = "queued"
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    pid: int | None = None
+    baseline_us: float | None = None
+    best_us: float | None = None
+    error: str | None = None
+    rpc: str | None = None
+    tasks: list = field(default_factory=list)          # [{name, weight, functions}] for Relax / multi-func
+    sessions: list = field(default_factory=list)       # one entry per tune invocation (resume history)
+    guided_by: str | None = None
+    extra: dict = field(default_factory=dict)
+    schema: str = RUN_SCHEMA
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunMeta":
+        known = {f for f in cls.__dataclass_fields__}
+        meta = cls(**{k: v for k, v in data.items() if k in known})
+        meta.extra.update({k: v for k, v in data.items() if k not in known})
+        return meta
+
+
+class Run:
+    """One run directory."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def meta_path(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / "events.jsonl"
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / DB_RECORDS
+
+    def exists(self) -> bool:
+        return self.meta_path.exists()
+
+    def load(self) -> RunMeta:
+        try:
+            return RunMeta.from_dict(json.loads(self.meta_path.read_text()))
+        except FileNotFoundError:
+            raise AsightError(f"run {self.id} has no run.json (not a run directory: {self.path})") from None
+        except (json.JSONDecodeError, TypeError) as err:
+            raise AsightError(f"run {self.id}: run.json is unreadable ({err})") from None
+
+    def save(self, meta: RunMeta) -> None:
+        """Write ``run.json`` atomically (a reader never sees half a file)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.meta_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(meta.to_dict(), indent=2, default=str))
+        os.replace(tmp, self.meta_path)
+
+    def update(self, **changes) -> RunMeta:
+        meta = self.load()
+        for key, value in changes.items():
+            setattr(meta, key, value)
+        self.save(meta)
+        return meta
+
+    def append_event(self, event: dict) -> None:
+        with self.events_path.open("a") as stream:
+            stream.write(json.dumps(event, default=str) + "\n")
+
+    def events(self) -> list[dict]:
+        return list(read_json_lines(self.events_path))
+
+    def records(self) -> list[dict]:
+        """Tuning records in trial order (see ``read_records``)."""
+        return read_records(self.path)
+
+    def workloads(self) -> list[list]:
+        return list(read_json_lines(self.path / DB_WORKLOADS))
+
+
+def read_json_lines(path: Path) -> Iterator[Any]:
+    """JSON values of a line-per-record file; a torn or garbled line is skipped, not fatal."""
+    try:
+        stream = path.open("r", encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    with stream:
+        for line in stream:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def read_records(run_dir: str | os.PathLike) -> list[dict]:
+    """MetaSchedule's JSON database as plain dicts, in trial (append) order.
+
+    Each line is ``[workload_idx, [[insts, decisions], run_secs, target, args_info]]``.  Returns
+    ``{trial, workload, insts, decisions, run_secs, latency_us (None if failed), target, args_info}``.
+    """
+    out = []
+    for trial, row in enumerate(read_json_lines(Path(run_dir) / DB_RECORDS)):
+        try:
+            workload, (trace, run_secs, target, args_info) = row[0], row[1][:4]
+            insts, decisions = trace
+        except (TypeError, ValueError, IndexError):
+            continue
+        secs = [float(s) for s in (run_secs or [])]
+        ok = bool(secs) and min(secs) < FAILED_LATENCY
+        out.append({"trial": trial, "workload": workload, "insts": insts, "decisions": decisions,
+                    "run_secs": secs, "latency_us": (sum(secs) / len(secs) * 1e6) if ok else None,
+                    "target": target, "args_info": args_info})
+    return out
+
+
+_SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class RunStore:
+    """All runs under one root (``.asight`` of a workspace)."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root) if root else default_store_root()
+        self.runs_dir = self.root / "runs"
+
+    def new_run_id(self, function: str) -> str:
+        slug = _SLUG.sub("-", function).strip("-")[:40] or "run"
+        return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+    def create(self, meta: RunMeta) -> Run:
+        run = Run(self.runs_dir / meta.id)
+        run.path.mkdir(parents=True, exist_ok=False)
+        run.save(meta)
+        return run
+
+    def all(self) -> list[Run]:
+        if not self.runs_dir.is_dir():
+            return []
+        runs = [Run(p) for p in self.runs_dir.iterdir() if (p / "run.json").exists()]
+        return sorted(runs, key=lambda r: r.meta_path.stat().st_mtime)
+
+    def metas(self) -> list[RunMeta]:
+        out = []
+        for run in self.all():
+            try:
+                out.append(run.load())
+            except AsightError:
+                continue
+        return out
+
+    def get(self, ref: str) -> Run:
+        """A run by id, unique id prefix, directory path, or ``latest``."""
+        path = Path(ref)
+        if (path / "run.json").exists():
+            return Run(path)
+        runs = self.all()
+        if ref == "latest" and runs:
+            return runs[-1]
+        exact = [r for r in runs if r.id == ref]
+        if exact:
+            return exact[0]
+        matches = [r for r in runs if r.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise AsightError(f"no run '{ref}' in {self.runs_dir}")
+        raise AsightError(f"run '{ref}' is ambiguous: {', '.join(r.id for r in matches[:5])}")
+
+    def find_resumable(self, file: str, function: str, source_hashes: dict, target_label: str) -> Run | None:
+        """The newest run of the same function, source and target, whose records a new run can reuse."""
+        for run in reversed(self.all()):
+            try:
+                meta = run.load()
+            except AsightError:
+                continue
+            if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
+                    and meta.source_hashes == source_hashes and meta.target_label == target_label):
+                return run
+        return None
+
+    def latest_for(self, file: str, function: str | None = None) -> RunMeta | None:
+        """Newest run (any state) of a file, optionally of one function."""
+        for meta in reversed(self.metas()):
+            if os.path.abspath(meta.file) == os.path.abspath(file) and (function is None or meta.function == function):
+                return meta
+        return None
