@@ -1,0 +1,132 @@
+"""The ASight language-server protocol: every name the server and its clients share.
+
+One dependency-free module (standard library only) with the LSP command ids, the custom request
+and notification methods, the payload schema names and the shapes of the custom messages.  The
+VS Code extension mirrors this file in TypeScript (``vscode-extension/src/protocol.ts``); change
+both together.
+
+Conventions
+-----------
+* Ranges are LSP ranges: 0-based lines, UTF-16 characters.
+* Every custom payload is a JSON object with ``"schema": "<name>/<version>"``; a payload that
+  cannot be computed (yet) is ``{"schema": ..., "status": "unavailable", "message": ...}``.
+* Command arguments are ONE JSON object (``arguments: [{...}]``), never positional lists.
+"""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+SERVER_NAME = "asight-lsp"
+PROTOCOL_VERSION = 1
+
+# --------------------------------------------------------------------------- commands
+# workspace/executeCommand ids.  Argument object fields are listed next to each.
+CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?}
+CMD_PROFILE = "asight.profile"                 # {uri, function?, run?}
+CMD_CANCEL = "asight.cancel"                   # {run?} (none: every running job of this server)
+CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"  # {uri?, function?, run?} -> searchSpace payload
+CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loopView payload
+CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"  # {uri, function, mode?: "trace"|"script"}
+CMD_COMPARE_RUNS = "asight.compareRuns"        # {runs: [id, id]} -> compareRuns payload
+
+COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
+            CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS]
+TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE}     # refused in an untrusted workspace
+
+# --------------------------------------------------------------------------- custom requests
+REQ_RUNS = "asight/runs"                 # {uri?, function?} -> runs payload
+REQ_HOTSPOTS = "asight/hotspots"         # {uri, function?, run?} -> hotspots payload
+REQ_SEARCH_SPACE = "asight/searchSpace"  # {run?, uri?, function?} -> searchSpace payload
+REQ_LOOP_VIEW = "asight/loopView"        # {run?, uri?, function?} -> loopView payload
+REQ_STAGE_GRAPH = "asight/stageGraph"    # {run?, uri?, function?} -> stageGraph payload
+REQ_PRINCIPLES = "asight/principles"     # {run?, uri?, function?} -> principles payload
+
+REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES]
+
+# --------------------------------------------------------------------------- notifications
+NOTIFY_RUN_UPDATED = "asight/runUpdated"  # server -> client, RunUpdated below
+
+# --------------------------------------------------------------------------- payload schemas
+SCHEMA_RUNS = "asight.runs/1"
+SCHEMA_RUN_UPDATED = "asight.runUpdated/1"
+SCHEMA_HOTSPOTS = "asight.hotspots/1"
+SCHEMA_SEARCH_SPACE = "asight.searchSpace/1"
+SCHEMA_LOOP_VIEW = "asight.loopView/1"
+SCHEMA_STAGE_GRAPH = "asight.stageGraph/1"
+SCHEMA_PRINCIPLES = "asight.principles/1"
+SCHEMA_COMPARE_RUNS = "asight.compareRuns/1"
+SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1"
+SCHEMA_COMMAND_RESULT = "asight.commandResult/1"
+
+REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEARCH_SPACE: SCHEMA_SEARCH_SPACE,
+                   REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
+                   REQ_PRINCIPLES: SCHEMA_PRINCIPLES}
+
+STATUS_OK = "ok"
+STATUS_UNAVAILABLE = "unavailable"   # the payload builder does not exist yet / no run to show
+STATUS_PARTIAL = "partial"           # some parts could not be computed
+
+# --------------------------------------------------------------------------- initialization
+# initializationOptions (all optional; the same keys under the "asight" configuration section).
+OPT_TRUSTED = "trusted"              # bool, default true; false refuses tune/profile
+OPT_STORE_ROOT = "storeRoot"         # .asight directory; default <workspace>/.asight
+OPT_WORKER_PYTHON = "workerPython"   # interpreter of the TVM worker and tuning jobs
+OPT_TARGET = "target"                # default tuning target (None = host CPU)
+OPT_TRIALS = "trials"                # default trial budget
+OPT_DISABLED_FEATURES = "disabledFeatures"  # e.g. ["inlayHint", "tvmDiagnostics"]
+OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"  # debounce of TVM diagnostics while typing
+
+# Feature names for OPT_DISABLED_FEATURES.
+FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"]
+
+# LSP error codes the server answers bad requests with (JSON-RPC: InvalidParams).
+ERROR_INVALID_PARAMS = -32602
+ERROR_REQUEST_FAILED = -32803
+
+# --------------------------------------------------------------------------- payload shapes
+
+
+class UnavailablePayload(TypedDict):
+    schema: str
+    status: str      # STATUS_UNAVAILABLE
+    message: str
+
+
+class RunSummary(TypedDict, total=False):
+    id: str
+    file: str
+    function: str
+    state: str               # queued | running | done | cancelled | failed
+    trialsRequested: int
+    trialsDone: int
+    baselineUs: float | None
+    bestUs: float | None
+    speedup: float | None
+    target: str
+    created: float
+    finished: float | None
+    stale: bool              # the function's source changed since the run
+    error: str | None
+
+
+class RunUpdated(TypedDict, total=False):
+    """``asight/runUpdated``: sent on every progress event and when a run ends."""
+    schema: str              # SCHEMA_RUN_UPDATED
+    uri: str | None
+    event: str               # started | progress | finished
+    run: RunSummary
+
+
+class CommandResult(TypedDict, total=False):
+    """What ``asight.tune`` / ``asight.profile`` return once the job has ended."""
+    schema: str              # SCHEMA_COMMAND_RESULT
+    command: str
+    status: str              # ok | cancelled | failed | refused
+    message: str
+    run: RunSummary | None
+    data: Any
+
+
+def unavailable(schema: str, message: str) -> UnavailablePayload:
+    """The payload a request answers with when there is nothing to show yet."""
+    return {"schema": schema, "status": STATUS_UNAVAILABLE, "message": message}
