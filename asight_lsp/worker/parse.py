@@ -15,22 +15,24 @@ from .compat import DiagnosticError, parse_script, relax, tirx
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
 CARETS = re.compile(r"^\s*\|\s(?P<pad>\s*)(?P<carets>\^+)\s*$", re.M)
 _CACHE: "OrderedDict[str, object]" = OrderedDict()
-_CACHE_SIZE = 64
+_CACHE_SIZE = 1024
 
 
 def mask_text(lines: list[str], start: int, end: int) -> str:
-    """Keep lines ``start..end`` (0-based, inclusive); blank the rest so line numbers stay true."""
-    return "\n".join(text if start <= i <= end else "" for i, text in enumerate(lines))
+    """Lines ``start..end`` (0-based, inclusive) preceded by blank lines, so TVM's line numbers are
+    the file's; the lines after the unit are simply left out."""
+    return "\n" * start + "\n".join(lines[start:end + 1])
 
 
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
-    """The parsed PrimFunc/IRModule of one unit (cached by its masked text)."""
-    text = mask_text(lines, unit["start_line"], unit["end_line"])
-    key = hashlib.sha1(repr((text, sorted(constants.items()), sorted(aliases.items()))).encode()).hexdigest()
+    """The parsed PrimFunc/IRModule of one unit (cached by position, text, constants and aliases)."""
+    body = "\n".join(lines[unit["start_line"]:unit["end_line"] + 1])
+    key = hashlib.sha1(repr((unit["start_line"], body, sorted(constants.items()),
+                             sorted(aliases.items()))).encode()).hexdigest()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    parsed = parse_script(text, constants, aliases)
+    parsed = parse_script("\n" * unit["start_line"] + body, constants, aliases)
     _CACHE[key] = parsed
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

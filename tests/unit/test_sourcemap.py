@@ -147,3 +147,19 @@ def test_half_typed_block_yields_what_is_known():
     outline = build_outline(text)
     assert outline.function("matmul64").blocks[0].name == "C"
     assert outline.syntax_errors
+
+
+def test_incremental_outline_equals_a_fresh_one():
+    from asight_lsp import sourcemap
+
+    base = fixture_text("matmul64.py") + "\n\n" + fixture_text("softmax.py").split("\n", 1)[1]
+    build_outline(base)
+    edits = [base.replace("T.grid(64, 64, 64)", "T.grid(64, 64, 64)  # edited"),
+             base.replace("from tvm.script import tirx as T\n", "from tvm.script import tirx as T\n\n\nK = 3\n"),
+             base.replace('with T.sblock("C"):', 'with T.sblock("C"):\n            T.evaluate(0)')]
+    for text in edits:
+        warm = build_outline(text).to_dict()
+        sourcemap._CHUNK_CACHE.clear()
+        assert build_outline(text).to_dict() == warm
+    shifted = build_outline(edits[1]).function("softmax").blocks[0].range["start"]["line"]
+    assert shifted == build_outline(base).function("softmax").blocks[0].range["start"]["line"] + 3
