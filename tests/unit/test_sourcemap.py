@@ -155,7 +155,7 @@ def test_incremental_outline_equals_a_fresh_one():
     base = fixture_text("matmul64.py") + "\n\n" + fixture_text("softmax.py").split("\n", 1)[1]
     build_outline(base)
     edits = [base.replace("T.grid(64, 64, 64)", "T.grid(64, 64, 64)  # edited"),
-             base.replace("from tvm.script import tirx as T\n", "from tvm.script import tirx as T\n\n\nK = 3\n"),
+             base.replace("from tvm.script import tirx as T\n", "from tvm.script import tirx as T\n\n\nK = 3\n", 1),
              base.replace('with T.sblock("C"):', 'with T.sblock("C"):\n            T.evaluate(0)')]
     for text in edits:
         warm = build_outline(text).to_dict()
