@@ -143,6 +143,15 @@ class Run:
     def workloads(self) -> list[list]:
         return list(read_json_lines(self.path / DB_WORKLOADS))
 
+    def repair_db(self) -> int:
+        """Make MetaSchedule's JSON database loadable by TVM after a hard kill (see ``repair_json_lines``)."""
+        return repair_json_lines(self.records_path) + repair_json_lines(self.path / DB_WORKLOADS)
+
+    @property
+    def source_path(self) -> Path:
+        """Snapshot of the source text the run tuned (written by ``jobs.start_tune``)."""
+        return self.path / "source.py"
+
 
 def read_json_lines(path: Path) -> Iterator[Any]:
     """JSON values of a line-per-record file; a torn or garbled line is skipped, not fatal."""
@@ -159,6 +168,33 @@ def read_json_lines(path: Path) -> Iterator[Any]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 continue
+
+
+def repair_json_lines(path: str | os.PathLike) -> int:
+    """Drop torn or garbled lines of a line-per-record JSON file (rewritten atomically).
+
+    TVM's ``JSONDatabase`` refuses a whole database over one torn line, which a job killed while
+    appending leaves behind.  Returns how many lines were dropped (0: file untouched).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    kept, dropped = [], 0
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+            kept.append(line)
+        except json.JSONDecodeError:
+            dropped += 1
+    if dropped or (raw and not raw.endswith(b"\n")):
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        os.replace(tmp, path)
+    return dropped
 
 
 def read_records(run_dir: str | os.PathLike) -> list[dict]:

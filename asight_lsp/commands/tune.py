@@ -1,0 +1,118 @@
+"""``asight tune FILE``: tune a function with MetaSchedule in a background job and report the result."""
+from __future__ import annotations
+
+import sys
+import time
+
+from ..errors import AsightError
+from ..jobs import InputError, TuneJob, TuneRequest, failure_message, start_tune
+from ..runs import RunMeta
+from .common import print_json
+
+EXIT_CANCELLED = 130
+
+
+def add_parser(sub):
+    p = sub.add_parser("tune", help="tune a PrimFunc, an IRModule's PrimFuncs or a Relax module (MetaSchedule)")
+    add_tune_arguments(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output (the run's metadata)")
+    return p
+
+
+def add_tune_arguments(p, trials: int = 64) -> None:
+    p.add_argument("file")
+    p.add_argument("--func", help="function id/name (Mod.main, main) or unit name; default: the file's only unit")
+    p.add_argument("--target", help='host CPU by default; "cuda", "llvm -mcpu=znver3 -num-cores=2" or Target JSON')
+    p.add_argument("--trials", type=int, default=trials, help=f"total trials of the run (default {trials}); "
+                   "records of a resumed run count toward it")
+    p.add_argument("--work-dir", help="where runs are stored (default ./.asight); a run is WORK_DIR/runs/<id>")
+    p.add_argument("--rpc", metavar="HOST:PORT:KEY", help="measure through a TVM RPC tracker")
+    p.add_argument("--seed", type=int, help="random seed of the search")
+    p.add_argument("--new", action="store_true", help="start a new run instead of resuming the matching one")
+
+
+def request_from(args) -> TuneRequest:
+    return TuneRequest(file=args.file, function=args.func, target=args.target, trials=args.trials,
+                       store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new)
+
+
+def run(args) -> int:
+    try:
+        job = start_tune(request_from(args))
+    except InputError as err:
+        print(f"asight: error: {err}", file=sys.stderr)
+        return 1
+    meta = follow(job, None if args.json else sys.stdout)
+    input_problem = meta.state == "failed" and meta.extra.get("error_kind") == "input"
+    if args.json:
+        print_json({**meta.to_dict(), "run_dir": str(job.run.path), "speedup": speedup(meta)})
+    elif not input_problem:
+        print_summary(job, meta)
+    return exit_code(job, meta)
+
+
+def follow(job: TuneJob, out=None) -> RunMeta:
+    """Print progress until the job ends; Ctrl-C cancels it (records are kept)."""
+    try:
+        while not job.done:
+            _print_events(job, out)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        if out:
+            print("\ncancelling ...", file=out, flush=True)
+        job.cancel()
+    _print_events(job, out)
+    return job.wait(10)
+
+
+def _print_events(job: TuneJob, out) -> None:
+    for event in job.poll_events():
+        if out is None:
+            continue
+        kind = event.get("type")
+        if kind == "started":
+            done = event.get("trials_done") or 0
+            resumed = f", resuming with {done} records" if done else ""
+            print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}; untuned "
+                  f"{fmt_us(event.get('baseline_us'))}", file=out, flush=True)
+        elif kind == "progress":
+            errors = event.get("batch_errors") or 0
+            print(f"  trials {event['trials_done']}/{event['trials']}  best {fmt_us(event.get('best_us'))}"
+                  f"  [{event.get('task')}]" + (f"  ({errors} failed in batch)" if errors else ""),
+                  file=out, flush=True)
+
+
+def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
+    out = out or sys.stdout
+    print(f"run      {meta.id}  ({job.run.path})", file=out)
+    print(f"state    {meta.state}" + (f": {meta.error}" if meta.error else ""), file=out)
+    print(f"trials   {meta.trials_done} of {meta.trials_requested}", file=out)
+    print(f"untuned  {fmt_us(meta.baseline_us)}", file=out)
+    ratio = speedup(meta)
+    print(f"best     {fmt_us(meta.best_us)}" + (f"  ({ratio:.1f}x faster)" if ratio else ""), file=out)
+
+
+def speedup(meta: RunMeta) -> float | None:
+    if meta.baseline_us and meta.best_us:
+        return meta.baseline_us / meta.best_us
+    return None
+
+
+def exit_code(job: TuneJob, meta: RunMeta) -> int:
+    """0 done, 130 cancelled, 1 the source has errors, 2 any other failure."""
+    if meta.state == "done":
+        return 0
+    if meta.state == "cancelled":
+        return EXIT_CANCELLED
+    if meta.state == "failed":
+        print(f"asight: error: {failure_message(job.run, meta)}", file=sys.stderr)
+        return 1 if meta.extra.get("error_kind") == "input" else 2
+    raise AsightError(f"the tuning job did not end (state {meta.state})")
+
+
+def fmt_us(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value >= 1000:
+        return f"{value / 1000:.3f} ms"
+    return f"{value:.1f} us" if value >= 10 else f"{value:.3g} us"

@@ -1,0 +1,206 @@
+"""The tuning job process: ``python -m asight_lsp.worker.tune_job RUN_DIR``.
+
+``jobs.start_tune`` prepares ``RUN_DIR`` (``run.json`` with the selection and budget,
+``source.py`` = the text to tune) and starts this module in its own process group.  The job parses
+the unit, measures the untuned baseline once, tunes with MetaSchedule into ``RUN_DIR`` and streams
+``events.jsonl``; ``run.json`` follows along (state, trials_done, best_us, ...).
+
+Cancel: SIGINT/SIGTERM wake a watcher thread at once (``signal.set_wakeup_fd``; the main thread
+may be deep in MetaSchedule's C++ search), which records state ``cancelled`` and SIGKILLs the
+whole process group — the job and its builder/runner workers — in one call.  Every record already
+appended to the JSON database stays; a torn last line is dropped by ``Run.repair_db`` on resume.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+
+from ..runs import Run, RunMeta
+
+
+class InputProblem(Exception):
+    """The source or the request is wrong (parse error, unknown target): exit code 1 for the CLI."""
+
+
+class Job:
+    """One job process working on one run directory."""
+
+    def __init__(self, run_dir: str):
+        self.run = Run(run_dir)
+        self.lock = threading.RLock()   # the cancel thread and the main thread both write run.json
+        self.finished = False
+        self.trials_done = 0
+        self.best_us: float | None = None
+        self.baseline_us: float | None = None
+
+    # -- bookkeeping
+    def event(self, event_type: str, **fields) -> None:
+        with self.lock:
+            if not self.finished or event_type == "finished":
+                self.run.append_event({"type": event_type, **fields, "time": time.time()})
+
+    def update(self, **changes) -> RunMeta:
+        """Change run.json, unless the job has already recorded its end (a cancel won the race)."""
+        with self.lock:
+            return self.run.load() if self.finished else self.run.update(**changes)
+
+    def finish(self, state: str, error: str | None = None, error_kind: str | None = None) -> None:
+        """Record the end of the job once (normal end, failure or cancel, whichever comes first)."""
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = True
+            from ..runs import read_records
+            done = len(read_records(self.run.path))
+            meta = self.run.load()
+            meta.state, meta.error, meta.finished = state, error, time.time()
+            meta.trials_done = done
+            if self.best_us is not None:
+                meta.best_us = self.best_us
+            if error_kind:
+                meta.extra["error_kind"] = error_kind
+            if meta.sessions:
+                meta.sessions[-1].update({"finished": meta.finished, "state": state, "trials_done": done})
+            self.run.save(meta)
+            self.event("finished", state=state, best_us=meta.best_us, baseline_us=meta.baseline_us,
+                       trials_done=done, error=error)
+
+    # -- cancel
+    def watch_signals(self) -> None:
+        """Turn SIGINT/SIGTERM into a prompt cancel, whatever the main thread is doing."""
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)  # the watcher thread acts; the main thread carries on
+        threading.Thread(target=self._on_signal, args=(reader, writer), daemon=True, name="cancel").start()
+
+    def _on_signal(self, reader: socket.socket, _writer: socket.socket) -> None:
+        reader.recv(1)
+        try:
+            self.finish("cancelled")
+        finally:
+            kill_own_group()
+
+    # -- the work
+    def main(self) -> int:
+        self.watch_signals()
+        meta = self.update(state="running", pid=os.getpid(), started=time.time())
+        try:
+            self.tune(meta)
+        except InputProblem as err:
+            self.finish("failed", str(err), "input")
+            return 1
+        except Exception as err:  # noqa: BLE001  the run must say why it failed
+            traceback.print_exc()
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            self.finish("failed", f"{type(err).__name__}: {first}", "internal")
+            return 2
+        self.finish("done")
+        return 0
+
+    def tune(self, meta: RunMeta) -> None:
+        from . import tuning
+        from ..runs import read_records
+        parsed, member = self.parse(meta)
+        try:
+            target = tuning.resolve_target(meta.extra.get("target_spec"))
+        except tuning.TargetError as err:
+            raise InputProblem(str(err)) from None
+        self.run.repair_db()
+        try:
+            plan = tuning.plan_for(parsed, member, target)
+        except ValueError as err:
+            raise InputProblem(str(err)) from None
+        before = len(read_records(self.run.path))
+        meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
+                           trials_done=before)
+        self.baseline_us = meta.baseline_us
+        if self.baseline_us is None:
+            self.baseline_us, detail = tuning.baseline_us(plan, target, meta.rpc)
+            meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
+        remaining = max(meta.trials_requested - before, 0)
+        tracker = tuning.BestTracker(plan, before)
+        database = tuning.open_database(str(self.run.path))
+        tracker.seed_from_db(database)
+        self.best_us = tracker.total_us()
+        self.event("started", run=self.run.id, trials=meta.trials_requested, baseline_us=self.baseline_us,
+                   trials_done=before, remaining=remaining, kind=plan.kind,
+                   tasks=[t.name for t in plan.tasks], target=str(target))
+
+        def on_batch(task_id: int, latencies: list, errors: int) -> None:
+            if not latencies:
+                return  # the search found nothing new for this task (small space exhausted)
+            tracker.add(task_id, latencies, errors)
+            self.best_us = tracker.total_us()
+            self.event("progress", trials_done=tracker.trials_done, trials=meta.trials_requested,
+                       best_us=self.best_us, batch_errors=errors, task=plan.tasks[task_id].name,
+                       task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
+            self.update(trials_done=tracker.trials_done, best_us=self.best_us)
+
+        started = time.perf_counter()
+        if remaining > 0:
+            tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
+                        on_batch=on_batch, database=database)
+        tune_s = time.perf_counter() - started
+        tracker.seed_from_db(database)
+        self.best_us = tracker.total_us()
+        extra = {"best_tasks_us": tracker.per_task_us(), "tune_seconds": tune_s}
+        if plan.kind == "relax" and not meta.rpc and self.best_us is not None:
+            extra["best_tasks_sum_us"] = self.best_us
+            self.best_us = tuning.tuned_relax_us(plan, database, target)
+        meta = self.run.load()
+        self.update(best_us=self.best_us, extra={**meta.extra, **extra})
+
+    def parse(self, meta: RunMeta):
+        """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
+        from ..sourcemap import build_outline
+        from .parse import error_to_problem, parse_unit
+        selection = meta.extra.get("selection") or {}
+        text = self.run.source_path.read_text(encoding="utf-8")
+        outline = build_outline(text, meta.file)
+        unit = next((u for u in outline.units if u.name == selection.get("unit")), None)
+        if unit is None:
+            raise InputProblem(f"{meta.file}: unit {selection.get('unit')!r} not found")
+        spec = {"start_line": unit.start_line, "end_line": unit.end_line}
+        try:
+            parsed = parse_unit(text.splitlines(), spec, outline.constants, outline.aliases)
+        except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
+            problem = error_to_problem(err)
+            problem["unit"] = unit.name
+            self.update(extra={**self.run.load().extra, "problem": problem})
+            raise InputProblem(f"{meta.file}:{problem['line']}:{problem['col']}: {problem['message']}") from None
+        return parsed, selection.get("member")
+
+
+def kill_own_group() -> None:
+    """SIGKILL the job and all its workers at once (or, if not a group leader, the children first)."""
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    try:
+        import psutil
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+    finally:
+        os._exit(130)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m asight_lsp.worker.tune_job RUN_DIR", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    return Job(argv[0]).main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

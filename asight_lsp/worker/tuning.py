@@ -1,0 +1,479 @@
+"""MetaSchedule tuning (TVM side): targets, tasks, fast builds, baseline, progress.
+
+The tuning job (``tune_job``) drives this module; the long-lived worker only uses the small
+``HANDLERS``.  What it tunes:
+
+* one PrimFunc, or every PrimFunc of an IRModule (one task per PrimFunc, as ``ms.tune_tir``);
+* a Relax module: tasks are extracted from the legalized and fused module (tvm-notes §6).
+
+Speed (tvm-notes §0/§2): ``stub_tensor_intrin`` instead of the 19 s ``tvm.s_tir.tensor_intrin``
+import, and ``fast_build`` as the builder's ``f_build``.  ``fast_build`` is defined here, in an
+importable module, so cloudpickle sends it to the builder workers *by reference*: a worker imports
+this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intrinsics.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .compat import host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
+from tvm.ir.utils import derived_object
+
+NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
+FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
+GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
+
+
+class TargetError(ValueError):
+    """The target text is not a target TVM knows (one-line message)."""
+
+
+# --------------------------------------------------------------------------- build / run
+
+
+def fast_build(mod, target, _params):
+    """``ms.builder.default_build`` minus its ``import tvm.s_tir.tensor_intrin`` (19 s per worker).
+
+    ``tvm.tirx.build`` (not ``tvm.compile``) returns a module that the default export can save.
+    """
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    return tvm.tirx.build(mod, target=target)
+
+
+def cores() -> int:
+    """CPU cores this process may use (affinity-aware)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def evaluator_config():
+    return ms.runner.EvaluatorConfig(number=NUMBER, repeat=REPEAT, min_repeat_ms=MIN_REPEAT_MS,
+                                     enable_cpu_cache_flush=False)
+
+
+def make_builder(max_workers: int | None = None, timeout_sec: float = 30.0):
+    return ms.builder.LocalBuilder(max_workers=max_workers or cores(), timeout_sec=timeout_sec, f_build=fast_build)
+
+
+def parse_rpc(spec: str) -> tuple[str, int, str]:
+    """``HOST:PORT:KEY`` -> (host, port, key); the key may itself contain colons."""
+    parts = spec.split(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
+        raise ValueError(f"--rpc expects HOST:PORT:KEY (got {spec!r})")
+    return parts[0], int(parts[1]), parts[2]
+
+
+def make_runner(rpc: str | None = None, timeout_sec: float = 30.0):
+    """LocalRunner, or an RPCRunner through a TVM RPC tracker when ``rpc`` is ``HOST:PORT:KEY``."""
+    if not rpc:
+        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config())
+    host, port, key = parse_rpc(rpc)
+    config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
+                                 session_timeout_sec=max(int(timeout_sec), 10))
+    return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator_config(), max_workers=1)
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def resolve_target(spec: str | None):
+    """A ``tvm.target.Target`` from the user's text.
+
+    ``None``/``"host"`` -> the host CPU (real ``mcpu``, ``num-cores``).  ``llvm`` without ``mcpu``
+    or ``mtriple`` also means this host and gets the host's ``mcpu`` and ``num-cores`` (a bare
+    ``llvm`` is generic x86-64: 2-3x slower kernels, tvm-notes §0).  Accepted forms: Target JSON
+    (``{"kind": ...}``), the classic ``"llvm -mcpu=... -num-cores=4"`` string (TVM 0.27 dropped
+    that form; it is converted here), a kind or a tag (``cuda``, ``nvidia/...``).  GPU targets get
+    the host CPU as their host.
+    """
+    if spec is None or not spec.strip() or spec.strip() == "host":
+        return host_target()
+    text = spec.strip()
+    config = target_config(text)
+    if isinstance(config, dict) and config.get("kind") == "llvm" and "mcpu" not in config \
+            and "mtriple" not in config:
+        host = host_target()
+        config = {**config, "mcpu": str(host.attrs["mcpu"])}
+        config.setdefault("num-cores", int(host.attrs["num-cores"]))
+    try:
+        target = tvm.target.Target(config)
+    except Exception as err:  # TVM raises ValueError / TVMError / AttributeError variants
+        message = " ".join(str(err).split())
+        raise TargetError(f"unknown target {text!r}: {message[:200]}") from None
+    if target.kind.name in GPU_KINDS and target.host is None:
+        target = tvm.target.Target(target, host=host_target())
+    return target
+
+
+_LIST_ATTRS = {"mattr", "keys", "libs", "cl-opt", "device_libs"}
+
+
+def target_config(text: str):
+    """Target JSON text, a classic ``kind -key=value ...`` string, or a bare kind/tag -> Target input."""
+    if text.startswith("{"):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TargetError(f"target JSON is not valid JSON: {err}") from None
+        if not isinstance(config, dict) or "kind" not in config:
+            raise TargetError('target JSON needs a "kind" (e.g. {"kind": "llvm", "mcpu": "znver3"})')
+        return config
+    import shlex
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise TargetError(f"cannot read target {text!r}: {err}") from None
+    kind, options = words[0], words[1:]
+    if "/" in kind and not options:
+        return kind                          # a tag such as nvidia/geforce-rtx-3080
+    config: dict = {"kind": kind}
+    for option in options:
+        if not option.startswith("-"):
+            raise TargetError(f"cannot read target option {option!r} in {text!r} (expected -key=value)")
+        key, _, value = option.lstrip("-").partition("=")
+        config[key] = _option_value(key, value) if _ else True
+    return config
+
+
+def _option_value(key: str, value: str):
+    if key in _LIST_ATTRS:
+        return [v for v in value.split(",") if v]
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def _plain(value):
+    """TVM containers -> JSON-able Python values."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or (hasattr(value, "__len__") and hasattr(value, "__getitem__")
+                                            and not isinstance(value, (str, bytes))):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if hasattr(value, "export"):
+        return _plain(value.export())
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def target_json(target) -> dict:
+    return _plain(target.export())
+
+
+def device_for(target):
+    kind = target.kind.name
+    return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+@dataclass
+class Task:
+    name: str
+    mod: object            # IRModule MetaSchedule tunes (normalized)
+    weight: float = 1.0
+    functions: list = field(default_factory=list)   # source functions behind it
+
+
+@dataclass
+class Plan:
+    """What one run tunes: ``kind`` tir|relax, its tasks, and the program to measure end to end."""
+    kind: str
+    tasks: list
+    program: object        # PrimFunc, IRModule of PrimFuncs, or the raw Relax IRModule
+    entry: str = "main"
+
+    def task_records(self) -> list[dict]:
+        return [{"name": t.name, "weight": t.weight, "functions": t.functions} for t in self.tasks]
+
+
+RELAX_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
+
+
+def fuse_relax(mod):
+    """Legalize and fuse a Relax module the way ``compile_relax`` does before applying a DB."""
+    return tvm.transform.Sequential([getattr(relax.transform, name)() for name in RELAX_PIPELINE])(mod)
+
+
+def plan_for(parsed, function: str | None, target) -> Plan:
+    """Tasks for a parsed unit.
+
+    ``parsed`` is a PrimFunc or an IRModule; ``function`` (a name inside the module, or None for
+    the whole unit) picks one PrimFunc.  A module with a Relax function is tuned as Relax.
+    """
+    if isinstance(parsed, relax.Function):
+        parsed = tvm.IRModule({function or "main": parsed})
+    if isinstance(parsed, tirx.PrimFunc):
+        name = _symbol(parsed) or "main"
+        return Plan("tir", [Task("main", normalize_mod(parsed), 1.0, [name])], parsed)
+    funcs = {gv.name_hint: f for gv, f in parsed.functions_items()}
+    if function is not None and isinstance(funcs.get(function), tirx.PrimFunc):
+        return Plan("tir", [Task(function, normalize_mod(funcs[function]), 1.0, [function])], funcs[function])
+    if any(isinstance(f, relax.Function) for f in funcs.values()):
+        entry = function if function in funcs and isinstance(funcs[function], relax.Function) else "main"
+        fused = fuse_relax(parsed)
+        tasks = [Task(t.task_name, t.dispatched[0], float(t.weight), [t.task_name])
+                 for t in ms.relax_integration.extract_tasks(fused, target)]
+        if not tasks:
+            raise ValueError("the Relax module has no operator to tune (no task after legalize+fuse)")
+        return Plan("relax", tasks, parsed, entry)
+    prims = sorted((n, f) for n, f in funcs.items() if isinstance(f, tirx.PrimFunc))
+    if not prims:
+        raise ValueError("nothing to tune: the unit has no PrimFunc or Relax function")
+    return Plan("tir", [Task(n, normalize_mod(f), 1.0, [n]) for n, f in prims], parsed)
+
+
+def _symbol(func) -> str | None:
+    attrs = func.attrs
+    return str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else None
+
+
+def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int) -> list:
+    """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them."""
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+    from tvm.s_tir.meta_schedule.utils import fork_seed
+    names = [t.name for t in plan.tasks]
+    loggers = get_loggers_from_work_dir(work_dir, names)
+    contexts = []
+    for task, logger, rand_state in zip(plan.tasks, loggers, fork_seed(seed, n=len(plan.tasks))):
+        contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator="post-order-apply",
+                                       search_strategy="evolutionary", task_name=task.name, logger=logger,
+                                       rand_state=rand_state, num_threads=threads).clone())
+    return contexts
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@derived_object
+class ProgressCallback(ms.measure_callback.PyMeasureCallback):
+    """Calls ``on_batch(task_index, latencies_s, errors)`` after every measured batch.
+
+    ``latencies_s`` has one entry per candidate (None when its build or run failed).  It runs after
+    MetaSchedule's default callbacks, so the batch is already in the database when it fires.
+    """
+
+    def __init__(self, on_batch: Callable[[int, list, int], None]):
+        self.on_batch = on_batch
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+        latencies, errors = [], 0
+        for built, ran in zip(builder_results, runner_results):
+            secs = [float(s) for s in ran.run_secs] if ran.run_secs is not None else []
+            failed = bool(built.error_msg or ran.error_msg) or not secs or min(secs) >= FAILED_SECS
+            errors += failed
+            latencies.append(None if failed else sum(secs) / len(secs))
+        self.on_batch(int(task_id), latencies, errors)
+
+
+class BestTracker:
+    """Best latency per task and the weighted sum over tasks (µs)."""
+
+    def __init__(self, plan: Plan, trials_before: int = 0):
+        self.plan = plan
+        self.best = [None] * len(plan.tasks)
+        self.trials_done = trials_before
+        self.errors = 0
+
+    def seed_from_db(self, db) -> None:
+        for i, task in enumerate(self.plan.tasks):
+            if db.has_workload(task.mod):
+                top = db.get_top_k(db.commit_workload(task.mod), 1)
+                if top:
+                    secs = [float(s) for s in top[0].run_secs]
+                    if secs and min(secs) < FAILED_SECS:
+                        self.best[i] = sum(secs) / len(secs)
+
+    def add(self, task_id: int, latencies: list, errors: int) -> None:
+        self.trials_done += len(latencies)
+        self.errors += errors
+        ok = [x for x in latencies if x is not None]
+        if ok and (self.best[task_id] is None or min(ok) < self.best[task_id]):
+            self.best[task_id] = min(ok)
+
+    def total_us(self) -> float | None:
+        """Weighted sum of per-task bests; None until every task has a valid measurement."""
+        if any(b is None for b in self.best):
+            return None
+        return sum(b * t.weight for b, t in zip(self.best, self.plan.tasks)) * 1e6
+
+    def per_task_us(self) -> dict:
+        return {t.name: (None if b is None else b * 1e6) for t, b in zip(self.plan.tasks, self.best)}
+
+
+def open_database(work_dir: str):
+    return ms.database.JSONDatabase(work_dir=work_dir, module_equality="structural")
+
+
+def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
+         on_batch: Callable[[int, list, int], None] | None = None, per_iter: int | None = None,
+         database=None, builder=None, runner=None):
+    """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB."""
+    if target.kind.name in GPU_KINDS:
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (GPU spaces need the CUDA intrinsics; 19 s, once)
+    else:
+        stub_tensor_intrin()
+    threads = cores()
+    contexts = tune_contexts(plan, target, work_dir, seed, threads)
+    callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+    if on_batch is not None:
+        callbacks.append(ProgressCallback(on_batch))
+    database = database or open_database(work_dir)
+    ms.tune.tune_tasks(
+        tasks=contexts, task_weights=[t.weight for t in plan.tasks], work_dir=work_dir,
+        max_trials_global=trials, num_trials_per_iter=per_iter or trials_per_iter(trials),
+        builder=builder or make_builder(threads), runner=runner or make_runner(rpc),
+        database=database, cost_model=ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto"),
+        measure_callbacks=callbacks, task_scheduler="gradient")
+    return database
+
+
+def trials_per_iter(trials: int) -> int:
+    """Batch size: large enough to amortise the builder pool start (~1 s), small enough for progress."""
+    return max(8, min(32, trials))
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def random_args(params: list[tuple[tuple, str]], device, seed: int = 0) -> list:
+    """Random inputs for ``[(shape, dtype), ...]`` on ``device``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in params:
+        if "float" in dtype:
+            data = rng.uniform(-1, 1, size=shape).astype(dtype)
+        elif dtype == "bool":
+            data = rng.integers(0, 2, size=shape).astype(dtype)
+        else:
+            data = rng.integers(0, 8, size=shape).astype(dtype)
+        out.append(tvm.runtime.tensor(data, device))
+    return out
+
+
+def prim_func_params(func) -> list[tuple[tuple, str]]:
+    """(shape, dtype) of every parameter (as MetaSchedule's runner allocates them)."""
+    out = []
+    for info in ms.arg_info.ArgInfo.from_prim_func(func):
+        kind, dtype, shape = info.as_json()[:3]
+        if kind != "TENSOR":
+            raise ValueError(f"cannot make inputs for a {kind} parameter")
+        out.append((tuple(_static(d) for d in shape), str(dtype)))
+    return out
+
+
+def relax_params(func) -> list[tuple[tuple, str]]:
+    out = []
+    for param in func.params:
+        info = param.struct_info
+        if not isinstance(info, relax.TensorStructInfo) or info.shape is None:
+            raise ValueError(f"parameter {param.name_hint} is not a tensor of known shape")
+        out.append((tuple(_static(d) for d in info.shape.values), str(info.dtype)))
+    return out
+
+
+def _static(dim) -> int:
+    if isinstance(dim, (int, np.integer)):
+        return int(dim)
+    if hasattr(dim, "value"):
+        return int(dim.value)
+    raise ValueError(f"dynamic shape dimension {dim}")
+
+
+def measure_prim(func, target, device=None, seed: int = 0) -> float:
+    """Untuned latency (µs) of one PrimFunc built as is for ``target``."""
+    device = device or device_for(target)
+    mod = normalize_mod(func)
+    ex = tvm.compile(mod, target=target)
+    args = random_args(prim_func_params(mod["main"]), device, seed)
+    return _evaluate(ex.jit() if hasattr(ex, "jit") else ex, "main", args, device)
+
+
+def _evaluate(module, name: str, args: list, device) -> float:
+    start = time.perf_counter()
+    module[name](*args)
+    device.sync()
+    once = time.perf_counter() - start
+    repeat = 1 if once > 0.5 else 3
+    evaluator = module.time_evaluator(name, device, number=1 if once > 0.005 else NUMBER, repeat=repeat,
+                                      min_repeat_ms=0 if once > 0.005 else MIN_REPEAT_MS)
+    return float(evaluator(*args).median) * 1e6
+
+
+def measure_relax(ex, entry: str, func, device, seed: int = 0) -> float:
+    """End-to-end latency (µs) of a Relax VM executable's ``entry`` on random inputs."""
+    vm = relax.VirtualMachine(ex, device)
+    args = random_args(relax_params(func), device, seed)
+    start = time.perf_counter()
+    vm[entry](*args)
+    once = time.perf_counter() - start
+    evaluator = vm.time_evaluator(entry, device, number=1 if once > 0.005 else NUMBER,
+                                  repeat=1 if once > 0.5 else 3, min_repeat_ms=0 if once > 0.005 else MIN_REPEAT_MS)
+    return float(evaluator(*args).median) * 1e6
+
+
+def measure_prim_rpc(func, target, rpc: str, seed: int = 0) -> float:
+    """Untuned latency (µs) of a PrimFunc measured on a device from the RPC tracker."""
+    import tempfile
+    from tvm import rpc as tvm_rpc
+    from tvm.support.tar import tar
+    host, port, key = parse_rpc(rpc)
+    session = tvm_rpc.connect_tracker(host, port).request(key, priority=0, session_timeout=60)
+    mod = normalize_mod(func)
+    lib = tvm.tirx.build(mod, target=target)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "baseline.tar")
+        lib.export_library(path, fcompile=tar)
+        session.upload(path)
+    remote = session.load_module("baseline.tar")
+    device = session.device(target.kind.name, 0) if target.kind.name != "llvm" else session.cpu()
+    args = random_args(prim_func_params(mod["main"]), device, seed)
+    return _evaluate(remote, "main", args, device)
+
+
+def baseline_us(plan: Plan, target, rpc: str | None = None) -> tuple[float | None, dict]:
+    """Untuned latency of what the plan tunes: (total µs or None, per-task/per-function µs)."""
+    if plan.kind == "relax":
+        if rpc:
+            return None, {"note": "untuned Relax latency is not measured over RPC"}
+        ex = tvm.compile(plan.program, target=target)
+        return measure_relax(ex, plan.entry, plan.program[plan.entry], device_for(target)), {}
+    per = {}
+    for task in plan.tasks:
+        func = task.mod["main"]
+        per[task.name] = measure_prim_rpc(func, target, rpc) if rpc else measure_prim(func, target)
+    return sum(per.values()), per
+
+
+def tuned_relax_us(plan: Plan, database, target) -> float:
+    """End-to-end latency of the Relax program compiled with the tuned database (raw module, §6)."""
+    ex = ms.relax_integration.compile_relax(database, plan.program, target, params=None)
+    return measure_relax(ex, plan.entry, plan.program[plan.entry], device_for(target))
+
+
+# --------------------------------------------------------------------------- worker handlers
+
+
+def handle_target(params: dict, emit=None) -> dict:
+    """``tuning.target``: resolve a target text (None = host) to its JSON and a label."""
+    target = resolve_target(params.get("target"))
+    return {"target": target_json(target), "label": str(target)}
+
+
+HANDLERS = {"tuning.target": handle_target}
