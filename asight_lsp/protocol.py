@@ -42,6 +42,7 @@ REQ_STAGE_GRAPH = "asight/stageGraph"    # {run?, uri?, function?} -> stageGraph
 REQ_PRINCIPLES = "asight/principles"     # {run?, uri?, function?} -> principles payload
 
 REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES]
+REQ_STATUS = "asight/status"             # {} -> ServerStatus (engine state, worker pid, live jobs)
 
 # --------------------------------------------------------------------------- notifications
 NOTIFY_RUN_UPDATED = "asight/runUpdated"  # server -> client, RunUpdated below
@@ -125,6 +126,17 @@ class CommandResult(TypedDict, total=False):
     message: str
     run: RunSummary | None
     data: Any
+
+
+class ServerStatus(TypedDict, total=False):
+    status: str              # starting | running | tuning | errored | exited
+    trusted: bool
+    storeRoot: str
+    workerPid: int | None    # the TVM worker process (None until first needed)
+    workerRestarts: int
+    jobs: list               # [RunSummary] of jobs this server started and still follows
+    features: list           # enabled feature names
+    tvmImported: bool        # always False: the server process never imports TVM
 
 
 def unavailable(schema: str, message: str) -> UnavailablePayload:

@@ -1,0 +1,45 @@
+"""``asight serve [--stdio | --tcp PORT | --ws PORT]``: the language server (no TVM in this process)."""
+from __future__ import annotations
+
+import logging
+import sys
+
+from .. import protocol as P
+from ..errors import AsightError
+
+
+def add_parser(sub):
+    p = sub.add_parser("serve", help="the language server (LSP over stdio, TCP or websockets)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
+    how.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT")
+    how.add_argument("--ws", type=int, metavar="PORT", help="listen for websockets on 127.0.0.1:PORT")
+    p.add_argument("--host", default="127.0.0.1", help="address for --tcp/--ws (default 127.0.0.1)")
+    p.add_argument("--store", help="run store (.asight directory); default <workspace>/.asight")
+    p.add_argument("--worker-python", help="interpreter for the TVM worker")
+    p.add_argument("--untrusted", action="store_true", help="refuse tune/profile (untrusted workspace)")
+    p.add_argument("--disable", action="append", default=[], choices=P.FEATURES, metavar="FEATURE",
+                   help=f"switch a feature off (repeatable): {', '.join(P.FEATURES)}")
+    p.add_argument("--log-level", default="WARNING", help="log level on stderr (default WARNING)")
+    return p
+
+
+def run(args) -> int:
+    from ..server.app import create_server
+    from ..server.options import ServerOptions
+
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr,
+                        format="asight-lsp %(levelname)s %(name)s: %(message)s")
+    options = ServerOptions(trusted=not args.untrusted, store_root=args.store, worker_python=args.worker_python,
+                            disabled_features=list(args.disable))
+    server = create_server(options)
+    for port in (args.tcp, args.ws):
+        if port is not None and not 0 < port < 65536:
+            raise AsightError(f"port must be between 1 and 65535 (got {port})")
+    if args.tcp is not None:
+        server.start_tcp(args.host, args.tcp)
+    elif args.ws is not None:
+        server.start_ws(args.host, args.ws)
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,338 @@
+"""workspace/executeCommand: tune, profile, cancel, panels, apply the best schedule, compare runs.
+
+Commands take ONE argument object (``protocol`` lists the fields).  A tuning job runs in its own
+process (``jobs.start_tune``); a monitor task reads its events, reports work-done progress
+(trials, best latency; the client's cancel stops the job) and sends ``asight/runUpdated``.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from .. import protocol as P
+from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
+from ..errors import AsightError, WorkerError
+from ..runs import Run
+from ..sourcemap import build_outline
+from . import custom
+from .actions import schedule_edit
+from .results import format_latency, run_summary
+from .state import Job, ServerState, Status, find_function
+
+
+class RequestFailed(JsonRpcException):
+    CODE = P.ERROR_REQUEST_FAILED
+
+
+def command_args(args: tuple) -> dict:
+    """The single argument object of a command (an empty call means ``{}``)."""
+    if not args:
+        return {}
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise JsonRpcInvalidParams("ASight commands take one argument: an object such as "
+                                   '{"uri": "file:///...", "function": "main"}')
+    return args[0]
+
+
+def require_trust(ls, what: str) -> None:
+    if not ls.state.options.trusted:
+        raise RequestFailed(f"ASight: {what} is disabled because this workspace is not trusted (it would run the "
+                            "file's TVMScript through TVM). Trust the workspace to enable it; the outline, "
+                            "hovers and static diagnostics keep working.")
+
+
+def _int(value, name: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise JsonRpcInvalidParams(f"'{name}' must be a positive number")
+    return int(value)
+
+
+# --------------------------------------------------------------------------- tune
+
+
+async def tune(ls, *args):
+    a = command_args(args)
+    require_trust(ls, "tuning")
+    doc = ls.doc(_required(a, "uri"))
+    state: ServerState = ls.state
+    from ..jobs import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
+    req = TuneRequest(file=doc.path, function=a.get("function"), target=a.get("target") or state.options.target,
+                      trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
+                      rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
+                      resume=bool(a.get("resume", True)))
+    try:
+        handle = await asyncio.to_thread(start_tune, req)
+    except AsightError as err:
+        raise RequestFailed(f"ASight: cannot tune: {err}") from None
+    meta = handle.run.load()
+    job = Job(meta.id, doc.uri, meta.function, handle)
+    state.jobs[meta.id] = job
+    state.status = Status.TUNING
+    state.index.invalidate()
+    job.task = asyncio.ensure_future(monitor(ls, job))
+    notify_run(ls, job.uri, "started", meta)
+    if a.get("wait"):
+        return await asyncio.shield(job.task)
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": "started",
+            "message": f"tuning {meta.function} ({meta.trials_requested} trials) in run {meta.id}",
+            "run": run_summary(meta)}
+
+
+def _required(a: dict, key: str):
+    value = a.get(key)
+    if not isinstance(value, str) or not value:
+        raise JsonRpcInvalidParams(f"missing '{key}' in the command argument")
+    return value
+
+
+def notify_run(ls, uri: str | None, event: str, meta) -> None:
+    ls.protocol.notify(P.NOTIFY_RUN_UPDATED, {"schema": P.SCHEMA_RUN_UPDATED, "uri": uri, "event": event,
+                                              "run": run_summary(meta)})
+
+
+def progress_message(event: dict) -> str:
+    best = event.get("best_us")
+    return f"{event.get('trials_done', 0)}/{event.get('trials', '?')} trials" + \
+        (f" · best {format_latency(best)}" if best else "")
+
+
+async def begin_progress(ls, title: str, cancellable: bool = True) -> str | None:
+    """A server-initiated work-done progress, if the client supports it."""
+    window = ls.client_capabilities.window
+    if not (window and window.work_done_progress):
+        return None
+    token = f"asight-{uuid.uuid4().hex[:12]}"
+    try:
+        await asyncio.wait_for(ls.work_done_progress.create_async(token), 5)
+    except Exception:  # a client that refuses progress still gets runUpdated notifications
+        return None
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=cancellable,
+                                                                   percentage=0, message="starting"))
+    return token
+
+
+def _cancel_requested(ls, token: str | None) -> bool:
+    future = ls.work_done_progress.tokens.get(token) if token else None
+    return bool(future is not None and future.cancelled())
+
+
+async def monitor(ls, job: Job) -> dict:
+    """Follow a job until it ends: progress, cancel, runUpdated, refreshed lenses and hints."""
+    state: ServerState = ls.state
+    job.token = await begin_progress(ls, f"ASight: tuning {job.function}")
+    cancelling = False
+    last_refresh = 0.0
+    try:
+        while True:
+            done = job.handle.done
+            for event in job.handle.poll_events():
+                job.last_event = event
+                if event.get("type") == "progress" and job.token:
+                    trials = event.get("trials") or 0
+                    pct = int(100 * event.get("trials_done", 0) / trials) if trials else None
+                    ls.work_done_progress.report(job.token, types.WorkDoneProgressReport(
+                        message=progress_message(event), percentage=pct, cancellable=True))
+                if event.get("type") in ("progress", "started"):
+                    state.index.invalidate()
+                    meta = job.handle.run.load()
+                    notify_run(ls, job.uri, "progress" if event["type"] == "progress" else "started", meta)
+                    if time.monotonic() - last_refresh > 1.0:
+                        last_refresh = time.monotonic()
+                        refresh_views(ls)
+            if done:
+                break
+            if not cancelling and _cancel_requested(ls, job.token):
+                cancelling = True
+                asyncio.ensure_future(asyncio.to_thread(job.handle.cancel))
+            await asyncio.sleep(state.options.poll_interval_s)
+    finally:
+        meta = await asyncio.to_thread(job.handle.wait, 10)
+        if job.token:
+            ls.work_done_progress.end(job.token, types.WorkDoneProgressEnd(
+                message=f"{meta.state}: {meta.trials_done} trials, best {format_latency(meta.best_us)}"))
+        state.jobs.pop(job.run_id, None)
+        state.status = Status.TUNING if state.jobs else Status.RUNNING
+        state.index.invalidate()
+        notify_run(ls, job.uri, "finished", meta)
+        refresh_views(ls)
+    status = "ok" if meta.state == "done" else meta.state
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": status,
+            "message": meta.error or f"{meta.trials_done} trials, best {format_latency(meta.best_us)}",
+            "run": run_summary(meta)}
+
+
+def refresh_views(ls) -> None:
+    """Ask the client to re-request lenses and inlay hints (when it supports refresh)."""
+    ws = ls.client_capabilities.workspace
+    if ws and ws.code_lens and ws.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
+    if ws and ws.inlay_hint and ws.inlay_hint.refresh_support:
+        ls.workspace_inlay_hint_refresh(None)
+
+
+async def cancel(ls, *args):
+    a = command_args(args)
+    state: ServerState = ls.state
+    run_id = a.get("run")
+    if run_id is not None and not isinstance(run_id, str):
+        raise JsonRpcInvalidParams("'run' must be a run id")
+    jobs = [state.jobs[run_id]] if run_id in state.jobs else [] if run_id else list(state.jobs.values())
+    handles = [job.handle for job in jobs]
+    if run_id and not jobs:
+        handles = _attach(state, run_id)
+    await asyncio.gather(*(asyncio.to_thread(h.cancel) for h in handles))
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_CANCEL, "status": "ok",
+            "message": f"cancelled {len(handles)} job(s)", "run": None,
+            "data": {"runs": [h.run.id for h in handles]}}
+
+
+def _attach(state: ServerState, run_id: str) -> list:
+    """A live run started elsewhere (CLI, a previous server): attach to its job to cancel it."""
+    meta = state.index.get(run_id)
+    if meta is None:
+        raise JsonRpcInvalidParams(f"no run '{run_id}'")
+    if meta.state not in ("queued", "running"):
+        return []
+    from ..jobs import TuneJob
+    return [TuneJob.attach(Run(state.index.run_dir(run_id)))]
+
+
+# --------------------------------------------------------------------------- profile
+
+
+async def profile(ls, *args):
+    a = command_args(args)
+    require_trust(ls, "profiling")
+    doc = ls.doc(_required(a, "uri"))
+    state: ServerState = ls.state
+    from .. import profiles  # TVM-free; imported on first use
+    token = await begin_progress(ls, f"ASight: profiling {a.get('function') or doc.path}", cancellable=False)
+    try:
+        data = await asyncio.to_thread(profiles.profile_file, doc.path, a.get("function"), a.get("run"),
+                                       state.store_root, state.worker, None, doc.text)
+    except AsightError as err:
+        raise RequestFailed(f"ASight: cannot profile: {err}") from None
+    finally:
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    state.index.invalidate()
+    refresh_views(ls)
+    summary = data.get("summary") or {}
+    message = (f"untuned {format_latency(summary.get('baseline_us'))}, tuned {format_latency(summary.get('tuned_us'))}"
+               if summary else "profiled")
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_PROFILE, "status": "ok", "message": message,
+            "run": None, "data": data}
+
+
+# --------------------------------------------------------------------------- panels, apply, compare
+
+
+async def show_search_space(ls, *args):
+    return await custom.dispatch(ls, P.REQ_SEARCH_SPACE, command_args(args))
+
+
+async def show_loop_view(ls, *args):
+    return await custom.dispatch(ls, P.REQ_LOOP_VIEW, command_args(args))
+
+
+async def apply_best_schedule(ls, *args):
+    a = command_args(args)
+    mode = a.get("mode", "trace")
+    if mode not in ("trace", "script"):
+        raise JsonRpcInvalidParams("'mode' must be 'trace' or 'script'")
+    doc = ls.doc(_required(a, "uri"))
+    outline = (await ls.state.outline(doc)).outline
+    fn = find_function(outline, a.get("function"))
+    if fn is None:
+        raise JsonRpcInvalidParams(f"no function '{a.get('function')}' in {doc.uri}")
+    run_id = a.get("run")
+    meta = ls.state.index.get(run_id) if run_id else None
+    if meta is None:
+        result = ls.state.result(doc, fn, details=False)
+        meta = result.meta if result else None
+    if meta is None:
+        raise RequestFailed(f"ASight: {fn.id} has no run yet: tune it first")
+    unit = next(u for u in outline.units if u.name == fn.unit)
+    params = {"text": doc.text, "unit": {"name": unit.name, "start_line": unit.start_line, "end_line": unit.end_line,
+                                         "kind": unit.kind},
+              "constants": outline.constants, "aliases": outline.aliases, "run_dir": str(ls.state.index.run_dir(meta.id)),
+              "function": fn.name, "target": meta.target}
+    try:
+        reply = await asyncio.to_thread(ls.state.worker.request, "apply_best", params)
+    except WorkerError as err:
+        raise RequestFailed(f"ASight: cannot apply the best schedule: {err}") from None
+    entry = next((e for e in reply.get("entries", []) if e.get("function") in (fn.name, "main") and "script" in e), None)
+    if entry is None:
+        errors = "; ".join(e.get("error", "") for e in reply.get("entries", []) if e.get("error"))
+        raise RequestFailed(f"ASight: run {meta.id} has no schedule for {fn.id}" + (f" ({errors})" if errors else ""))
+    edit = schedule_edit(doc.uri, fn, doc.lines, unit.end_line, entry, mode, meta.id)
+    applied = None
+    ws = ls.client_capabilities.workspace
+    if a.get("apply", True) and ws and ws.apply_edit:
+        try:
+            response = await asyncio.wait_for(ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+                edit=edit, label=f"ASight: best schedule of {fn.name}")), 30)
+            applied = bool(getattr(response, "applied", False))
+        except Exception:  # the client refused or did not answer: the edit is in the result
+            applied = False
+    return {"schema": P.SCHEMA_APPLY_SCHEDULE, "status": "ok", "mode": mode, "run": meta.id, "applied": applied,
+            "latencyUs": entry.get("latency_us"), "edit": ls.protocol._converter.unstructure(edit)}
+
+
+async def compare_runs(ls, *args):
+    a = command_args(args)
+    ids = a.get("runs")
+    if not isinstance(ids, list) or len(ids) != 2 or not all(isinstance(i, str) for i in ids):
+        raise JsonRpcInvalidParams("'runs' must list two run ids")
+    return await asyncio.to_thread(compare_payload, ls.state, ids)
+
+
+def compare_payload(state: ServerState, ids: list[str]) -> dict:
+    """Both runs' numbers and, per block, what each best schedule did."""
+    metas = []
+    for run_id in ids:
+        meta = state.index.get(run_id)
+        if meta is None:
+            raise JsonRpcInvalidParams(f"no run '{run_id}'")
+        metas.append(meta)
+    blocks: dict[str, list] = {}
+    for k, meta in enumerate(metas):
+        summary = _run_summary_blocks(state, meta)
+        for name, block in summary.items():
+            blocks.setdefault(name, [None, None])[k] = {"headline": block_headline(block), "steps": block["steps"]}
+    a, b = metas
+    ratio = a.best_us / b.best_us if a.best_us and b.best_us else None
+    return {"schema": P.SCHEMA_COMPARE_RUNS, "status": P.STATUS_OK, "runs": [run_summary(m) for m in metas],
+            "speedupOfSecond": ratio, "blocks": [{"block": n, "runs": v} for n, v in blocks.items()]}
+
+
+def _run_summary_blocks(state: ServerState, meta) -> dict:
+    try:
+        text = Run(state.index.run_dir(meta.id)).source_path.read_text()
+    except (OSError, AttributeError):
+        try:
+            text = open(meta.file, encoding="utf-8", errors="replace").read()
+        except OSError:
+            return {}
+    outline = build_outline(text, meta.file)
+    fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
+    best = state.index.best_record(meta.id, fn) if fn else None
+    if not best:
+        return {}
+    return summarize_trace(best["insts"], best["decisions"], source_blocks(fn))["blocks"]
+
+
+HANDLERS = {P.CMD_TUNE: tune, P.CMD_PROFILE: profile, P.CMD_CANCEL: cancel,
+            P.CMD_SHOW_SEARCH_SPACE: show_search_space, P.CMD_SHOW_LOOP_VIEW: show_loop_view,
+            P.CMD_APPLY_BEST_SCHEDULE: apply_best_schedule, P.CMD_COMPARE_RUNS: compare_runs}
+
+
+def register(server) -> None:
+    for name, handler in HANDLERS.items():
+        server.command(name)(handler)

@@ -1,0 +1,142 @@
+"""Custom requests (``asight/runs``, ``asight/hotspots``, ``asight/searchSpace``, ``asight/loopView``,
+``asight/stageGraph``, ``asight/principles``): one dispatch point.
+
+Each method maps to a payload builder ``builder(PayloadRequest) -> dict``; a method whose builder
+does not exist yet answers ``protocol.unavailable(...)``.  Wiring a builder from
+``asight_lsp/views/`` is a one-line change in ``BUILDERS``.  Builders run off the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from .. import protocol as P
+from ..runs import RunMeta
+from ..sourcemap import Function
+from .results import run_summary
+from .state import ServerState, find_function
+
+
+@dataclass
+class PayloadRequest:
+    """What a payload builder gets: the run (if any), its directory and the source function."""
+    params: dict
+    run: RunMeta | None
+    run_dir: Path | None
+    file: str | None
+    text: str | None
+    function: Function | None
+    state: ServerState
+
+
+def runs_payload(req: PayloadRequest) -> dict:
+    """``asight/runs``: the runs of a file / function (newest first), or of the whole store."""
+    index = req.state.index
+    if req.file and req.function is not None:
+        metas = index.for_function(req.file, req.function.id)
+    elif req.file:
+        metas = list(reversed(index.for_file(req.file)))
+    else:
+        metas = list(reversed(index.metas()))
+    current = {}
+    if req.function is not None and req.text is not None:
+        from .results import function_hash
+        current = {req.function.id: function_hash(req.text, req.function)}
+    runs = []
+    for meta in metas:
+        stale = None
+        if req.function is not None and req.function.id in (meta.source_hashes or {}):
+            stale = meta.source_hashes[req.function.id] != current.get(req.function.id)
+        runs.append(run_summary(meta, stale))
+    return {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
+
+
+# method -> builder; None = not built yet (answers "unavailable").
+BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
+    P.REQ_RUNS: runs_payload,
+    P.REQ_HOTSPOTS: None,
+    P.REQ_SEARCH_SPACE: None,
+    P.REQ_LOOP_VIEW: None,
+    P.REQ_STAGE_GRAPH: None,
+    P.REQ_PRINCIPLES: None,
+}
+NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES}
+
+
+def plain(value: Any) -> Any:
+    """JSON-like data as dicts and lists (pygls hands unknown methods' params over as namedtuples)."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def as_dict(params: Any) -> dict:
+    """Request parameters as a plain dict; anything but an object (or nothing) is invalid."""
+    params = plain(params)
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise JsonRpcInvalidParams("parameters must be a JSON object")
+    return params
+
+
+async def build_request(ls, params: dict) -> PayloadRequest:
+    """Resolve ``uri`` / ``function`` / ``run`` of a request (any may be missing)."""
+    state: ServerState = ls.state
+    file = text = fn = None
+    uri = params.get("uri")
+    if uri is not None:
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams("'uri' must be a string")
+        doc = ls.doc(uri)
+        file, text = doc.path, doc.text
+        outline = (await state.outline(doc)).outline if doc.is_open else None
+        if outline is None:
+            from ..sourcemap import build_outline
+            outline = build_outline(doc.text, doc.path)
+        name = params.get("function")
+        fn = find_function(outline, name if isinstance(name, str) else None)
+        if isinstance(name, str) and fn is None and not any(u.name == name for u in outline.units):
+            raise JsonRpcInvalidParams(f"no function '{name}' in {uri}")
+    run = None
+    run_id = params.get("run")
+    if run_id is not None:
+        if not isinstance(run_id, str):
+            raise JsonRpcInvalidParams("'run' must be a run id")
+        run = state.index.get(run_id)
+        if run is None:
+            raise JsonRpcInvalidParams(f"no run '{run_id}' in {state.index.runs_dir}")
+    elif fn is not None and file is not None:
+        result = state.index.result(file, fn, None, with_details=False)
+        run = result.meta if result else None
+    return PayloadRequest(params, run, state.index.run_dir(run.id) if run else None, file, text, fn, state)
+
+
+async def dispatch(ls, method: str, params: Any) -> dict:
+    """Answer one custom request with its payload (or ``unavailable``)."""
+    schema = P.REQUEST_SCHEMAS[method]
+    req = await build_request(ls, as_dict(params))
+    builder = BUILDERS.get(method)
+    if builder is None:
+        return P.unavailable(schema, f"{method} is not available in this version of the server yet")
+    if method in NEEDS_RUN and req.run is None:
+        return P.unavailable(schema, "no run yet: tune the function first")
+    return await asyncio.to_thread(builder, req)
+
+
+def register(server) -> None:
+    for method in P.REQUESTS:
+        def make(method: str):
+            async def handler(ls, params):
+                return await dispatch(ls, method, params)
+            handler.__name__ = "custom_" + method.split("/")[-1]
+            return handler
+        server.feature(method)(make(method))

@@ -1,0 +1,148 @@
+"""textDocument/publishDiagnostics: static problems at once, TVM's debounced per document.
+
+Static diagnostics (syntax, safety gate) come from the outline and are published on every change.
+TVM parse / well-formedness problems come from the worker, per unit, cached by the unit's text: an
+edit re-checks only the units it touched, after ``diagnostics_delay_ms`` without typing (at once
+when a document opens).  A unit's TVM diagnostics are cleared as soon as its text changes and
+come back only if the new text still has them.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+
+from lsprotocol import types
+
+from ..diagnostics import problem_to_diagnostic, static_diagnostics, worker_units
+from ..errors import WorkerError
+from ..ranges import make_range
+from ..sourcemap import Outline, Unit
+from .convert import to_diagnostic
+from .outline_cache import DocumentOutline
+from .state import DocState
+
+
+def unit_key(unit: Unit, lines: list[str], outline: Outline) -> str:
+    """Identity of what TVM sees for a unit: its lines, the file's constants and aliases."""
+    body = "\n".join(lines[unit.start_line:unit.end_line + 1])
+    extra = json.dumps([outline.constants, outline.aliases], sort_keys=True, default=str)
+    return hashlib.sha1(f"{unit.kind}\x00{body}\x00{extra}".encode("utf-8", "replace")).hexdigest()
+
+
+def static_part(docout: DocumentOutline) -> list[dict]:
+    """Syntax errors and safety-gate refusals; stand-in units of half-typed code add nothing."""
+    outline = docout.outline
+    if not docout.fallback:
+        return static_diagnostics(outline)
+    found = list(outline.syntax_errors)
+    for unit in outline.units:
+        if unit.name not in docout.fallback:
+            found.extend(unit.problems)
+    return found
+
+
+def checkable_units(docout: DocumentOutline) -> list[Unit]:
+    return [u for u in worker_units(docout.outline) if u.name not in docout.fallback]
+
+
+def tvm_check(worker, text: str, outline: Outline, units: list[Unit]) -> dict[str, list[dict]]:
+    """TVM diagnostics of ``units`` (blocking; run it in a thread): unit name -> diagnostics."""
+    params = {"text": text, "constants": outline.constants, "aliases": outline.aliases,
+              "units": [{"name": u.name, "start_line": u.start_line, "end_line": u.end_line, "kind": u.kind}
+                        for u in units]}
+    found: dict[str, list[dict]] = {u.name: [] for u in units}
+    try:
+        reply = worker.request("check", params)
+    except WorkerError as err:
+        first = units[0]
+        found[first.name].append({"range": make_range(first.start_line, 0, first.start_line, 1), "severity": "error",
+                                  "source": "asight", "message": f"could not check with TVM: {err}"})
+        return found
+    lines = text.splitlines()
+    by_name = {u.name: u for u in units}
+    for problem in reply.get("problems", []):
+        unit = by_name.get(problem.get("unit"))
+        if unit is not None:
+            found[unit.name].append(problem_to_diagnostic(problem, unit, lines))
+    return found
+
+
+def check_and_store(worker, doc: DocState, text: str, outline: Outline, units: list[Unit],
+                    keys: dict[str, str]) -> None:
+    """``tvm_check`` and keep the result per unit key (unit-relative lines); forget dead keys."""
+    found = tvm_check(worker, text, outline, units)
+    for unit in units:
+        doc.tvm_diagnostics[keys[unit.name]] = _relative(found.get(unit.name, []), -unit.start_line)
+    live = set(keys.values())
+    for key in list(doc.tvm_diagnostics):
+        if key not in live:
+            doc.tvm_diagnostics.pop(key, None)
+
+
+def _relative(diags: list[dict], delta: int) -> list[dict]:
+    out = []
+    for d in diags:
+        rng = d["range"]
+        out.append({**d, "range": make_range(rng["start"]["line"] + delta, rng["start"]["character"],
+                                             rng["end"]["line"] + delta, rng["end"]["character"])})
+    return out
+
+
+def cached_part(doc: DocState, units: list[Unit], keys: dict[str, str]) -> list[dict]:
+    """TVM diagnostics known for units whose text is unchanged, moved to where the unit is now."""
+    out = []
+    for unit in units:
+        known = doc.tvm_diagnostics.get(keys[unit.name])
+        if known:
+            out.extend(_relative(known, unit.start_line))
+    return out
+
+
+async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
+    """Publish static diagnostics now and TVM ones once the document is quiet."""
+    text = doc.text
+    docout = await ls.state.outline(doc)
+    lines = text.splitlines()
+    units = checkable_units(docout)
+    keys = {u.name: unit_key(u, lines, docout.outline) for u in units}
+    static = static_part(docout)
+    publish(ls, doc, static + cached_part(doc, units, keys))
+    if not ls.state.options.enabled("tvmDiagnostics"):
+        return
+    missing = [u for u in units if keys[u.name] not in doc.tvm_diagnostics]
+    if not missing:
+        return
+    if not immediate:
+        await asyncio.sleep(ls.state.options.diagnostics_delay_ms / 1000)
+    worker = ls.state.worker
+    # The check stores its findings itself: an edit that cancels this task does not waste them.
+    await asyncio.to_thread(check_and_store, worker, doc, text, docout.outline, missing, keys)
+    if doc.text is text and ls.state.docs.get(doc.uri) is doc:
+        publish(ls, doc, static + cached_part(doc, units, keys))
+
+
+def publish(ls, doc: DocState, diags: list[dict]) -> None:
+    diags = sorted(diags, key=lambda d: (d["range"]["start"]["line"], d["range"]["start"]["character"]))
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+        uri=doc.uri, version=doc.version, diagnostics=[to_diagnostic(d) for d in diags]))
+
+
+def schedule(ls, doc: DocState, immediate: bool = False) -> None:
+    """(Re)start the document's diagnostics task; a newer edit cancels the older wait."""
+    if doc.diagnostics_task is not None and not doc.diagnostics_task.done():
+        doc.diagnostics_task.cancel()
+    doc.diagnostics_task = asyncio.ensure_future(refresh(ls, doc, immediate))
+    doc.diagnostics_task.add_done_callback(_log_failure(ls))
+
+
+def _log_failure(ls):
+    def done(task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                         message=f"diagnostics failed: {task.exception()!r}"))
+    return done
+
+
+def clear(ls, uri: str) -> None:
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

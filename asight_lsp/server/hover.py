@@ -1,0 +1,182 @@
+"""textDocument/hover on a block, loop, binding or function: static facts, then the run's numbers.
+
+The markdown builders are pure functions of the outline entry and a ``FunctionResult``.
+"""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..analysis.trace_summary import block_headline, loop_choices
+from ..ranges import contains
+from ..sourcemap import Block, Function, Loop, Outline
+from .convert import to_range
+from .results import FunctionResult, format_latency, format_speedup, relative_time
+
+KIND_WORDS = {"S": "spatial", "R": "reduce", "C": "scan", "O": "opaque"}
+
+
+def target_at(outline: Outline, line: int, character: int):
+    """``(kind, function, item)`` under a position: a loop on its header line, else the innermost
+    block, else the innermost loop, else a binding, else a function (on its signature)."""
+    for fn in outline.functions:
+        if not contains(fn.range, line, character) and fn.name_range["start"]["line"] != line:
+            continue
+        headers = [lp for lp in fn.loops if lp.range["start"]["line"] == line]
+        if headers:
+            return "loop", fn, headers[-1]
+        blocks = [b for b in fn.blocks if b.name != "root" and contains(b.range, line, character)]
+        if blocks:
+            return "block", fn, max(blocks, key=lambda b: b.range["start"]["line"])
+        loops = [lp for lp in fn.loops if contains(lp.range, line, character)]
+        if loops:
+            return "loop", fn, max(loops, key=lambda lp: lp.range["start"]["line"])
+        bindings = [b for b in fn.bindings if b.range["start"]["line"] <= line <= b.range["end"]["line"]]
+        if bindings:
+            return "binding", fn, bindings[0]
+        if line <= fn.name_range["start"]["line"] + 1 or line == fn.range["start"]["line"]:
+            return "function", fn, fn
+    return None
+
+
+def _num(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def block_facts(fn: Function, blk: Block) -> list[str]:
+    loops = {lp.id: lp for lp in fn.loops}
+    kinds = ", ".join(f"{v} {KIND_WORDS.get(k, k)}" for v, k in zip(blk.iter_vars, blk.iter_kinds))
+    lines = [f"**block `{blk.name}`** in `{fn.id}` · iterators `{blk.iter_kinds or '?'}`" + (f" ({kinds})" if kinds else "")]
+    nest = [loops[i] for i in blk.loops if i in loops]
+    if nest:
+        lines.append("- loops: " + ", ".join(f"`{', '.join(lp.vars)}` {lp.kind}({', '.join(_num(e) for e in lp.extents)})"
+                                             for lp in nest))
+    lines.append(f"- reads: {', '.join(f'`{b}`' for b in blk.reads) or '—'} · writes: "
+                 f"{', '.join(f'`{b}`' for b in blk.writes) or '—'}")
+    work = []
+    if blk.iterations is not None:
+        work.append(f"{_num(blk.iterations)} iterations")
+    if blk.flops is not None:
+        ops = ", ".join(f"{k} {v}" for k, v in sorted(blk.ops.items()))
+        work.append(f"{_num(blk.flops)} FLOPs" + (f" ({ops} per iteration)" if ops else ""))
+    if blk.bytes is not None:
+        work.append(f"{_bytes(blk.bytes)} of buffers touched")
+    if work:
+        lines.append("- work: " + " · ".join(work))
+    return lines
+
+
+def loop_facts(fn: Function, loop: Loop) -> list[str]:
+    extents = ", ".join(_num(e) for e in loop.extents)
+    total = 1
+    for e in loop.extents:
+        total = total * e if isinstance(e, int) and isinstance(total, int) else None
+    lines = [f"**loop `{', '.join(loop.vars)}`** in `{fn.id}` · {loop.kind}({extents})"
+             + (f" → {_num(total)} iterations" if total is not None and len(loop.extents) > 1 else "")]
+    if loop.thread:
+        lines.append(f"- bound to `{loop.thread}`")
+    inner = [b.name for b in fn.blocks if loop.id in b.loops]
+    if inner:
+        lines.append(f"- encloses blocks: {', '.join(f'`{n}`' for n in inner)}")
+    return lines
+
+
+def run_line(result: FunctionResult) -> str:
+    m = result.meta
+    when = relative_time(m.finished or m.started or m.created)
+    speed = f" · {format_speedup(result.speedup)} vs untuned ({format_latency(m.baseline_us)})" if result.speedup else ""
+    stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
+    return (f"**run `{m.id}`** ({m.state}, {m.trials_done} trials{', ' + when if when else ''}): "
+            f"best {format_latency(m.best_us)}{speed}{stale}")
+
+
+def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
+    lines = [run_line(result)]
+    prof = (result.profile or {}).get(blk.name)
+    if prof and prof.get("us") is not None:
+        share = f" ({prof['share'] * 100:.0f} % of the function)" if prof.get("share") is not None else ""
+        source = f" — {prof['source']}" if prof.get("source") else ""
+        lines.append(f"- latency: {format_latency(prof['us'])}{share}{source}")
+    summary = result.block(blk.name)
+    if summary is None:
+        if result.best is not None:
+            lines.append("- the best schedule did not change this block")
+        return lines
+    head = block_headline(summary)
+    lines.append(f"- best schedule (trial {result.best['trial']}, {format_latency(result.best['latency_us'])})"
+                 + (f": {head}" if head else ""))
+    lines.extend(f"  - {step}" for step in summary["steps"] + summary.get("derived_steps", []))
+    return lines
+
+
+def loop_run_lines(result: FunctionResult, fn: Function, loop: Loop) -> list[str]:
+    lines = [run_line(result)]
+    for blk in fn.blocks:
+        summary = result.block(blk.name) if loop.id in blk.loops else None
+        if not summary:
+            continue
+        for var in loop.vars:
+            choice = loop_choices(summary, var)
+            if choice["factors"] or choice["parallel"] or choice["vectorize"]:
+                lines.append(f"- `{var}` in `{blk.name}`: {choice_text(choice)}")
+        if summary.get("order"):
+            lines.append(f"- loop order in `{blk.name}`: {' '.join(summary['order'])}")
+    return lines
+
+
+def choice_text(choice: dict) -> str:
+    parts = []
+    if choice["factors"]:
+        parts.append("split " + "×".join(str(f) for f in choice["factors"]))
+    if choice["parallel"]:
+        parts.append("parallel " + " ".join(choice["parallel"]))
+    if choice["vectorize"]:
+        parts.append("vectorized " + " ".join(choice["vectorize"]))
+    return ", ".join(parts)
+
+
+def function_lines(fn: Function, result: FunctionResult | None) -> list[str]:
+    blocks = [b for b in fn.blocks if b.name != "root"]
+    flops = sum(b.flops or 0 for b in blocks)
+    lines = [f"**{fn.kind.replace('_', ' ')} `{fn.id}`** · {len(blocks)} blocks, {len(fn.loops)} loops"
+             + (f", {_num(flops)} FLOPs" if flops else "")]
+    if result is not None:
+        lines.append(run_line(result))
+    return lines
+
+
+def hover_markdown(kind: str, fn: Function, item, result: FunctionResult | None) -> str:
+    if kind == "block":
+        lines = block_facts(fn, item) + (["", "---", ""] + block_run_lines(result, item) if result else [])
+    elif kind == "loop":
+        lines = loop_facts(fn, item) + (["", "---", ""] + loop_run_lines(result, fn, item) if result else [])
+    elif kind == "binding":
+        lines = [f"**binding `{item.name}`** = `{item.op}`({', '.join(item.args)})"]
+    else:
+        lines = function_lines(fn, result)
+    return "\n".join(lines)
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls, params: types.HoverParams):
+        doc = ls.doc(params.text_document.uri)
+        ls.check_position(doc, params.position)
+        outline = (await ls.state.outline(doc)).outline
+        found = target_at(outline, params.position.line, params.position.character)
+        if found is None:
+            return None
+        kind, fn, item = found
+        result = ls.state.result(doc, fn) if kind != "binding" else None
+        rng = item.range if kind != "function" else fn.name_range
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                        value=hover_markdown(kind, fn, item, result)),
+                           range=to_range(rng))

@@ -1,0 +1,77 @@
+"""textDocument/inlayHint: per block its latency share and schedule, per loop the chosen split
+factors and parallel / vector tiles of the best schedule.  Only within the requested range, and
+only for runs of the function's current source (a stale run's loops may not exist any more)."""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..analysis.trace_summary import block_headline, loop_choices
+from ..sourcemap import Function
+from .hover import choice_text
+from .results import FunctionResult
+
+
+def _end_of_line(lines: list[str], line: int) -> int:
+    text = lines[line].rstrip() if 0 <= line < len(lines) else ""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, str]]:
+    """``(line, label, tooltip)`` for each block with a share or a schedule."""
+    out = []
+    for blk in fn.blocks:
+        if blk.name == "root":
+            continue
+        parts = []
+        prof = (result.profile or {}).get(blk.name)
+        if prof and prof.get("share") is not None:
+            parts.append(f"{prof['share'] * 100:.0f}%")
+        summary = result.block(blk.name)
+        if summary:
+            head = block_headline(summary)
+            if head:
+                parts.append(head)
+        if parts:
+            tip = "\n".join(summary["steps"]) if summary else ""
+            out.append((blk.range["start"]["line"], " · ".join(parts), tip))
+    return out
+
+
+def loop_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, str]]:
+    """``(line, label, tooltip)`` per loop header: each var's factors and annotated tiles."""
+    out = []
+    for loop in fn.loops:
+        blocks = [b for b in fn.blocks if loop.id in b.loops and result.block(b.name)]
+        if not blocks:
+            continue
+        summary = result.block(blocks[0].name)
+        parts = []
+        for var in loop.vars:
+            text = choice_text(loop_choices(summary, var))
+            if text:
+                parts.append(f"{var}: {text}")
+        if parts:
+            out.append((loop.range["start"]["line"], " · ".join(parts), f"best schedule of block {blocks[0].name}"))
+    return out
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+    async def inlay_hint(ls, params: types.InlayHintParams):
+        doc = ls.doc(params.text_document.uri)
+        outline = (await ls.state.outline(doc)).outline
+        lines = doc.lines
+        first, last = params.range.start.line, params.range.end.line
+        hints = []
+        for fn in outline.functions:
+            if fn.range["end"]["line"] < first or fn.range["start"]["line"] > last:
+                continue
+            result = ls.state.result(doc, fn)
+            if result is None or result.stale or (result.summary is None and not result.profile):
+                continue
+            for line, label, tip in block_hints(fn, result) + loop_hints(fn, result):
+                if first <= line <= last:
+                    hints.append(types.InlayHint(
+                        position=types.Position(line=line, character=_end_of_line(lines, line)),
+                        label=label, kind=types.InlayHintKind.Type, padding_left=True, tooltip=tip or None))
+        return hints

@@ -1,0 +1,57 @@
+"""textDocument/codeLens: Tune / Profile / Search space / Loop view above each function, and the
+result of its run ("0.20 ms · 107× vs untuned · 128 trials · 3 min ago", stale or live)."""
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .. import protocol as P
+from ..sourcemap import Function, Outline
+from .results import FunctionResult, result_lens_title
+
+
+def lens_line(fn: Function, lines: list[str]) -> int:
+    """The first decorator line above the function (lenses sit above the decorators)."""
+    line = fn.range["start"]["line"]
+    while line > 0 and lines[line - 1].lstrip().startswith("@"):
+        line -= 1
+    return line
+
+
+def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
+    """``(line, title, command, argument)`` of one function's lenses."""
+    arg = {"uri": uri, "function": fn.id}
+    out = [(line, "▶ Tune", P.CMD_TUNE, arg), (line, "Profile", P.CMD_PROFILE, arg),
+           (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
+    if result is not None:
+        run_arg = {**arg, "run": result.meta.id}
+        command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
+        out.append((line, result_lens_title(result), command, run_arg))
+    return out
+
+
+def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:
+    """``Tune module`` above an IRModule class with more than one function."""
+    out = []
+    for unit in outline.units:
+        members = [f for f in outline.functions if f.unit == unit.name]
+        if unit.kind == "ir_module" and len(members) > 1:
+            out.append((unit.start_line, "▶ Tune module", P.CMD_TUNE, {"uri": uri, "function": unit.name}))
+    return out
+
+
+def to_code_lens(line: int, title: str, command: str, arg: dict) -> types.CodeLens:
+    rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
+    return types.CodeLens(range=rng, command=types.Command(title=title, command=command, arguments=[arg]))
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def code_lens(ls, params: types.CodeLensParams):
+        doc = ls.doc(params.text_document.uri)
+        outline = (await ls.state.outline(doc)).outline
+        lines = doc.lines
+        found = module_lenses(doc.uri, outline, lines)
+        for fn in outline.functions:
+            result = ls.state.result(doc, fn, details=False)
+            found.extend(function_lenses(doc.uri, fn, result, lens_line(fn, lines)))
+        return [to_code_lens(*lens) for lens in found]

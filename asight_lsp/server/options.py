@@ -1,0 +1,55 @@
+"""Server options: a defaulted dataclass filled from the command line, ``initializationOptions``
+and ``workspace/didChangeConfiguration`` (section ``asight``), in that order of precedence."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import protocol as P
+
+_KEYS = {  # protocol key -> dataclass field
+    P.OPT_TRUSTED: "trusted", P.OPT_STORE_ROOT: "store_root", P.OPT_WORKER_PYTHON: "worker_python",
+    P.OPT_TARGET: "target", P.OPT_TRIALS: "trials", P.OPT_DISABLED_FEATURES: "disabled_features",
+    P.OPT_DIAGNOSTICS_DELAY_MS: "diagnostics_delay_ms",
+}
+
+
+@dataclass
+class ServerOptions:
+    trusted: bool = True                 # False: tune/profile are refused (untrusted workspace)
+    store_root: str | None = None        # .asight directory; None = <workspace root>/.asight
+    worker_python: str | None = None     # interpreter of the TVM worker and the tuning jobs
+    target: str | None = None            # default tuning target; None = host CPU
+    trials: int = 64                     # default trial budget of asight.tune
+    disabled_features: list[str] = field(default_factory=list)  # names from protocol.FEATURES
+    diagnostics_delay_ms: int = 300      # TVM diagnostics wait this long after the last keystroke
+    poll_interval_s: float = 0.25        # how often a running job's events are read
+
+    def enabled(self, feature: str) -> bool:
+        return feature not in self.disabled_features
+
+    def updated(self, values: dict | None) -> "ServerOptions":
+        """A copy with the protocol keys of ``values`` applied; unknown keys and bad types ignored."""
+        if not isinstance(values, dict):
+            return self
+        changes: dict[str, Any] = {}
+        for key, value in values.items():
+            name = _KEYS.get(key)
+            if name is None or value is None and name in ("trusted", "trials", "diagnostics_delay_ms"):
+                continue
+            changes[name] = _coerce(name, value, getattr(self, name))
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not _BAD})
+
+
+_BAD = object()
+
+
+def _coerce(name: str, value: Any, current: Any) -> Any:
+    if name == "trusted":
+        return value if isinstance(value, bool) else _BAD
+    if name in ("trials", "diagnostics_delay_ms"):
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else _BAD
+    if name == "disabled_features":
+        return [str(v) for v in value] if isinstance(value, list) else _BAD
+    return str(value) if value is not None else None

@@ -1,0 +1,188 @@
+"""Per-document and per-server state of the language server (no LSP types, no TVM).
+
+``ServerState`` owns the options, the open documents (text, incremental outline, function hashes),
+the TVM worker client (started on first use), the run index and the tuning jobs started by this
+server.  ``status`` follows esbonio's engine states so a client can show what the server does.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pygls.uris import from_fs_path, to_fs_path
+
+from ..runs import default_store_root
+from ..sourcemap import Function, Outline
+from .options import ServerOptions
+from .outline_cache import DocumentOutline, OutlineCache
+from .results import FunctionResult, RunIndex, function_hash
+
+
+class Status(str, enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    TUNING = "tuning"
+    ERRORED = "errored"
+    EXITED = "exited"
+
+
+class UnknownDocument(LookupError):
+    """A request named a document that is neither open nor a readable file."""
+
+
+@dataclass
+class DocState:
+    uri: str
+    path: str
+    text: str
+    version: int | None = None
+    cache: OutlineCache = field(default_factory=OutlineCache)
+    outline: DocumentOutline | None = None
+    outline_text: str | None = None
+    hashes: dict = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tvm_diagnostics: dict = field(default_factory=dict)   # unit key -> [diagnostic dict], unit-relative lines
+    diagnostics_task: asyncio.Task | None = None
+    is_open: bool = True
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+@dataclass
+class Job:
+    """A tuning job started by this server."""
+    run_id: str
+    uri: str | None
+    function: str
+    handle: Any                      # jobs.TuneJob
+    token: str | None = None         # work-done progress token
+    task: asyncio.Task | None = None
+    last_event: dict | None = None
+
+
+class ServerState:
+    def __init__(self, options: ServerOptions | None = None):
+        self.options = options or ServerOptions()
+        self.root: str = os.getcwd()
+        self.docs: dict[str, DocState] = {}
+        self.jobs: dict[str, Job] = {}
+        self.status = Status.STARTING
+        self._worker = None
+        self._index: RunIndex | None = None
+        self._index_root: str | None = None
+
+    # -- configuration
+    def configure(self, root: str | None, values: dict | None) -> None:
+        if root:
+            self.root = root
+        self.options = self.options.updated(values)
+
+    @property
+    def store_root(self) -> str:
+        return self.options.store_root or str(default_store_root(self.root))
+
+    @property
+    def index(self) -> RunIndex:
+        if self._index is None or self._index_root != self.store_root:
+            self._index_root = self.store_root
+            self._index = RunIndex(self._index_root)
+        return self._index
+
+    @property
+    def worker(self):
+        """The TVM worker client (imported lazily: the server never imports TVM itself)."""
+        if self._worker is None:
+            from ..workerclient import WorkerClient
+            self._worker = WorkerClient(self.options.worker_python)
+        return self._worker
+
+    @property
+    def worker_started(self) -> bool:
+        return self._worker is not None and self._worker.pid is not None
+
+    def close(self) -> None:
+        for job in list(self.jobs.values()):
+            if job.task is not None:
+                job.task.cancel()
+        if self._worker is not None:
+            self._worker.close()
+        self.status = Status.EXITED
+
+    # -- documents
+    def open(self, uri: str, text: str, version: int | None) -> DocState:
+        doc = self.docs.get(uri)
+        if doc is None or not doc.is_open:
+            doc = DocState(uri, to_fs_path(uri) or uri, text, version)
+            self.docs[uri] = doc
+        else:
+            doc.text, doc.version = text, version
+        return doc
+
+    def update(self, uri: str, text: str, version: int | None) -> DocState:
+        doc = self.docs.get(uri)
+        if doc is None:
+            return self.open(uri, text, version)
+        doc.text, doc.version = text, version
+        return doc
+
+    def close_document(self, uri: str) -> DocState | None:
+        doc = self.docs.pop(uri, None)
+        if doc is not None and doc.diagnostics_task is not None:
+            doc.diagnostics_task.cancel()
+        return doc
+
+    def document(self, uri: str) -> DocState:
+        """An open document, or a file on disk read on demand; ``UnknownDocument`` otherwise."""
+        doc = self.docs.get(uri)
+        if doc is not None:
+            return doc
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if not path or not Path(path).is_file():
+            raise UnknownDocument(f"unknown document: {uri}")
+        try:
+            text = Path(path).read_bytes().decode("utf-8", errors="replace")
+        except OSError as err:
+            raise UnknownDocument(f"cannot read {path}: {err.strerror}") from None
+        doc = DocState(uri, path, text, None, is_open=False)
+        return doc
+
+    async def outline(self, doc: DocState) -> DocumentOutline:
+        """The document's outline for its current text (built off the event loop, cached)."""
+        async with doc.lock:
+            text = doc.text
+            if doc.outline is None or doc.outline_text is not text:
+                built = await asyncio.to_thread(doc.cache.build, text, doc.path)
+                doc.outline, doc.outline_text, doc.hashes = built, text, {}
+            return doc.outline
+
+    def hash_of(self, doc: DocState, fn: Function) -> str:
+        """The function's current source hash (cached per outline)."""
+        if fn.id not in doc.hashes:
+            doc.hashes[fn.id] = function_hash(doc.outline_text or doc.text, fn)
+        return doc.hashes[fn.id]
+
+    def result(self, doc: DocState, fn: Function, details: bool = True) -> FunctionResult | None:
+        return self.index.result(doc.path, fn, self.hash_of(doc, fn), with_details=details)
+
+    def uri_of(self, path: str) -> str:
+        for uri, doc in self.docs.items():
+            if os.path.abspath(doc.path) == os.path.abspath(path):
+                return uri
+        return from_fs_path(os.path.abspath(path)) or path
+
+
+def find_function(outline: Outline, name: str | None, line: int | None = None) -> Function | None:
+    """A function by id or name, or the one containing ``line``, or the only one."""
+    if name:
+        return outline.function(name)
+    if line is not None:
+        for fn in outline.functions:
+            if fn.range["start"]["line"] <= line <= fn.range["end"]["line"]:
+                return fn
+    return outline.functions[0] if len(outline.functions) == 1 else None
