@@ -1,0 +1,871 @@
+"""Profiling on the host CPU (TVM side): untuned vs best schedule, output check, per-stage and
+per-task latency, MetaSchedule features, cachegrind.
+
+Handlers take and return plain data.  They report what TVM sees (transformed block names, TVMScript
+line numbers from spans, task and variable names); the core (``asight_lsp.profiles``) ties those to
+source ids and ranges, so the mapping is testable without TVM.
+
+* ``profile``    — untuned vs best latency (median and spread), allclose of the outputs, FLOPs,
+                   per-stage latency (rdtsc around the top-level stages of the root block,
+                   tvm-notes §5) or per-task latency for Relax (VM instrument hook, §6),
+                   PerStoreFeature rows, optional cachegrind per TVMScript line (§7).
+* ``apply_best`` — per workload: the best record's scheduled TVMScript and its trace.
+
+(PerStoreFeature rows of *every* record of a run: ``features`` in ``extract.py``.)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stub_tensor_intrin, tirx, tvm
+from .parse import parse_unit
+
+FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-4   # atol is scaled by max(1, max |reference|)
+SOURCE_TIME = "tvm time_evaluator, {calls} single calls (number=1)"
+SOURCE_STAGES = "rdtsc (llvm.readcyclecounter) around each top-level stage of the root block"
+SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
+SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
+
+_TSC_HZ: float | None = None
+_SGEMM: dict | None = None
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _parsed(params: dict):
+    """The unit named in ``params`` (PrimFunc or IRModule), parsed from the (masked) text."""
+    return parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
+                      params.get("aliases") or {})
+
+
+def _target(spec):
+    """The measuring target: the run's target (JSON dict/text or string) or the host CPU."""
+    if spec in (None, "", "host"):
+        return host_target()
+    if isinstance(spec, str) and spec.strip().startswith("{"):
+        spec = json.loads(spec)
+    target = tvm.target.Target(spec)
+    if target.kind.name != "llvm":
+        raise ValueError(f"profiling measures on this machine's CPU; the target is {target.kind.name}")
+    return target
+
+
+def target_label(target) -> str:
+    """``llvm -mcpu=znver3 -num-cores=2``: the target as a short command-line style label."""
+    parts = [target.kind.name]
+    for key in ("mcpu", "num-cores", "mtriple"):
+        value = target.attrs.get(key) if hasattr(target, "attrs") else None
+        if value not in (None, "") and key != "mtriple":
+            parts.append(f"-{key}={value}")
+    return " ".join(parts)
+
+
+def _database(run_dir: str | None):
+    if not run_dir or not (Path(run_dir) / "database_tuning_record.json").exists():
+        return None
+    return ms.database.JSONDatabase(work_dir=str(run_dir), allow_missing=False)
+
+
+def _is_relax(parsed) -> bool:
+    return isinstance(parsed, tvm.IRModule) and any(
+        isinstance(parsed[gv], relax.Function) for gv in parsed.get_global_vars())
+
+
+def _prim_funcs(parsed, function: str | None) -> list[tuple[str, object]]:
+    """(name, PrimFunc) pairs to profile: the named function, or every PrimFunc of the unit."""
+    if isinstance(parsed, tirx.PrimFunc):
+        return [(function or "main", parsed)]
+    names = [gv.name_hint for gv in parsed.get_global_vars() if isinstance(parsed[gv], tirx.PrimFunc)]
+    if function:
+        if function not in names:
+            raise ValueError(f"no PrimFunc '{function}' in the module (has: {', '.join(sorted(names))})")
+        names = [function]
+    return [(name, parsed[name]) for name in sorted(names)]
+
+
+def _entry(mod) -> str:
+    func = mod["main"]
+    return str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
+
+
+def _latency(record) -> float | None:
+    secs = [float(s) for s in (record.run_secs or [])]
+    return sum(secs) / len(secs) if secs and min(secs) < FAILED_SECONDS else None
+
+
+# --------------------------------------------------------------------------- best record
+
+
+def _workload_records(db) -> dict[int, tuple[object, list]]:
+    """All valid records grouped by workload (structural hash), best first."""
+    groups: dict[int, tuple[object, list]] = {}
+    for rec in db.get_all_tuning_records():
+        if _latency(rec) is None:
+            continue
+        key = int(tvm.ir.structural_hash(rec.workload.mod)) if hasattr(tvm.ir, "structural_hash") \
+            else id(rec.workload)
+        groups.setdefault(key, (rec.workload, []))[1].append(rec)
+    for _, recs in groups.values():
+        recs.sort(key=_latency)
+    return groups
+
+
+def best_record(db, func) -> tuple[object | None, str]:
+    """The best valid record for ``func`` and how it was matched.
+
+    MetaSchedule keys workloads by structural hash of the normalised module (``tune_tir`` of a
+    PrimFunc adds ``tirx.noalias``; of an IRModule it does not), so both forms are tried.  A run of
+    one workload whose hash no longer matches (the source was edited) still answers, flagged.
+    """
+    for label, mod in (("structural", normalize_mod(func)), ("structural", tvm.IRModule({"main": func}))):
+        if db.has_workload(mod):
+            top = db.get_top_k(db.commit_workload(mod), 1)
+            if top and _latency(top[0]) is not None:
+                return top[0], label
+            return None, "the run has no successful record for this function"
+    groups = _workload_records(db)
+    if len(groups) == 1:
+        recs = next(iter(groups.values()))[1]
+        return recs[0], "single-workload fallback (the function changed since the run)"
+    if not groups:
+        return None, "the run has no successful record yet"
+    return None, "the run's workloads do not match this function (was it edited since?)"
+
+
+def apply_record(func, record, serial: bool = False):
+    """A Schedule of ``func`` with the record's trace replayed (postprocessors included).
+
+    ``serial`` drops the ``Parallel`` instructions: parallel loop bodies become lambdas without
+    symbols or line info, so cachegrind/perf attribution needs the serial variant (tvm-notes §5).
+    """
+    sch = s_tir.Schedule(fresh_copy(normalize_mod(func)))
+    trace = record.trace
+    if serial:
+        insts = [i for i in trace.insts if i.kind.name != "Parallel"]
+        trace = Trace(insts, {i: d for i, d in trace.decisions.items() if i in insts})
+    trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch
+
+
+def fresh_copy(mod):
+    """A deep copy (spans kept) of ``mod``.
+
+    Replaying a trace on ``Schedule(mod)`` rewrites parts of ``mod``'s statements *in place*
+    (observed in 0.27: the untuned function came out split and reordered), which would corrupt the
+    baseline and the worker's parse cache.  A JSON round trip costs ~10 ms.
+    """
+    return tvm.ir.load_json(tvm.ir.save_json(mod))
+
+
+def _record_info(record, match: str) -> dict:
+    return {"latency_us": _latency(record) * 1e6, "match": match,
+            "instructions": len(record.trace.insts), "source": "best record of the run's JSON database"}
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def random_arrays(specs: list[tuple[tuple, str]], seed: int) -> list[np.ndarray]:
+    """Random inputs: floats in [-1, 1), small non-negative ints (safe as indices), random bools."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in specs:
+        dtype = str(dtype)
+        if dtype.startswith("float") or dtype.startswith("bfloat"):
+            out.append((rng.random(shape) * 2 - 1).astype(dtype))
+        elif dtype == "bool":
+            out.append(rng.random(shape) < 0.5)
+        else:
+            out.append(rng.integers(0, 2, size=shape).astype(dtype))
+    return out
+
+
+def _buffer_specs(func) -> list[tuple[str, tuple, str]]:
+    specs = []
+    for param in func.params:
+        try:
+            shape = tuple(int(x) for x in param.shape)
+        except (TypeError, AttributeError, ValueError):
+            raise ValueError(f"parameter '{param.name}' has no static shape; profiling needs one") from None
+        specs.append((param.name, shape, str(param.dtype)))
+    return specs
+
+
+def stats(seconds: list[float], source: str, number: int | None = None) -> dict:
+    """Median and spread (µs) of per-repeat times."""
+    us = np.asarray(seconds, dtype=float) * 1e6
+    p25, p75 = np.percentile(us, [25, 75])
+    median = float(np.median(us))
+    return {"median_us": median, "mean_us": float(us.mean()), "std_us": float(us.std()),
+            "min_us": float(us.min()), "max_us": float(us.max()), "p25_us": float(p25), "p75_us": float(p75),
+            "cv": float(us.std() / us.mean()) if us.mean() else 0.0, "repeats": int(len(us)),
+            "number": number, "source": source}
+
+
+def time_function(timer_for, args, repeats: int, budget_ms: float) -> dict:
+    """Median and spread of single-call times (µs).
+
+    Each repeat is one call (``number=1``): on this shared 2-vCPU VM a call that gets preempted
+    is an outlier the median ignores, while a mean over many calls would absorb it.  The number
+    of calls is ``repeats`` at least, more when they fit in ``budget_ms`` (at most 2000).
+    """
+    probe = timer_for(1, 3)(*args).results
+    estimate = max(float(np.median(probe)), 1e-7)
+    calls = int(np.clip(budget_ms / 1e3 / estimate, repeats, 2000))
+    result = timer_for(1, calls)(*args)
+    return stats(list(result.results), SOURCE_TIME.format(calls=calls), number=1)
+
+
+def compare_outputs(names: list[str], reference: list[np.ndarray], candidate: list[np.ndarray],
+                    rtol: float, atol: float) -> dict:
+    """allclose per buffer (the tuned program against the untuned one on the same inputs)."""
+    buffers, ok = [], True
+    for name, ref, got in zip(names, reference, candidate):
+        ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
+        scale = max(1.0, float(np.max(np.abs(ref64)))) if ref64.size else 1.0
+        diff = np.abs(ref64 - got64)
+        close = np.isclose(got64, ref64, rtol=rtol, atol=atol * scale, equal_nan=True)
+        entry = {"name": name, "ok": bool(close.all()), "max_abs_err": float(diff.max()) if diff.size else 0.0,
+                 "max_rel_err": float((diff / np.maximum(np.abs(ref64), 1e-30)).max()) if diff.size else 0.0,
+                 "mismatched": int((~close).sum()), "elements": int(close.size)}
+        ok &= entry["ok"]
+        buffers.append(entry)
+    return {"ok": ok, "rtol": rtol, "atol": atol, "atol_scaled_by": "max(1, max|reference|)",
+            "buffers": buffers, "source": "numpy.isclose on random inputs (same inputs for both programs)"}
+
+
+def host_info() -> dict:
+    """TSC frequency, TVM threads, and a measured fp32 reference peak (numpy/OpenBLAS sgemm)."""
+    return {"tsc_hz": tsc_hz(), "threads": int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1),
+            "cpu": str(tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()), "sgemm": sgemm_peak()}
+
+
+def sgemm_peak(n: int = 512, repeats: int = 7) -> dict:
+    """Best fp32 GFLOP/s of numpy's matmul (OpenBLAS, all its threads): a tuned reference."""
+    global _SGEMM
+    if _SGEMM is None:
+        rng = np.random.default_rng(0)
+        a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+        a @ b
+        best = min(_timed(lambda: a @ b) for _ in range(repeats))
+        _SGEMM = {"gflops": 2 * n ** 3 / best / 1e9, "n": n,
+                  "source": f"numpy.matmul {n}x{n} fp32 (OpenBLAS), best of {repeats}"}
+    return _SGEMM
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def tsc_hz() -> float:
+    """rdtsc ticks per second, calibrated once per process against perf_counter."""
+    global _TSC_HZ
+    if _TSC_HZ is None:
+        out = tirx.decl_buffer((1,), "int64", name="out")
+        func = tirx.PrimFunc([out], tirx.BufferStore(
+            out, tirx.call_llvm_intrin("int64", "llvm.readcyclecounter"), [0])).with_attr("global_symbol", "rdtsc")
+        rt = tvm.tirx.build(tvm.IRModule({"rdtsc": func}), target=host_target())
+        buf = tvm.runtime.tensor(np.zeros(1, "int64"))
+        rt["rdtsc"](buf)
+        c0, t0 = int(buf.numpy()[0]), time.perf_counter()
+        time.sleep(0.1)
+        rt["rdtsc"](buf)
+        c1, t1 = int(buf.numpy()[0]), time.perf_counter()
+        _TSC_HZ = (c1 - c0) / (t1 - t0)
+    return _TSC_HZ
+
+
+# --------------------------------------------------------------------------- stages (rdtsc)
+
+
+def _children(stmt) -> list:
+    if stmt is None:
+        return []
+    if isinstance(stmt, tirx.SeqStmt):
+        return list(stmt.seq)
+    if isinstance(stmt, s_tir.SBlockRealize):
+        return [stmt.block]
+    if isinstance(stmt, s_tir.SBlock):
+        return [s for s in (stmt.init, stmt.body) if s is not None]
+    if isinstance(stmt, tirx.IfThenElse):
+        return [s for s in (stmt.then_case, stmt.else_case) if s is not None]
+    body = getattr(stmt, "body", None)
+    return [body] if isinstance(body, tirx.Stmt) else []
+
+
+def _span_lines(span) -> list[int] | None:
+    return None if span is None else [int(span.line), int(span.end_line)]
+
+
+_FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
+
+
+def stage_blocks(stmt) -> dict:
+    """Blocks (name, realize/store lines) and loop kinds inside one top-level stage."""
+    blocks, kinds = [], set()
+
+    def walk(node, current):
+        if isinstance(node, s_tir.SBlockRealize):
+            current = {"name": node.block.name_hint, "realize_lines": _span_lines(node.span), "store_lines": []}
+            blocks.append(current)
+        elif isinstance(node, tirx.For):
+            kinds.add(_FOR_KINDS.get(int(node.kind), str(node.kind)))
+        elif isinstance(node, tirx.BufferStore) and current is not None and node.span is not None:
+            if int(node.span.line) not in current["store_lines"]:
+                current["store_lines"].append(int(node.span.line))
+        for child in _children(node):
+            walk(child, current)
+
+    walk(stmt, None)
+    return {"blocks": blocks, "loop_kinds": sorted(kinds)}
+
+
+def instrument(func, capacity: int):
+    """``func`` with rdtsc stores around every top-level stage of its root block.
+
+    Returns the new PrimFunc, which takes an extra trailing int64 buffer ``asight_prof`` of
+    ``1 + capacity * 2K`` slots, and the K stage descriptions.  Slot 0 counts the calls; call ``c``
+    writes its ticks to row ``min(c, capacity - 1)``, so a whole ``time_evaluator`` round is
+    recorded call by call (the same back-to-back calling pattern as the plain program's timing).
+    """
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        raise ValueError("no root block: the function is not an s_tir PrimFunc")
+    root = realize.block
+    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
+    timed = [i for i, s in enumerate(stmts) if not isinstance(s, (tirx.AllocBuffer, tirx.DeclBuffer))]
+    width = 2 * len(timed)
+    prof = tirx.decl_buffer((1 + capacity * width,), "int64", name="asight_prof")
+    i64 = lambda v: tirx.IntImm("int64", v)  # noqa: E731
+    count = tirx.BufferLoad(prof, [i64(0)])
+
+    def tick(slot):
+        index = tirx.Min(count, i64(capacity - 1)) * i64(width) + i64(1 + slot)
+        return tirx.BufferStore(prof, tirx.call_llvm_intrin("int64", "llvm.readcyclecounter"), [index])
+
+    body, stages = [], []
+    for i, stmt in enumerate(stmts):
+        if i not in timed:
+            body.append(stmt)
+            continue
+        k = len(stages)
+        stages.append({"index": k, **stage_blocks(stmt)})
+        body += [tick(2 * k), stmt, tick(2 * k + 1)]
+    body.append(tirx.BufferStore(prof, count + i64(1), [i64(0)]))
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, tirx.SeqStmt(body),
+                            root.init, root.alloc_buffers, root.match_buffers, root.annotations)
+    new_realize = s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_root)
+    return tirx.PrimFunc(list(func.params) + [prof], new_realize, func.ret_type, func.attrs), stages
+
+
+def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_us: float | None,
+                   rounds: int = 10) -> dict:
+    """Per-stage latency (median over calls) of the PrimFunc ``mod["main"]``.
+
+    Both the instrumented and the plain program (``plain_rt``) run through ``time_evaluator``
+    (single back-to-back calls), in interleaved rounds, so they see the same thread-pool state and
+    machine load (this VM shares 2 cores): the plain median is the ``whole_us`` the sum of the
+    stage medians is compared with.
+    """
+    per_round = int(np.clip(0.03e6 / max(whole_hint_us or 1000.0, 1.0), 3, 200))
+    capacity = per_round + 4  # time_evaluator adds a warm-up call
+    new_func, stages = instrument(mod["main"], capacity)
+    entry = _entry(mod)
+    rt = tvm.tirx.build(tvm.IRModule({"main": new_func}), target=target)
+    dev = tvm.cpu(0)
+    args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+    width = 2 * len(stages)
+    zeros = np.zeros(1 + capacity * width, "int64")
+    prof = tvm.runtime.tensor(zeros, dev)
+    hz = tsc_hz()
+    plain = plain_rt.time_evaluator(entry, dev, number=1, repeat=per_round)
+    timed = rt.time_evaluator(entry, dev, number=1, repeat=per_round)
+    ticks, wholes = [], []
+    for _ in range(rounds):
+        wholes.extend(x * 1e6 for x in plain(*args).results)
+        prof.copyfrom(zeros)
+        timed(*args, prof)
+        data = prof.numpy()
+        calls = min(int(data[0]), capacity)
+        ticks.extend(data[1:1 + calls * width].reshape(calls, width)[1:])  # drop the warm-up call
+    ticks = np.asarray(ticks, dtype=np.int64)
+    per_stage = (ticks[:, 1::2] - ticks[:, 0::2]) / hz * 1e6
+    whole = (ticks[:, -1] - ticks[:, 0]) / hz * 1e6 if len(stages) else np.zeros(len(ticks))
+    for stage, column in zip(stages, per_stage.T):
+        p25, p75 = np.percentile(column, [25, 75])
+        stage.update({"us": float(np.median(column)), "p25_us": float(p25), "p75_us": float(p75)})
+    total = sum(s["us"] for s in stages)
+    whole_us = float(np.median(wholes))
+    return {"stages": stages, "sum_us": total, "instrumented_whole_us": float(np.median(whole)),
+            "whole_us": whole_us, "ratio": total / whole_us if whole_us else None, "calls": int(len(ticks)),
+            "rounds": rounds, "tsc_hz": hz, "source": SOURCE_STAGES,
+            "whole_source": "plain program, time_evaluator rounds interleaved with the instrumented ones"}
+
+
+# --------------------------------------------------------------------------- features (§3)
+
+
+def feature_rows(sch_or_mod, target) -> dict:
+    """PerStoreFeature rows (164 each, one per written buffer) and the blocks that store them."""
+    stub_tensor_intrin()  # TuneContext would import all tensor intrinsics (19 s, tvm-notes §0)
+    sch = sch_or_mod if isinstance(sch_or_mod, s_tir.Schedule) else s_tir.Schedule(fresh_copy(sch_or_mod))
+    mod = sch.mod
+    ctx = ms.TuneContext(mod=mod, target=target, task_name="main")
+    cand = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(mod, remove_preproc=True))
+    rows = ms.feature_extractor.PerStoreFeature().extract_from(ctx, [cand])[0].numpy()
+    return {"rows": rows.tolist(), "stores": _store_blocks(mod["main"]),
+            "source": "MetaSchedule PerStoreFeature (modelled, not measured)"}
+
+
+def _store_blocks(func) -> list[str]:
+    """Block names in first non-constant-store order per written buffer (PerStoreFeature's row order)."""
+    seen, names = set(), []
+
+    def walk(node, block):
+        if isinstance(node, s_tir.SBlockRealize):
+            block = node.block.name_hint
+        if isinstance(node, tirx.BufferStore) and not isinstance(node.value, (tirx.IntImm, tirx.FloatImm)):
+            key = node.buffer.name
+            if key not in seen:
+                seen.add(key)
+                names.append(block or key)
+        for child in _children(node):
+            walk(child, block)
+
+    walk(func.body, None)
+    return names
+
+
+# --------------------------------------------------------------------------- TIR profile
+
+
+def _estimate_flops(mod) -> float | None:
+    try:
+        return float(s_tir.analysis.estimate_tir_flops(mod))
+    except Exception:  # TVM refuses some programs (e.g. data-dependent loops)
+        return None
+
+
+def profile_prim_func(name: str, func, target, db, opts: dict, candidate=None) -> dict:
+    """Untuned vs best (or ``candidate``) for one PrimFunc."""
+    base_mod = normalize_mod(func)
+    out = {"name": name, "flops": _estimate_flops(base_mod), "flops_source": SOURCE_FLOPS,
+           "best": None, "tuned": None, "check": None, "stages": {}, "features": {}, "notes": []}
+    tuned_sch, record = None, None
+    if candidate is not None:
+        tuned_sch = s_tir.Schedule(fresh_copy(normalize_mod(candidate)))
+        out["best"] = {"match": "candidate", "source": "candidate program given by the caller"}
+    elif db is not None:
+        record, match = best_record(db, func)
+        if record is None:
+            out["notes"].append(match)
+        else:
+            try:
+                tuned_sch = apply_record(func, record)
+                out["best"] = _record_info(record, match)
+            except Exception as err:  # a trace that no longer applies to the edited function
+                out["notes"].append(f"the best trace does not apply to this function: {_one_line(err)}")
+    specs = _buffer_specs(base_mod["main"])
+    arrays = random_arrays([(s, d) for _, s, d in specs], opts["seed"])
+    dev = tvm.cpu(0)
+    variants = [("baseline", base_mod)] + ([("tuned", tuned_sch.mod)] if tuned_sch is not None else [])
+    results = {}
+    for label, mod in variants:
+        rt = tvm.tirx.build(mod, target=target)
+        entry = _entry(mod)
+        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+        rt[entry](*args)
+        results[label] = [a.numpy() for a in args]
+        timer_for = lambda number, repeat, rt=rt, entry=entry: rt.time_evaluator(entry, dev, number=number, repeat=repeat)
+        out[label] = time_function(timer_for, [tvm.runtime.tensor(a.copy(), dev) for a in arrays],
+                                   opts["repeats"], opts["budget_ms"])
+        if opts["stages"]:
+            out["stages"][label] = _safe(lambda: profile_stages(mod, target, arrays, rt, out[label]["median_us"]))
+        if opts["features"]:
+            out["features"][label] = _safe(lambda: feature_rows(tuned_sch if label == "tuned" else mod, target))
+        if opts["cachegrind"]:
+            serial = apply_record(func, record, serial=True).mod if label == "tuned" and record is not None else mod
+            out.setdefault("cachegrind", {})[label] = _safe(lambda: cachegrind(serial, target, arrays))
+    if "tuned" in results and opts["check"]:
+        out["check"] = compare_outputs([n for n, _, _ in specs], results["baseline"], results["tuned"],
+                                       opts["rtol"], opts["atol"])
+    return out
+
+
+def _safe(fn) -> dict:
+    """Optional measurements fail alone: their error becomes data, the profile goes on."""
+    try:
+        return fn()
+    except Exception as err:
+        return {"error": _one_line(err)}
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+# --------------------------------------------------------------------------- Relax profile (§6)
+
+
+def _bindings(func) -> list:
+    return [b for block in func.body.blocks for b in block.bindings]
+
+
+def _callee(value) -> str | None:
+    """Name of the PrimFunc a binding calls (``call_tir(gv, ...)``), else None."""
+    if isinstance(value, relax.Call) and value.args and isinstance(value.args[0], tvm.ir.GlobalVar):
+        return value.args[0].name_hint
+    return None
+
+
+def _uses(expr) -> set[str]:
+    names: set[str] = set()
+    relax.analysis.post_order_visit(expr, lambda e: names.add(e.name) if isinstance(e, relax.Var) else None)
+    return names
+
+
+def _legalize(mod, target):
+    return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target),
+                                     relax.transform.LegalizeOps()])(mod)
+
+
+def _fuse(mod, target, tir: bool):
+    passes = [*relax.pipeline.library_dispatch_passes(target), relax.transform.LegalizeOps(),
+              relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps()]
+    return tvm.transform.Sequential(passes + ([relax.transform.FuseTIR()] if tir else []))(mod)
+
+
+def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
+    """Kernel calls of ``fn`` in execution order, each with the source variables it computes.
+
+    LegalizeOps drops spans but keeps binding names 1:1.  FuseOps keeps the inner names of each
+    group except its output (renamed ``gv``); the output is the legalized binding that calls the
+    same PrimFunc on a member of the group (tvm-notes §6, relaxmap.py).
+    """
+    legal = _bindings(_legalize(mod, target)[fn])
+    if not fused:
+        return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in legal if _callee(b.value)]
+    grouped = _fuse(mod, target, tir=False)
+    sites = []
+    for b in _bindings(grouped[fn]):
+        value = b.value
+        op = getattr(value, "op", None)
+        if isinstance(value, relax.Call) and isinstance(op, tvm.ir.GlobalVar) and isinstance(grouped[op], relax.Function):
+            inner = _bindings(grouped[op])
+            members = [x.var.name for x in inner[:-1]]
+            last = _callee(inner[-1].value)
+            outs = [lb.var.name for lb in legal if lb.var.name not in members and _uses(lb.value) & set(members)]
+            exact = [lb.var.name for lb in legal if lb.var.name in outs and _callee(lb.value) == last]
+            sites.append({"callee": op.name_hint, "vars": members + (exact or outs)[:1]})
+        elif _callee(value):
+            sites.append({"callee": _callee(value), "vars": [b.var.name]})
+    return sites
+
+
+def _relax_inputs(func, seed: int) -> tuple[list[str], list[np.ndarray]]:
+    specs, names = [], []
+    for param in func.params:
+        ty = param.ty
+        if not hasattr(ty, "shape") or ty.shape is None or not hasattr(ty.shape, "values"):
+            raise ValueError(f"parameter '{param.name}' is not a tensor of static shape")
+        specs.append((tuple(int(x) for x in ty.shape.values), str(ty.dtype)))
+        names.append(param.name)
+    return names, random_arrays(specs, seed)
+
+
+def _flatten(value) -> list[np.ndarray]:
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    return [a for item in value for a in _flatten(item)]
+
+
+def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], list[float]]:
+    """Per run: [(kernel name, µs)] in call order (VM builtins dropped), and the run's wall time."""
+    per_run, walls, current, starts = [], [], [], []
+
+    def hook(func, name, before, ret, *rest):
+        if before:
+            starts.append(time.perf_counter_ns())
+        else:
+            current.append((str(name), (time.perf_counter_ns() - starts.pop()) / 1e3))
+        return 0  # VMInstrumentReturnKind.kNoOp
+
+    vm.set_instrument(hook)
+    for _ in range(runs + 1):
+        current.clear()
+        t0 = time.perf_counter()
+        vm["main"](*args)
+        walls.append((time.perf_counter() - t0) * 1e6)
+        per_run.append([(n, us) for n, us in current if not n.startswith("vm.")])
+    return per_run[1:], walls[1:]
+
+
+def task_latencies(per_run: list, sites: list[dict], flops: dict) -> list[dict]:
+    """Median µs per call site; the k-th call of a kernel in a run is its k-th call site."""
+    by_callee: dict[str, list[dict]] = {}
+    for site in sites:
+        by_callee.setdefault(site["callee"], []).append(site)
+    samples: dict[tuple[str, int], list[float]] = {}
+    for run in per_run:
+        seen: dict[str, int] = {}
+        for name, us in run:
+            k = seen.get(name, 0)
+            seen[name] = k + 1
+            samples.setdefault((name, k), []).append(us)
+    order = [s["callee"] for s in sites]
+    observed = [n for n, _ in per_run[0]] if per_run else []
+    tasks = []
+    for (name, k), values in samples.items():
+        site = by_callee.get(name, [])[k] if k < len(by_callee.get(name, [])) else None
+        p25, p75 = np.percentile(values, [25, 75])
+        tasks.append({"task": name, "call": k, "vars": site["vars"] if site else [],
+                      "us": float(np.median(values)), "p25_us": float(p25), "p75_us": float(p75),
+                      "flops": flops.get(name), "mapped": site is not None})
+    position = {(t["task"], t["call"]): i for i, t in enumerate(tasks)}
+    first = {}
+    for i, name in enumerate(observed):
+        first.setdefault((name, observed[:i].count(name)), i)
+    tasks.sort(key=lambda t: first.get((t["task"], t["call"]), len(observed) + position[(t["task"], t["call"])]))
+    for t in tasks:
+        t["order_exact"] = observed == order
+    return tasks
+
+
+def _prim_flops(mod) -> dict[str, float | None]:
+    return {gv.name_hint: _estimate_flops(tvm.IRModule({"main": mod[gv]}))
+            for gv in mod.get_global_vars() if isinstance(mod[gv], tirx.PrimFunc)}
+
+
+def _task_records(db, fused, target) -> dict[str, dict]:
+    """Per extracted task: whether the run tuned it, and its best measured latency."""
+    out = {}
+    for task in ms.relax_integration.extract_tasks(fused, target):
+        mod = task.dispatched[0]
+        info = {"weight": int(task.weight), "tuned": False, "best_us": None}
+        if db is not None and db.has_workload(mod):
+            top = db.get_top_k(db.commit_workload(mod), 1)
+            if top and _latency(top[0]) is not None:
+                info.update(tuned=True, best_us=_latency(top[0]) * 1e6)
+        out[task.task_name] = info
+    return out
+
+
+def profile_relax(mod, target, db, opts: dict, fn: str = "main") -> dict:
+    """Untuned (``tvm.compile``) vs tuned (``compile_relax`` on the *unfused* module) Relax program."""
+    names, arrays = _relax_inputs(mod[fn], opts["seed"])
+    dev = tvm.cpu(0)
+    span_lines = {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
+                  for b in _bindings(mod[fn])}
+    out = {"name": fn, "tuned": None, "check": None, "tasks": {}, "notes": [], "var_lines": span_lines}
+    builds = [("baseline", lambda: tvm.compile(mod, target=target), False)]
+    fused = _fuse(mod, target, tir=True)
+    records = _task_records(db, fused, target) if db is not None else {}
+    if db is not None and any(r["tuned"] for r in records.values()):
+        builds.append(("tuned", lambda: ms.relax_integration.compile_relax(db, mod, target, params=None), True))
+    elif db is not None:
+        out["notes"].append("the run has no successful record for any task of this module")
+    flops = {"baseline": _prim_flops(_legalize(mod, target)), "tuned": _prim_flops(fused)}
+    outputs = {}
+    for label, build, is_fused in builds:
+        vm = relax.VirtualMachine(build(), dev)
+        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+        outputs[label] = _flatten(vm["main"](*args))
+        timer_for = lambda number, repeat, vm=vm: vm.time_evaluator("main", dev, number=number, repeat=repeat)
+        out[label] = time_function(timer_for, args, opts["repeats"], opts["budget_ms"])
+        per_run, walls = _time_calls(vm, args, runs=max(opts["repeats"], 10))
+        tasks = task_latencies(per_run, call_sites(mod, target, is_fused, fn), flops[label])
+        for t in tasks:
+            t.update(records.get(t["task"], {}) if is_fused else {})
+        out["tasks"][label] = {"tasks": tasks, "sum_us": sum(t["us"] for t in tasks),
+                               "instrumented_run_us": float(np.median(walls)), "whole_us": out[label]["median_us"],
+                               "source": SOURCE_TASKS}
+    out["flops"] = sum(v for v in flops["baseline"].values() if v) if flops["baseline"] else None
+    call_flops = [t.get("flops") for t in out["tasks"]["baseline"]["tasks"]]
+    if call_flops and all(f is not None for f in call_flops):
+        out["flops"] = float(sum(call_flops))
+    out["flops_source"] = "sum over kernel calls of estimate_tir_flops (legalized PrimFuncs)"
+    out["task_records"] = records
+    if "tuned" in outputs and opts["check"]:
+        out["check"] = compare_outputs([f"output{i}" for i in range(len(outputs["baseline"]))],
+                                       outputs["baseline"], outputs["tuned"], opts["rtol"], opts["atol"])
+    return out
+
+
+# --------------------------------------------------------------------------- cachegrind (§7)
+
+_DRIVER = r"""
+import sys, numpy as np, tvm
+lib, entry, spec = sys.argv[1], sys.argv[2], sys.argv[3]
+rt = tvm.runtime.load_module(lib)
+args = [tvm.runtime.tensor(np.load(p)) for p in spec.split(",")]
+rt[entry](*args)
+"""
+
+
+def cachegrind(mod, target, arrays: list[np.ndarray], timeout: float = 300.0) -> dict:
+    """Simulated cache misses per TVMScript line (valgrind cachegrind on a serial build)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return {"skipped": "valgrind is not installed", "source": "valgrind cachegrind"}
+    workdir = Path(tempfile.mkdtemp(prefix="asight-cg-"))
+    try:
+        tvm.compile(mod, target=target).export_library(str(workdir / "k.so"))
+        paths = []
+        for i, array in enumerate(arrays):
+            np.save(workdir / f"a{i}.npy", array)
+            paths.append(str(workdir / f"a{i}.npy"))
+        (workdir / "driver.py").write_text(_DRIVER)
+        out_file = workdir / "cg.out"
+        cmd = [valgrind, "--tool=cachegrind", "--cache-sim=yes", "--D1=32768,8,64", "--LL=33554432,16,64",
+               f"--cachegrind-out-file={out_file}", sys.executable, str(workdir / "driver.py"),
+               str(workdir / "k.so"), _entry(mod), ",".join(paths)]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TVM_NUM_THREADS="1")
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if proc.returncode != 0 or not out_file.exists():
+            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"cachegrind failed: {tail[0]}", "source": "valgrind cachegrind"}
+        lines = parse_cachegrind(out_file.read_text(errors="replace"))
+        return {"lines": lines, "seconds": time.perf_counter() - started,
+                "cache": {"D1": "32 KiB 8-way 64 B", "LL": "32 MiB 16-way 64 B"},
+                "source": "valgrind cachegrind (simulated caches, one call, serial build)"}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def parse_cachegrind(text: str) -> list[dict]:
+    """Counters per TVMScript line of the generated kernel (files named by TVM's codegen)."""
+    events, file_name, names, agg = [], None, {}, {}
+    for raw in text.splitlines():
+        if raw.startswith("events:"):
+            events = raw.split()[1:]
+        elif raw.startswith("fl="):
+            file_name = _cg_name(names, "fl", raw[3:])
+        elif raw.startswith(("fn=", "fi=", "fe=")):
+            if raw.startswith(("fi=", "fe=")):
+                file_name = _cg_name(names, "fl", raw[3:])
+            else:
+                _cg_name(names, "fn", raw[3:])
+        elif raw[:1].isdigit() and file_name and _is_tvm_file(file_name):
+            parts = raw.split()
+            line, values = int(parts[0]), [int(x) for x in parts[1:]]
+            values += [0] * (len(events) - len(values))
+            agg[line] = [a + b for a, b in zip(agg.get(line, [0] * len(events)), values)]
+    return [dict(line=line, **dict(zip(events, values))) for line, values in sorted(agg.items())]
+
+
+def _cg_name(names: dict, kind: str, value: str) -> str:
+    """Resolve cachegrind's name compression: ``(id) name`` defines, ``(id)`` refers."""
+    if value.startswith("("):
+        close = value.index(")")
+        key, rest = (kind, value[1:close]), value[close + 1:].strip()
+        if rest:
+            names[key] = rest
+        return names.get(key, value)
+    return value
+
+
+def _is_tvm_file(name: str) -> bool:
+    return name in ("<str>", "main") or "CodeGenLLVM" in name or name.endswith(".py") and "asight" not in name \
+        and "site-packages" not in name and "/lib/python" not in name and not name.startswith("/usr")
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _options(params: dict) -> dict:
+    return {"repeats": max(int(params.get("repeats") or 10), 1),
+            "budget_ms": float(params.get("budget_ms") or 300),
+            "seed": int(params.get("seed") or 0),
+            "check": params.get("check", True) is not False,
+            "stages": params.get("stages", True) is not False,
+            "features": params.get("features", True) is not False,
+            "cachegrind": bool(params.get("cachegrind")),
+            "rtol": float(params.get("rtol") or DEFAULT_RTOL),
+            "atol": float(params.get("atol") or DEFAULT_ATOL)}
+
+
+def profile(params: dict, emit=None) -> dict:
+    """Profile one function or unit; see the module docstring for what is measured."""
+    started = time.perf_counter()
+    parsed = _parsed(params)
+    target = _target(params.get("target"))
+    db = _database(params.get("run_dir"))
+    opts = _options(params)
+    result = {"kind": "relax" if _is_relax(parsed) else "tir", "target": target_label(target), "host": host_info(),
+              "has_run": db is not None, "options": opts}
+    candidate = None
+    if params.get("candidate"):
+        candidate = _candidate(params["candidate"], params.get("function"))
+    if result["kind"] == "relax":
+        stub_tensor_intrin()
+        result["relax"] = profile_relax(parsed, target, db, opts, params.get("function") or "main")
+    else:
+        result["kernels"] = []
+        for name, func in _prim_funcs(parsed, params.get("function")):
+            if emit:
+                emit({"type": "profile", "kernel": name})
+            result["kernels"].append(profile_prim_func(name, func, target, db, opts, candidate))
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _candidate(spec: dict, function: str | None):
+    parsed = parse_unit(spec["text"].splitlines(), spec["unit"], spec.get("constants") or {},
+                        spec.get("aliases") or {})
+    funcs = _prim_funcs(parsed, spec.get("function"))
+    if len(funcs) != 1:
+        raise ValueError("the candidate must hold exactly one PrimFunc (name it with its function)")
+    return funcs[0][1]
+
+
+def apply_best(params: dict, emit=None) -> dict:
+    """Per function (TIR) or tuned task (Relax): the best record's scheduled TVMScript and trace."""
+    parsed = _parsed(params)
+    db = _database(params.get("run_dir"))
+    if db is None:
+        raise ValueError("the run has no tuning records")
+    entries = []
+    if _is_relax(parsed):
+        target = _target(params.get("target"))
+        fused = _fuse(parsed, target, tir=True)
+        for task in ms.relax_integration.extract_tasks(fused, target):
+            mod = task.dispatched[0]
+            if not db.has_workload(mod):
+                continue
+            top = db.get_top_k(db.commit_workload(mod), 1)
+            if top and _latency(top[0]) is not None:
+                sch = s_tir.Schedule(fresh_copy(mod))
+                top[0].trace.apply_to_schedule(sch, remove_postproc=False)
+                entries.append(_schedule_entry(task.task_name, top[0], sch, "structural"))
+    else:
+        for name, func in _prim_funcs(parsed, params.get("function")):
+            record, match = best_record(db, func)
+            if record is None:
+                entries.append({"function": name, "error": match})
+                continue
+            entries.append(_schedule_entry(name, record, apply_record(func, record), match))
+    return {"entries": entries}
+
+
+def _schedule_entry(name: str, record, sch, match: str) -> dict:
+    return {"function": name, "latency_us": _latency(record) * 1e6, "match": match,
+            "script": sch.mod.script(), "trace": str(record.trace),
+            "trace_lines": list(record.trace.as_python(remove_postproc=True))}
+
+
+HANDLERS = {"profile": profile, "apply_best": apply_best}
