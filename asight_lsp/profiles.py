@@ -498,6 +498,21 @@ def peak_figures(host: dict, flags: set[str]) -> dict:
             "note": "peak = the larger of the measured reference and the formula (turbo clocks exceed the TSC rate)"}
 
 
+# PerStoreFeature layout (upstream per_store_feature.cc; same as analysis/featurelayout.py): group 1 starts
+# with 16 op counts (float_mad, add_sub, mul, div_mod, cmp, math_func, other_func, int ...), group 2
+# (offset 57) holds 5 buffers x 18 access features.  Every count is stored as sign(x)*log2(|x|+1).
+FEATURE_FLOAT_OPS = range(0, 6)
+FEATURE_GROUP2, FEATURE_BUFFERS = 57, 5
+FEATURE_BUFFER_FIELDS = ["read", "write", "readwrite", "bytes", "unique_bytes", "lines", "unique_lines",
+                         "reuse_loop", "reuse_serial", "reuse_none", "reuse_dis_iter", "reuse_dis_bytes",
+                         "reuse_ct", "bytes_d_reuse_ct", "unique_bytes_d_reuse_ct", "lines_d_reuse_ct",
+                         "unique_lines_d_reuse_ct", "stride"]
+
+
+def _unslog(value: float) -> float:
+    return (1.0 if value >= 0 else -1.0) * (2.0 ** abs(value) - 1.0)
+
+
 def _round(value: float) -> float:
     """6 significant digits: feature values come back through log2/exp2 with float noise."""
     return float(f"{value:.6g}")
@@ -505,14 +520,14 @@ def _round(value: float) -> float:
 
 def memory_figures(features: dict, blocks: list[Block]) -> dict:
     """Modelled bytes moved and reuse per written buffer, from PerStoreFeature rows."""
-    from .analysis.featurelayout import BUFFER_FIELDS, FLOAT_OPS, INDEX, N_BUFFERS, unslog
     rows, stores = features.get("rows") or [], features.get("stores") or []
     out = []
     for i, row in enumerate(rows):
-        raw = unslog(row)
+        raw = [_unslog(v) for v in row]
         buffers = []
-        for b in range(N_BUFFERS):
-            vals = {f: _round(raw[INDEX[f"buf{b}_{f}"]]) for f in BUFFER_FIELDS}
+        for b in range(FEATURE_BUFFERS):
+            base = FEATURE_GROUP2 + b * len(FEATURE_BUFFER_FIELDS)
+            vals = {f: _round(raw[base + j]) for j, f in enumerate(FEATURE_BUFFER_FIELDS)}
             if not any(vals[f] for f in ("read", "write", "readwrite")):
                 continue
             access = "readwrite" if vals["readwrite"] else "write" if vals["write"] else "read"
@@ -521,7 +536,7 @@ def memory_figures(features: dict, blocks: list[Block]) -> dict:
                             "lines": vals["lines"], "unique_lines": vals["unique_lines"], "reuse": reuse,
                             "reuse_count": vals["reuse_ct"], "reuse_distance_bytes": vals["reuse_dis_bytes"],
                             "stride": vals["stride"]})
-        flops = _round(sum(raw[j] for j in FLOAT_OPS))
+        flops = _round(sum(raw[j] for j in FEATURE_FLOAT_OPS))
         moved = sum(b["bytes"] for b in buffers)
         unique = sum(b["unique_bytes"] for b in buffers)
         store = stores[i] if i < len(stores) else None
