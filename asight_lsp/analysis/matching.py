@@ -498,7 +498,26 @@ def _from_isomorphism(source, transformed, units, notes, solutions, strict) -> d
         attrs = src_c.nodes[s_node]
         _record(result, units[t_node], list(attrs["members"]), kind,
                 _evidence(attrs, _tgt_label(units, t_node), units[t_node], kind))
+    _share_copies(result, units)
     return result
+
+
+def _share_copies(result: dict, units: dict) -> None:
+    """A cache_read copy read by several blocks serves all of them: list every one as its source."""
+    for unit in units.values():
+        for copy in unit.node.get("shared_copies") or []:
+            entry = result["transformed"].get(copy["block"])
+            if entry is None:
+                continue
+            for other in copy["with"]:
+                for sid in (result["transformed"].get(other) or {}).get("source", [])[:1]:
+                    if sid not in entry["source"]:
+                        entry["source"].append(sid)
+                    src_entry = result["source"].get(sid)
+                    if src_entry is not None:
+                        item = {"block": copy["block"], "role": "cache_read (shared)"}
+                        if item not in src_entry["transformed"]:
+                            src_entry["transformed"].append(item)
 
 
 def _tgt_label(units: dict, uid: str) -> dict:

@@ -15,10 +15,12 @@ dtype, op pattern) and the supporting evidence it may use (names, TVMScript line
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
-from .compat import Trace, normalize_mod, relax, s_tir, tirx, tvm
+from .compat import Trace, normalize_mod, relax, s_tir, tirx, tvm, tvm_ffi
 from .parse import parse_unit
 
 ITER_KINDS = {0: "S", 1: "T", 2: "R", 3: "C", 4: "O"}
@@ -229,11 +231,57 @@ def apply_trace(func, trace_json):
     return sch
 
 
-def block_graph(params: dict, emit=None) -> dict:
-    """Source graph of one PrimFunc, and one transformed graph per trace in ``params["traces"]``.
+FAILED_SECONDS = 1e9   # MetaSchedule stores failed builds/runs as run_secs [1e10]
 
-    ``traces`` are JSON traces ``[insts, decisions]`` as stored in MetaSchedule's database.  A trace
-    that does not apply gives ``{"error": ...}`` in its slot; the others are still described.
+
+def _json_lines(path: Path) -> list:
+    """JSON values of a line-per-record file; a torn or garbled line is skipped."""
+    out = []
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as stream:
+            for line in stream:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def run_records(run_dir: str, func) -> tuple[list[dict], str]:
+    """Valid records of ``func`` in a run's JSON database (trial order) and how the workload matched.
+
+    The workload is found by structural hash of the function as MetaSchedule tunes it (with and
+    without the ``tirx.noalias`` that ``tune_tir`` adds); a run of a single workload whose hash no
+    longer matches (the function was edited) still answers, flagged.
+    """
+    hashes = {str(tvm_ffi.structural_hash(normalize_mod(func))),
+              str(tvm_ffi.structural_hash(tvm.IRModule({"main": func})))}
+    workloads = _json_lines(Path(run_dir) / "database_workload.json")
+    wanted = {i for i, w in enumerate(workloads) if isinstance(w, list) and w and str(w[0]) in hashes}
+    how = "structural hash"
+    if not wanted and len(workloads) == 1:
+        wanted, how = {0}, "single-workload fallback (the function changed since the run)"
+    records = []
+    for trial, row in enumerate(_json_lines(Path(run_dir) / "database_tuning_record.json")):
+        try:
+            workload, (trace, run_secs) = row[0], row[1][:2]
+            secs = [float(x) for x in run_secs or []]
+        except (TypeError, ValueError, IndexError):
+            continue
+        if workload in wanted and secs and max(secs) < FAILED_SECONDS:
+            records.append({"trial": trial, "trace": trace, "latency_us": sum(secs) / len(secs) * 1e6})
+    return records, how
+
+
+def block_graph(params: dict, emit=None) -> dict:
+    """Source graph of one PrimFunc and the transformed graphs of some of its schedules.
+
+    ``traces``: JSON traces ``[insts, decisions]`` as stored in MetaSchedule's database; or
+    ``run_dir`` with ``records`` = ``"best"`` (default) or ``"all"``: the run's valid records of this
+    function.  A trace that does not apply gives ``{"error": ...}`` in its slot; the others are still
+    described.
     """
     parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
                         params.get("aliases") or {})
@@ -242,12 +290,21 @@ def block_graph(params: dict, emit=None) -> dict:
         raise ValueError("the unit has no PrimFunc (is it a Relax module? use relax_graph)")
     name, func = _prim_func(parsed, params.get("function"))
     out = {"function": name, "source": tir_graph(func), "transformed": []}
-    for trace in params.get("traces") or []:
+    jobs = [({"trace": t}) for t in params.get("traces") or []]
+    if params.get("run_dir"):
+        records, out["workload_match"] = run_records(params["run_dir"], func)
+        if params.get("records", "best") == "best":
+            records = sorted(records, key=lambda r: r["latency_us"])[:1]
+        jobs += records
+    for job in jobs:
+        info = {k: v for k, v in job.items() if k != "trace"}
         try:
-            out["transformed"].append(tir_graph(apply_trace(func, trace).mod["main"]))
+            graph = tir_graph(apply_trace(func, job["trace"]).mod["main"])
+            out["transformed"].append({**graph, "record": info})
         except Exception as err:  # a trace of another function, or of an edited one
             text = str(err).strip()
-            out["transformed"].append({"error": text.splitlines()[0] if text else type(err).__name__})
+            out["transformed"].append({"error": text.splitlines()[0] if text else type(err).__name__,
+                                       "record": info})
     return out
 
 
