@@ -1,0 +1,308 @@
+"""The TVM-free side of profiling: source mapping, attribution, derived figures, cache, CLI output."""
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+
+from asight_lsp import profiles
+from asight_lsp.commands import profile as profile_cmd
+from asight_lsp.jobs import select
+from asight_lsp.runs import RunMeta, RunStore
+from asight_lsp.sourcemap import build_outline
+
+from tests.conftest import FIXTURES, fixture_text
+
+MBR = "matmul_bias_relu.py"
+
+
+def _mbr():
+    outline = build_outline(fixture_text(MBR), str(FIXTURES / MBR))
+    fn = outline.function("MatmulBiasRelu.main")
+    return outline, fn, {b.name: b for b in fn.blocks}
+
+
+def _slog(x: float) -> float:
+    return math.copysign(math.log2(abs(x) + 1), x)
+
+
+# --------------------------------------------------------------------------- block matching
+
+
+def test_transformed_blocks_map_back_by_span_then_name():
+    _, fn, blocks = _mbr()
+    lines = {name: b.range["start"]["line"] + 1 for name, b in blocks.items()}  # 1-based like TVM spans
+    # decompose_reduction keeps the update store's span; the init has its own store span
+    assert profiles.match_block("matmul_update", [lines["matmul"] + 4], None, fn.blocks)[0].name == "matmul"
+    # a cache-write block has no span: the name prefix decides
+    blk, evidence = profiles.match_block("matmul_global", [], None, fn.blocks)
+    assert (blk.name, evidence) == ("matmul", "name prefix")
+    # a span wins over a misleading name
+    blk, evidence = profiles.match_block("relu", [lines["bias_add"] + 2], None, fn.blocks)
+    assert (blk.name, evidence) == ("bias_add", "store span")
+    assert profiles.match_block("bias_add", [], None, fn.blocks)[1] == "name"
+    assert profiles.match_block("T_transpose", [], None, fn.blocks) == (None, "unmatched")
+
+
+def test_longest_prefix_wins():
+    outline = build_outline('''
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.sblock("C"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+    for i in range(4):
+        with T.sblock("C_pack"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+''')
+    blk, _ = profiles.match_block("C_pack_global", [], None, outline.functions[0].blocks)
+    assert blk.name == "C_pack"
+
+
+# --------------------------------------------------------------------------- stages and attribution
+
+
+def _stage(index, us, *names_and_lines):
+    return {"index": index, "us": us, "p25_us": us, "p75_us": us, "loop_kinds": ["serial"],
+            "blocks": [{"name": n, "realize_lines": None, "store_lines": s} for n, s in names_and_lines]}
+
+
+def test_stages_tie_to_source_blocks_and_sum():
+    _, fn, blocks = _mbr()
+    mm = blocks["matmul"].range["start"]["line"] + 1
+    data = {"stages": [_stage(0, 90.0, ("matmul_init", [mm + 3]), ("matmul_update", [mm + 4])),
+                       _stage(1, 6.0, ("bias_add", [])), _stage(2, 4.0, ("relu", []))],
+            "sum_us": 100.0, "whole_us": 105.0, "ratio": 100 / 105, "calls": 50, "source": "rdtsc"}
+    mapped = profiles.map_stages(data, fn.blocks)
+    assert [s["source_blocks"] for s in mapped["stages"]] == [
+        ["MatmulBiasRelu.main/matmul"], ["MatmulBiasRelu.main/bias_add"], ["MatmulBiasRelu.main/relu"]]
+    assert mapped["stages"][0]["lines"] == [blocks["matmul"].range["start"]["line"],
+                                            blocks["matmul"].range["end"]["line"]]
+    assert mapped["outside_us"] == pytest.approx(5.0)
+    per_block = profiles.attribute_blocks(mapped["stages"], fn.blocks)
+    assert [b["us"] for b in per_block] == [90.0, 6.0, 4.0]
+    assert sum(b["share"] for b in per_block) == pytest.approx(1.0)
+    assert all(b["attribution"] == "stage" for b in per_block)
+
+
+def test_fused_stage_is_split_by_flops_and_inlined_block_points_to_consumer():
+    _, fn, blocks = _mbr()
+    # matmul with relu fused into its nest (reverse_compute_at); bias_add inlined into relu
+    data = {"stages": [_stage(0, 100.0, ("matmul_update", []), ("relu", []))], "sum_us": 100.0, "whole_us": 100.0}
+    mapped = profiles.map_stages(data, fn.blocks)
+    per_block = {b["name"]: b for b in profiles.attribute_blocks(mapped["stages"], fn.blocks)}
+    mm_flops, relu_flops = blocks["matmul"].flops, blocks["relu"].flops
+    assert per_block["matmul"]["us"] == pytest.approx(100.0 * mm_flops / (mm_flops + relu_flops))
+    assert "split by FLOPs" in per_block["relu"]["attribution"]
+    assert per_block["bias_add"]["us"] == 0.0
+    assert per_block["bias_add"]["inlined_into"] == "MatmulBiasRelu.main/relu"
+    assert per_block["bias_add"]["attribution"] == "inlined into relu"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_peak_formula_and_measured_reference():
+    host = {"threads": 2, "tsc_hz": 2.5e9, "sgemm": {"gflops": 170.0, "source": "numpy sgemm"}}
+    peak = profiles.peak_figures(host, {"avx", "avx2", "fma", "sse2"})
+    assert peak["formula"]["gflops"] == pytest.approx(32 * 2.5 * 2)
+    assert "/proc/cpuinfo" in peak["formula"]["source"]
+    assert peak["gflops"] == 170.0 and peak["source"] == "numpy sgemm"
+    slow = profiles.peak_figures({**host, "sgemm": {"gflops": 20.0, "source": "numpy sgemm"}}, {"avx512f", "fma"})
+    assert slow["gflops"] == pytest.approx(64 * 2.5 * 2) and slow["source"].startswith("formula")
+    assert profiles.peak_figures({"threads": 1}, set())["gflops"] is None
+
+
+def test_memory_figures_decode_feature_rows():
+    _, fn, _ = _mbr()
+    row = [0.0] * 164
+    row[1], row[2] = _slog(1000), _slog(1000)            # float add/sub, mul
+    group2 = 57
+    for b, (access, nbytes, unique) in enumerate([(0, 8000, 400), (2, 4000, 400)]):
+        base = group2 + 18 * b
+        row[base + access] = 1.0
+        row[base + 3], row[base + 4] = _slog(nbytes), _slog(unique)
+        row[base + 7] = 1.0                              # reuse type: loop
+        row[base + 12] = _slog(20)                       # reuse count
+    memory = profiles.memory_figures({"rows": [row], "stores": ["matmul_update"], "source": "PerStoreFeature"},
+                                     fn.blocks)
+    entry = memory["rows"][0]
+    assert entry["source"] == "MatmulBiasRelu.main/matmul"
+    assert entry["bytes"] == pytest.approx(12000) and entry["unique_bytes"] == pytest.approx(800)
+    assert entry["reuse"] == pytest.approx(15) and entry["flops"] == pytest.approx(2000)
+    assert [b["access"] for b in entry["buffers"]] == ["read", "readwrite"]
+    assert entry["buffers"][0]["reuse"] == "loop" and entry["buffers"][0]["reuse_count"] == pytest.approx(20)
+
+
+def test_cachegrind_lines_sum_per_block():
+    _, fn, blocks = _mbr()
+    mm_line = blocks["matmul"].range["end"]["line"] + 1
+    relu_line = blocks["relu"].range["end"]["line"] + 1
+    data = {"lines": [{"line": mm_line, "Ir": 10, "D1mr": 5}, {"line": mm_line - 1, "Ir": 1, "D1mr": 1},
+                      {"line": relu_line, "Ir": 3, "D1mr": 0}, {"line": 0, "Ir": 7, "D1mr": 2}],
+            "source": "cachegrind"}
+    out = profiles.cachegrind_by_block(data, fn.blocks)
+    by = {b["name"]: b for b in out["blocks"]}
+    assert by["matmul"]["D1mr"] == 6 and by["matmul"]["Ir"] == 11 and by["relu"]["Ir"] == 3
+    assert out["lines"][-1]["block"] is None
+
+
+# --------------------------------------------------------------------------- whole profiles
+
+
+def _raw_tir(check_ok=True):
+    stages = {"stages": [_stage(0, 2000.0, ("matmul", [20, 21])), _stage(1, 2.0, ("bias_add", [26])),
+                         _stage(2, 3.0, ("relu", [30]))], "sum_us": 2005.0, "whole_us": 2010.0, "ratio": 0.997}
+    timing = lambda us: {"median_us": us, "p25_us": us, "p75_us": us, "repeats": 10}  # noqa: E731
+    return {"kind": "tir", "target": "llvm -mcpu=znver3", "options": {}, "seconds": 1.0,
+            "host": {"threads": 2, "tsc_hz": 2.4e9, "sgemm": {"gflops": 160.0, "source": "numpy"}},
+            "kernels": [{"name": "main", "flops": 4227072.0, "baseline": timing(2000.0), "tuned": timing(100.0),
+                         "best": {"latency_us": 110.0, "match": "structural"}, "notes": [],
+                         "check": {"ok": check_ok, "rtol": 1e-3, "buffers": [
+                             {"name": "D", "ok": check_ok, "mismatched": 0 if check_ok else 7, "elements": 16384,
+                              "max_abs_err": 0.0 if check_ok else 3.5}]},
+                         "stages": {"baseline": stages}, "features": {}}]}
+
+
+def test_finish_profile_ties_kernel_to_source_and_derives_figures():
+    outline, fn, _ = _mbr()
+    profile = profiles.finish_profile(_raw_tir(), outline, select(outline, None), None)
+    kernel = profile["kernels"][0]
+    assert kernel["function"] == "MatmulBiasRelu.main" and kernel["range"] == fn.range
+    assert kernel["flops"]["source"] == profiles.SOURCE_MAP_FLOPS
+    assert kernel["flops"]["value"] == sum(b.flops for b in fn.blocks if b.name != "root")
+    assert kernel["speedup"] == pytest.approx(20.0)
+    assert kernel["gflops"]["tuned"] == pytest.approx(kernel["flops"]["value"] / 100e-6 / 1e9)
+    assert kernel["peak_fraction"]["tuned"] == pytest.approx(kernel["gflops"]["tuned"] / 160.0)
+    assert [b["id"] for b in kernel["blocks"]["baseline"]][0] == "MatmulBiasRelu.main/matmul"
+    summary = profile["summary"]
+    assert summary["speedup"] == pytest.approx(20.0) and summary["check_ok"] is True
+    assert profile["peak"]["source"] == "numpy"
+
+
+def test_relax_tasks_tie_to_bindings():
+    text = fixture_text("relax_cnn.py")
+    outline = build_outline(text)
+    fn = outline.function("Net.main")
+    line = {b.name: b.range["start"]["line"] for b in fn.bindings}
+    raw = {"name": "main", "baseline": {"median_us": 3000.0}, "tuned": {"median_us": 100.0}, "check": None,
+           "flops": 1e6, "flops_source": "x", "task_records": {}, "notes": [],
+           "tasks": {"tuned": {"sum_us": 100.0, "whole_us": 104.0, "tasks": [
+               {"task": "fused_conv2d_relu", "call": 0, "vars": ["c1", "r1"], "us": 40.0, "flops": 4e5},
+               {"task": "fused_conv2d_add_relu", "call": 0, "vars": ["c2", "s", "r2"], "us": 55.0, "flops": 5e5},
+               {"task": "mean", "call": 0, "vars": ["p"], "us": 5.0, "flops": None}]}}}
+    out = profiles.finish_relax(raw, fn, {"gflops": 100.0})
+    tasks = out["tasks"]["tuned"]["tasks"]
+    assert tasks[0]["bindings"] == ["Net.main/c1", "Net.main/r1"]
+    assert tasks[0]["lines"] == [line["c1"], line["r1"]]
+    assert tasks[1]["share"] == pytest.approx(0.55)
+    assert tasks[0]["gflops"] == pytest.approx(4e5 / 40e-6 / 1e9)
+    by = {b["name"]: b for b in out["bindings"]["tuned"]}
+    assert by["s"]["us"] == 55.0 and by["s"]["fused_with"] == ["c2", "r2"]
+    assert by["d"]["tasks"] == []
+    assert out["speedup"] == pytest.approx(30.0)
+
+
+# --------------------------------------------------------------------------- orchestration and cache
+
+
+class FakeWorker:
+    """Stands in for WorkerClient: answers ``profile`` with canned raw data and counts calls."""
+
+    def __init__(self, raw):
+        self.raw, self.calls = raw, []
+
+    def request(self, method, params=None, timeout=None, on_event=None):
+        self.calls.append((method, params))
+        return self.raw
+
+
+@pytest.fixture()
+def store(tmp_path):
+    src = tmp_path / MBR
+    shutil.copy(FIXTURES / MBR, src)
+    return tmp_path, src, RunStore(tmp_path / ".asight")
+
+
+def _make_run(store_obj, src, function="MatmulBiasRelu"):
+    meta = RunMeta(id=store_obj.new_run_id(function), file=str(src), function=function, state="done",
+                   target={"kind": "llvm"}, trials_done=16)
+    run = store_obj.create(meta)
+    run.records_path.write_text("")
+    return run
+
+
+def test_profile_without_run_says_untuned_only(store):
+    tmp, src, store_obj = store
+    raw = _raw_tir()
+    raw["kernels"][0].update(tuned=None, best=None, check=None)
+    worker = FakeWorker(raw)
+    out = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert "untuned only" in out["note"] and out["run"] is None
+    assert worker.calls[0][1]["run_dir"] is None and worker.calls[0][1]["function"] is None
+    assert out["summary"]["speedup"] is None and out["summary"]["baseline_us"] == 2000.0
+
+
+def test_profile_of_latest_run_is_cached_until_inputs_change(store):
+    tmp, src, store_obj = store
+    run = _make_run(store_obj, src)
+    worker = FakeWorker(_raw_tir())
+    first = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert first["run"]["id"] == run.id and worker.calls[0][1]["run_dir"] == str(run.path)
+    assert worker.calls[0][1]["target"] == {"kind": "llvm"}
+    assert (run.path / profiles.CACHE_FILE).exists()
+    again = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert len(worker.calls) == 1 and again.get("cached") is True
+    assert profiles.load_profile(run)["summary"]["speedup"] == pytest.approx(20.0)
+    # new records invalidate the cache
+    run.records_path.write_text('[0, [[[], []], [1e-4], {"kind": "llvm"}, []]]\n')
+    profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert len(worker.calls) == 2
+    # so does an edit of the function
+    src.write_text(src.read_text().replace("T.max(E[vi, vj], T.float32(0))", "T.max(E[vi, vj], T.float32(1))"))
+    profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert len(worker.calls) == 3
+
+
+def test_profile_run_uses_the_runs_function(store):
+    tmp, src, store_obj = store
+    run = _make_run(store_obj, src, function="MatmulBiasRelu.main")
+    worker = FakeWorker(_raw_tir())
+    out = profiles.profile_run(run, worker)
+    assert out["function"] == "MatmulBiasRelu.main" and worker.calls[0][1]["function"] == "main"
+    assert worker.calls[0][1]["unit"]["name"] == "MatmulBiasRelu"
+
+
+def test_latest_run_matches_unit_or_function_id(store):
+    tmp, src, store_obj = store
+    outline = build_outline(src.read_text(), str(src))
+    assert profiles.latest_run(store_obj, str(src), select(outline, None)) is None
+    run = _make_run(store_obj, src, function="MatmulBiasRelu.main")
+    assert profiles.latest_run(store_obj, str(src), select(outline, "main")).id == run.id
+    assert profiles.latest_run(store_obj, str(src), select(outline, "MatmulBiasRelu")).id == run.id
+
+
+def test_cli_output_and_exit_code_on_mismatch(store, monkeypatch, capsys):
+    outline, _, _ = _mbr()
+    bad = profiles.finish_profile(_raw_tir(check_ok=False), outline, select(outline, None), None)
+    monkeypatch.setattr(profile_cmd, "profile_file", lambda *a, **k: bad)
+    monkeypatch.setattr(profile_cmd, "WorkerClient", lambda *a: _NullClient())
+    parser = __import__("asight_lsp.cli", fromlist=["build_parser"]).build_parser()
+    args = parser.parse_args(["profile", str(FIXTURES / MBR)])
+    assert args.run(args) == 1
+    out = capsys.readouterr().out
+    assert "OUTPUT MISMATCH" in out and "D: 7/16384 elements differ" in out
+    good = profiles.finish_profile(_raw_tir(), outline, select(outline, None), None)
+    text = profile_cmd.render(good)
+    assert "speed-up 20.0x" in text and "MatmulBiasRelu.main/matmul" in text and "MISMATCH" not in text
+
+
+class _NullClient:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
