@@ -151,8 +151,10 @@ class Job:
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()
         extra = {"best_tasks_us": tracker.per_task_us(), "tune_seconds": tune_s}
-        if plan.kind == "relax" and not meta.rpc and self.best_us is not None:
+        if plan.kind == "relax" and not meta.rpc and any(b is not None for b in tracker.best):
+            # end to end, with the tuned kernels (tasks without records keep their default build)
             extra["best_tasks_sum_us"] = self.best_us
+            extra["untuned_tasks"] = [t.name for t, b in zip(plan.tasks, tracker.best) if b is None]
             self.best_us = tuning.tuned_relax_us(plan, database, target)
         meta = self.run.load()
         self.update(best_us=self.best_us, extra={**meta.extra, **extra})

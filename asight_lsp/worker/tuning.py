@@ -337,16 +337,23 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
     database = database or open_database(work_dir)
     ms.tune.tune_tasks(
         tasks=contexts, task_weights=[t.weight for t in plan.tasks], work_dir=work_dir,
-        max_trials_global=trials, num_trials_per_iter=per_iter or trials_per_iter(trials),
+        max_trials_global=trials, num_trials_per_iter=per_iter or trials_per_iter(trials, len(plan.tasks)),
         builder=builder or make_builder(threads), runner=runner or make_runner(rpc),
         database=database, cost_model=ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto"),
         measure_callbacks=callbacks, task_scheduler="gradient")
     return database
 
 
-def trials_per_iter(trials: int) -> int:
-    """Batch size: large enough to amortise the builder pool start (~1 s), small enough for progress."""
-    return max(8, min(32, trials))
+def trials_per_iter(trials: int, n_tasks: int = 1) -> int:
+    """Batch size: large enough to amortise a batch's fixed costs (builder pool start, cost-model
+    update: ~1-3 s here), small enough for live progress: at least two batches for one task, one
+    batch per task for several (the scheduler gives each batch to one task).
+    ``ASIGHT_TRIALS_PER_ITER`` overrides it."""
+    forced = os.environ.get("ASIGHT_TRIALS_PER_ITER")
+    if forced:
+        return max(1, int(forced))
+    floor = 8 if n_tasks == 1 else 4
+    return max(floor, min(32, trials // max(2, n_tasks)))
 
 
 # --------------------------------------------------------------------------- measurement
@@ -379,12 +386,15 @@ def prim_func_params(func) -> list[tuple[tuple, str]]:
 
 
 def relax_params(func) -> list[tuple[tuple, str]]:
+    """(shape, dtype) of a Relax function's tensor parameters (TVM 0.27: ``param.ty``)."""
     out = []
     for param in func.params:
-        info = param.struct_info
-        if not isinstance(info, relax.TensorStructInfo) or info.shape is None:
-            raise ValueError(f"parameter {param.name_hint} is not a tensor of known shape")
-        out.append((tuple(_static(d) for d in info.shape.values), str(info.dtype)))
+        info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
+        shape = getattr(info, "shape", None)
+        if shape is None or not hasattr(info, "dtype"):
+            raise ValueError(f"parameter {param.name} is not a tensor of known shape")
+        dims = shape.values if hasattr(shape, "values") else shape
+        out.append((tuple(_static(d) for d in dims), str(info.dtype)))
     return out
 
 
@@ -409,10 +419,14 @@ def _evaluate(module, name: str, args: list, device) -> float:
     start = time.perf_counter()
     module[name](*args)
     device.sync()
-    once = time.perf_counter() - start
-    repeat = 1 if once > 0.5 else 3
-    evaluator = module.time_evaluator(name, device, number=1 if once > 0.005 else NUMBER, repeat=repeat,
-                                      min_repeat_ms=0 if once > 0.005 else MIN_REPEAT_MS)
+    return _median_us(module.time_evaluator, name, device, args, time.perf_counter() - start)
+
+
+def _median_us(time_evaluator, name: str, device, args: list, once_s: float) -> float:
+    """Median over repeats; slow programs get fewer repeats (an untuned 1024^3 matmul takes ~1.5 s)."""
+    repeat = 1 if once_s > 0.5 else 3 if once_s > 0.05 else 5
+    number, min_ms = (1, 0) if once_s > 0.005 else (NUMBER, MIN_REPEAT_MS)
+    evaluator = time_evaluator(name, device, number=number, repeat=repeat, min_repeat_ms=min_ms)
     return float(evaluator(*args).median) * 1e6
 
 
@@ -422,10 +436,7 @@ def measure_relax(ex, entry: str, func, device, seed: int = 0) -> float:
     args = random_args(relax_params(func), device, seed)
     start = time.perf_counter()
     vm[entry](*args)
-    once = time.perf_counter() - start
-    evaluator = vm.time_evaluator(entry, device, number=1 if once > 0.005 else NUMBER,
-                                  repeat=1 if once > 0.5 else 3, min_repeat_ms=0 if once > 0.005 else MIN_REPEAT_MS)
-    return float(evaluator(*args).median) * 1e6
+    return _median_us(vm.time_evaluator, entry, device, args, time.perf_counter() - start)
 
 
 def measure_prim_rpc(func, target, rpc: str, seed: int = 0) -> float:
