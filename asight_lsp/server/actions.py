@@ -1,16 +1,22 @@
-"""textDocument/codeAction "Apply best schedule": two actions per function with a tuned run, each
-running ``asight.applyBestSchedule`` (the text comes from the TVM worker, so it is computed when
-chosen, not for every cursor move).  ``schedule_edit`` builds the workspace edit itself."""
+"""textDocument/codeAction "Apply best schedule": two actions per function with a tuned run.
+
+The edit's text comes from the TVM worker (``apply_best``), so it is computed only when an action
+is chosen: through ``codeAction/resolve`` for clients that resolve edits lazily, else through the
+``asight.applyBestSchedule`` command.  ``schedule_edit`` builds the workspace edit."""
 from __future__ import annotations
 
+import asyncio
 import re
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
+from ..errors import WorkerError
 from ..sourcemap import Function
 from .convert import to_range
 from .lens import lens_line
+from .state import find_function
 
 KIND = "refactor.rewrite.asight"
 MODES = {"trace": "insert the best trace as a schedule function", "script": "replace with the scheduled TVMScript"}
@@ -24,10 +30,13 @@ def action_titles(fn: Function, stale: bool) -> list[tuple[str, str]]:
 def schedule_function_text(fn: Function, trace: str, run_id: str) -> str:
     """The record's ``def apply_trace(sch)`` renamed for this function, ready to insert after it."""
     name = re.sub(r"\W", "_", f"schedule_{fn.name}")
-    body = trace.strip("\n")
+    body = "\n".join(line for line in trace.strip("\n").splitlines() if not line.startswith("# from tvm"))
+    body = re.sub(r"^def apply_trace\(sch: s_tir\.Schedule\)", f'def {name}(sch: "s_tir.Schedule")', body,
+                  count=1, flags=re.M)
     body = re.sub(r"^def apply_trace\(", f"def {name}(", body, count=1, flags=re.M)
-    header = f"# Best schedule of {fn.id} found by ASight run {run_id}: apply it with {name}(s_tir.Schedule(mod)).\n"
-    return "\n\n" + header + body + "\n"
+    header = (f"# Best schedule of {fn.id} (ASight run {run_id}). Apply it with\n"
+              f"#   from tvm import s_tir; sch = s_tir.Schedule(mod); {name}(sch)\n")
+    return "\n\n\n" + header + body + "\n"
 
 
 def indent_script(script: str, indent: str) -> str:
@@ -73,12 +82,57 @@ def _function_part(script: str, name: str) -> str:
     return re.sub(r"def main\(", f"def {name}(", text, count=1) if name != "main" else text
 
 
+class ScheduleUnavailable(Exception):
+    """The function has no run, or the run has no schedule for it."""
+
+
+async def compute_schedule_edit(ls, a: dict):
+    """``(WorkspaceEdit, RunMeta, apply_best entry)`` for ``{uri, function, mode, run?}``."""
+    mode = a.get("mode", "trace")
+    if mode not in MODES:
+        raise JsonRpcInvalidParams("'mode' must be 'trace' or 'script'")
+    uri = a.get("uri")
+    doc = ls.doc(uri)
+    outline = (await ls.state.outline(doc)).outline
+    fn = find_function(outline, a.get("function") if isinstance(a.get("function"), str) else None)
+    if fn is None:
+        raise JsonRpcInvalidParams(f"no function '{a.get('function')}' in {uri}")
+    meta = ls.state.index.get(a["run"]) if isinstance(a.get("run"), str) else None
+    if meta is None:
+        result = ls.state.result(doc, fn, details=False)
+        meta = result.meta if result else None
+    if meta is None:
+        raise ScheduleUnavailable(f"{fn.id} has no run yet: tune it first")
+    unit = next(u for u in outline.units if u.name == fn.unit)
+    params = {"text": doc.text, "constants": outline.constants, "aliases": outline.aliases,
+              "unit": {"name": unit.name, "start_line": unit.start_line, "end_line": unit.end_line, "kind": unit.kind},
+              "run_dir": str(ls.state.index.run_dir(meta.id)), "function": fn.name, "target": meta.target}
+    try:
+        reply = await asyncio.to_thread(ls.state.worker.request, "apply_best", params, 300)
+    except WorkerError as err:
+        raise ScheduleUnavailable(f"cannot apply the best schedule of run {meta.id}: {err}") from None
+    entries = reply.get("entries", [])
+    entry = next((e for e in entries if e.get("function") in (fn.name, "main") and "script" in e), None)
+    if entry is None:
+        errors = "; ".join(e["error"] for e in entries if e.get("error"))
+        raise ScheduleUnavailable(f"run {meta.id} has no schedule for {fn.id}" + (f" ({errors})" if errors else ""))
+    return schedule_edit(doc.uri, fn, doc.lines, unit.end_line, entry, mode, meta.id), meta, entry
+
+
+def resolves_edits(ls) -> bool:
+    caps = ls.client_capabilities.text_document
+    support = caps and caps.code_action and caps.code_action.resolve_support
+    return bool(support and "edit" in (support.properties or []))
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite]))
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite],
+                                            resolve_provider=True))
     async def code_action(ls, params: types.CodeActionParams):
         doc = ls.doc(params.text_document.uri)
         outline = (await ls.state.outline(doc)).outline
+        lazy = resolves_edits(ls)
         actions = []
         for fn in outline.functions:
             if fn.kind != "prim_func" or fn.range["end"]["line"] < params.range.start.line \
@@ -89,6 +143,16 @@ def register(server) -> None:
                 continue
             for mode, title in action_titles(fn, result.stale):
                 arg = {"uri": doc.uri, "function": fn.id, "mode": mode, "run": result.meta.id}
-                actions.append(types.CodeAction(title=title, kind=KIND, command=types.Command(
-                    title=title, command=P.CMD_APPLY_BEST_SCHEDULE, arguments=[arg])))
+                command = None if lazy else types.Command(title=title, command=P.CMD_APPLY_BEST_SCHEDULE, arguments=[arg])
+                actions.append(types.CodeAction(title=title, kind=KIND, data=arg, command=command))
         return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls, action: types.CodeAction):
+        if not isinstance(action.data, dict):
+            raise JsonRpcInvalidParams("not an ASight code action")
+        try:
+            action.edit = (await compute_schedule_edit(ls, action.data))[0]
+        except ScheduleUnavailable as err:
+            action.disabled = types.CodeActionDisabledType(reason=str(err))
+        return action

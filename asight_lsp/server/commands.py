@@ -15,11 +15,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
-from ..errors import AsightError, WorkerError
+from ..errors import AsightError
 from ..runs import Run
 from ..sourcemap import build_outline
 from . import custom
-from .actions import schedule_edit
+from .actions import ScheduleUnavailable, compute_schedule_edit
 from .results import format_latency, run_summary
 from .state import Job, ServerState, Status, find_function
 
@@ -243,46 +243,21 @@ async def show_loop_view(ls, *args):
 
 async def apply_best_schedule(ls, *args):
     a = command_args(args)
-    mode = a.get("mode", "trace")
-    if mode not in ("trace", "script"):
-        raise JsonRpcInvalidParams("'mode' must be 'trace' or 'script'")
-    doc = ls.doc(_required(a, "uri"))
-    outline = (await ls.state.outline(doc)).outline
-    fn = find_function(outline, a.get("function"))
-    if fn is None:
-        raise JsonRpcInvalidParams(f"no function '{a.get('function')}' in {doc.uri}")
-    run_id = a.get("run")
-    meta = ls.state.index.get(run_id) if run_id else None
-    if meta is None:
-        result = ls.state.result(doc, fn, details=False)
-        meta = result.meta if result else None
-    if meta is None:
-        raise RequestFailed(f"ASight: {fn.id} has no run yet: tune it first")
-    unit = next(u for u in outline.units if u.name == fn.unit)
-    params = {"text": doc.text, "unit": {"name": unit.name, "start_line": unit.start_line, "end_line": unit.end_line,
-                                         "kind": unit.kind},
-              "constants": outline.constants, "aliases": outline.aliases, "run_dir": str(ls.state.index.run_dir(meta.id)),
-              "function": fn.name, "target": meta.target}
     try:
-        reply = await asyncio.to_thread(ls.state.worker.request, "apply_best", params)
-    except WorkerError as err:
-        raise RequestFailed(f"ASight: cannot apply the best schedule: {err}") from None
-    entry = next((e for e in reply.get("entries", []) if e.get("function") in (fn.name, "main") and "script" in e), None)
-    if entry is None:
-        errors = "; ".join(e.get("error", "") for e in reply.get("entries", []) if e.get("error"))
-        raise RequestFailed(f"ASight: run {meta.id} has no schedule for {fn.id}" + (f" ({errors})" if errors else ""))
-    edit = schedule_edit(doc.uri, fn, doc.lines, unit.end_line, entry, mode, meta.id)
+        edit, meta, entry = await compute_schedule_edit(ls, a)
+    except ScheduleUnavailable as err:
+        raise RequestFailed(f"ASight: {err}") from None
     applied = None
     ws = ls.client_capabilities.workspace
     if a.get("apply", True) and ws and ws.apply_edit:
         try:
             response = await asyncio.wait_for(ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
-                edit=edit, label=f"ASight: best schedule of {fn.name}")), 30)
+                edit=edit, label=f"ASight: best schedule of {a.get('function')}")), 30)
             applied = bool(getattr(response, "applied", False))
         except Exception:  # the client refused or did not answer: the edit is in the result
             applied = False
-    return {"schema": P.SCHEMA_APPLY_SCHEDULE, "status": "ok", "mode": mode, "run": meta.id, "applied": applied,
-            "latencyUs": entry.get("latency_us"), "edit": ls.protocol._converter.unstructure(edit)}
+    return {"schema": P.SCHEMA_APPLY_SCHEDULE, "status": "ok", "mode": a.get("mode", "trace"), "run": meta.id,
+            "applied": applied, "latencyUs": entry.get("latency_us"), "edit": ls.protocol._converter.unstructure(edit)}
 
 
 async def compare_runs(ls, *args):

@@ -93,6 +93,30 @@ def copy_fixture(name: str, dest: Path) -> Path:
     return target
 
 
+def install_run(workspace: Path, source: Path, run: str = "mbr128", age_s: float = 180.0, fresh: bool = True) -> Path:
+    """Copy a recorded run (fixtures/runs/<run>) into ``workspace/.asight`` for ``source``.
+
+    The run is re-pointed at ``source`` and, when ``fresh``, at its current function hashes.
+    """
+    from asight_lsp.runs import Run
+    from asight_lsp.server.results import function_hash
+    from asight_lsp.sourcemap import build_outline
+
+    dest = workspace / ".asight" / "runs" / run
+    shutil.copytree(FIXTURES / "runs" / run, dest)
+    meta = Run(dest).load()
+    text = source.read_text()
+    outline = build_outline(text, str(source))
+    meta.file = str(source.resolve())
+    if fresh:
+        meta.source_hashes = {fn.id: function_hash(text, fn) for fn in outline.functions
+                              if fn.id in meta.source_hashes or fn.id == meta.function}
+    meta.created = meta.started = time.time() - age_s - 90
+    meta.finished = time.time() - age_s
+    Run(dest).save(meta)
+    return dest
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
@@ -101,4 +125,4 @@ def workspace(tmp_path: Path) -> Path:
 
 
 __all__ = ["plain", "request", "CONFIG", "FIXTURES", "ROOT", "initialize", "open_doc", "replace_all", "wait_for", "messages", "uri_of",
-           "copy_fixture", "pytest_lsp"]
+           "copy_fixture", "install_run", "pytest_lsp"]

@@ -1,0 +1,188 @@
+"""Lenses, hovers, inlay hints, code actions and payloads over a recorded run (no tuning here).
+
+The run is fixtures/runs/mbr128 (40 real MetaSchedule trials of fixtures/matmul_bias_relu.py),
+installed in the workspace's run store.  Each test runs with VS Code and with Neovim capabilities.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from asight_lsp import protocol as P
+from tests.lsp.conftest import (CONFIG, copy_fixture, initialize, install_run, open_doc, replace_all, request,
+                                wait_for)
+
+OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
+MATMUL_LOOP, MATMUL_BLOCK = 15, 16   # 0-based lines in matmul_bias_relu.py
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def tuned(workspace):
+    source = copy_fixture("matmul_bias_relu.py", workspace)
+    install_run(workspace, source)
+    return source
+
+
+def ident(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
+async def lenses(client, uri):
+    return await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
+
+
+async def hover(client, uri, line, char=12):
+    return await client.text_document_hover_async(types.HoverParams(
+        text_document=ident(uri), position=types.Position(line=line, character=char)))
+
+
+async def hints(client, uri, first, last):
+    return await client.text_document_inlay_hint_async(types.InlayHintParams(
+        text_document=ident(uri), range=types.Range(start=types.Position(line=first, character=0),
+                                                     end=types.Position(line=last, character=0))))
+
+
+@pytest.mark.parametrize("kind", ["vscode", "neovim"])
+async def test_lenses_show_commands_and_the_run_result(client, kind, workspace, tuned):
+    await initialize(client, kind, workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    found = await lenses(client, uri)
+    titles = [lens.command.title for lens in found]
+    assert titles[:4] == ["▶ Tune", "Profile", "Search space", "Loop view"]
+    assert [lens.command.command for lens in found[:4]] == [P.CMD_TUNE, P.CMD_PROFILE, P.CMD_SHOW_SEARCH_SPACE,
+                                                            P.CMD_SHOW_LOOP_VIEW]
+    assert list(found[0].command.arguments) == [{"uri": uri, "function": "MatmulBiasRelu.main"}]
+    assert all(lens.range.start.line == 7 for lens in found)  # above the @T.prim_func decorator
+    # 115.5 µs best, 2706 µs untuned: 23×; 40 trials; finished 3 minutes ago
+    assert titles[4] == "0.12 ms · 23× vs untuned · 40 trials · 3 min ago"
+
+
+async def test_hover_on_block_has_static_facts_and_the_best_schedule(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    text = (await hover(client, uri, MATMUL_BLOCK + 2)).contents.value
+    assert "**block `matmul`**" in text and "iterators `SSR`" in text
+    assert "2,097,152 iterations" in text and "4,194,304 FLOPs" in text
+    assert "reads: `C`, `A`, `B`" in text
+    assert "**run `mbr128`** (done, 40 trials" in text and "23× vs untuned" in text
+    assert re.search(r"split i → \d+×\d+×\d+×\d+", text)
+    assert "decompose reduction at k0" in text
+    # the loop header: the chosen splits of each loop var
+    loop = (await hover(client, uri, MATMUL_LOOP, 8)).contents.value
+    assert "**loop `i, j, k`**" in loop and "grid(128, 128, 128)" in loop
+    assert re.search(r"`i` in `matmul`: split \d+×\d+×\d+×\d+", loop)
+    # static hover without any run: a file with no run in the store
+    plain = copy_fixture("matmul64.py", workspace)
+    text64 = (await hover(client, open_doc(client, plain), 8, 16)).contents.value
+    assert "**block `C`**" in text64 and "run `" not in text64
+
+
+async def test_inlay_hints_only_within_the_requested_range(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    everything = await hints(client, uri, 0, 40)
+    lines = sorted({h.position.line for h in everything})
+    assert MATMUL_LOOP in lines and MATMUL_BLOCK in lines
+    loop_hint = next(h for h in everything if h.position.line == MATMUL_LOOP)
+    assert re.fullmatch(r"i: split \d+(×\d+){3}.* · j: split .* · k: split \d+×\d+", loop_hint.label)
+    block_hint = next(h for h in everything if h.position.line == MATMUL_BLOCK)
+    assert "parallel" in block_hint.label
+    assert loop_hint.position.character == len(tuned.read_text().splitlines()[MATMUL_LOOP].rstrip())
+    window = await hints(client, uri, 20, 40)
+    assert window and all(20 <= h.position.line <= 40 for h in window)
+    assert not await hints(client, uri, 0, 5)
+
+
+async def test_results_follow_edits(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    text = tuned.read_text()
+    # an unrelated edit (a comment above the module) keeps the result and moves everything down
+    replace_all(client, uri, "# a comment\n" + text, 2)
+    moved = await lenses(client, uri)
+    assert moved[4].command.title.startswith("0.12 ms") and moved[0].range.start.line == 8
+    assert MATMUL_LOOP + 1 in {h.position.line for h in await hints(client, uri, 0, 40)}
+    # editing the function itself makes the run stale: marked on the lens, no inlay hints
+    replace_all(client, uri, text.replace("D[vi, vj] = T.max(E[vi, vj], T.float32(0))",
+                                          "D[vi, vj] = T.max(E[vi, vj], T.float32(1))"), 3)
+    stale = await lenses(client, uri)
+    assert stale[4].command.title.startswith("⚠ stale")
+    assert not await hints(client, uri, 0, 40)
+    assert "stale" in (await hover(client, uri, MATMUL_BLOCK + 2)).contents.value
+    # undoing the edit brings the fresh result back
+    replace_all(client, uri, text, 4)
+    assert (await lenses(client, uri))[4].command.title.startswith("0.12 ms")
+
+
+async def test_half_typed_function_keeps_its_last_good_ranges(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    lines = tuned.read_text().splitlines()
+    lines[MATMUL_BLOCK + 1] = "                vi, vj, vk = T.axis.remap("   # typing in progress
+    replace_all(client, uri, "\n".join(lines), 2)
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=ident(uri)))
+    assert symbols and symbols[0].name == "MatmulBiasRelu" and symbols[0].children[0].name == "main"
+    found = await lenses(client, uri)
+    assert [lens.command.title for lens in found[:1]] == ["▶ Tune"]
+
+
+async def test_code_actions_and_payloads(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=ident(uri), range=types.Range(start=types.Position(line=16, character=0),
+                                                     end=types.Position(line=16, character=0)),
+        context=types.CodeActionContext(diagnostics=[])))
+    # VS Code resolves edits lazily: the actions carry data, the edit comes with codeAction/resolve
+    assert [a.data["mode"] for a in actions] == ["trace", "script"] and all(a.edit is None for a in actions)
+    assert all(a.kind == "refactor.rewrite.asight" for a in actions)
+    runs = await request(client, P.REQ_RUNS, {"uri": uri, "function": "MatmulBiasRelu.main"})
+    assert runs["schema"] == P.SCHEMA_RUNS and [r["id"] for r in runs["runs"]] == ["mbr128"]
+    assert runs["runs"][0]["stale"] is False and runs["runs"][0]["trialsDone"] == 40
+    for method in (P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_STAGE_GRAPH, P.REQ_PRINCIPLES, P.REQ_HOTSPOTS):
+        payload = await request(client, method, {"uri": uri, "run": "mbr128"})
+        assert payload["schema"] == P.REQUEST_SCHEMAS[method]
+        assert payload.get("status") in (P.STATUS_OK, P.STATUS_UNAVAILABLE, P.STATUS_PARTIAL)
+    compared = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=P.CMD_COMPARE_RUNS, arguments=[{"runs": ["mbr128", "mbr128"]}]))
+    assert compared["schema"] == P.SCHEMA_COMPARE_RUNS and compared["speedupOfSecond"] == pytest.approx(1.0)
+    assert any(b["block"] == "matmul" and b["runs"][0]["headline"] for b in compared["blocks"])
+
+
+@pytest.mark.tvm
+async def test_apply_best_schedule_resolves_to_an_edit(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    rng = types.Range(start=types.Position(line=16, character=0), end=types.Position(line=16, character=0))
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=ident(uri), range=rng, context=types.CodeActionContext(diagnostics=[])))
+    trace, script = [await client.code_action_resolve_async(a) for a in actions]
+    (edit,) = trace.edit.changes[uri]
+    assert edit.range.start.line == 29  # at the end of the IRModule class
+    assert "def schedule_main(sch" in edit.new_text and "sch.split(" in edit.new_text and "mbr128" in edit.new_text
+    (replace,) = script.edit.changes[uri]
+    assert (replace.range.start.line, replace.range.end.line) == (7, 29)
+    assert replace.new_text.startswith("    @T.prim_func") and "def main(" in replace.new_text
+    assert "T.parallel(" in replace.new_text and "T.vectorized(" in replace.new_text
+    # the command does the same through workspace/applyEdit
+    applied = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams):
+        applied.append(params.edit)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=P.CMD_APPLY_BEST_SCHEDULE, arguments=[{"uri": uri, "function": "main", "mode": "trace"}]))
+    assert result["run"] == "mbr128" and result["applied"] is True
+    assert applied[0].changes[uri][0].new_text == edit.new_text
