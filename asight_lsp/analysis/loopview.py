@@ -1,0 +1,180 @@
+"""Loop view: per stage (source block), how often each scheduling strategy appears among the
+candidates, and what share of the block's loops carries it.
+
+Sources per strategy (each reported in the payload):
+
+* tile split shapes — the ``SamplePerfectTile`` decisions of the trace (per source loop var);
+* vectorize length / parallel extent / unroll — the scheduled loop nest of each candidate as the
+  TVM worker saw it (``features.msgpack``: extent and kind of every loop around the block, and the
+  ``pragma_auto_unroll_max_step`` on them); without that cache, the trace's own annotations;
+* cache and compute-at — the trace (``trace_summary`` of one record per sketch, plus each
+  candidate's ``SampleComputeLocation`` decision).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from .candidates import CandidateTable
+from .trace_summary import source_blocks, summarize_trace
+
+TOP_VALUES = 12
+STRATEGIES = ("tile", "vectorize", "parallel", "unroll", "cache", "compute_at")
+
+
+def _nest_for(loops: dict, block: str) -> list | None:
+    """The scheduled loops of a source block (its ``_update`` twin after reduction decomposition)."""
+    for name in (block, f"{block}_update"):
+        if name in loops:
+            return loops[name]
+    return None
+
+
+def _product(values) -> int:
+    out = 1
+    for v in values:
+        out *= int(v or 1)
+    return out
+
+
+def _nest_strategies(nest: list) -> tuple[int, int, int, int]:
+    """(vector length, parallel extent, unroll max step, loops under an unroll pragma) of a nest."""
+    vec = _product(e for e, k, _ in nest if k == "v") if any(k == "v" for _, k, _ in nest) else 0
+    par = _product(e for e, k, _ in nest if k == "p") if any(k == "p" for _, k, _ in nest) else 0
+    steps = [step for _, _, step in nest]
+    first = next((k for k, step in enumerate(steps) if step), None)
+    return vec, par, max(steps, default=0), (len(nest) - first) if first is not None else 0
+
+
+def _distribution(counter: Counter, total: int) -> list[dict]:
+    items = sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    out = [{"value": value, "count": count, "share": round(count / total, 4) if total else 0.0}
+           for value, count in items[:TOP_VALUES]]
+    rest = sum(count for _, count in items[TOP_VALUES:])
+    if rest:
+        out.append({"value": "other", "count": rest, "share": round(rest / total, 4)})
+    return out
+
+
+def _sketch_structure(table: CandidateTable, function) -> dict[int, dict]:
+    """Per sketch id: ``{block: {"cache": [...], "compute_at": str, "inline": bool}}`` from one trace."""
+    sources = source_blocks(function) if function is not None else []
+    out = {}
+    for sketch in table.sketches:
+        i = int(np.flatnonzero(table.sketch == sketch["id"])[0])
+        rec = table.records[i]
+        summary = summarize_trace(rec["insts"], rec["decisions"], sources)["blocks"]
+        per_block = {}
+        for name, s in summary.items():
+            cache = [f"{c['kind']} {c['scope']}" for c in s.get("cache", [])]
+            where = None
+            if s.get("inline"):
+                where = "inline"
+            elif s.get("compute_at"):
+                at = s["compute_at"]
+                if at.get("position") is None:
+                    where = f"at {at.get('block') or '?'} loop {at.get('loop') or '?'}"
+            per_block[name] = {"cache": cache, "compute_at": where}
+        out[sketch["id"]] = per_block
+    return out
+
+
+def _location_label(value) -> str:
+    if value == -1:
+        return "root"
+    if value == -2:
+        return "inline"
+    return f"location {value}"
+
+
+def loop_view(table: CandidateTable, function=None) -> list[dict]:
+    """One entry per stage: strategy distributions, loop shares and sources (see module doc)."""
+    idx = np.flatnonzero(table.valid)
+    stages = [b for b in (table.blocks or {})] or sorted({d.block for ds in table.decisions for d in ds
+                                                          if d.block and d.block != "root"})
+    structure = _sketch_structure(table, function) if len(idx) else {}
+    has_nests = any(table.loops[i] for i in idx)
+    out = []
+    for block in stages:
+        counters = {s: Counter() for s in STRATEGIES}
+        tiles: dict[str, Counter] = defaultdict(Counter)
+        factors: dict[str, list[Counter]] = {}
+        kinds, loops_total, split_loops, source_loops, present = Counter(), 0, 0, 0, 0
+        for i in idx:
+            for d in table.decisions[i]:
+                if d.block == block and d.inst == "SamplePerfectTile" and isinstance(d.value, list):
+                    var = d.loop_var or f"loop{d.loop}"
+                    tiles[var]["×".join(str(v) for v in d.value)] += 1
+                    per_pos = factors.setdefault(var, [Counter() for _ in d.value])
+                    for pos, value in enumerate(d.value[:len(per_pos)]):
+                        per_pos[pos][int(value)] += 1
+                    source_loops += 1
+                    split_loops += sum(1 for v in d.value if v > 1) > 1
+                elif d.block == block and d.inst == "SampleComputeLocation":
+                    counters["compute_at"][_location_label(d.value)] += 1
+            sk = structure.get(int(table.sketch[i]), {}).get(block, {})
+            counters["cache"][", ".join(sk.get("cache") or []) or "none"] += 1
+            if sk.get("compute_at") and not any(d.block == block and d.inst == "SampleComputeLocation"
+                                                for d in table.decisions[i]):
+                counters["compute_at"][sk["compute_at"]] += 1
+            nest = _nest_for(table.loops[i], block) if has_nests else None
+            if has_nests and nest is None:
+                counters["vectorize"]["inlined"] += 1
+                counters["parallel"]["inlined"] += 1
+                counters["unroll"]["inlined"] += 1
+                continue
+            if nest is not None:
+                present += 1
+                loops_total += len(nest)
+                kinds.update(kind for _, kind, _ in nest)
+                vec, par, unroll, under = _nest_strategies(nest)
+                kinds["under_unroll_pragma"] += under
+                counters["vectorize"][vec] += 1
+                counters["parallel"][par] += 1
+                counters["unroll"][unroll] += 1
+        n = len(idx)
+        for name in ("compute_at",):
+            missing = n - sum(counters[name].values())
+            if missing > 0:
+                counters[name]["root"] += missing
+        share = {}
+        if loops_total:
+            share = {"parallel": kinds["p"] / loops_total, "vectorized": kinds["v"] / loops_total,
+                     "unrolled": kinds["u"] / loops_total, "serial": kinds["s"] / loops_total,
+                     "under_unroll_pragma": kinds["under_unroll_pragma"] / loops_total}
+        if source_loops:
+            share["split"] = split_loops / source_loops
+        out.append({
+            "block": block, "candidates": int(n),
+            "iter_kinds": _iter_kinds(function, block),
+            "strategies": {
+                "tile": {var: _distribution(c, n) for var, c in tiles.items()},
+                "tile_factors": {var: [_distribution(c, n) for c in per_pos] for var, per_pos in factors.items()},
+                **{s: _distribution(counters[s], n) for s in STRATEGIES if s != "tile"}},
+            "loop_share": {k: round(v, 4) for k, v in share.items()},
+            "mean_loops": round(loops_total / present, 2) if present else None,
+        })
+    return out
+
+
+def _iter_kinds(function, block: str) -> str | None:
+    if function is None:
+        return None
+    for blk in function.blocks:
+        if blk.name == block:
+            return blk.iter_kinds
+    return None
+
+
+SOURCES = {
+    "tile": "trace: SamplePerfectTile decisions (factors outermost first)",
+    "tile_factors": "trace: SamplePerfectTile decisions, one distribution per factor position (outermost first)",
+    "vectorize": "scheduled loop nest (TVM worker): product of vectorized loop extents around the block; 0 = none",
+    "parallel": "scheduled loop nest (TVM worker): product of parallel loop extents around the block; 0 = none",
+    "unroll": "scheduled loop nest (TVM worker): pragma_auto_unroll_max_step on an enclosing loop; 0 = none",
+    "cache": "trace: CacheRead/CacheWrite of the candidate's sketch",
+    "compute_at": "trace: SampleComputeLocation decision, or the sketch's ComputeAt/ReverseComputeAt/inline",
+    "loop_share": "scheduled loop nest: share of the block's loops of each kind, over all candidates; "
+                  "split = share of tiled source loops cut into more than one non-unit factor",
+}

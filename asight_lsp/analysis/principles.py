@@ -1,0 +1,240 @@
+"""Design principles: sampled decisions whose value range goes with lower latency.
+
+For every decision column (one tile factor of one loop of one block, a categorical choice, a
+compute location, the sketch) and every one-sided range of its values (``<= t``, ``>= t``) or
+category (``= v``), the candidates inside the range are compared with those outside:
+
+* effect = median latency inside / median latency outside - 1 (negative = faster);
+* a two-sided Mann-Whitney U test per range, Benjamini-Hochberg over *all* ranges tested
+  (false discovery rate 5 %), so a run of pure noise yields no principle;
+* a percentile bootstrap (seeded) 95 % confidence interval of the effect, which must exclude 0;
+* both sides need at least ``max(8, 5 % of the candidates)`` candidates, the run at least 20.
+
+Per column the range with the strongest evidence (smallest p) is kept; principles are ranked
+by effect.  A random forest on the same columns (log latency) gives each column an importance
+as a second opinion.  Each principle is also a search constraint, e.g.
+``{"block": "matmul", "inst": "SamplePerfectTile", "loop": 2, "index": 1, "max": 4}``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .candidates import CandidateTable
+from .vectors import DecisionColumn, decision_columns
+
+MIN_RUN = 20
+MIN_GROUP_ABS = 8
+MIN_GROUP_FRAC = 0.05
+FDR = 0.05
+MIN_EFFECT = 0.05
+BOOTSTRAP = 1000
+MAX_THRESHOLDS = 16
+UNROLL_KEYS = ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit")
+
+
+@dataclass
+class Range:
+    column: DecisionColumn
+    op: str                 # "max" (<=), "min" (>=), "in" (=)
+    value: float
+    mask: np.ndarray
+
+
+def _ranges(col: DecisionColumn, ok: np.ndarray, min_group: int) -> list[Range]:
+    vals = col.values
+    present = ok & np.isfinite(vals)
+    n = int(present.sum())
+    if n < 2 * min_group:
+        return []
+    uniq = np.unique(vals[present])
+    if len(uniq) < 2:
+        return []
+    out = []
+    if col.kind == "categorical":
+        for u in uniq:
+            mask = present & (vals == u)
+            if min_group <= mask.sum() <= n - min_group:
+                out.append(Range(col, "in", float(u), mask))
+        return out
+    if len(uniq) > MAX_THRESHOLDS + 1:  # thin out: quantiles of the values
+        uniq = np.unique(np.quantile(vals[present], np.linspace(0, 1, MAX_THRESHOLDS + 1), method="nearest"))
+    for u in uniq[:-1]:
+        mask = present & (vals <= u)
+        if min_group <= mask.sum() <= n - min_group:
+            out.append(Range(col, "max", float(u), mask))
+    for u in uniq[1:]:
+        mask = present & (vals >= u)
+        if min_group <= mask.sum() <= n - min_group:
+            out.append(Range(col, "min", float(u), mask))
+    return out
+
+
+def benjamini_hochberg(pvalues: np.ndarray, q: float = FDR) -> np.ndarray:
+    """Mask of the discoveries at false discovery rate ``q``."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.argsort(p)
+    passed = p[order] <= q * (np.arange(1, m + 1) / m)
+    keep = np.zeros(m, dtype=bool)
+    if passed.any():
+        keep[order[: int(np.max(np.flatnonzero(passed))) + 1]] = True
+    return keep
+
+
+def bootstrap_effect(inside: np.ndarray, outside: np.ndarray, rng: np.random.Generator,
+                     rounds: int = BOOTSTRAP) -> tuple[float, float]:
+    """95 % percentile interval of median(inside)/median(outside) - 1."""
+    a = inside[rng.integers(0, len(inside), (rounds, len(inside)))]
+    b = outside[rng.integers(0, len(outside), (rounds, len(outside)))]
+    ratios = np.median(a, axis=1) / np.median(b, axis=1) - 1.0
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _subsample(values: np.ndarray, limit: int, rng: np.random.Generator) -> np.ndarray:
+    return values if len(values) <= limit else rng.choice(values, limit, replace=False)
+
+
+def mine(table: CandidateTable, seed: int = 0) -> dict:
+    """Principles of a run (see module doc): ``{"principles", "tested", "model", "reason", ...}``."""
+    from scipy.stats import mannwhitneyu
+    ok = table.valid
+    n = int(ok.sum())
+    min_group = max(MIN_GROUP_ABS, int(np.ceil(MIN_GROUP_FRAC * n)))
+    settings = {"min_candidates": MIN_RUN, "min_group": min_group, "fdr": FDR, "min_effect": MIN_EFFECT,
+                "bootstrap": BOOTSTRAP, "test": "Mann-Whitney U (two-sided), Benjamini-Hochberg"}
+    if n < MIN_RUN:
+        return {"principles": [], "tested": 0, "n": n, "settings": settings, "model": None,
+                "reason": f"only {n} measured candidates; at least {MIN_RUN} are needed"}
+    cols = decision_columns(table)
+    lat = table.latency_us
+    ranges = [r for col in cols for r in _ranges(col, ok, min_group)]
+    if not ranges:
+        return {"principles": [], "tested": 0, "n": n, "settings": settings, "model": _forest(cols, lat, ok, seed),
+                "reason": "no decision varies enough between candidates to compare"}
+    effects, pvals = [], []
+    for r in ranges:
+        inside, outside = lat[r.mask], lat[ok & ~r.mask & np.isfinite(r.column.values)]
+        effects.append(np.median(inside) / np.median(outside) - 1.0)
+        pvals.append(mannwhitneyu(inside, outside, alternative="two-sided").pvalue)
+    effects, pvals = np.asarray(effects), np.asarray(pvals)
+    discovered = benjamini_hochberg(pvals)
+    best_per_column: dict[str, int] = {}
+    for i in np.flatnonzero(discovered & (effects <= -MIN_EFFECT)):
+        key = ranges[i].column.key
+        j = best_per_column.get(key)
+        if j is None or (pvals[i], effects[i]) < (pvals[j], effects[j]):
+            best_per_column[key] = int(i)
+    rng = np.random.default_rng(seed)
+    model = _forest(cols, lat, ok, seed)
+    importance = {item["key"]: item["importance"] for item in (model or {}).get("importances", [])}
+    found = []
+    for i in best_per_column.values():
+        r = ranges[i]
+        inside = _subsample(lat[r.mask], 4000, rng)
+        outside = _subsample(lat[ok & ~r.mask & np.isfinite(r.column.values)], 4000, rng)
+        lo, hi = bootstrap_effect(inside, outside, rng)
+        if hi >= 0:
+            continue
+        item = _principle(r, float(effects[i]), (lo, hi), float(pvals[i]), int(r.mask.sum()),
+                          int((ok & np.isfinite(r.column.values)).sum()), lat, importance.get(r.column.key))
+        item["_mask"] = np.packbits(r.mask).tobytes()
+        found.append(item)
+    found = _distinct(found)
+    found.sort(key=lambda p: (p["effect"], -p["n_in"]))
+    for rank, p in enumerate(found, 1):
+        p["rank"] = rank
+    reason = None if found else "no decision range goes with a clearly lower latency (after the FDR correction)"
+    return {"principles": found, "tested": len(ranges), "n": n, "settings": settings, "model": model,
+            "reason": reason}
+
+
+def _distinct(found: list[dict]) -> list[dict]:
+    """One principle per candidate set: of ranges selecting the same candidates (the outer and inner
+    factor of a 2-way split), keep the innermost factor, an upper bound before a lower one."""
+    chosen: dict[bytes, dict] = {}
+    for p in found:
+        key = p.pop("_mask")
+        rank = (-(p["index"] if p["index"] is not None else -1), p["op"] != "max", p["key"])
+        if key not in chosen or rank < chosen[key][0]:
+            chosen[key] = (rank, p)
+    return [p for _, p in chosen.values()]
+
+
+def _forest(cols: list[DecisionColumn], lat: np.ndarray, ok: np.ndarray, seed: int) -> dict | None:
+    """Random-forest importances of the decision columns for log latency (a ranking aid)."""
+    from sklearn.ensemble import RandomForestRegressor
+    if not cols or ok.sum() < MIN_RUN:
+        return None
+    X = np.stack([np.nan_to_num(c.values[ok], nan=-1.0) for c in cols], axis=1)
+    y = np.log(lat[ok])
+    forest = RandomForestRegressor(n_estimators=60, max_depth=8, min_samples_leaf=3, random_state=seed,
+                                   oob_score=True, max_samples=min(len(y), 4000) if len(y) > 4000 else None,
+                                   n_jobs=1).fit(X, y)
+    ranked = sorted(zip(cols, forest.feature_importances_), key=lambda kv: -kv[1])
+    return {"kind": "random_forest", "target": "log latency", "trees": 60, "oob_r2": round(float(forest.oob_score_), 4),
+            "importances": [{"key": c.key, "importance": round(float(v), 4)} for c, v in ranked[:15]]}
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def describe(col: DecisionColumn, op: str, value: float, iter_kinds: str | None = None) -> tuple[str, str]:
+    """(decision text, range text) for people."""
+    shown = col.categories[int(value)] if col.kind == "categorical" and col.categories else value
+    rng_text = {"max": f"≤ {_fmt(value)}", "min": f"≥ {_fmt(value)}", "in": f"= {shown}"}[op]
+    if col.inst == "Sketch":
+        return "sketch", rng_text
+    if col.inst in ("SamplePerfectTile", "SamplePartitionedTile") and col.index is not None:
+        k, last = col.index, (col.n_factors or 1) - 1
+        level = "innermost" if k == last else "outermost" if k == 0 else f"level {k + 1} of {last + 1}"
+        var = col.loop_var or f"loop {col.loop}"
+        kind = ""
+        if iter_kinds and col.loop is not None and col.loop < len(iter_kinds):
+            kind = " reduction" if iter_kinds[col.loop] == "R" else " spatial"
+        return f"{level}{kind} tile of {var}", rng_text
+    if col.inst == "SampleCategorical":
+        what = "auto-unroll max step" if col.annotation in UNROLL_KEYS else f"choice for {col.annotation}"
+        return what, rng_text
+    if col.inst == "SampleComputeLocation":
+        names = {-1: "root", -2: "inline"}
+        if op == "in":
+            rng_text = f"= {names.get(int(shown), f'loop #{shown}') if isinstance(shown, (int, float)) else shown}"
+        return "compute location", rng_text
+    return col.inst, rng_text
+
+
+def constraint(col: DecisionColumn, op: str, value: float) -> dict:
+    """The principle as a machine-readable search constraint."""
+    if col.inst == "Sketch":
+        return {"sketch": col.categories[int(value)] if col.categories else int(value)}
+    out: dict = {"block": col.block, "inst": col.inst}
+    if col.loop is not None:
+        out["loop"] = col.loop
+    if col.index is not None:
+        out["index"] = col.index
+        out["n"] = col.n_factors
+    if col.annotation:
+        out["annotation"] = col.annotation
+    if col.kind == "categorical":
+        out["in"] = [col.categories[int(value)] if col.categories else value]
+    else:
+        out[op] = int(value) if float(value).is_integer() else value
+    return out
+
+
+def _principle(r: Range, effect: float, ci: tuple[float, float], p: float, n_in: int, n_total: int,
+               lat: np.ndarray, importance: float | None) -> dict:
+    col = r.column
+    return {"block": col.block, "inst": col.inst, "key": col.key, "loop": col.loop, "loop_var": col.loop_var,
+            "index": col.index, "annotation": col.annotation, "op": r.op,
+            "value": int(r.value) if float(r.value).is_integer() else r.value,
+            "effect": round(effect, 4), "ci95": [round(ci[0], 4), round(ci[1], 4)], "p_value": float(f"{p:.3g}"),
+            "n_in": n_in, "n_out": n_total - n_in, "n": n_total,
+            "median_in_us": round(float(np.median(lat[r.mask])), 3), "importance": importance,
+            "constraint": constraint(col, r.op, r.value)}

@@ -1,0 +1,85 @@
+"""Stage graph of a function: blocks (or Relax bindings) as nodes, buffers as edges (TVM-free).
+
+Built from the source map: a block that writes buffer X feeds every block that reads X.  Function
+parameters nobody writes are inputs, parameters nobody reads afterwards are outputs; both become
+``io`` nodes so every buffer is an edge.  Nodes carry a layered position (longest path from the
+inputs) so a client can draw the graph without a layout engine.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from ..sourcemap import Function
+
+
+def build_graph(function: Function) -> nx.MultiDiGraph:
+    """The stage graph as a networkx multigraph (node attrs: kind, label, ...; edge attr: buffer)."""
+    if function.kind != "prim_func" and function.bindings:
+        return _relax_graph(function)
+    g = nx.MultiDiGraph()
+    buffers = {b.name: b for b in function.buffers}
+    blocks = [b for b in function.blocks if b.name != "root"]
+    writers: dict[str, list[str]] = {}
+    for blk in blocks:
+        g.add_node(blk.name, kind="block", label=blk.name, iter_kinds=blk.iter_kinds, flops=blk.flops,
+                   bytes=blk.bytes, line=blk.range["start"]["line"], id=blk.id)
+        for buf in blk.writes:
+            writers.setdefault(buf, []).append(blk.name)
+    for blk in blocks:
+        for buf in dict.fromkeys(blk.reads):
+            sources = [w for w in writers.get(buf, []) if w != blk.name]
+            if not sources:
+                sources = [_io(g, buf, "input")]
+            for src in sources:
+                g.add_edge(src, blk.name, **_edge(buf, buffers))
+    read_later = {buf for blk in blocks for buf in blk.reads}
+    for buf, names in writers.items():
+        param = buffers.get(buf)
+        if (param is not None and param.kind == "param") or buf not in read_later:
+            sink = _io(g, buf, "output")
+            for name in names:
+                g.add_edge(name, sink, **_edge(buf, buffers))
+    return g
+
+
+def _io(g: nx.MultiDiGraph, buf: str, role: str) -> str:
+    node = f"{role}:{buf}"
+    if node not in g:
+        g.add_node(node, kind="io", role=role, label=buf)
+    return node
+
+
+def _edge(buf: str, buffers: dict) -> dict:
+    info = buffers.get(buf)
+    return {"buffer": buf, "shape": list(info.shape) if info else None, "dtype": info.dtype if info else None,
+            "scope": info.kind if info else None}
+
+
+def _relax_graph(function: Function) -> nx.MultiDiGraph:
+    g = nx.MultiDiGraph()
+    defined = {b.name for b in function.bindings}
+    for b in function.bindings:
+        g.add_node(b.name, kind="binding", label=f"{b.name} = {b.op}", op=b.op, line=b.range["start"]["line"])
+    for b in function.bindings:
+        for arg in b.args:
+            src = arg if arg in defined else _io(g, arg, "input")
+            g.add_edge(src, b.name, buffer=arg, shape=None, dtype=None, scope=None)
+    return g
+
+
+def layered_positions(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
+    """(layer, row) per node: layer = longest path from a source; rows in insertion order."""
+    simple = nx.DiGraph(g)
+    if not nx.is_directed_acyclic_graph(simple):
+        return {node: (0, i) for i, node in enumerate(g.nodes)}
+    layer: dict[str, int] = {}
+    for node in nx.topological_sort(simple):
+        preds = list(simple.predecessors(node))
+        layer[node] = max((layer[p] + 1 for p in preds), default=0)
+    rows: dict[int, int] = {}
+    out = {}
+    for node in g.nodes:
+        lay = layer[node]
+        out[node] = (lay, rows.get(lay, 0))
+        rows[lay] = rows.get(lay, 0) + 1
+    return out

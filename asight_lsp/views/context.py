@@ -1,0 +1,74 @@
+"""What every view of a run starts from: the run, its metadata, candidate table and source function.
+
+``load_run`` resolves ``--run`` (id, unique prefix, directory or ``latest``), reads the records,
+extracts missing feature vectors through the TVM worker when one is given (cached in the run dir)
+and finds the run's function in its source file.  The payload builders take the ``RunData``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..analysis.candidates import CandidateTable, load_candidates, source_function
+from ..runs import Run, RunMeta, RunStore
+from ..sourcemap import Function
+
+
+@dataclass
+class RunData:
+    run: Run
+    meta: RunMeta
+    table: CandidateTable
+    function: Function | None
+    notes: list[str] = field(default_factory=list)
+
+
+def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
+             text: str | None = None, on_event: Callable[[dict], None] | None = None) -> RunData:
+    """The data of one run (see module doc).  ``text``: the source to use instead of the file."""
+    run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
+    meta = run.load()
+    function = source_function(meta, run.path, text) if text is not None else None
+    table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event)
+    if function is None:
+        try:
+            function = source_function(meta, run.path)
+        except OSError:
+            function = None
+    return RunData(run, meta, table, function, notes)
+
+
+def run_info(data: RunData) -> dict:
+    """The run summary every payload carries."""
+    m = data.meta
+    lat = data.table.latency_us
+    ok = np.isfinite(lat)
+    best = float(np.nanmin(lat)) if ok.any() else None
+    return clean({"id": m.id, "file": m.file, "function": m.function, "state": m.state,
+                  "target": m.target_label or (m.target if isinstance(m.target, str) else None),
+                  "trials": len(lat), "measured": int(ok.sum()), "failed": int((~ok).sum()),
+                  "baseline_us": m.baseline_us, "best_us": best,
+                  "speedup": (m.baseline_us / best) if (m.baseline_us and best) else None})
+
+
+def clean(value: Any, digits: int = 6) -> Any:
+    """JSON-safe copy: NaN/inf -> None, numpy scalars -> Python, floats rounded to ``digits``."""
+    if isinstance(value, dict):
+        return {str(k): clean(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v, digits) for v in value]
+    if isinstance(value, np.ndarray):
+        return clean(value.tolist(), digits)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            return None
+        return round(value, digits) if digits is not None else value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
