@@ -209,51 +209,78 @@ def _fold_rfactor(units: dict, owner: dict, alias: dict, notes: list) -> bool:
     return False
 
 
-def _fold_copy(units: dict, owner: dict, alias: dict, source_buffers: set | None, notes: list) -> bool:
-    """A copy block created by cache_read/cache_write (or reindex) joins the block it serves."""
+def _is_copy_unit(unit: Unit) -> bool:
+    return len(unit.members) == 1 and _is_copy(unit.node) and bool(unit.writes) and bool(unit.reads)
+
+
+def _chain_end(units: dict, alias: dict, uid: str, upstream: bool) -> tuple[str, list]:
+    """Follow a copy chain up (producers) or down (consumers) to the computations at its end.
+
+    Returns ``("compute", [unit ids])`` or ``("boundary", [buffer])`` (an input with no producer,
+    an output nobody reads).
+    """
     writers, readers = _writers(units, alias), _readers(units, alias)
+    seen, current = set(), uid
+    while current not in seen:
+        seen.add(current)
+        unit = units[current]
+        buffer = alias_of(alias, unit.reads[0] if upstream else unit.writes[0])
+        nxt = [u for u in (writers if upstream else readers).get(buffer, []) if u != current]
+        if not nxt:
+            return "boundary", [buffer]
+        copies = [u for u in nxt if _is_copy_unit(units[u])]
+        if len(nxt) == 1 and copies:
+            current = copies[0]
+            continue
+        return "compute", [u for u in nxt if u not in copies] or nxt
+    return "boundary", []
+
+
+def _fold_copy(units: dict, owner: dict, alias: dict, source_buffers: set | None, notes: list) -> bool:
+    """A copy block created by cache_read/cache_write (or reindex) joins the block it serves.
+
+    A chain of copies (``A -> A_shared -> A_shared_local``) serves the computation at its far end.
+    """
     for cid, c in list(units.items()):
-        if len(c.members) != 1 or not _is_copy(c.node) or not c.writes or not c.reads:
+        if not _is_copy_unit(c):
             continue
         src_buf, dst_buf = alias_of(alias, c.reads[0]), alias_of(alias, c.writes[0])
-        producers = [u for u in writers.get(src_buf, []) if u != cid]
-        consumers = [u for u in readers.get(dst_buf, []) if u != cid]
-        kind = _copy_kind(src_buf, dst_buf, producers, consumers, readers.get(src_buf, []), cid, source_buffers)
+        if source_buffers is not None and src_buf in source_buffers and dst_buf in source_buffers:
+            continue  # both buffers exist in the source: a copy the user wrote
+        up_kind, up = _chain_end(units, alias, cid, upstream=True)
+        down_kind, down = _chain_end(units, alias, cid, upstream=False)
+        kind = _copy_kind(up_kind, up, down_kind, down, src_buf, source_buffers, units)
         if kind == "cache_write":
             alias[src_buf] = dst_buf
-            for p in producers:
-                units[p].writes = [dst_buf if alias_of(alias, b) == dst_buf else b for b in units[p].writes]
-            _absorb(units, owner, producers[0], cid, "cache_write")
-            notes.append(f"{cid}: cache_write twin of {producers[0]} ({src_buf} -> {dst_buf})")
+            served = up[0]
+            units[served].writes = [dst_buf if alias_of(alias, b) == dst_buf else b for b in units[served].writes]
+            _absorb(units, owner, served, cid, "cache_write")
+            notes.append(f"{cid}: cache_write twin of {served} ({src_buf} -> {dst_buf})")
             return True
         if kind == "cache_read":
             alias[dst_buf] = src_buf
-            for u in consumers:
-                units[u].reads = [src_buf if alias_of(alias, b) == src_buf else b for b in units[u].reads]
-            _absorb(units, owner, consumers[0], cid, "cache_read")
-            shared = f", shared with {', '.join(consumers[1:])}" if len(consumers) > 1 else ""
-            units[consumers[0]].node = dict(units[consumers[0]].node)
-            units[consumers[0]].node.setdefault("shared_copies", []).append({"block": cid, "with": consumers[1:]})
-            notes.append(f"{cid}: cache_read copy for {consumers[0]} ({src_buf} -> {dst_buf}){shared}")
+            served, shared = down[0], down[1:]
+            _absorb(units, owner, served, cid, "cache_read")
+            if shared:
+                units[served].node = dict(units[served].node)
+                units[served].node.setdefault("shared_copies", []).append({"block": cid, "with": shared})
+            notes.append(f"{cid}: cache_read copy for {served} ({src_buf} -> {dst_buf})"
+                         + (f", shared with {', '.join(shared)}" if shared else ""))
             return True
     return False
 
 
-def _copy_kind(src_buf, dst_buf, producers, consumers, src_readers, cid, source_buffers) -> str | None:
-    """``cache_write`` / ``cache_read`` / None (a copy that is part of the source program)."""
-    if source_buffers is not None:
-        src_new, dst_new = src_buf not in source_buffers, dst_buf not in source_buffers
-        if src_new and not dst_new and producers:
-            return "cache_write"
-        if dst_new and not src_new and consumers:
-            return "cache_read"
-        if not src_new and not dst_new:
-            return None
-    # no usable names: structure decides (a private producer means a write-back)
-    if len(producers) == 1 and set(src_readers) == {cid}:
-        return "cache_write"
-    if consumers:
+def _copy_kind(up_kind, up, down_kind, down, src_buf, source_buffers, units) -> str | None:
+    """``cache_write`` (serves the computation upstream), ``cache_read`` (downstream) or None."""
+    if up_kind == "boundary" and down_kind == "compute":
         return "cache_read"
+    if up_kind == "compute" and down_kind == "boundary":
+        return "cache_write"
+    if up_kind == "compute" and down_kind == "compute":
+        # between two computations: a cache_write twin copies from a buffer the schedule created
+        if source_buffers is not None:
+            return "cache_read" if src_buf in source_buffers else "cache_write"
+        return "cache_write" if len(up) == 1 else "cache_read"
     return None
 
 
@@ -321,7 +348,7 @@ def contract(g: nx.DiGraph, plan: list[tuple[str, str]]) -> nx.DiGraph | None:
                 ta["members"] = ta["members"] + attrs["members"]
                 ta["names"] = ta["names"] + attrs["names"]
                 ta["lines"] = ta["lines"] | attrs["lines"]
-                ta["how"] = ta["how"] + ((node, "compute_inline", t),)
+                ta["how"] = ta["how"] + attrs["how"] + ((node, "compute_inline", t),)
                 for p in preds:
                     g.add_edge(p, t)
         else:
@@ -335,7 +362,7 @@ def contract(g: nx.DiGraph, plan: list[tuple[str, str]]) -> nx.DiGraph | None:
             ta["members"] = ta["members"] + attrs["members"]
             ta["names"] = ta["names"] + attrs["names"]
             ta["lines"] = ta["lines"] | attrs["lines"]
-            ta["how"] = ta["how"] + ((node, "reverse_compute_inline", t),)
+            ta["how"] = ta["how"] + attrs["how"] + ((node, "reverse_compute_inline", t),)
             for p in preds:
                 if p != t:
                     g.add_edge(p, t)
