@@ -287,26 +287,60 @@ def test_relax_match_survives_renamed_transformed_vars():
     assert sites["fused_conv2d_add_relu"] == ["c2", "s", "r2"] and sites["fused_conv2d_relu"] == ["c1", "r1"]
 
 
-# --------------------------------------------------------------------------- a real run
+# --------------------------------------------------------------------------- real runs
 
 
-@pytest.mark.slow
-def test_every_record_of_a_small_run_is_mapped(tmp_path):
-    """8 MetaSchedule trials of the softmax (rfactor, decompose_reduction, compute_at sketches)."""
-    env = dict(os.environ, TVM_NUM_THREADS="2")
-    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "tune", str(FIXTURES / "softmax.py"), "--trials", "8",
-                           "--work-dir", str(tmp_path), "--seed", "1", "--json"],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    run_dir = json.loads(proc.stdout)["run_dir"]
-    params = {**_fixture("softmax"), "run_dir": run_dir, "records": "all"}
-    reply = graphs.block_graph(params)
+def _all_records_mapped(params: dict, run_dir: str) -> set:
+    reply = graphs.block_graph({**params, "run_dir": run_dir, "records": "all"})
     assert reply["workload_match"] == "structural hash"
     assert len(reply["transformed"]) >= 4
-    kinds = set()
+    roles = set()
     for graph in reply["transformed"]:
         assert "error" not in graph, graph
         result = matching.match_tir(reply["source"], graph)
         _assert_complete(result)
-        kinds |= {v["role"] for v in result["transformed"].values()}
-    assert {"init", "compute"} <= kinds
+        roles |= {v["role"] for v in result["transformed"].values()}
+    return roles
+
+
+def test_every_record_of_the_recorded_fixture_run_is_mapped():
+    """fixtures/runs/mbr128: 40 MetaSchedule trials of matmul+bias+relu (128x128)."""
+    run_dir = FIXTURES / "runs" / "mbr128"
+    if not (run_dir / "database_tuning_record.json").exists():
+        pytest.skip("fixture run not present")
+    assert {"init", "compute"} <= _all_records_mapped(_fixture("matmul_bias_relu"), str(run_dir))
+
+
+@pytest.fixture(scope="module")
+def softmax_run(tmp_path_factory):
+    """8 MetaSchedule trials of the softmax (rfactor, decompose_reduction, compute_at sketches)."""
+    store = tmp_path_factory.mktemp("store")
+    env = dict(os.environ, TVM_NUM_THREADS="2")
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "tune", str(FIXTURES / "softmax.py"), "--trials", "8",
+                           "--work-dir", str(store), "--seed", "1", "--json"],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return store, json.loads(proc.stdout)["run_dir"]
+
+
+@pytest.mark.slow
+def test_every_record_of_a_small_run_is_mapped(softmax_run):
+    _, run_dir = softmax_run
+    assert {"init", "compute"} <= _all_records_mapped(_fixture("softmax"), run_dir)
+
+
+@pytest.mark.slow
+def test_hotspots_command_end_to_end(softmax_run):
+    store, run_dir = softmax_run
+    env = dict(os.environ, TVM_NUM_THREADS="2")
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "hotspots", str(FIXTURES / "softmax.py"),
+                           "--run", run_dir, "--work-dir", str(store), "--json"],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    part = result["parts"][0]
+    assert part["unattributed"] == [] and part["match"]["unmatched"] == []
+    assert sorted(e["name"] for e in part["entries"]) == ["exp_sum", "normalize", "row_max"]
+    assert sum(e["share"] for e in part["entries"]) == pytest.approx(1.0)
+    assert all(e["us"] > 0 and e["range"] is not None for e in part["entries"])
+    assert part["entries"][0]["us"] >= part["entries"][-1]["us"]
