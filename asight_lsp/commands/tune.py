@@ -43,10 +43,10 @@ def run(args) -> int:
         print(f"asight: error: {err}", file=sys.stderr)
         return 1
     meta = follow(job, None if args.json else sys.stdout)
-    input_problem = meta.state == "failed" and meta.extra.get("error_kind") == "input"
+    nothing_measured = meta.state == "failed" and not meta.trials_done
     if args.json:
         print_json({**meta.to_dict(), "run_dir": str(job.run.path), "speedup": speedup(meta)})
-    elif not input_problem:
+    elif not nothing_measured:   # a failure before any trial: the one-line error says it all
         print_summary(job, meta)
     return exit_code(job, meta)
 

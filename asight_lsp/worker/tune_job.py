@@ -24,7 +24,12 @@ from ..runs import Run, RunMeta
 
 
 class InputProblem(Exception):
-    """The source or the request is wrong (parse error, unknown target): exit code 1 for the CLI."""
+    """The source (kind "input": the CLI exits 1) or the request (kind "usage", e.g. an unknown
+    target: exit 2) is wrong; the message is one line."""
+
+    def __init__(self, message: str, kind: str = "input"):
+        super().__init__(message)
+        self.kind = kind
 
 
 class Job:
@@ -94,8 +99,11 @@ class Job:
         try:
             self.tune(meta)
         except InputProblem as err:
-            self.finish("failed", str(err), "input")
-            return 1
+            self.finish("failed", str(err), err.kind)
+            return 1 if err.kind == "input" else 2
+        except ConnectionError as err:   # RPC tracker unreachable or without servers for the key
+            self.finish("failed", str(err), "rpc")
+            return 2
         except Exception as err:  # noqa: BLE001  the run must say why it failed
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -111,7 +119,7 @@ class Job:
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
-            raise InputProblem(str(err)) from None
+            raise InputProblem(str(err), "usage") from None
         self.run.repair_db()
         try:
             plan = tuning.plan_for(parsed, member, target)

@@ -78,7 +78,24 @@ def make_runner(rpc: str | None = None, timeout_sec: float = 30.0):
     host, port, key = parse_rpc(rpc)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
                                  session_timeout_sec=max(int(timeout_sec), 10))
-    return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator_config(), max_workers=1)
+    return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator_config(),
+                               max_workers=rpc_servers(host, port, key))
+
+
+def rpc_servers(host: str, port: int, key: str) -> int:
+    """How many servers the tracker has for ``key`` (one measurement in flight per server, at least 1).
+
+    Raises a one-line ConnectionError when the tracker cannot be reached.
+    """
+    from tvm import rpc as tvm_rpc
+    try:
+        summary = tvm_rpc.connect_tracker(host, port).summary()
+    except Exception as err:  # noqa: BLE001  socket errors come wrapped in TVM errors
+        raise ConnectionError(f"cannot reach the RPC tracker at {host}:{port}: {str(err).splitlines()[-1]}") from None
+    total = int(((summary.get("queue_info") or {}).get(key) or {}).get("total", 0) or 0)
+    if total < 1:
+        raise ConnectionError(f"the RPC tracker at {host}:{port} has no server with key '{key}'")
+    return total
 
 
 # --------------------------------------------------------------------------- targets

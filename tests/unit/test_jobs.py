@@ -1,0 +1,302 @@
+"""jobs.py without TVM: request validation, selection, resume keys, state repair, event polling."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from asight_lsp import jobs
+from asight_lsp.errors import AsightError
+from asight_lsp.jobs import InputError, TuneJob, TuneRequest, refresh_run, select, start_tune
+from asight_lsp.runs import Run, RunMeta, RunStore, source_hash
+from asight_lsp.sourcemap import build_outline, function_text
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures"
+
+TWO_UNITS = '''from tvm.script import tirx as T
+from tvm.script import ir as I
+
+
+@T.prim_func(s_tir=True)
+def first(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.sblock("copy"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+
+
+@I.ir_module
+class Mod:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.sblock("neg"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] * T.float32(-1)
+
+    @T.prim_func(s_tir=True)
+    def other(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.sblock("two"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] * T.float32(2)
+'''
+
+
+def outline_of(text: str, path: str = "f.py"):
+    return build_outline(text, path)
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def test_select_only_unit_by_default():
+    sel = select(outline_of((FIX / "matmul64.py").read_text()), None)
+    assert (sel.unit.name, sel.member, sel.label) == ("matmul64", None, "matmul64")
+    assert [f.id for f in sel.functions] == ["matmul64"]
+
+
+def test_select_requires_func_when_several_units():
+    with pytest.raises(AsightError, match=r"2 units \(first, Mod\); pick one with --func"):
+        select(outline_of(TWO_UNITS), None)
+
+
+def test_select_module_member_and_whole_module():
+    outline = outline_of(TWO_UNITS)
+    member = select(outline, "Mod.other")
+    assert (member.unit.name, member.member, member.label) == ("Mod", "other", "Mod.other")
+    assert [f.id for f in member.functions] == ["Mod.other"]
+    whole = select(outline, "Mod")
+    assert (whole.member, whole.label) == (None, "Mod")
+    assert sorted(f.id for f in whole.functions) == ["Mod.main", "Mod.other"]
+    assert select(outline, "other").label == "Mod.other"      # bare name when unique
+    assert select(outline, "first").label == "first"
+
+
+def test_select_relax_function_tunes_its_module():
+    outline = outline_of((FIX / "relax_cnn.py").read_text())
+    sel = select(outline, "main")
+    assert (sel.unit.name, sel.member, sel.label) == ("Net", "main", "Net.main")
+
+
+def test_unknown_function_lists_available():
+    with pytest.raises(AsightError) as err:
+        select(outline_of(TWO_UNITS), "nope")
+    assert str(err.value) == "no function 'nope' in f.py; available: first, Mod.main, Mod.other, Mod"
+    assert "\n" not in str(err.value)
+
+
+def test_ambiguous_bare_name():
+    module = TWO_UNITS[TWO_UNITS.index("@I.ir_module"):]
+    text = TWO_UNITS + "\n\n" + module.replace("class Mod:", "class Mod2:")
+    with pytest.raises(AsightError, match="ambiguous: Mod.main, Mod2.main; use the full id"):
+        select(outline_of(text), "main")
+    assert select(outline_of(text), "Mod2.main").unit.name == "Mod2"
+
+
+# --------------------------------------------------------------------------- refusals before any job
+
+
+@pytest.mark.parametrize("name", ["import_in_body.py", "lambda_call.py", "dunder_import.py", "namespace_escape.py"])
+def test_hostile_files_are_refused_with_location(name, tmp_path):
+    with pytest.raises(InputError) as err:
+        start_tune(TuneRequest(file=str(FIX / "hostile" / name), store_root=str(tmp_path)))
+    message = str(err.value)
+    assert message.startswith(str(FIX / "hostile" / name) + ":") and "refusing to tune" in message
+    assert "\n" not in message
+    assert not (tmp_path / "runs").exists()           # nothing was created, no job spawned
+
+
+def test_syntax_error_is_an_input_error(tmp_path):
+    path = FIX / "broken" / "syntax_error.py"
+    with pytest.raises(InputError, match=r"syntax_error.py:6:\d+: syntax error"):
+        start_tune(TuneRequest(file=str(path), store_root=str(tmp_path)))
+
+
+def test_other_units_syntax_error_does_not_block(tmp_path, monkeypatch):
+    spawned = fake_spawn(monkeypatch)
+    job = start_tune(TuneRequest(file=str(FIX / "broken" / "one_of_two_broken.py"), function="good",
+                                 store_root=str(tmp_path), trials=8))
+    assert spawned and job.run.load().function == "good"
+    job.wait(10)
+
+
+@pytest.mark.parametrize("target, message", [
+    ("foo", "unknown target 'foo'"),
+    ("{bad", "target JSON is not valid JSON"),
+    ('{"mcpu": "znver3"}', 'target JSON needs a "kind"'),
+])
+def test_bad_targets(target, message, tmp_path):
+    with pytest.raises(AsightError, match=message):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target=target, store_root=str(tmp_path)))
+
+
+@pytest.mark.parametrize("rpc", ["localhost", "h:port:key", "h:9190:", ":9190:k"])
+def test_bad_rpc(rpc, tmp_path):
+    with pytest.raises(AsightError, match="--rpc expects HOST:PORT:KEY"):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), rpc=rpc, store_root=str(tmp_path)))
+
+
+def test_bad_trials_and_missing_file(tmp_path):
+    with pytest.raises(AsightError, match="--trials must be a positive number"):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), trials=0, store_root=str(tmp_path)))
+    with pytest.raises(AsightError, match="no such file"):
+        start_tune(TuneRequest(file=str(tmp_path / "missing.py"), store_root=str(tmp_path)))
+
+
+def test_target_labels():
+    host = jobs.host_label()
+    assert host.startswith("host:") and host.endswith(f":{jobs._cores()}")
+    assert jobs.check_target(None) == host == jobs.check_target("llvm") == jobs.check_target('{"kind": "llvm"}')
+    assert jobs.check_target("llvm  -mcpu=skylake") == "llvm -mcpu=skylake"
+    assert jobs.check_target('{"mcpu": "a", "kind": "llvm"}') == '{"kind":"llvm","mcpu":"a"}'
+    assert jobs.check_target("cuda") == "cuda"
+    assert jobs.check_target("nvidia/geforce-rtx-3080") == "nvidia/geforce-rtx-3080"
+
+
+# --------------------------------------------------------------------------- runs: create, resume, repair
+
+
+def fake_spawn(monkeypatch, script: str = "pass") -> list:
+    """Replace the TVM job by a tiny Python process (records what was spawned)."""
+    spawned = []
+
+    def spawn(run):
+        spawned.append(run.id)
+        return subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+
+    monkeypatch.setattr(jobs, "spawn", spawn)
+    return spawned
+
+
+def test_start_tune_writes_run_and_resumes(tmp_path, monkeypatch):
+    fake_spawn(monkeypatch)
+    src = tmp_path / "mm.py"
+    src.write_text((FIX / "matmul64.py").read_text())
+    req = TuneRequest(file=str(src), trials=8, store_root=str(tmp_path / "store"), seed=3)
+    first = start_tune(req)
+    meta = first.wait(10)
+    assert meta.state == "failed" and "ended without finishing" in meta.error   # the fake job did nothing
+    outline = build_outline(src.read_text())
+    assert meta.source_hashes == {"matmul64": source_hash(function_text(src.read_text(), outline.functions[0]))}
+    assert meta.extra["selection"] == {"unit": "matmul64", "member": None} and meta.extra["seed"] == 3
+    assert first.run.source_path.read_text() == src.read_text()
+    second = start_tune(TuneRequest(file=str(src), trials=16, store_root=str(tmp_path / "store")))
+    second.wait(10)
+    meta2 = second.run.load()
+    assert second.run.path == first.run.path
+    assert [s["resumed"] for s in meta2.sessions] == [False, True] and meta2.trials_requested == 16
+    # a changed function body (or a fresh request) gets a new run
+    src.write_text(src.read_text().replace("T.float32(0)", "T.float32(1)"))
+    third = start_tune(TuneRequest(file=str(src), trials=8, store_root=str(tmp_path / "store")))
+    third.wait(10)
+    assert third.run.path != first.run.path
+    fourth = start_tune(TuneRequest(file=str(src), trials=8, store_root=str(tmp_path / "store"), resume=False))
+    fourth.wait(10)
+    assert fourth.run.path not in (first.run.path, third.run.path)
+
+
+def test_unsaved_text_is_tuned_and_snapshotted(tmp_path, monkeypatch):
+    fake_spawn(monkeypatch)
+    text = (FIX / "matmul64.py").read_text().replace("matmul64", "edited")
+    job = start_tune(TuneRequest(file=str(FIX / "matmul64.py"), text=text, store_root=str(tmp_path)))
+    job.wait(10)
+    assert job.run.load().function == "edited" and job.run.source_path.read_text() == text
+
+
+def test_changed_constant_is_a_new_run(tmp_path, monkeypatch):
+    fake_spawn(monkeypatch)
+    src = tmp_path / "mm.py"
+    src.write_text((FIX / "matmul.py").read_text())
+    first = start_tune(TuneRequest(file=str(src), store_root=str(tmp_path)))
+    first.wait(10)
+    src.write_text(src.read_text().replace("N = 256", "N = 128"))
+    second = start_tune(TuneRequest(file=str(src), store_root=str(tmp_path)))
+    second.wait(10)
+    assert second.run.path != first.run.path
+
+
+def test_live_run_is_not_resumed_twice(tmp_path, monkeypatch):
+    fake_spawn(monkeypatch, "import time; time.sleep(30)")
+    req = TuneRequest(file=str(FIX / "matmul64.py"), store_root=str(tmp_path))
+    job = start_tune(req)
+    meta = job.run.load()
+    meta.state, meta.pid = "running", job.pid
+    job.run.save(meta)
+    monkeypatch.setattr(jobs, "pid_alive", lambda pid: pid == job.pid)
+    try:
+        with pytest.raises(AsightError, match="already tuning this function"):
+            start_tune(req)
+    finally:
+        jobs.kill_group(job.pid)
+        job.wait(10)
+
+
+def make_run(tmp_path, state="running", pid=999_999_999, records: list[str] | None = None) -> Run:
+    run = RunStore(tmp_path).create(RunMeta(id="r1", file="f.py", function="f", state=state, pid=pid,
+                                            sessions=[{"started": 0}]))
+    if records is not None:
+        run.records_path.write_text("".join(records))
+    return run
+
+
+RECORD = json.dumps([0, [[[], []], [2.5e-05], {"kind": "llvm"}, []]]) + "\n"
+FAILED = json.dumps([0, [[[], []], [1e10], {"kind": "llvm"}, []]]) + "\n"
+
+
+def test_dead_running_job_is_marked_failed_and_torn_line_tolerated(tmp_path):
+    run = make_run(tmp_path, records=[RECORD, FAILED, RECORD[:40]])
+    meta = refresh_run(run)
+    assert meta.state == "failed" and "ended without finishing" in meta.error
+    assert meta.trials_done == 2 and meta.best_us == pytest.approx(25.0)
+    assert run.events()[-1]["type"] == "finished" and run.events()[-1]["state"] == "failed"
+    assert meta.sessions[-1]["state"] == "failed"
+    assert refresh_run(run).finished == meta.finished      # idempotent
+    assert run.repair_db() == 1                            # the torn line goes, the rest stays
+    assert run.records_path.read_text() == RECORD + FAILED
+
+
+def test_finished_and_fresh_runs_are_left_alone(tmp_path):
+    done = make_run(tmp_path, state="done")
+    assert refresh_run(done).state == "done"
+    queued = RunStore(tmp_path).create(RunMeta(id="q", file="f.py", function="f", state="queued",
+                                               sessions=[{"started": time.time()}]))
+    assert refresh_run(queued).state == "queued"         # spawned a moment ago, pid not written yet
+
+
+def test_pid_alive_only_for_tune_jobs():
+    assert not jobs.pid_alive(None)
+    assert not jobs.pid_alive(999_999_999)
+    import os
+    assert not jobs.pid_alive(os.getpid())                # alive, but not a tune_job process
+
+
+def test_poll_events_returns_complete_lines_only(tmp_path):
+    run = make_run(tmp_path, state="done")
+    job = TuneJob.attach(run)
+    assert job.poll_events() == []
+    with run.events_path.open("a") as out:
+        out.write(json.dumps({"type": "started"}) + "\n" + '{"type": "prog')
+    assert job.poll_events() == [{"type": "started"}]
+    with run.events_path.open("a") as out:
+        out.write('ress", "trials_done": 8}\n')
+    assert job.poll_events() == [{"type": "progress", "trials_done": 8}]
+    assert job.poll_events() == []
+    assert job.wait(5).state == "done" and job.done
+
+
+def test_cancel_escalates_to_sigkill(tmp_path, monkeypatch):
+    # a job that ignores SIGTERM: cancel must still end it (SIGKILL after the grace period)
+    fake_spawn(monkeypatch, "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)")
+    job = start_tune(TuneRequest(file=str(FIX / "matmul64.py"), store_root=str(tmp_path)))
+    time.sleep(0.5)
+    started = time.monotonic()
+    job.cancel()
+    assert time.monotonic() - started < jobs.CANCEL_GRACE_S + 1.0
+    meta = job.wait(5)
+    assert job.done and meta.state == "cancelled" and meta.error is None
