@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
-MAX_INLINE_TRIALS = 20000     # contracted source graphs tried before giving up on isomorphism
+MAX_INLINE_TRIALS = 2000      # enumerated inline plans tried when the anchored plan fails
+MAX_INLINE_COMBOS = 20000     # subsets of inlinable source blocks looked at
 MAX_ISOMORPHISMS = 64         # isomorphisms ranked by evidence
 _SUFFIXES = re.compile(r"(_init|_update|_rf|_global|_local|_shared|_wmma\.\w+|\.rf|_pad|_reindex)+$")
 
@@ -393,27 +394,34 @@ def tir_node_match(strict: bool = True):
 
 
 def inline_plans(src: nx.DiGraph, k: int, target_sigs: Counter):
-    """Candidate inline plans of k source blocks whose written signatures leave ``target_sigs``."""
+    """Candidate inline plans of k source blocks whose written signatures leave ``target_sigs``.
+
+    Inlining a block forward (compute_inline) removes its written signature; inlining it backward
+    (reverse_compute_inline) removes its producer's.  Only blocks whose removal takes away a surplus
+    signature are tried, and at most ``MAX_INLINE_COMBOS`` subsets are looked at.
+    """
     blocks = [n for n in nx.topological_sort(src) if src.nodes[n]["kind"] == "block"]
-    spatial = [n for n in blocks if not src.nodes[n]["reduction"]]
     base = Counter(src.nodes[n]["sig"] for n in blocks)
-    for subset in itertools.combinations(spatial, k):
-        options = []
-        for n in subset:
-            opts = []
-            if any(src.nodes[s]["kind"] == "block" for s in src.successors(n)):
-                opts.append("forward")
-            preds = [p for p in src.predecessors(n) if src.nodes[p]["kind"] == "block"]
-            if len(preds) == 1 and not src.nodes[preds[0]]["reduction"]:
-                opts.append("reverse")
-            if not opts:
-                break
-            options.append(opts)
-        else:
-            for directions in itertools.product(*options):
-                plan = list(zip(subset, directions))
-                if _sigs_after(src, base, plan) == target_sigs:
-                    yield plan
+    surplus = base - target_sigs
+    options = {}
+    for n in blocks:
+        if src.nodes[n]["reduction"]:
+            continue
+        opts = []
+        if any(src.nodes[s]["kind"] == "block" for s in src.successors(n)) and src.nodes[n]["sig"] in surplus:
+            opts.append("forward")
+        preds = [p for p in src.predecessors(n) if src.nodes[p]["kind"] == "block"]
+        if len(preds) == 1 and not src.nodes[preds[0]]["reduction"] and src.nodes[preds[0]]["sig"] in surplus:
+            opts.append("reverse")
+        if opts:
+            options[n] = opts
+    for examined, subset in enumerate(itertools.combinations(list(options), k)):
+        if examined >= MAX_INLINE_COMBOS:
+            return
+        for directions in itertools.product(*(options[n] for n in subset)):
+            plan = list(zip(subset, directions))
+            if _sigs_after(src, base, plan) == target_sigs:
+                yield plan
 
 
 def _sigs_after(src: nx.DiGraph, base: Counter, plan: list) -> Counter:
@@ -469,29 +477,106 @@ def match_tir(source: dict, transformed: dict) -> dict:
 
 
 def _search(src: nx.DiGraph, tgt: nx.DiGraph, strict: bool) -> tuple[list, int]:
-    """All (contracted source, mapping) pairs found with the smallest inline set."""
+    """(contracted source, plan, mapping) solutions: the anchored plan first, else enumerated plans."""
     n_src = sum(1 for n in src if src.nodes[n]["kind"] == "block")
     n_tgt = sum(1 for n in tgt if tgt.nodes[n]["kind"] == "block")
     k = n_src - n_tgt
     if k < 0:
         return [], 0
-    target_sigs = Counter(tgt.nodes[n]["sig"] for n in tgt if tgt.nodes[n]["kind"] == "block")
     params_needed = {n for n in tgt if tgt.nodes[n]["kind"] == "param"}
-    solutions, trials = [], 0
+    plan = derive_plan(src, tgt, strict)
+    if plan is not None and len(plan) == k:
+        solutions = _solutions(src, tgt, plan, strict, params_needed)
+        if solutions:
+            return solutions, 1
+    target_sigs = Counter(tgt.nodes[n]["sig"] for n in tgt if tgt.nodes[n]["kind"] == "block")
+    solutions, trials = [], 1
     for plan in inline_plans(src, k, target_sigs):
         trials += 1
         if trials > MAX_INLINE_TRIALS:
             break
-        src_c = contract(src, plan)
-        if src_c is None:
-            continue
-        src_c.remove_nodes_from([n for n in list(src_c) if src_c.nodes[n]["kind"] == "param"
-                                 and n not in params_needed and src_c.degree(n) == 0])
-        for mapping in _isomorphisms(src_c, tgt, strict):
-            solutions.append((src_c, plan, mapping))
+        solutions += _solutions(src, tgt, plan, strict, params_needed)
         if len(solutions) >= MAX_ISOMORPHISMS:
             break
     return solutions, trials
+
+
+def _solutions(src, tgt, plan, strict, params_needed) -> list:
+    src_c = contract(src, plan)
+    if src_c is None:
+        return []
+    src_c.remove_nodes_from([n for n in list(src_c) if src_c.nodes[n]["kind"] == "param"
+                             and n not in params_needed and src_c.degree(n) == 0])
+    return [(src_c, plan, mapping) for mapping in _isomorphisms(src_c, tgt, strict)]
+
+
+def derive_plan(src: nx.DiGraph, tgt: nx.DiGraph, strict: bool) -> list | None:
+    """The inline plan implied by the dataflow, found without enumeration.
+
+    Units are visited in topological order, so their inputs are already placed.  A unit's
+    source counterpart is a block ``r`` writing what the unit writes plus every block ``U`` between
+    ``r`` and the unit's (placed) inputs; ``{r} + U`` must read exactly those inputs and carry the
+    unit's op mix.  ``U`` was inlined: forward into ``r`` (compute_inline), or ``r`` backward into
+    one of them (reverse_compute_inline) when that one has the unit's iterators.  Returns None when
+    some unit has no such counterpart (the caller then enumerates).
+    """
+    placed: dict[str, str] = {}
+    claimed: set = set()
+    plan: list = []
+    for t in nx.topological_sort(tgt):
+        attrs = tgt.nodes[t]
+        if attrs["kind"] == "param":
+            if t not in src:
+                return None
+            placed[t] = t
+            continue
+        if any(p not in placed for p in tgt.predecessors(t)):
+            return None
+        anchors = {placed[p] for p in tgt.predecessors(t)}
+        candidates = [c for r in src if r not in claimed and src.nodes[r]["kind"] == "block"
+                      for c in _counterparts(src, r, anchors, attrs, claimed, strict)]
+        if not candidates:
+            return None
+        score, r, members, steps = max(candidates, key=lambda c: c[0])
+        claimed |= {r} | {m for m in members if m != r and not _shared_inline(src, m)}
+        placed[t] = r
+        plan += [step for step in steps if step not in plan]
+    return plan
+
+
+def _shared_inline(src: nx.DiGraph, node: str) -> bool:
+    """A producer inlined into several consumers may appear in several units."""
+    return sum(1 for s in src.successors(node) if src.nodes[s]["kind"] == "block") > 1
+
+
+def _counterparts(src: nx.DiGraph, r: str, anchors: set, t: dict, claimed: set, strict: bool) -> list:
+    """(score, r, members, plan steps) for every way ``r`` plus its private ancestors can be unit ``t``."""
+    ra = src.nodes[r]
+    if ra["sig"] != t["sig"] or ra["reduction"] != t["reduction"]:
+        return []
+    ancestors = nx.ancestors(src, r)
+    if not anchors <= ancestors:
+        return []
+    upstream = set(anchors).union(*(nx.ancestors(src, a) for a in anchors)) if anchors else set()
+    between = [u for u in nx.topological_sort(src.subgraph(ancestors - upstream))]
+    if any(src.nodes[u]["kind"] != "block" or src.nodes[u]["reduction"] or u in claimed for u in between):
+        return []
+    members = [r] + between
+    ext = {p for m in members for p in src.predecessors(m) if p not in members}
+    ops = frozenset().union(*(src.nodes[m]["ops"] for m in members))
+    if ext != anchors or (strict and ops != t["ops"]) or (not strict and not t["ops"] <= ops):
+        return []
+    names = {base_name(n) for n in t["names"]}
+    out = []
+    if t["loose_iters"] or src.nodes[r]["iters"] & t["iters"] or not strict:
+        score = 3 * (ra["names"][0] in names) + 2 * bool(ra["lines"] & t["lines"])
+        out.append((score, r, members, [(u, "forward") for u in between]))
+    preds = [p for p in src.predecessors(r) if src.nodes[p]["kind"] == "block"]
+    if len(preds) == 1 and preds[0] in between and (src.nodes[preds[0]]["iters"] & t["iters"] or t["loose_iters"]):
+        host = preds[0]
+        score = 3 * (src.nodes[host]["names"][0] in names) + 2 * bool(src.nodes[host]["lines"] & t["lines"])
+        out.append((score, r, members, [(u, "forward") for u in between if u != host] + [(r, "reverse")]))
+    return out
 
 
 def _assignment(sol, units) -> tuple:

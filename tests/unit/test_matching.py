@@ -198,3 +198,16 @@ def test_relax_names_only_and_unmatched():
     result = matching.match_relax(source, nothing)
     assert result["sites"][0]["match"] == matching.UNMATCHED
     assert result["unmatched"] == ["0/z"] and result["unmatched_source"] == ["y"]
+
+
+def test_long_inline_chain_is_placed_without_enumeration():
+    """30 elementwise blocks of one shape, fused three by three: the dataflow fixes the plan."""
+    ops = ["add", "mul", "sub", "max", "min", "exp"]
+    source = tir(*[block(f"e{i}", "SS", [ops[i % 6]], f"B{i + 1}", (64, 64), [f"B{i}"]) for i in range(30)])
+    fused = [block(f"t{g}", "SS", {ops[(3 * g + j) % 6] for j in range(3)}, f"B{3 * g + 3}", (64, 64), [f"B{3 * g}"])
+             for g in range(10)]
+    result = matching.match_tir(source, tir(*fused))
+    assert result["method"] == "isomorphism" and result["trials"] == 1
+    assert all(sorted(result["transformed"][f"t{g}"]["source"]) == sorted(f"e{3 * g + j}" for j in range(3))
+               for g in range(10))
+    assert result["transformed"]["t4"]["source"][0] == "e14"
