@@ -13,8 +13,9 @@ rows the worker extracts), and each says so in its ``source``:
 Gains are log2 ratios (1 = twice as good).  Per cell: mean per category; ``z`` = the max over the
 categories and ``winner`` = which one.  The measured end-to-end speedup (baseline_us / latency) is
 reported next to them, not folded into ``z``: it is the sum of all effects, not a resource.
-Contour lines of ``z`` are traced on a grid interpolated from the cell centres; each line is
-oriented so that higher ``z`` lies on its left, and carries ticks pointing uphill.
+Contour lines of ``z`` are traced on a grid interpolated (linearly) from the cell centres and
+masked outside the honeycomb (farther than one hex size from every cell); each line is oriented so
+that higher ``z`` lies on its left, and carries ticks pointing uphill.
 """
 from __future__ import annotations
 
@@ -181,6 +182,9 @@ def contour_lines(xy: np.ndarray, z: np.ndarray, size: float, levels: list[float
         return {"levels": [], "lines": []}
     GX, GY = np.meshgrid(gx, gy)
     Z = interp(GX, GY)
+    from scipy.spatial import cKDTree
+    dist, _ = cKDTree(xy).query(np.stack([GX.ravel(), GY.ravel()], axis=1))
+    Z[(dist > size).reshape(Z.shape)] = np.nan  # only over the honeycomb, not across empty space
     levels = levels if levels is not None else nice_levels(float(vals.min()), float(vals.max()))
     import contourpy
     gen = contourpy.contour_generator(gx, gy, np.ma.masked_invalid(Z), line_type="Separate")

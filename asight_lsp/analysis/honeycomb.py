@@ -1,8 +1,8 @@
 """Honeycomb layout: 2-D reduction, clustering, hex cells grown from cluster centres.
 
 Pipeline (``layout``): standardised features -> PCA to 2-D -> KMeans with k chosen by the mean
-silhouette (k = 2..8, silhouette on a seeded sample of at most 2,000 points) -> hex cells grown
-outward from each cluster centre.  Growth visits each cluster's points nearest-first (clusters
+silhouette (k = 2..8, silhouette on a seeded sample of at most 2,000 points) -> clusters packed
+together (``pack_centres``) -> hex cells grown outward from each cluster centre.  Growth visits each cluster's points nearest-first (clusters
 interleaved by their rank fraction, so they grow at the same pace) and puts each point into the
 nearest cell of its own cluster that still has room, or claims the nearest free hex next to the
 cluster's region.  So every cluster is one connected patch of cells, every point sits in exactly
@@ -31,7 +31,7 @@ CAPACITY_SLACK = 2.0  # a cell holds up to twice the average: dense spots spill 
 @dataclass
 class Layout:
     """The honeycomb of ``n`` points.  ``cell_of[i]`` is the cell of point i."""
-    xy: np.ndarray                    # (n, 2) reduced coordinates
+    xy: np.ndarray                    # (n, 2) plane coordinates (reduced, clusters packed)
     labels: np.ndarray                # (n,) cluster of each point
     centres: np.ndarray               # (k, 2)
     cell_of: np.ndarray               # (n,) cell index
@@ -42,6 +42,7 @@ class Layout:
     k: int
     reduction: dict = field(default_factory=dict)
     clustering: dict = field(default_factory=dict)
+    pca_xy: np.ndarray | None = None  # the reduced coordinates before packing
 
     @property
     def cells_xy(self) -> np.ndarray:
@@ -261,6 +262,37 @@ def grow(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: float, c
     return cell_of, np.asarray(grower.qr, dtype=np.int64).reshape(-1, 2), np.asarray(grower.cluster, dtype=np.int32)
 
 
+def pack_centres(centres: np.ndarray, counts: np.ndarray, size: float, capacity: int) -> np.ndarray:
+    """Cluster centres pulled toward their common centroid until the clusters' regions would touch.
+
+    A cluster of ``c`` points needs about ``ceil(c / capacity)`` hexes, a disc of radius
+    ``r = sqrt(cells * hex_area / pi)``.  Clusters are placed nearest-to-the-centroid first; each
+    slides along its own ray from the centroid to the closest point (never farther than it was)
+    where its disc clears the discs already placed.  Directions are kept, empty space between
+    clusters is removed, so the honeycomb is one compact picture.
+    """
+    k = len(centres)
+    if k < 2:
+        return centres.copy()
+    cells = np.ceil(np.maximum(counts, 1) / capacity)
+    radius = np.sqrt(cells * 1.5 * SQRT3 * size * size / math.pi) + 0.5 * size
+    mid = np.average(centres, axis=0, weights=np.maximum(counts, 1))
+    offsets = centres - mid
+    dist = np.linalg.norm(offsets, axis=1)
+    packed = centres.copy()
+    placed: list[int] = []
+    for c in np.argsort(dist, kind="stable"):
+        unit = offsets[c] / dist[c] if dist[c] > 1e-12 else np.array([1.0, 0.0])
+        steps = np.linspace(0.0, max(dist[c], 0.0), max(2, int(dist[c] / (0.25 * size)) + 2))
+        candidates = mid + steps[:, None] * unit
+        ok = np.ones(len(steps), dtype=bool)
+        for j in placed:
+            ok &= np.linalg.norm(candidates - packed[j], axis=1) >= radius[c] + radius[j]
+        packed[c] = candidates[int(np.argmax(ok))] if ok.any() else centres[c]
+        placed.append(int(c))
+    return packed
+
+
 def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     """The honeycomb of standardised features ``X`` (n, d)."""
     from threadpoolctl import threadpool_limits
@@ -271,9 +303,14 @@ def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     m = cells or target_cells(n)
     capacity = max(1, math.ceil(CAPACITY_SLACK * n / max(m, 1)))
     size = hex_size_for(xy, m)
-    cell_of, qr, owners = grow(xy, labels, centres, size, capacity)
-    return Layout(xy, labels, centres, cell_of, qr, owners, size, capacity, int(len(centres)),
-                  reduction, clustering)
+    counts = np.bincount(labels, minlength=len(centres))
+    packed = pack_centres(centres, counts, size, capacity)
+    plane = xy + (packed - centres)[labels]  # each cluster moved rigidly to its packed centre
+    cell_of, qr, owners = grow(plane, labels, packed, size, capacity)
+    clustering = dict(clustering, packing="cluster centres pulled toward their centroid until the clusters "
+                                          "touch; each cluster keeps its own shape")
+    return Layout(plane, labels, packed, cell_of, qr, owners, size, capacity, int(len(centres)),
+                  reduction, clustering, pca_xy=xy)
 
 
 def adjacent_pairs(qr: np.ndarray) -> list[tuple[int, int]]:

@@ -22,12 +22,14 @@ def build_graph(function: Function) -> nx.MultiDiGraph:
     writers: dict[str, list[str]] = {}
     for blk in blocks:
         g.add_node(blk.name, kind="block", label=blk.name, iter_kinds=blk.iter_kinds, flops=blk.flops,
-                   bytes=blk.bytes, line=blk.range["start"]["line"], id=blk.id)
+                   bytes=blk.bytes, line=blk.range["start"]["line"], block_id=blk.id)
         for buf in blk.writes:
             writers.setdefault(buf, []).append(blk.name)
     for blk in blocks:
         for buf in dict.fromkeys(blk.reads):
             sources = [w for w in writers.get(buf, []) if w != blk.name]
+            if not sources and buf in blk.writes:
+                continue  # a reduction reading its own output
             if not sources:
                 sources = [_io(g, buf, "input")]
             for src in sources:

@@ -18,7 +18,7 @@ POSTPROC = "EnterPostproc"
 # Instructions that shape a sketch, and how to describe one (block name filled in).
 _TAGS = {"CacheWrite": "cache-write {block}", "CacheRead": "cache-read {block}",
          "ReindexCacheWrite": "cache-write {block}", "ReindexCacheRead": "cache-read {block}",
-         "ReverseComputeAt": "fuse {block} into its producer's tile", "ComputeAt": "compute {block} at a loop",
+         "ReverseComputeAt": "fuse {block} at {loop}", "ComputeAt": "compute {block} at {loop}",
          "ComputeInline": "inline {block}", "ReverseComputeInline": "inline {block} into its producer",
          "RFactor": "rfactor {block}", "Blockize": "blockize {block}", "Tensorize": "tensorize {block}",
          "AddUnitLoop": "unit loop {block}", "Bind": "thread binding"}
@@ -71,6 +71,11 @@ class _Resolver:
         found = self.rv.get(rv) if isinstance(rv, str) else None
         return found[1] if found else None
 
+    def loop_label(self, rv: Any) -> str | None:
+        """``j0`` for the outermost tile of source loop j (None when not known)."""
+        found = self.rv.get(rv) if isinstance(rv, str) else None
+        return found[3] if found and len(found) > 3 else None
+
     def loop_of(self, rv: Any) -> tuple[str | None, int | None]:
         found = self.rv.get(rv) if isinstance(rv, str) else None
         if found and found[0] == "loop":
@@ -82,12 +87,15 @@ class _Resolver:
             self.rv[outputs[0]] = ("block", attrs[0])
         elif kind == "GetLoops" and inputs:
             block = self.block_of(inputs[0])
+            info = self.blocks.get(block) if block else None
+            names = info.loop_vars[-len(outputs):] if info and len(info.loop_vars) >= len(outputs) else []
             for pos, out in enumerate(outputs):
-                self.rv[out] = ("loop", block, pos)
+                self.rv[out] = ("loop", block, pos, names[pos] if names else f"loop{pos}")
         elif kind in ("Split", "Fuse") and inputs:
             block, _ = self.loop_of(inputs[0])
-            for out in outputs:
-                self.rv[out] = ("derived", block)
+            base = self.loop_label(inputs[0]) if kind == "Split" else None
+            for k, out in enumerate(outputs):
+                self.rv[out] = ("derived", block, None, f"{base}{k}" if base else None)
         elif kind in ("GetConsumers", "GetProducers") and inputs:
             self._neighbours(self.block_of(inputs[0]), outputs, kind == "GetConsumers")
         elif kind in ("CacheWrite", "CacheRead", "ReindexCacheWrite", "ReindexCacheRead") and inputs and outputs:
@@ -241,6 +249,8 @@ def sketch_signature(insts: list) -> tuple:
             extra = str(attrs[0])
         elif kind in ("CacheWrite", "CacheRead") and len(attrs) > 1:
             extra = str(attrs[1])
+        elif kind in ("ComputeAt", "ReverseComputeAt") and len(inst[1] or []) > 1:
+            extra = str(inst[1][1])  # the loop: different levels are different sketches
         out.append(f"{kind}:{extra}" if extra else kind)
     return tuple(out)
 
@@ -258,7 +268,12 @@ def sketch_tags(insts: list, blocks: dict[str, BlockInfo] | None = None) -> list
             block = resolver.block_of(inputs[0]) if inputs else None
             if block is None and inputs:
                 block, _ = resolver.loop_of(inputs[0])
-            tag = _TAGS[kind].format(block=block or "a block")
+            loop = None
+            if kind in ("ComputeAt", "ReverseComputeAt") and len(inputs) > 1:
+                target, _ = resolver.loop_of(inputs[1])
+                label = resolver.loop_label(inputs[1])
+                loop = f"{target} {label}" if target and label else (f"loop of {target}" if target else None)
+            tag = _TAGS[kind].format(block=block or "a block", loop=loop or "a sampled loop")
             if tag not in tags:
                 tags.append(tag)
         resolver.feed(kind, inputs, attrs, outputs)
@@ -276,3 +291,46 @@ def label_sketches(tag_lists: Iterable[list[str]]) -> list[str]:
         used[label] = used.get(label, 0) + 1
         labels.append(label if used[label] == 1 else f"{label} ({used[label]})")
     return labels
+
+
+def _snake(kind: str) -> str:
+    out = ""
+    for i, ch in enumerate(kind):
+        if ch.isupper() and i and not kind[i - 1].isupper():
+            out += "_"
+        out += ch.lower()
+    return out.replace("s_block", "sblock")
+
+
+def format_trace(insts: list, decisions: list) -> str:
+    """A readable listing of a recorded trace, in the style of ``Trace.as_python`` (no TVM):
+    one ``outputs = sch.kind(inputs, attrs)`` line per instruction, sampled decisions inlined."""
+    chosen = {}
+    for item in decisions or []:
+        try:
+            chosen[int(item[0])] = item[1]
+        except (TypeError, ValueError, IndexError):
+            continue
+    lines = []
+    for index, inst in enumerate(insts or []):
+        if not isinstance(inst, list) or len(inst) < 4:
+            continue
+        kind, inputs, attrs, outputs = inst[0], inst[1] or [], inst[2] or [], inst[3] or []
+        if kind == POSTPROC:
+            lines.append("# post-processing")
+            continue
+        args = [str(a) for a in inputs]
+        if kind in ("GetSBlock", "GetBlock") and attrs:
+            args = [f'name="{attrs[0]}"'] + ([f'func_name="{attrs[1]}"'] if len(attrs) > 1 else [])
+        elif attrs:
+            args.append(f"attrs={json_compact(attrs)}")
+        if index in chosen:
+            args.append(f"decision={json_compact(chosen[index])}")
+        call = f"sch.{_snake(kind)}({', '.join(args)})"
+        lines.append(f"{', '.join(outputs)} = {call}" if outputs else call)
+    return "\n".join(lines)
+
+
+def json_compact(value: Any) -> str:
+    import json
+    return json.dumps(value, separators=(", ", ": "))

@@ -1,0 +1,55 @@
+"""``asight loops --run R``: loop view (strategy frequencies per stage) and stage graph of a run."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import AsightError
+from .common import print_json
+from .space import add_run_options, load
+
+
+def add_parser(sub):
+    p = sub.add_parser("loops", help="loop view (scheduling strategies per stage) and stage graph of a run")
+    add_run_options(p)
+    p.add_argument("--json", action="store_true",
+                   help='print {"loopView": asight.loopView/1, "stageGraph": asight.stageGraph/1}')
+    return p
+
+
+def run(args) -> int:
+    from ..views.loops import loop_view, stage_graph
+    data = load(args)
+    view, graph = loop_view(data), stage_graph(data)
+    if view["status"] != "ok":
+        raise AsightError(view["message"])
+    if args.json:
+        print_json({"loopView": view, "stageGraph": graph})
+    else:
+        sys.stdout.write(render(view, graph))
+    return 0
+
+
+def _dist(items: list[dict], limit: int = 4) -> str:
+    return ", ".join(f"{d['value']} {d['share'] * 100:.0f}%" for d in items[:limit]) or "-"
+
+
+def render(view: dict, graph: dict) -> str:
+    lines = [f"loop view of {view['function']} (run {view['run']['id']}, {view['run']['measured']} candidates)"]
+    for st in view["stages"]:
+        kinds = f" [{st['iter_kinds']}]" if st.get("iter_kinds") else ""
+        lines.append(f"stage {st['block']}{kinds}")
+        for var, dist in st["strategies"]["tile"].items():
+            lines.append(f"  tile {var}: {_dist(dist)}")
+        for name in ("vectorize", "parallel", "unroll", "cache", "compute_at"):
+            lines.append(f"  {name}: {_dist(st['strategies'][name])}")
+        if st["loop_share"]:
+            lines.append("  share of loops: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in st["loop_share"].items()))
+        if st.get("best"):
+            lines.append(f"  best schedule: {st['best']['headline'] or '-'}")
+    if graph["status"] == "ok":
+        lines.append(f"stage graph ({len(graph['nodes'])} nodes, {len(graph['edges'])} buffer edges):")
+        for e in graph["edges"]:
+            lines.append(f"  {e['source']} --{e['buffer']}--> {e['target']}")
+    else:
+        lines.append(f"stage graph: {graph['message']}")
+    return "\n".join(lines) + "\n"

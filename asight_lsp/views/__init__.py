@@ -1,0 +1,56 @@
+"""Versioned JSON payloads of the analytics: what the webviews, the HTML report and the PNG draw.
+
+=====================  ==========================  =====================================
+schema                 builder                     language-server request
+=====================  ==========================  =====================================
+asight.searchSpace/1   ``searchspace.search_space``  ``asight/searchSpace``
+asight.loopView/1      ``loops.loop_view``           ``asight/loopView``
+asight.stageGraph/1    ``loops.stage_graph``         ``asight/stageGraph``
+asight.principles/1    ``principles.principles``     ``asight/principles``
+=====================  ==========================  =====================================
+
+Each builder takes a ``RunData`` (``context.load_run``).  ``build(kind, run_dir)`` is the one-call
+entry point for the language server: it loads the run (features from the cache; pass a worker to
+extract missing ones) and returns the payload.  Every payload has ``schema``, ``status``
+(``ok`` / ``unavailable``), ``run`` and ``notes``; ``REQUIRED`` lists the keys an ``ok`` payload has.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runs import Run
+from .context import RunData, load_run
+from .loops import LOOP_VIEW_SCHEMA, STAGE_GRAPH_SCHEMA, loop_view, stage_graph
+from .principles import SCHEMA as PRINCIPLES_SCHEMA, principles
+from .searchspace import SCHEMA as SEARCH_SPACE_SCHEMA, search_space
+
+BUILDERS = {"searchSpace": search_space, "loopView": loop_view, "stageGraph": stage_graph,
+            "principles": principles}
+SCHEMAS = {"searchSpace": SEARCH_SPACE_SCHEMA, "loopView": LOOP_VIEW_SCHEMA, "stageGraph": STAGE_GRAPH_SCHEMA,
+           "principles": PRINCIPLES_SCHEMA}
+COMMON = ("schema", "status", "run", "notes")
+REQUIRED = {
+    SEARCH_SPACE_SCHEMA: COMMON + ("features", "reduction", "clustering", "hex", "categories", "cells",
+                                   "boundaries", "color_scale", "best", "candidates", "contour"),
+    LOOP_VIEW_SCHEMA: COMMON + ("function", "stages", "sources"),
+    STAGE_GRAPH_SCHEMA: COMMON + ("function", "nodes", "edges"),
+    PRINCIPLES_SCHEMA: COMMON + ("principles", "constraints", "tested", "settings"),
+}
+
+
+def missing_keys(payload: dict) -> list[str]:
+    """Keys an ``ok`` payload of its schema must have but lacks (``[]`` = well-formed)."""
+    if payload.get("status") != "ok":
+        return [k for k in ("schema", "status", "message") if k not in payload]
+    return [k for k in REQUIRED.get(payload.get("schema"), COMMON) if k not in payload]
+
+
+def build(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0) -> dict:
+    """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run."""
+    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text)
+    builder = BUILDERS[kind]
+    return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
+
+
+__all__ = ["RunData", "load_run", "search_space", "loop_view", "stage_graph", "principles", "build",
+           "missing_keys", "SCHEMAS", "REQUIRED"]

@@ -1,0 +1,63 @@
+"""``asight.loopView/1`` and ``asight.stageGraph/1`` payloads of a run."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.loopview import SOURCES, loop_view as compute_loop_view
+from ..analysis.stagegraph import build_graph, layered_positions
+from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
+from .context import RunData, clean, run_info
+
+LOOP_VIEW_SCHEMA = "asight.loopView/1"
+STAGE_GRAPH_SCHEMA = "asight.stageGraph/1"
+
+
+def best_summary(data: RunData) -> dict:
+    """Per block: what the best candidate's schedule did (``trace_summary``), or {}."""
+    best = data.table.best_index()
+    if best is None:
+        return {}
+    rec = data.table.records[best]
+    sources = source_blocks(data.function) if data.function is not None else []
+    return summarize_trace(rec["insts"], rec["decisions"], sources)["blocks"]
+
+
+def loop_view(data: RunData) -> dict:
+    """Per stage: distribution of scheduling strategies among the measured candidates."""
+    base = {"schema": LOOP_VIEW_SCHEMA, "run": run_info(data), "notes": list(data.notes)}
+    if not data.table.valid.any():
+        return {**base, "status": "unavailable", "message": "the run has no measured candidate yet"}
+    stages = compute_loop_view(data.table, data.function)
+    best = best_summary(data)
+    for stage in stages:
+        summary = best.get(stage["block"])
+        stage["best"] = {"headline": block_headline(summary), "steps": summary.get("steps", [])} if summary else None
+        if data.function is not None:
+            blk = next((b for b in data.function.blocks if b.name == stage["block"]), None)
+            stage["range"] = blk.range if blk else None
+            stage["id"] = blk.id if blk else None
+    return clean({**base, "status": "ok", "function": data.function.id if data.function else data.meta.function,
+                  "stages": stages, "sources": SOURCES,
+                  "scheduled_loops_available": bool(any(data.table.loops[i] for i in np.flatnonzero(data.table.valid)))})
+
+
+def stage_graph(data: RunData) -> dict:
+    """Blocks (or Relax bindings) as nodes, buffers as edges, with a layered layout."""
+    base = {"schema": STAGE_GRAPH_SCHEMA, "run": run_info(data), "notes": list(data.notes)}
+    if data.function is None:
+        return {**base, "status": "unavailable",
+                "message": f"source of {data.meta.function} not found ({data.meta.file})"}
+    graph = build_graph(data.function)
+    pos = layered_positions(graph)
+    best = best_summary(data)
+    nodes = []
+    for name, attrs in graph.nodes(data=True):
+        node = {"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]}
+        if attrs.get("kind") == "block" and name in best:
+            node["schedule"] = block_headline(best[name])
+        nodes.append(node)
+    edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
+    return clean({**base, "status": "ok", "function": data.function.id, "kind": data.function.kind,
+                  "nodes": nodes, "edges": edges,
+                  "layout": "layer = longest path from the inputs; row = order within the layer",
+                  "source": "source map (TVMScript blocks' reads/writes; Relax bindings' arguments)"})
