@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .compat import Trace, normalize_mod, relax, s_tir, tirx, tvm, tvm_ffi
+from .compat import Trace, host_target, normalize_mod, relax, s_tir, tirx, tvm, tvm_ffi
 from .parse import parse_unit
 
 ITER_KINDS = {0: "S", 1: "T", 2: "R", 3: "C", 4: "O"}
@@ -432,6 +432,7 @@ def relax_task_graph(grouped, fused_tir, fn: str) -> dict:
     """
     func = grouped[fn]
     names = {g.name_hint for g in grouped.get_global_vars()}
+    kernels = {g.name_hint for g in fused_tir.get_global_vars()}
     nodes, edges, sites = [], [], []
     produced = {p.name: [f"param:{p.name}"] for p in func.params}
     for p in func.params:
@@ -446,16 +447,15 @@ def relax_task_graph(grouped, fused_tir, fn: str) -> dict:
             produced[b.var.name] = [outs[value.index]] if value.index < len(outs) else outs
             continue
         if isinstance(target, relax.Function):
-            site_nodes, outs = _expand_group(grouped, target, value, b.var, len(sites), produced, edges)
+            site_nodes, outs = _expand_group(grouped, target, value, len(sites), produced, edges)
         elif isinstance(target, tirx.PrimFunc):
-            site_nodes, outs = _single_call(grouped, target, value, b.var, len(sites), produced, edges)
+            site_nodes, outs = _single_call(target, value, b.var, len(sites), produced, edges)
         else:  # a tuple, a VM builtin, a packed call: pass the producers through
             produced[b.var.name] = [x for u in _var_uses(value) for x in produced.get(u, [])]
             continue
         sites.append({"site": len(sites), "function": callee, "var": b.var.name,
                       "nodes": [n["id"] for n in site_nodes],
-                      "flops": _prim_flops(fused_tir[callee]) if callee in
-                      {g.name_hint for g in fused_tir.get_global_vars()} else None})
+                      "flops": _prim_flops(fused_tir[callee]) if callee in kernels else None})
         nodes += site_nodes
         produced[b.var.name] = outs
     return {"kind": "relax", "function": fn, "nodes": nodes, "edges": edges, "sites": sites}
@@ -471,9 +471,9 @@ def _inner_node(grouped, binding, site: int, function: str) -> dict:
             "flops": _prim_flops(prim) if isinstance(prim, tirx.PrimFunc) else None}
 
 
-def _expand_group(grouped, group, call, var, site: int, produced: dict, edges: list):
+def _expand_group(grouped, group, call, site: int, produced: dict, edges: list):
     function = call.op.name_hint
-    arg_producers = [produced.get(u, []) for a in call.args for u in _var_uses(a)]
+    arg_producers = [[x for u in _var_uses(a) for x in produced.get(u, [])] for a in call.args]
     param_map = {p.name: arg_producers[i] if i < len(arg_producers) else [] for i, p in enumerate(group.params)}
     local, nodes = dict(param_map), []
     for b in _bindings(group):
@@ -491,7 +491,7 @@ def _expand_group(grouped, group, call, var, site: int, produced: dict, edges: l
     return nodes, outs
 
 
-def _single_call(grouped, prim, call, var, site: int, produced: dict, edges: list):
+def _single_call(prim, call, var, site: int, produced: dict, edges: list):
     _, callee = _call_op(call)
     shape, dtype = _tensor(var)
     node = {"id": f"{site}/{var.name}", "kind": "call", "name": var.name, "site": site, "function": callee,
@@ -511,7 +511,6 @@ def relax_graph(params: dict, emit=None) -> dict:
     if not isinstance(parsed, tvm.IRModule) or fn not in [g.name_hint for g in parsed.get_global_vars()] \
             or not isinstance(parsed[fn], relax.Function):
         raise ValueError(f"no Relax function '{fn}' in the unit")
-    from .compat import host_target
     target = host_target()
     legal = tvm.transform.Sequential(_pipeline(target))(parsed)
     grouped = tvm.transform.Sequential([relax.transform.FoldConstant(), relax.transform.FuseOps()])(legal)

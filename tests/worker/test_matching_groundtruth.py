@@ -47,6 +47,37 @@ def twins(A: T.Buffer((64, 64), "float32"), B1: T.Buffer((64, 64), "float32"),
 '''
 
 
+RESIDUAL_CHAIN = '''
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Res:
+    @R.function
+    def main(x: R.Tensor((1, 8, 16, 16), "float32"), w: R.Tensor((8, 8, 3, 3), "float32"),
+             b: R.Tensor((1, 8, 1, 1), "float32")) -> R.Tensor((1, 8, 16, 16), "float32"):
+        with R.dataflow():
+            a1 = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            a2 = R.add(a1, b)
+            a3 = R.nn.relu(a2)
+            a4 = R.add(a3, x)
+            b1 = R.nn.conv2d(a4, w, padding=[1, 1, 1, 1])
+            b2 = R.add(b1, b)
+            b3 = R.nn.relu(b2)
+            b4 = R.add(b3, a4)
+            c1 = R.nn.conv2d(b4, w, padding=[1, 1, 1, 1])
+            c2 = R.add(c1, b)
+            c3 = R.nn.relu(c2)
+            c4 = R.add(c3, b4)
+            t = R.permute_dims(c4, [0, 1, 3, 2])
+            s = R.nn.softmax(t, axis=-1)
+            out = R.multiply(s, R.const(2.0, "float32"))
+            R.output(out)
+        return out
+'''
+
+
 def _params(text: str, sblock_alloc: bool = False) -> dict:
     if sblock_alloc:
         text = text.replace("T.alloc_buffer", "T.sblock_alloc_buffer")
@@ -285,6 +316,20 @@ def test_relax_match_survives_renamed_transformed_vars():
     result = matching.match_relax(reply["source"], reply["transformed"])
     sites = {s["function"]: s["bindings"] for s in result["sites"]}
     assert sites["fused_conv2d_add_relu"] == ["c2", "s", "r2"] and sites["fused_conv2d_relu"] == ["c1", "r1"]
+
+
+def test_relax_deduplicated_kernel_calls_are_told_apart_by_dataflow():
+    """FuseOps turns three identical residual blocks into ONE function called three times; its inner
+    variable names are those of the first block, so names point all three calls at a1..a4."""
+    reply = graphs.relax_graph(_params(RESIDUAL_CHAIN))
+    functions = [s["function"] for s in reply["transformed"]["sites"]]
+    assert functions[:3] == ["fused_conv2d_add_relu_add1"] * 3
+    result = matching.match_relax(reply["source"], reply["transformed"])
+    assert [s["bindings"] for s in result["sites"]] == [
+        ["a1", "a2", "a3", "a4"], ["b1", "b2", "b3", "b4"], ["c1", "c2", "c3", "c4"], ["t"], ["s", "out"]]
+    assert all(s["match"] == matching.GRAPH for s in result["sites"])
+    assert "names agree on 0/4" in result["sites"][1]["evidence"]
+    assert result["unmatched"] == [] and result["unmatched_source"] == []
 
 
 # --------------------------------------------------------------------------- real runs
