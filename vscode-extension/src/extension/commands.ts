@@ -1,0 +1,198 @@
+/**
+ * Palette commands (category "ASight") and the middleware that gives the server's own commands
+ * (run from code lenses) the same window behaviour: progress for Tune, panels for the show-commands.
+ *
+ * The palette uses its own ids (`asight.ui.*`): vscode-languageclient registers the server's
+ * command ids (`asight.tune`, ...) itself while the server runs, so contributing them as well would
+ * clash and leave the palette entries dead whenever the server is down.
+ */
+import { execFile } from "node:child_process";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { ExecuteCommandSignature, Middleware } from "vscode-languageclient/node";
+import { formatLatency } from "../shared/format";
+import type { PanelKind } from "../shared/messages";
+import * as P from "../shared/protocol";
+import { pickFunction as pickFunctionAt, type FunctionRef } from "./functions";
+import type { PanelManager } from "./panels";
+import type { ScheduleDocuments } from "./schedules";
+import { currentSettings, errorText, workspaceFolder, type ServerManager } from "./server";
+import { resolvePath } from "./settings";
+import { compareMarkdown, profileText } from "./texts";
+import { CANCEL_COMMAND, type TuningUi } from "./tuning";
+
+export const UI_COMMANDS = {
+  tune: "asight.ui.tune",
+  profile: "asight.ui.profile",
+  cancel: CANCEL_COMMAND,
+  showSearchSpace: "asight.ui.showSearchSpace",
+  showLoopView: "asight.ui.showLoopView",
+  showStageGraph: "asight.ui.showStageGraph",
+  showHotspots: "asight.ui.showHotspots",
+  compareRuns: "asight.ui.compareRuns",
+  applyBestSchedule: "asight.ui.applyBestSchedule",
+  openReport: "asight.ui.openReport",
+  restartServer: "asight.ui.restartServer",
+  showOutput: "asight.ui.showOutput",
+} as const;
+
+export interface Parts {
+  server: ServerManager;
+  tuning: TuningUi;
+  panels: PanelManager;
+  schedules: ScheduleDocuments;
+}
+
+const argsOf = (fn: FunctionRef) => ({ uri: fn.uri.toString(), function: fn.id });
+
+/** The middleware hooks for server commands (code lenses go through here). */
+export function commandMiddleware(get: () => Parts): Middleware {
+  const executeCommand = async (command: string, args: unknown[], next: ExecuteCommandSignature) => {
+    const parts = get();
+    const arg = (args[0] ?? {}) as P.ViewArgs & P.TuneArgs;
+    switch (command) {
+      case P.CMD_TUNE:
+        return parts.tuning.tune(arg.function ?? "", async () => (await next(command, args)) as P.CommandResult);
+      case P.CMD_SHOW_SEARCH_SPACE:
+        return parts.panels.show("searchSpace", arg, await next(command, args));
+      case P.CMD_SHOW_LOOP_VIEW:
+        return parts.panels.show("loopView", arg, await next(command, args));
+      case P.CMD_PROFILE:
+        return profileWithProgress(arg.function ?? "", () => next(command, args) as Promise<P.CommandResult>, parts, arg);
+      case P.CMD_APPLY_BEST_SCHEDULE:
+        return announceApplied((await next(command, args)) as Record<string, unknown>);
+      default:
+        return next(command, args);
+    }
+  };
+  return { executeCommand };
+}
+
+async function profileWithProgress(label: string, run: () => Promise<P.CommandResult>, parts: Parts, args: P.ViewArgs) {
+  try {
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `ASight: profiling ${label} (baseline and tuned)…` },
+      run);
+    const pick = await vscode.window.showInformationMessage(`ASight: ${label}: ${profileText(result)}`, "Show Hotspots");
+    if (pick) await parts.panels.show("hotspots", args);
+    return result;
+  } catch (err) {
+    void vscode.window.showErrorMessage(errorText(err));
+    return undefined;
+  }
+}
+
+function announceApplied(result: Record<string, unknown> | undefined) {
+  if (!result) return result;
+  const latency = typeof result.latencyUs === "number" ? ` (${formatLatency(result.latencyUs)})` : "";
+  if (result.applied === false) void vscode.window.showWarningMessage("ASight: the best schedule was not applied.");
+  else void vscode.window.showInformationMessage(`ASight: applied the best schedule of run ${String(result.run)}${latency}.`);
+  return result;
+}
+
+export function registerCommands(context: vscode.ExtensionContext, parts: Parts): void {
+  const { server, tuning, panels } = parts;
+  // Function pickers read the server's document symbols: start it first.
+  const pickFunction = async (title: string) => { await server.ensureStarted(); return pickFunctionAt(title); };
+  const reg = (id: string, fn: (...a: unknown[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, async (...a: unknown[]) => {
+      try { return await fn(...a); } catch (err) { void vscode.window.showErrorMessage(`ASight: ${errorText(err)}`); }
+    }));
+
+  reg(UI_COMMANDS.tune, async () => {
+    const fn = await pickFunction("ASight: tune which function?");
+    if (!fn) return;
+    const s = currentSettings();
+    const args: P.TuneArgs = { ...argsOf(fn), trials: s.trials, ...(s.target ? { target: s.target } : {}) };
+    await tuning.tune(fn.id, () => server.executeCommand<P.CommandResult>(P.CMD_TUNE, args));
+  });
+  reg(UI_COMMANDS.profile, async () => {
+    const fn = await pickFunction("ASight: profile which function?");
+    if (fn) await profileWithProgress(fn.id, () => server.executeCommand<P.CommandResult>(P.CMD_PROFILE, argsOf(fn)), parts, argsOf(fn));
+  });
+  reg(UI_COMMANDS.cancel, () => tuning.cancel());
+  const showPanel = (kind: PanelKind) => async () => {
+    const fn = await pickFunction(`ASight: which function?`);
+    if (fn) await panels.show(kind, argsOf(fn));
+  };
+  reg(UI_COMMANDS.showSearchSpace, showPanel("searchSpace"));
+  reg(UI_COMMANDS.showLoopView, showPanel("loopView"));
+  reg(UI_COMMANDS.showStageGraph, showPanel("stageGraph"));
+  reg(UI_COMMANDS.showHotspots, showPanel("hotspots"));
+  reg(UI_COMMANDS.compareRuns, () => compareRuns(server));
+  reg(UI_COMMANDS.applyBestSchedule, async () => {
+    const fn = await pickFunction("ASight: apply the best schedule of which function?");
+    if (!fn) return;
+    const mode = await vscode.window.showQuickPick([
+      { label: "Insert a schedule function", description: "the best trace as Python; the source stays as it is", mode: "trace" },
+      { label: "Replace with the scheduled TVMScript", description: "the function as TVM scheduled it", mode: "script" },
+    ], { title: "ASight: apply the best schedule as…" });
+    if (!mode) return;
+    announceApplied(await server.executeCommand(P.CMD_APPLY_BEST_SCHEDULE, { ...argsOf(fn), mode: mode.mode }));
+  });
+  reg(UI_COMMANDS.openReport, () => openReport(server));
+  reg(UI_COMMANDS.restartServer, () => server.restart());
+  reg(UI_COMMANDS.showOutput, () => server.output.show());
+}
+
+/** Pick runs of the function at the cursor (or of the whole store). */
+async function pickRuns(server: ServerManager, many: boolean, title: string): Promise<P.RunSummary[] | undefined> {
+  const editor = vscode.window.activeTextEditor;
+  const params = editor?.document.languageId === "python" ? { uri: editor.document.uri.toString() } : {};
+  const res = await server.request<{ runs?: P.RunSummary[] }>(P.REQ_RUNS, params);
+  const runs = (res?.runs ?? []).filter((r) => r.id);
+  if (runs.length === 0) {
+    void vscode.window.showInformationMessage("ASight: no runs yet. Tune a function first.");
+    return undefined;
+  }
+  const items = runs.map((r) => ({
+    label: `${r.function ?? "?"} · ${formatLatency(r.bestUs)}`,
+    description: `${r.trialsDone ?? 0} trials · ${r.state ?? ""}${r.stale ? " · stale" : ""}`,
+    detail: r.id, run: r,
+  }));
+  if (!many) {
+    const one = await vscode.window.showQuickPick(items, { title });
+    return one ? [one.run] : undefined;
+  }
+  const picked = await vscode.window.showQuickPick(items, { title, canPickMany: true });
+  return picked?.map((p) => p.run);
+}
+
+async function compareRuns(server: ServerManager): Promise<void> {
+  const runs = await pickRuns(server, true, "ASight: pick two runs to compare");
+  if (!runs) return;
+  if (runs.length !== 2) {
+    void vscode.window.showWarningMessage("ASight: pick exactly two runs to compare.");
+    return;
+  }
+  const payload = await server.executeCommand<Record<string, unknown>>(P.CMD_COMPARE_RUNS, { runs: runs.map((r) => r.id) });
+  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: compareMarkdown(payload) });
+  await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+/** `asight report FILE --run R -o OUT.html` with the server's interpreter, then open the file. */
+async function openReport(server: ServerManager): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.uri.scheme !== "file") {
+    void vscode.window.showWarningMessage("ASight: open the TVMScript file whose report you want.");
+    return;
+  }
+  const runs = await pickRuns(server, false, "ASight: report of which run?");
+  if (!runs?.[0]?.id) return;
+  const run = runs[0].id;
+  const status = await server.status();
+  const out = path.join(status.storeRoot ?? path.join(workspaceFolder() ?? os.tmpdir(), ".asight"), "runs", run, "report.html");
+  const python = resolvePath(currentSettings().pythonPath, workspaceFolder(), os.homedir()) || "python3";
+  const args = ["-m", "asight_lsp", "report", editor.document.uri.fsPath, "--run", run, "-o", out];
+  server.output.info(`report: ${python} ${args.join(" ")}`);
+  await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: "ASight: writing the report…" },
+    () => new Promise<void>((resolve, reject) => {
+      execFile(python, args, { cwd: workspaceFolder(), timeout: 300_000 }, (err, _stdout, stderr) => {
+        if (err) reject(new Error(stderr.trim().split("\n").pop() || err.message)); else resolve();
+      });
+    }));
+  const pick = await vscode.window.showInformationMessage(`ASight: report written to ${out}`, "Open in Browser", "Open as Text");
+  if (pick === "Open in Browser") await vscode.env.openExternal(vscode.Uri.file(out));
+  if (pick === "Open as Text") await vscode.window.showTextDocument(vscode.Uri.file(out));
+}

@@ -1,0 +1,255 @@
+/**
+ * Webview panels (search space, loop view, stage graph, hotspots): one per kind, drawn by the
+ * webview bundle from the server's payloads, restored after a reload by a WebviewPanelSerializer,
+ * refreshed when a run they show updates.
+ */
+import * as crypto from "node:crypto";
+import * as vscode from "vscode";
+import {
+  parseWebviewMessage, PANEL_KINDS, PANEL_TITLES, VIEW_TYPES, type HostMessage, type PanelKind, type PanelState,
+  type WebviewMessage,
+} from "../shared/messages";
+import * as P from "../shared/protocol";
+import { makeNonce, panelHtml } from "./html";
+import { errorText, type ServerManager } from "./server";
+
+/** The custom request that draws each panel. */
+export const PANEL_REQUESTS: Record<PanelKind, string> = {
+  searchSpace: P.REQ_SEARCH_SPACE,
+  loopView: P.REQ_LOOP_VIEW,
+  stageGraph: P.REQ_STAGE_GRAPH,
+  hotspots: P.REQ_HOTSPOTS,
+};
+
+/** What the host does for a webview's requests (open schedules, diffs). */
+export interface PanelActions {
+  openCandidate(run: string, trial: number): Promise<void>;
+  compareCandidates(run: string, a: number, b: number): Promise<void>;
+}
+
+const REFRESH_MS = 2000;
+
+class Panel {
+  last: HostMessage | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private lastFetch = 0;
+  private fetching: Promise<void> | undefined;
+
+  constructor(readonly manager: PanelManager, readonly panel: vscode.WebviewPanel, public state: PanelState) {}
+
+  post(msg: HostMessage): void {
+    this.last = msg;
+    void this.panel.webview.postMessage(msg);
+  }
+
+  /** Fetch and draw the payload (one fetch at a time). */
+  refresh(payload?: unknown): Promise<void> {
+    if (payload !== undefined) {
+      this.show(payload, undefined);
+      void this.fetchRuns(payload);
+      return Promise.resolve();
+    }
+    this.fetching ??= this.fetch().finally(() => { this.fetching = undefined; });
+    return this.fetching;
+  }
+
+  /** Refresh at most every REFRESH_MS while a run updates; `now` refreshes at once (a run ended). */
+  scheduleRefresh(now: boolean): void {
+    if (this.timer) clearTimeout(this.timer);
+    const wait = now ? 0 : Math.max(0, REFRESH_MS - (Date.now() - this.lastFetch));
+    this.timer = setTimeout(() => { this.timer = undefined; void this.refresh(); }, wait);
+  }
+
+  private async fetch(): Promise<void> {
+    this.lastFetch = Date.now();
+    const { kind, args } = this.state;
+    if (!this.last || this.last.type !== "show") this.post({ type: "loading", message: `Loading ${PANEL_TITLES[kind].toLowerCase()}…` });
+    try {
+      const payload = await this.manager.server.request(PANEL_REQUESTS[kind], args);
+      await this.show(payload, await this.manager.runsFor(args));
+    } catch (err) {
+      this.post({ type: "error", message: `ASight: ${PANEL_TITLES[kind]}: ${errorText(err)}` });
+    }
+  }
+
+  private async fetchRuns(payload: unknown): Promise<void> {
+    const runs = await this.manager.runsFor(this.state.args);
+    if (runs) this.show(payload, runs);
+  }
+
+  private async show(payload: unknown, runs: P.RunSummary[] | undefined): Promise<void> {
+    const { kind, args } = this.state;
+    let extra: unknown;
+    if (kind === "searchSpace" && !P.isUnavailable(payload)) {
+      extra = await this.manager.server.request(P.REQ_PRINCIPLES, args).catch(() => undefined);
+    }
+    const prev = this.last?.type === "show" ? this.last : undefined;
+    this.post({ type: "show", kind, args, payload, runs: runs ?? prev?.runs, extra });
+    this.panel.title = panelTitle(kind, args);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
+}
+
+export function panelTitle(kind: PanelKind, args: P.ViewArgs): string {
+  return `ASight ${PANEL_TITLES[kind]}` + (args.function ? `: ${args.function}` : args.run ? `: ${args.run}` : "");
+}
+
+export class PanelManager implements vscode.Disposable {
+  private readonly panels = new Map<PanelKind, Panel>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(readonly context: vscode.ExtensionContext, readonly server: ServerManager, private readonly actions: PanelActions) {
+    for (const kind of PANEL_KINDS) {
+      this.disposables.push(vscode.window.registerWebviewPanelSerializer(VIEW_TYPES[kind], {
+        deserializeWebviewPanel: async (panel, state: unknown) => {
+          const restored = restoreState(kind, state);
+          this.adopt(panel, restored);
+          await this.server.ensureStarted();
+          void this.panels.get(kind)?.refresh();
+        },
+      }));
+    }
+  }
+
+  private get root(): vscode.Uri {
+    return vscode.Uri.joinPath(this.context.extensionUri, "out", "webview");
+  }
+
+  /** Show a panel (creating it), drawing `payload` if given, else fetching it. */
+  async show(kind: PanelKind, args: P.ViewArgs, payload?: unknown): Promise<void> {
+    let p = this.panels.get(kind);
+    const state: PanelState = { kind, args: cleanArgs(args), cell: null };
+    if (p) {
+      p.state = state;
+      p.panel.reveal(undefined, false);
+    } else {
+      const panel = vscode.window.createWebviewPanel(VIEW_TYPES[kind], panelTitle(kind, args),
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false }, this.webviewOptions());
+      p = this.adopt(panel, state);
+    }
+    await p.refresh(payload);
+  }
+
+  private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    return { enableScripts: true, retainContextWhenHidden: false, localResourceRoots: [this.root], enableCommandUris: false };
+  }
+
+  private adopt(panel: vscode.WebviewPanel, state: PanelState): Panel {
+    const p = new Panel(this, panel, state);
+    this.panels.set(state.kind, p);
+    panel.webview.options = { enableScripts: true, localResourceRoots: [this.root], enableCommandUris: false };
+    panel.iconPath = vscode.Uri.joinPath(this.context.extensionUri, "media", "icon.svg");
+    panel.webview.html = panelHtml({
+      cspSource: panel.webview.cspSource,
+      nonce: makeNonce((n) => crypto.randomBytes(n)),
+      scriptUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(this.root, "main.js")).toString(),
+      styleUri: panel.webview.asWebviewUri(vscode.Uri.joinPath(this.root, "main.css")).toString(),
+      kind: state.kind,
+      title: PANEL_TITLES[state.kind],
+    });
+    const sub = panel.webview.onDidReceiveMessage((raw) => {
+      const msg = parseWebviewMessage(raw);
+      if (msg) void this.handle(p, msg);
+    });
+    panel.onDidDispose(() => {
+      sub.dispose();
+      p.dispose();
+      if (this.panels.get(state.kind) === p) this.panels.delete(state.kind);
+    });
+    return p;
+  }
+
+  private async handle(p: Panel, msg: WebviewMessage): Promise<void> {
+    try {
+      switch (msg.type) {
+        case "ready":
+          if (p.last) p.post(p.last);
+          return;
+        case "refresh":
+          return await p.refresh();
+        case "selectRun":
+          p.state = { ...p.state, args: { ...p.state.args, run: msg.run } };
+          return await p.refresh();
+        case "openPanel":
+          return await this.show(msg.kind, p.state.args);
+        case "openCandidate":
+          return await this.actions.openCandidate(msg.run, msg.trial);
+        case "compareCandidates":
+          return await this.actions.compareCandidates(msg.run, msg.trials[0], msg.trials[1]);
+        case "revealSource":
+          return await revealSource(msg.uri, msg.file, msg.line, msg.character ?? 0, msg.endLine);
+        case "state":
+          p.state = { ...p.state, cell: msg.cell };
+          return;
+      }
+    } catch (err) {
+      void vscode.window.showErrorMessage(`ASight: ${errorText(err)}`);
+    }
+  }
+
+  /** Runs of the panel's function, newest first (for the run picker). */
+  async runsFor(args: P.ViewArgs): Promise<P.RunSummary[] | undefined> {
+    if (!args.uri) return undefined;
+    try {
+      const res = await this.server.request<{ runs?: P.RunSummary[] }>(P.REQ_RUNS, { uri: args.uri, function: args.function });
+      return Array.isArray(res?.runs) ? res.runs : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A run changed: refresh the panels that show it (or follow the function's latest run). */
+  onRunUpdated(msg: P.RunUpdated): void {
+    const run = msg.run;
+    if (!run?.id) return;
+    const ended = msg.event === "finished";
+    for (const p of this.panels.values()) {
+      const a = p.state.args;
+      const same = a.run ? a.run === run.id : (!a.uri || a.uri === msg.uri) && (!a.function || a.function === run.function);
+      if (same) p.scheduleRefresh(ended);
+    }
+  }
+
+  /** The server (re)started: redraw every open panel. */
+  refreshAll(): void {
+    for (const p of this.panels.values()) void p.refresh();
+  }
+
+  get openKinds(): PanelKind[] {
+    return [...this.panels.keys()];
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    for (const p of this.panels.values()) p.panel.dispose();
+  }
+}
+
+function cleanArgs(args: P.ViewArgs): P.ViewArgs {
+  const out: P.ViewArgs = {};
+  if (typeof args.uri === "string") out.uri = args.uri;
+  if (typeof args.function === "string") out.function = args.function;
+  if (typeof args.run === "string") out.run = args.run;
+  return out;
+}
+
+/** The panel state a reloaded window hands back (validated: it comes from webview storage). */
+export function restoreState(kind: PanelKind, state: unknown): PanelState {
+  const s = (state && typeof state === "object" ? state : {}) as Partial<PanelState>;
+  const args = s.args && typeof s.args === "object" ? cleanArgs(s.args) : {};
+  return { kind, args, cell: typeof s.cell === "number" ? s.cell : null };
+}
+
+export async function revealSource(uri: string | undefined, file: string | undefined, line: number, character: number,
+  endLine?: number): Promise<void> {
+  const target = uri ? vscode.Uri.parse(uri, true) : vscode.Uri.file(file!);
+  const doc = await vscode.workspace.openTextDocument(target);
+  const start = new vscode.Position(line, character);
+  const end = endLine !== undefined ? new vscode.Position(endLine, 0) : start;
+  const editor = await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, preserveFocus: false });
+  editor.selection = new vscode.Selection(start, start);
+  editor.revealRange(new vscode.Range(start, end), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}

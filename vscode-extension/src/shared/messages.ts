@@ -1,0 +1,126 @@
+/**
+ * Messages between the extension host and the webview panels (hexeditor-style: every message a
+ * typed interface, both sides import this module). Dependency-free.
+ */
+import type { RunSummary, ViewArgs } from "./protocol";
+
+/** The panels the extension shows. */
+export const PANEL_KINDS = ["searchSpace", "loopView", "stageGraph", "hotspots"] as const;
+export type PanelKind = (typeof PANEL_KINDS)[number];
+
+/** VS Code webview view types (one per panel kind; also the serializer ids). */
+export const VIEW_TYPES: Record<PanelKind, string> = {
+  searchSpace: "asight.searchSpace",
+  loopView: "asight.loopView",
+  stageGraph: "asight.stageGraph",
+  hotspots: "asight.hotspots",
+};
+
+export const PANEL_TITLES: Record<PanelKind, string> = {
+  searchSpace: "Search space",
+  loopView: "Loop view",
+  stageGraph: "Stage graph",
+  hotspots: "Hotspots",
+};
+
+/** What a panel keeps across reloads (`vscode.setState`, and the serializer's state). */
+export interface PanelState {
+  kind: PanelKind;
+  args: ViewArgs;
+  /** Selected honeycomb cell, if any. */
+  cell?: number | null;
+}
+
+// ------------------------------------------------------------------------- host -> webview
+
+/** A payload to draw (the server's JSON, exactly as received). */
+export interface ShowMessage {
+  type: "show";
+  kind: PanelKind;
+  args: ViewArgs;
+  payload: unknown;
+  /** Runs of the same function, newest first, for the run picker. */
+  runs?: RunSummary[];
+  /** A second payload some panels draw next to the first (e.g. principles with the search space). */
+  extra?: unknown;
+}
+
+export interface LoadingMessage {
+  type: "loading";
+  message: string;
+}
+
+export interface ErrorMessage {
+  type: "error";
+  message: string;
+}
+
+export type HostMessage = ShowMessage | LoadingMessage | ErrorMessage;
+
+// ------------------------------------------------------------------------- webview -> host
+
+/** The webview has loaded and wants its payload. */
+export interface ReadyMessage { type: "ready" }
+/** Fetch the payload again. */
+export interface RefreshMessage { type: "refresh" }
+/** Open one candidate's schedule (trace, scheduled TVMScript when the server has it) in an editor. */
+export interface OpenCandidateMessage { type: "openCandidate"; run: string; trial: number }
+/** Show two candidates' schedules as a diff. */
+export interface CompareCandidatesMessage { type: "compareCandidates"; run: string; trials: [number, number] }
+/** Jump to a source range (0-based LSP range). */
+export interface RevealSourceMessage {
+  type: "revealSource";
+  uri?: string;
+  file?: string;
+  line: number;
+  character?: number;
+  endLine?: number;
+}
+/** Show another run of the same function. */
+export interface SelectRunMessage { type: "selectRun"; run: string }
+/** Open another panel for the same run. */
+export interface OpenPanelMessage { type: "openPanel"; kind: PanelKind }
+/** Remember the panel's UI state (selected cell). */
+export interface StateMessage { type: "state"; cell: number | null }
+
+export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | CompareCandidatesMessage |
+  RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage;
+
+const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+const isStr = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length < 4096;
+
+/**
+ * Validate a message from a webview before acting on it (the webview draws names from user files;
+ * the host trusts nothing it sends).
+ */
+export function parseWebviewMessage(raw: unknown): WebviewMessage | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const m = raw as Record<string, unknown>;
+  switch (m.type) {
+    case "ready":
+    case "refresh":
+      return { type: m.type };
+    case "openCandidate":
+      return isStr(m.run) && isInt(m.trial) ? { type: "openCandidate", run: m.run, trial: m.trial } : null;
+    case "compareCandidates": {
+      const t = m.trials;
+      return isStr(m.run) && Array.isArray(t) && t.length === 2 && isInt(t[0]) && isInt(t[1])
+        ? { type: "compareCandidates", run: m.run, trials: [t[0], t[1]] } : null;
+    }
+    case "revealSource":
+      if (!isInt(m.line) || (!isStr(m.uri) && !isStr(m.file))) return null;
+      return {
+        type: "revealSource", line: m.line,
+        ...(isStr(m.uri) ? { uri: m.uri } : {}), ...(isStr(m.file) ? { file: m.file } : {}),
+        ...(isInt(m.character) ? { character: m.character } : {}), ...(isInt(m.endLine) ? { endLine: m.endLine } : {}),
+      };
+    case "selectRun":
+      return isStr(m.run) ? { type: "selectRun", run: m.run } : null;
+    case "openPanel":
+      return (PANEL_KINDS as readonly unknown[]).includes(m.kind) ? { type: "openPanel", kind: m.kind as PanelKind } : null;
+    case "state":
+      return m.cell === null || isInt(m.cell) ? { type: "state", cell: m.cell as number | null } : null;
+    default:
+      return null;
+  }
+}

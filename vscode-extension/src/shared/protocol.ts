@@ -1,0 +1,190 @@
+/**
+ * The ASight language-server protocol, mirrored from `asight_lsp/protocol.py`.
+ *
+ * Every name the server and the extension share: command ids, custom request and notification
+ * methods, payload schema names, initialization option keys and the shapes of the custom messages.
+ * Dependency-free (no `vscode`, no DOM) so both the extension host and the webviews import it.
+ * `test/unit/protocol.test.ts` checks every constant and field list here against the Python module;
+ * change both together.
+ *
+ * Conventions (same as the server): ranges are LSP ranges (0-based lines, UTF-16 characters);
+ * every custom payload has `schema: "<name>/<version>"`, and one that cannot be computed (yet) is
+ * `{schema, status: "unavailable", message}`; command arguments are ONE object (`arguments: [{...}]`).
+ */
+
+export const SERVER_NAME = "asight-lsp";
+export const PROTOCOL_VERSION = 1;
+
+// ------------------------------------------------------------------------------------ commands
+export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?}
+export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?}
+export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
+export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, function?, run?} -> searchSpace payload
+export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, run?} -> loopView payload
+export const CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"; // {uri, function, mode?: "trace"|"script"}
+export const CMD_COMPARE_RUNS = "asight.compareRuns"; // {runs: [id, id]} -> compareRuns payload
+
+export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
+  CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS] as const;
+export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE] as const; // a set on the Python side
+
+// ------------------------------------------------------------------------------------ requests
+export const REQ_RUNS = "asight/runs"; // {uri?, function?} -> runs payload
+export const REQ_HOTSPOTS = "asight/hotspots"; // {uri, function?, run?} -> hotspots payload
+export const REQ_SEARCH_SPACE = "asight/searchSpace"; // {run?, uri?, function?}
+export const REQ_LOOP_VIEW = "asight/loopView"; // {run?, uri?, function?}
+export const REQ_STAGE_GRAPH = "asight/stageGraph"; // {run?, uri?, function?}
+export const REQ_PRINCIPLES = "asight/principles"; // {run?, uri?, function?}
+
+export const REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH,
+  REQ_PRINCIPLES] as const;
+export const REQ_STATUS = "asight/status"; // {} -> ServerStatus (engine state, worker pid, live jobs)
+
+// ------------------------------------------------------------------------------- notifications
+export const NOTIFY_RUN_UPDATED = "asight/runUpdated"; // server -> client, RunUpdated
+
+// ----------------------------------------------------------------------------- payload schemas
+export const SCHEMA_RUNS = "asight.runs/1";
+export const SCHEMA_RUN_UPDATED = "asight.runUpdated/1";
+export const SCHEMA_HOTSPOTS = "asight.hotspots/1";
+export const SCHEMA_SEARCH_SPACE = "asight.searchSpace/1";
+export const SCHEMA_LOOP_VIEW = "asight.loopView/1";
+export const SCHEMA_STAGE_GRAPH = "asight.stageGraph/1";
+export const SCHEMA_PRINCIPLES = "asight.principles/1";
+export const SCHEMA_COMPARE_RUNS = "asight.compareRuns/1";
+export const SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1";
+export const SCHEMA_COMMAND_RESULT = "asight.commandResult/1";
+
+export const REQUEST_SCHEMAS = {
+  [REQ_RUNS]: SCHEMA_RUNS, [REQ_HOTSPOTS]: SCHEMA_HOTSPOTS, [REQ_SEARCH_SPACE]: SCHEMA_SEARCH_SPACE,
+  [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
+} as const;
+
+export const STATUS_OK = "ok";
+export const STATUS_UNAVAILABLE = "unavailable"; // no builder yet / no run to show
+export const STATUS_PARTIAL = "partial"; // some parts could not be computed
+
+// ------------------------------------------------------------------------------ initialization
+// initializationOptions keys (also the keys of the "asight" configuration section the server reads).
+export const OPT_TRUSTED = "trusted"; // bool, default true; false refuses tune/profile
+export const OPT_STORE_ROOT = "storeRoot"; // .asight directory; default <workspace>/.asight
+export const OPT_WORKER_PYTHON = "workerPython"; // interpreter of the TVM worker and tuning jobs
+export const OPT_TARGET = "target"; // default tuning target (null = host CPU)
+export const OPT_TRIALS = "trials"; // default trial budget
+export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
+export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
+
+export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
+export type Feature = (typeof FEATURES)[number];
+
+export const ERROR_INVALID_PARAMS = -32602;
+export const ERROR_REQUEST_FAILED = -32803;
+
+// ------------------------------------------------------------------------------ payload shapes
+// Each interface has a runtime key list next to it; the type-level check below keeps list and
+// interface equal, and the unit test compares the list with the Python TypedDict.
+
+export interface UnavailablePayload {
+  schema: string;
+  status: string; // STATUS_UNAVAILABLE
+  message: string;
+}
+export const UNAVAILABLE_PAYLOAD_KEYS = ["schema", "status", "message"] as const;
+
+export type RunState = "queued" | "running" | "done" | "cancelled" | "failed";
+
+export interface RunSummary {
+  id?: string;
+  file?: string;
+  function?: string;
+  state?: RunState | string;
+  trialsRequested?: number;
+  trialsDone?: number;
+  baselineUs?: number | null;
+  bestUs?: number | null;
+  speedup?: number | null;
+  target?: string;
+  created?: number;
+  finished?: number | null;
+  stale?: boolean; // the function's source changed since the run
+  error?: string | null;
+}
+export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
+  "baselineUs", "bestUs", "speedup", "target", "created", "finished", "stale", "error"] as const;
+
+/** `asight/runUpdated`: sent on every progress event and when a run ends. */
+export interface RunUpdated {
+  schema?: string; // SCHEMA_RUN_UPDATED
+  uri?: string | null;
+  event?: "started" | "progress" | "finished" | string;
+  run?: RunSummary;
+}
+export const RUN_UPDATED_KEYS = ["schema", "uri", "event", "run"] as const;
+
+/** What `asight.tune` / `asight.profile` return once the job has ended. */
+export interface CommandResult {
+  schema?: string; // SCHEMA_COMMAND_RESULT
+  command?: string;
+  status?: "ok" | "cancelled" | "failed" | "refused" | string;
+  message?: string;
+  run?: RunSummary | null;
+  data?: unknown;
+}
+export const COMMAND_RESULT_KEYS = ["schema", "command", "status", "message", "run", "data"] as const;
+
+/** `asight/status`: what the server is doing. */
+export interface ServerStatus {
+  status?: "starting" | "running" | "tuning" | "errored" | "exited" | string;
+  trusted?: boolean;
+  storeRoot?: string;
+  workerPid?: number | null; // the TVM worker process (null until first needed)
+  workerRestarts?: number;
+  jobs?: RunSummary[]; // jobs this server started and still follows
+  features?: string[]; // enabled feature names
+  tvmImported?: boolean; // whether the LSP process itself imported TVM (it must not)
+}
+export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid", "workerRestarts", "jobs",
+  "features", "tvmImported"] as const;
+
+/** Python TypedDict name -> key list (what the mirror test compares). */
+export const TYPED_DICTS = {
+  UnavailablePayload: UNAVAILABLE_PAYLOAD_KEYS,
+  RunSummary: RUN_SUMMARY_KEYS,
+  RunUpdated: RUN_UPDATED_KEYS,
+  CommandResult: COMMAND_RESULT_KEYS,
+  ServerStatus: SERVER_STATUS_KEYS,
+} as const;
+
+// Compile-time: each key list names exactly the interface's keys.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Check<T extends true> = T;
+export type _KeyChecks = [
+  Check<Same<(typeof UNAVAILABLE_PAYLOAD_KEYS)[number], keyof UnavailablePayload>>,
+  Check<Same<(typeof RUN_SUMMARY_KEYS)[number], keyof RunSummary>>,
+  Check<Same<(typeof RUN_UPDATED_KEYS)[number], keyof RunUpdated>>,
+  Check<Same<(typeof COMMAND_RESULT_KEYS)[number], keyof CommandResult>>,
+  Check<Same<(typeof SERVER_STATUS_KEYS)[number], keyof ServerStatus>>,
+];
+
+/** Arguments of `asight.tune` (one object). */
+export interface TuneArgs {
+  uri: string;
+  function?: string;
+  trials?: number;
+  target?: string;
+  rpc?: string;
+  guidedBy?: string;
+}
+
+/** Arguments of the view requests and show-commands. */
+export interface ViewArgs {
+  run?: string;
+  uri?: string;
+  function?: string;
+}
+
+/** The payload a request answers with when there is nothing to show yet. */
+export function isUnavailable(payload: unknown): payload is UnavailablePayload {
+  return typeof payload === "object" && payload !== null &&
+    (payload as { status?: unknown }).status === STATUS_UNAVAILABLE;
+}

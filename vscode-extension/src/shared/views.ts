@@ -1,0 +1,220 @@
+/**
+ * Shapes of the view payloads the panels draw (`asight_lsp/views/`: searchSpace, loopView,
+ * stageGraph, principles; `asight hotspots --json`: hotspots). Every field is optional on purpose:
+ * the webviews read payloads defensively and show what is there.
+ */
+import type { LspRange } from "./lsp";
+
+/** `run` block every view payload carries. */
+export interface ViewRun {
+  id?: string;
+  file?: string;
+  function?: string;
+  state?: string;
+  target?: string;
+  trials?: number;
+  measured?: number;
+  failed?: number;
+  baseline_us?: number | null;
+  best_us?: number | null;
+  speedup?: number | null;
+}
+
+export interface ViewBase {
+  schema?: string;
+  status?: string;
+  message?: string;
+  run?: ViewRun;
+  notes?: string[];
+}
+
+// ------------------------------------------------------------------------- asight.searchSpace/1
+
+export interface Cell {
+  id: number;
+  q?: number;
+  r?: number;
+  x: number;
+  y: number;
+  cluster?: number;
+  category?: number;
+  category_share?: number;
+  count?: number;
+  mean_latency_us?: number;
+  min_latency_us?: number;
+  color?: string;
+  best_trial?: number;
+  trials?: number[];
+  corners?: [number, number][];
+  strategy?: string;
+  gains?: Record<string, number | null>;
+  z?: number | null;
+  winner?: string | null;
+  speedup_log2?: number | null;
+}
+
+export interface Category {
+  id: number;
+  label?: string;
+  tags?: string[];
+  count?: number;
+}
+
+export interface ContourLine {
+  level: number;
+  points: [number, number][];
+  /** `[x, y, dx, dy]`: a unit vector pointing uphill. */
+  ticks?: [number, number, number, number][];
+}
+
+export interface MetricCategory {
+  id: string;
+  label?: string;
+  source?: string;
+}
+
+export interface Contour {
+  metric?: string;
+  unit?: string;
+  categories?: MetricCategory[];
+  direction?: string;
+  measured?: { id?: string; label?: string; source?: string; available?: boolean };
+  levels?: number[];
+  lines?: ContourLine[];
+  note?: string;
+}
+
+export interface SearchSpacePayload extends ViewBase {
+  features?: { source?: string; dims?: number; dims_used?: number };
+  reduction?: Record<string, unknown>;
+  clustering?: Record<string, unknown>;
+  hex?: { size?: number; orientation?: string; capacity?: number; growth?: string };
+  category_by?: string;
+  categories?: Category[];
+  cells?: Cell[];
+  /** Segments `[x1, y1, x2, y2]` between cells of different categories. */
+  boundaries?: number[][];
+  color_scale?: { stops?: string[]; domain_us?: number[]; scale?: string; meaning?: string };
+  best?: { trial?: number; cell?: number; latency_us?: number; x?: number; y?: number; category?: number };
+  /** Columns, one entry per measured candidate. */
+  candidates?: { trial?: number[]; cell?: number[]; x?: number[]; y?: number[]; latency_us?: (number | null)[];
+    category?: number[]; cluster?: number[] };
+  failed_trials?: number[];
+  contour?: Contour;
+}
+
+// ------------------------------------------------------------------------- asight.loopView/1
+
+export interface ValueCount {
+  value: string | number;
+  count: number;
+  share: number;
+}
+
+export interface Stage {
+  block: string;
+  id?: string | null;
+  candidates?: number;
+  iter_kinds?: string | null;
+  /** tile: per loop var; tile_factors: per loop var, per tile level; others: one distribution. */
+  strategies?: Record<string, ValueCount[] | Record<string, ValueCount[] | ValueCount[][]>>;
+  loop_share?: Record<string, number>;
+  mean_loops?: number;
+  best?: { headline?: string; steps?: string[] } | null;
+  range?: LspRange | null;
+}
+
+export interface LoopViewPayload extends ViewBase {
+  function?: string;
+  stages?: Stage[];
+  sources?: Record<string, string>;
+  scheduled_loops_available?: boolean;
+}
+
+// ------------------------------------------------------------------------- asight.stageGraph/1
+
+export interface GraphNode {
+  id: string;
+  kind?: string; // block | io | binding
+  role?: string; // input | output
+  label?: string;
+  iter_kinds?: string;
+  flops?: number;
+  bytes?: number;
+  line?: number;
+  layer: number;
+  row: number;
+  schedule?: string;
+}
+
+export interface GraphEdge {
+  source: string;
+  target: string;
+  buffer?: string;
+  shape?: number[] | null;
+  dtype?: string | null;
+  scope?: string | null;
+}
+
+export interface StageGraphPayload extends ViewBase {
+  function?: string;
+  kind?: string;
+  nodes?: GraphNode[];
+  edges?: GraphEdge[];
+  layout?: string;
+  source?: string;
+}
+
+// ------------------------------------------------------------------------- asight.principles/1
+
+export interface Principle {
+  rank?: number;
+  block?: string | null;
+  decision?: string;
+  range?: string;
+  effect?: number;
+  ci95?: [number, number];
+  n_in?: number;
+  n?: number;
+  text?: string;
+  importance?: number;
+}
+
+export interface PrinciplesPayload extends ViewBase {
+  principles?: Principle[];
+  reason?: string | null;
+  meaning?: string;
+}
+
+// ------------------------------------------------------------------------- asight.hotspots/1
+
+export interface HotspotEntry {
+  id?: string;
+  name?: string;
+  us?: number;
+  share?: number | null;
+  lines?: number[] | null;
+  range?: LspRange | null;
+  source_id?: string;
+  split?: string | null;
+  transformed?: unknown[];
+  match?: string | null;
+}
+
+export interface HotspotPart {
+  name?: string;
+  function?: string;
+  whole_us?: number | null;
+  total_us?: number | null;
+  entries?: HotspotEntry[];
+  unattributed?: { name?: string; us?: number }[];
+  split_rule?: string;
+}
+
+export interface HotspotsPayload extends Omit<ViewBase, "run"> {
+  file?: string;
+  function?: string;
+  run?: string | ViewRun;
+  kind?: string;
+  parts?: HotspotPart[];
+}

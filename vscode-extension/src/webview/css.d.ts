@@ -1,0 +1,2 @@
+// esbuild bundles the stylesheet imported by main.ts into out/webview/main.css.
+declare module "*.css";

@@ -1,0 +1,34 @@
+/** Hotspot list: source blocks / bindings ranked by their share of the tuned latency; click jumps to the source. */
+import { formatLatency } from "../shared/format";
+import type { ShowMessage } from "../shared/messages";
+import type { HotspotEntry, HotspotPart, HotspotsPayload } from "../shared/views";
+import { bar, header, notes, pct, sourceLink } from "./common";
+import { arr, h, mount, num, str } from "./dom";
+
+function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
+  const share = num(e.share) ?? 0;
+  const line = arr<number>(e.lines)[0];
+  return h("li", { class: "hotspot", "data-name": str(e.name) },
+    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line : null),
+    bar("", share, `${formatLatency(e.us)} · ${pct(share)}`),
+    e.split ? h("span", { class: "hint" }, `split: ${str(e.split)}`) : null,
+    e.match ? h("span", { class: "hint" }, ` matched by ${str(e.match)}`) : null);
+}
+
+function part(pt: HotspotPart, msg: ShowMessage): HTMLElement {
+  const entries = arr<HotspotEntry>(pt.entries).slice().sort((a, b) => (num(b.us) ?? 0) - (num(a.us) ?? 0));
+  const un = arr<{ name?: string; us?: number }>(pt.unattributed);
+  return h("section", { class: "part" },
+    h("h2", {}, str(pt.function, str(pt.name)), num(pt.whole_us) !== null ? h("span", { class: "dim" }, ` · ${formatLatency(pt.whole_us)} in all`) : null),
+    h("ol", { class: "hotspots" }, ...entries.map((e) => entryRow(e, msg))),
+    un.length ? h("p", { class: "hint" }, `not attributed to a source block: ${un.map((u) => `${str(u.name)} ${formatLatency(u.us)}`).join(", ")}`) : null,
+    pt.split_rule ? h("p", { class: "hint" }, str(pt.split_rule)) : null);
+}
+
+export function renderHotspots(root: HTMLElement, msg: ShowMessage): void {
+  const p = msg.payload as HotspotsPayload;
+  // `asight hotspots --json` names the run by id; the header wants the run block of the other views.
+  if (typeof p.run === "string") msg = { ...msg, payload: { ...p, run: { id: p.run, function: p.function, file: p.file } } };
+  mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg),
+    ...arr<HotspotPart>(p.parts).map((pt) => part(pt, msg)), notes({ notes: p.notes })));
+}

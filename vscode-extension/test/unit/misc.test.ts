@@ -1,0 +1,43 @@
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { isTvmScript } from "../../src/extension/detect";
+import { RestartPolicy } from "../../src/extension/restartPolicy";
+import { compareMarkdown, profileText } from "../../src/extension/texts";
+import { formatLatency, formatShare, formatSpeedup } from "../../src/shared/format";
+
+test("TVMScript detection", () => {
+  assert.ok(isTvmScript("from tvm.script import tir as T\n\n@T.prim_func\ndef f(): pass\n"));
+  assert.ok(isTvmScript("import tvm\n@I.ir_module\nclass M:\n  pass\n"));
+  assert.ok(!isTvmScript("import numpy as np\nprint('T.prim_func')\n"));
+  assert.ok(!isTvmScript("def f():\n    return 1\n"));
+});
+
+test("latency and speedup formats match the server's (results.format_latency)", () => {
+  assert.deepEqual([5.93, 35.2, 200, 12_345, 1_200_000, null].map(formatLatency), ["5.9 µs", "35 µs", "0.20 ms", "12.3 ms", "1.20 s", "—"]);
+  assert.deepEqual([107.4, 3.42, null].map(formatSpeedup), ["107×", "3.4×", ""]);
+  assert.equal(formatShare(0.423), "42 %");
+});
+
+test("restart policy: at most 5 crashes in 3 minutes", () => {
+  const p = new RestartPolicy(5, 180_000);
+  for (let i = 0; i < 5; i++) assert.equal(p.crashed(1000 + i), true);
+  assert.equal(p.crashed(2000), false);
+  assert.equal(p.crashed(1000 + 181_000), true, "old crashes leave the window");
+});
+
+test("compare-runs markdown escapes names from user files", () => {
+  const text = compareMarkdown({
+    runs: [{ id: "a", function: "<img src=x onerror=alert(1)>", bestUs: 200, speedup: 10, trialsDone: 8 },
+      { id: "b", function: "f|g", bestUs: 100, trialsDone: 16 }],
+    blocks: [{ block: "C*<b>", runs: [{ headline: "parallel 64" }, null] }], speedupOfSecond: 2,
+  });
+  assert.doesNotMatch(text, /(?<!\\)<(img|b)/, "every < is escaped for Markdown");
+  assert.match(text, /\\<img src=x onerror=alert\\\(1\\\)\\>/);
+  assert.match(text, /\| block C\\\*\\<b\\> \| parallel 64 \| — \|/);
+  assert.match(text, /0\.20 ms \| 0\.10 ms/);
+});
+
+test("profile text uses the numbers when the server sends them", () => {
+  assert.equal(profileText({ message: "profiled", data: { baseline_us: 2000, tuned_us: 100 } }), "untuned 2.00 ms → tuned 0.10 ms (20×)");
+  assert.equal(profileText({ message: "done" }), "done");
+});
