@@ -128,6 +128,8 @@ class Job:
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before)
+        if meta.rpc:
+            tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         self.baseline_us = meta.baseline_us
         if self.baseline_us is None:
             self.baseline_us, detail = tuning.baseline_us(plan, target, meta.rpc)

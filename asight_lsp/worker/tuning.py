@@ -87,12 +87,17 @@ def rpc_servers(host: str, port: int, key: str) -> int:
 
     Raises a one-line ConnectionError when the tracker cannot be reached.
     """
+    import socket
     from tvm import rpc as tvm_rpc
+    try:   # TVM's own connect retries for 60 s; a refused port should fail at once
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as err:
+        raise ConnectionError(f"cannot reach the RPC tracker at {host}:{port}: {err.strerror or err}") from None
     try:
         summary = tvm_rpc.connect_tracker(host, port).summary()
     except Exception as err:  # noqa: BLE001  socket errors come wrapped in TVM errors
         raise ConnectionError(f"cannot reach the RPC tracker at {host}:{port}: {str(err).splitlines()[-1]}") from None
-    total = int(((summary.get("queue_info") or {}).get(key) or {}).get("total", 0) or 0)
+    total = sum(1 for item in summary.get("server_info") or [] if str(item.get("key", "")).split(":")[-1] == key)
     if total < 1:
         raise ConnectionError(f"the RPC tracker at {host}:{port} has no server with key '{key}'")
     return total
