@@ -78,6 +78,8 @@ def profile_file(path: str, function: str | None = None, run: str | None = None,
     found = None
     if candidate is None:
         found = store.get(run) if run else latest_run(store, path, selection)
+        if run:
+            _check_run_function(found, selection)
     return _profile(text, path, outline, selection, found, worker, options or ProfileOptions(),
                     candidate=candidate, use_cache=use_cache)
 
@@ -115,11 +117,20 @@ def apply_best(path: str, function: str | None = None, run: str | None = None, s
     found = store.get(run) if run else latest_run(store, path, selection)
     if found is None:
         raise AsightError(f"no run of {selection.label} in {store.runs_dir}: tune it first")
+    _check_run_function(found, selection)
     meta = _prepare_run(found)
     params = {**_unit_params(text, outline, selection), "run_dir": str(found.path), "target": meta.target}
     with _worker(worker) as client:
         reply = client.request("apply_best", params, timeout=300)
     return {"run": found.id, "function": selection.label, **reply}
+
+
+def _check_run_function(run: Run, selection: Selection) -> None:
+    """A run given by id must have tuned the selected function (or its unit)."""
+    tuned = run.load().function
+    names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
+    if tuned not in names:
+        raise AsightError(f"run {run.id} tuned {tuned}, not {selection.label}; pick the function with --func")
 
 
 def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stub_tensor_intrin, tirx, tvm
+from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stub_tensor_intrin, tirx, tvm, tvm_ffi
 from .parse import parse_unit
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
@@ -113,8 +113,7 @@ def _workload_records(db) -> dict[int, tuple[object, list]]:
     for rec in db.get_all_tuning_records():
         if _latency(rec) is None:
             continue
-        key = int(tvm.ir.structural_hash(rec.workload.mod)) if hasattr(tvm.ir, "structural_hash") \
-            else id(rec.workload)
+        key = int(tvm_ffi.structural_hash(rec.workload.mod))
         groups.setdefault(key, (rec.workload, []))[1].append(rec)
     for _, recs in groups.values():
         recs.sort(key=_latency)
@@ -459,49 +458,66 @@ def _estimate_flops(mod) -> float | None:
         return None
 
 
-def profile_prim_func(name: str, func, target, db, opts: dict, candidate=None) -> dict:
-    """Untuned vs best (or ``candidate``) for one PrimFunc."""
-    base_mod = normalize_mod(func)
-    out = {"name": name, "flops": _estimate_flops(base_mod), "flops_source": SOURCE_FLOPS,
-           "best": None, "tuned": None, "check": None, "stages": {}, "features": {}, "notes": []}
-    tuned_sch, record = None, None
+def tuned_variant(func, db, candidate=None) -> tuple[object | None, object | None, dict | None, list[str]]:
+    """The program to compare with the untuned one: (schedule, record, best info, notes)."""
     if candidate is not None:
-        tuned_sch = s_tir.Schedule(fresh_copy(normalize_mod(candidate)))
-        out["best"] = {"match": "candidate", "source": "candidate program given by the caller"}
-    elif db is not None:
-        record, match = best_record(db, func)
-        if record is None:
-            out["notes"].append(match)
-        else:
-            try:
-                tuned_sch = apply_record(func, record)
-                out["best"] = _record_info(record, match)
-            except Exception as err:  # a trace that no longer applies to the edited function
-                out["notes"].append(f"the best trace does not apply to this function: {_one_line(err)}")
-    specs = _buffer_specs(base_mod["main"])
-    arrays = random_arrays([(s, d) for _, s, d in specs], opts["seed"])
+        sch = s_tir.Schedule(fresh_copy(normalize_mod(candidate)))
+        return sch, None, {"match": "candidate", "source": "candidate program given by the caller"}, []
+    if db is None:
+        return None, None, None, []
+    record, match = best_record(db, func)
+    if record is None:
+        return None, None, None, [match]
+    try:
+        return apply_record(func, record), record, _record_info(record, match), []
+    except Exception as err:  # a trace that no longer applies to the edited function
+        return None, None, None, [f"the best trace does not apply to this function: {_one_line(err)}"]
+
+
+def measure_variant(mod, sch, target, arrays: list[np.ndarray], opts: dict, serial=None) -> dict:
+    """One program: outputs on ``arrays``, timing, and the optional stage/feature/cachegrind data.
+
+    ``sch`` (the Schedule behind ``mod``, or None) feeds the feature extractor; ``serial`` is the
+    variant without parallel loops that cachegrind needs for line attribution (default ``mod``).
+    """
     dev = tvm.cpu(0)
-    variants = [("baseline", base_mod)] + ([("tuned", tuned_sch.mod)] if tuned_sch is not None else [])
-    results = {}
-    for label, mod in variants:
-        rt = tvm.tirx.build(mod, target=target)
-        entry = _entry(mod)
-        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
-        rt[entry](*args)
-        results[label] = [a.numpy() for a in args]
-        timer_for = lambda number, repeat, rt=rt, entry=entry: rt.time_evaluator(entry, dev, number=number, repeat=repeat)
-        out[label] = time_function(timer_for, [tvm.runtime.tensor(a.copy(), dev) for a in arrays],
-                                   opts["repeats"], opts["budget_ms"])
-        if opts["stages"]:
-            out["stages"][label] = _safe(lambda: profile_stages(mod, target, arrays, rt, out[label]["median_us"]))
-        if opts["features"]:
-            out["features"][label] = _safe(lambda: feature_rows(tuned_sch if label == "tuned" else mod, target))
-        if opts["cachegrind"]:
-            serial = apply_record(func, record, serial=True).mod if label == "tuned" and record is not None else mod
-            out.setdefault("cachegrind", {})[label] = _safe(lambda: cachegrind(serial, target, arrays))
-    if "tuned" in results and opts["check"]:
-        out["check"] = compare_outputs([n for n, _, _ in specs], results["baseline"], results["tuned"],
-                                       opts["rtol"], opts["atol"])
+    rt = tvm.tirx.build(mod, target=target)
+    entry = _entry(mod)
+    args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+    rt[entry](*args)
+    out = {"outputs": [a.numpy() for a in args]}
+    timer_for = lambda number, repeat: rt.time_evaluator(entry, dev, number=number, repeat=repeat)  # noqa: E731
+    out["timing"] = time_function(timer_for, [tvm.runtime.tensor(a.copy(), dev) for a in arrays],
+                                  opts["repeats"], opts["budget_ms"])
+    if opts["stages"]:
+        out["stages"] = _safe(lambda: profile_stages(mod, target, arrays, rt, out["timing"]["median_us"]))
+    if opts["features"]:
+        out["features"] = _safe(lambda: feature_rows(sch if sch is not None else mod, target))
+    if opts["cachegrind"]:
+        out["cachegrind"] = _safe(lambda: cachegrind(serial if serial is not None else mod, target, arrays))
+    return out
+
+
+def profile_prim_func(name: str, func, target, db, opts: dict, candidate=None) -> dict:
+    """Untuned vs best (or ``candidate``) for one PrimFunc, measured on the same random inputs."""
+    base_mod = normalize_mod(func)
+    sch, record, best, notes = tuned_variant(func, db, candidate)
+    out = {"name": name, "flops": _estimate_flops(base_mod), "flops_source": SOURCE_FLOPS, "best": best,
+           "tuned": None, "check": None, "stages": {}, "features": {}, "notes": notes}
+    specs = _buffer_specs(base_mod["main"])
+    arrays = random_arrays([(shape, dtype) for _, shape, dtype in specs], opts["seed"])
+    variants = {"baseline": measure_variant(base_mod, None, target, arrays, opts)}
+    if sch is not None:
+        serial = apply_record(func, record, serial=True).mod if record is not None and opts["cachegrind"] else None
+        variants["tuned"] = measure_variant(sch.mod, sch, target, arrays, opts, serial)
+    for label, data in variants.items():
+        out[label] = data["timing"]
+        for key in ("stages", "features", "cachegrind"):
+            if key in data:
+                out.setdefault(key, {})[label] = data[key]
+    if "tuned" in variants and opts["check"]:
+        out["check"] = compare_outputs([n for n, _, _ in specs], variants["baseline"]["outputs"],
+                                       variants["tuned"]["outputs"], opts["rtol"], opts["atol"])
     return out
 
 
@@ -664,44 +680,53 @@ def _task_records(db, fused, target) -> dict[str, dict]:
     return out
 
 
-def profile_relax(mod, target, db, opts: dict, fn: str = "main") -> dict:
-    """Untuned (``tvm.compile``) vs tuned (``compile_relax`` on the *unfused* module) Relax program."""
-    names, arrays = _relax_inputs(mod[fn], opts["seed"])
+def measure_vm(executable, arrays: list[np.ndarray], opts: dict, sites: list[dict], flops: dict,
+               records: dict) -> dict:
+    """One Relax build: outputs, end-to-end timing, and per-kernel-call latency tied to call sites."""
     dev = tvm.cpu(0)
-    span_lines = {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
-                  for b in _bindings(mod[fn])}
-    out = {"name": fn, "tuned": None, "check": None, "tasks": {}, "notes": [], "var_lines": span_lines}
-    builds = [("baseline", lambda: tvm.compile(mod, target=target), False)]
+    vm = relax.VirtualMachine(executable, dev)
+    args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+    out = {"outputs": _flatten(vm["main"](*args))}
+    timer_for = lambda number, repeat: vm.time_evaluator("main", dev, number=number, repeat=repeat)  # noqa: E731
+    out["timing"] = time_function(timer_for, args, opts["repeats"], opts["budget_ms"])
+    whole = out["timing"]["median_us"]
+    runs = int(np.clip(opts["budget_ms"] * 1e3 / max(whole, 1.0), max(opts["repeats"], 10), 200))
+    per_run, walls = _time_calls(vm, args, runs=runs)
+    tasks = task_latencies(per_run, sites, flops)
+    for task in tasks:
+        task.update(records.get(task["task"], {}))
+    out["tasks"] = {"tasks": tasks, "sum_us": sum(t["us"] for t in tasks), "whole_us": whole,
+                    "instrumented_run_us": float(np.median(walls)), "runs": runs, "source": SOURCE_TASKS}
+    return out
+
+
+def profile_relax(mod, target, db, opts: dict, fn: str = "main") -> dict:
+    """Untuned (``tvm.compile``) vs tuned (``compile_relax`` on the *unfused* module, §6) Relax program."""
+    _, arrays = _relax_inputs(mod[fn], opts["seed"])
+    out = {"name": fn, "tuned": None, "check": None, "tasks": {}, "notes": [],
+           "var_lines": {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
+                         for b in _bindings(mod[fn])}}
     fused = _fuse(mod, target, tir=True)
     records = _task_records(db, fused, target) if db is not None else {}
-    if db is not None and any(r["tuned"] for r in records.values()):
-        builds.append(("tuned", lambda: ms.relax_integration.compile_relax(db, mod, target, params=None), True))
+    legal_flops = _prim_flops(_legalize(mod, target))
+    variants = {"baseline": measure_vm(tvm.compile(mod, target=target), arrays, opts,
+                                       call_sites(mod, target, False, fn), legal_flops, {})}
+    if any(r["tuned"] for r in records.values()):
+        executable = ms.relax_integration.compile_relax(db, mod, target, params=None)
+        variants["tuned"] = measure_vm(executable, arrays, opts, call_sites(mod, target, True, fn),
+                                       _prim_flops(fused), records)
     elif db is not None:
         out["notes"].append("the run has no successful record for any task of this module")
-    flops = {"baseline": _prim_flops(_legalize(mod, target)), "tuned": _prim_flops(fused)}
-    outputs = {}
-    for label, build, is_fused in builds:
-        vm = relax.VirtualMachine(build(), dev)
-        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
-        outputs[label] = _flatten(vm["main"](*args))
-        timer_for = lambda number, repeat, vm=vm: vm.time_evaluator("main", dev, number=number, repeat=repeat)
-        out[label] = time_function(timer_for, args, opts["repeats"], opts["budget_ms"])
-        per_run, walls = _time_calls(vm, args, runs=max(opts["repeats"], 10))
-        tasks = task_latencies(per_run, call_sites(mod, target, is_fused, fn), flops[label])
-        for t in tasks:
-            t.update(records.get(t["task"], {}) if is_fused else {})
-        out["tasks"][label] = {"tasks": tasks, "sum_us": sum(t["us"] for t in tasks),
-                               "instrumented_run_us": float(np.median(walls)), "whole_us": out[label]["median_us"],
-                               "source": SOURCE_TASKS}
-    out["flops"] = sum(v for v in flops["baseline"].values() if v) if flops["baseline"] else None
+    for label, data in variants.items():
+        out[label], out["tasks"][label] = data["timing"], data["tasks"]
     call_flops = [t.get("flops") for t in out["tasks"]["baseline"]["tasks"]]
-    if call_flops and all(f is not None for f in call_flops):
-        out["flops"] = float(sum(call_flops))
+    out["flops"] = float(sum(call_flops)) if call_flops and None not in call_flops else None
     out["flops_source"] = "sum over kernel calls of estimate_tir_flops (legalized PrimFuncs)"
     out["task_records"] = records
-    if "tuned" in outputs and opts["check"]:
-        out["check"] = compare_outputs([f"output{i}" for i in range(len(outputs["baseline"]))],
-                                       outputs["baseline"], outputs["tuned"], opts["rtol"], opts["atol"])
+    if "tuned" in variants and opts["check"]:
+        base, tuned = variants["baseline"]["outputs"], variants["tuned"]["outputs"]
+        out["check"] = compare_outputs([f"output{i}" for i in range(len(base))], base, tuned,
+                                       opts["rtol"], opts["atol"])
     return out
 
 
@@ -780,8 +805,9 @@ def _cg_name(names: dict, kind: str, value: str) -> str:
 
 
 def _is_tvm_file(name: str) -> bool:
-    return name in ("<str>", "main") or "CodeGenLLVM" in name or name.endswith(".py") and "asight" not in name \
-        and "site-packages" not in name and "/lib/python" not in name and not name.startswith("/usr")
+    """TVM's LLVM codegen names the kernel's debug file ``./IRModule.CodeGenLLVM``; its lines are
+    TVMScript lines (from the statement spans)."""
+    return "CodeGenLLVM" in name
 
 
 # --------------------------------------------------------------------------- handlers

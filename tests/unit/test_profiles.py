@@ -267,6 +267,13 @@ def test_profile_of_latest_run_is_cached_until_inputs_change(store):
     assert len(worker.calls) == 3
 
 
+def test_a_run_of_another_function_is_refused(store):
+    tmp, src, store_obj = store
+    run = _make_run(store_obj, src, function="Other.main")
+    with pytest.raises(profiles.AsightError, match="tuned Other.main, not MatmulBiasRelu"):
+        profiles.profile_file(str(src), run=run.id, store_root=str(store_obj.root), worker=FakeWorker(_raw_tir()))
+
+
 def test_profile_run_uses_the_runs_function(store):
     tmp, src, store_obj = store
     run = _make_run(store_obj, src, function="MatmulBiasRelu.main")

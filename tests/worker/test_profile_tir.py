@@ -104,11 +104,22 @@ def test_profile_without_run_is_untuned_only(worker, tmp_path):
 
 def test_cachegrind_parser_and_missing_valgrind(monkeypatch):
     from asight_lsp.worker import profiling
-    text = "\n".join(["events: Ir Dr Dw D1mr D1mw DLmr DLmw", "fl=(1) <str>", "fn=(1) default_function",
+    text = "\n".join(["events: Ir Dr Dw D1mr D1mw DLmr DLmw", "fl=./IRModule.CodeGenLLVM", "fn=(1) default_function",
                       "12 100 50 10 5 1 0 0", "12 10 5 1 0 0 0 0", "fl=(2) /usr/lib/libc.so", "fn=(2) memcpy",
-                      "7 999 999 999 0 0 0 0", "fl=(1)", "fn=(1)", "15 4 2 2"])
+                      "7 999 999 999 0 0 0 0", "fl=./IRModule.CodeGenLLVM", "fn=(1)", "15 4 2 2"])
     lines = profiling.parse_cachegrind(text)
     assert lines == [{"line": 12, "Ir": 110, "Dr": 55, "Dw": 11, "D1mr": 5, "D1mw": 1, "DLmr": 0, "DLmw": 0},
                      {"line": 15, "Ir": 4, "Dr": 2, "Dw": 2, "D1mr": 0, "D1mw": 0, "DLmr": 0, "DLmw": 0}]
     monkeypatch.setattr(profiling.shutil, "which", lambda name: None)
     assert "not installed" in profiling.cachegrind(None, None, [])["skipped"]
+
+
+def test_edited_function_still_gets_the_runs_best_trace(mbr_run, worker, tmp_path):
+    src, store, run = mbr_run
+    edited = tmp_path / "edited.py"
+    edited.write_text(src.read_text().replace("T.max(E[vi, vj], T.float32(0))", "T.max(E[vi, vj], T.float32(0.5))"))
+    profile = profiles.profile_file(str(edited), run=run.id, store_root=str(store), worker=worker,
+                                    options=ProfileOptions(repeats=5, budget_ms=50.0, stages=False, features=False))
+    kernel = profile["kernels"][0]
+    assert kernel["best"]["match"].startswith("single-workload fallback")
+    assert kernel["check"]["ok"] is True and kernel["tuned"]["median_us"] > 0
