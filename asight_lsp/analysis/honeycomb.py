@@ -262,34 +262,48 @@ def grow(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: float, c
     return cell_of, np.asarray(grower.qr, dtype=np.int64).reshape(-1, 2), np.asarray(grower.cluster, dtype=np.int32)
 
 
-def pack_centres(centres: np.ndarray, counts: np.ndarray, size: float, capacity: int) -> np.ndarray:
-    """Cluster centres pulled toward their common centroid until the clusters' regions would touch.
+PACK_SAMPLE = 400  # points per cluster used to test for collisions while packing
 
-    A cluster of ``c`` points needs about ``ceil(c / capacity)`` hexes, a disc of radius
-    ``r = sqrt(cells * hex_area / pi)``.  Clusters are placed nearest-to-the-centroid first; each
-    slides along its own ray from the centroid to the closest point (never farther than it was)
-    where its disc clears the discs already placed.  Directions are kept, empty space between
-    clusters is removed, so the honeycomb is one compact picture.
+
+def pack_centres(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: float,
+                 seed: int = 0) -> np.ndarray:
+    """Cluster centres pulled toward their common centroid until the clusters (nearly) touch.
+
+    Clusters are placed nearest-to-the-centroid first; each slides rigidly along its own ray from
+    the centroid to the closest position (never farther out than it was) where none of its points
+    comes within one hex size of a point of a cluster already placed.  Directions are kept and each
+    cluster keeps its shape; the empty space between clusters goes, so the honeycomb is one compact
+    picture in which neighbouring clusters share borders.
     """
+    from scipy.spatial import cKDTree
     k = len(centres)
     if k < 2:
         return centres.copy()
-    cells = np.ceil(np.maximum(counts, 1) / capacity)
-    radius = np.sqrt(cells * 1.5 * SQRT3 * size * size / math.pi) + 0.5 * size
+    rng = np.random.default_rng(seed)
+    samples = []
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        if len(members) > PACK_SAMPLE:
+            members = np.sort(rng.choice(members, PACK_SAMPLE, replace=False))
+        samples.append(xy[members] - centres[c])  # shape relative to the centre
+    counts = np.bincount(labels, minlength=k)
     mid = np.average(centres, axis=0, weights=np.maximum(counts, 1))
     offsets = centres - mid
     dist = np.linalg.norm(offsets, axis=1)
     packed = centres.copy()
-    placed: list[int] = []
+    placed_pts = np.zeros((0, 2))
     for c in np.argsort(dist, kind="stable"):
-        unit = offsets[c] / dist[c] if dist[c] > 1e-12 else np.array([1.0, 0.0])
-        steps = np.linspace(0.0, max(dist[c], 0.0), max(2, int(dist[c] / (0.25 * size)) + 2))
-        candidates = mid + steps[:, None] * unit
-        ok = np.ones(len(steps), dtype=bool)
-        for j in placed:
-            ok &= np.linalg.norm(candidates - packed[j], axis=1) >= radius[c] + radius[j]
-        packed[c] = candidates[int(np.argmax(ok))] if ok.any() else centres[c]
-        placed.append(int(c))
+        if not len(placed_pts):
+            packed[c] = mid  # the first cluster sits on the centroid
+        elif len(samples[c]):
+            tree = cKDTree(placed_pts)
+            unit = offsets[c] / dist[c] if dist[c] > 1e-12 else np.array([1.0, 0.0])
+            for t in np.linspace(0.0, dist[c], max(2, int(dist[c] / (0.25 * size)) + 2)):
+                gap, _ = tree.query(mid + t * unit + samples[c], k=1)
+                if gap.min() >= size:
+                    packed[c] = mid + t * unit
+                    break
+        placed_pts = np.concatenate([placed_pts, packed[c] + samples[c]])
     return packed
 
 
@@ -303,8 +317,7 @@ def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     m = cells or target_cells(n)
     capacity = max(1, math.ceil(CAPACITY_SLACK * n / max(m, 1)))
     size = hex_size_for(xy, m)
-    counts = np.bincount(labels, minlength=len(centres))
-    packed = pack_centres(centres, counts, size, capacity)
+    packed = pack_centres(xy, labels, centres, size, seed)
     plane = xy + (packed - centres)[labels]  # each cluster moved rigidly to its packed centre
     cell_of, qr, owners = grow(plane, labels, packed, size, capacity)
     clustering = dict(clustering, packing="cluster centres pulled toward their centroid until the clusters "

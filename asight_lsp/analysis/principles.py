@@ -1,8 +1,9 @@
 """Design principles: sampled decisions whose value range goes with lower latency.
 
 For every decision column (one tile factor of one loop of one block, a categorical choice, a
-compute location, the sketch) and every one-sided range of its values (``<= t``, ``>= t``) or
-category (``= v``), the candidates inside the range are compared with those outside:
+compute location, the sketch) and every one-sided range of its values (``<= t``, ``>= t``), every
+single value when a column has at most 8, or category (``= v``), the candidates inside the range
+are compared with those outside:
 
 * effect = median latency inside / median latency outside - 1 (negative = faster);
 * a two-sided Mann-Whitney U test per range, Benjamini-Hochberg over *all* ranges tested
@@ -31,6 +32,7 @@ FDR = 0.05
 MIN_EFFECT = 0.05
 BOOTSTRAP = 1000
 MAX_THRESHOLDS = 16
+MAX_EQUALITY = 8
 UNROLL_KEYS = ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit")
 
 
@@ -58,6 +60,11 @@ def _ranges(col: DecisionColumn, ok: np.ndarray, min_group: int) -> list[Range]:
             if min_group <= mask.sum() <= n - min_group:
                 out.append(Range(col, "in", float(u), mask))
         return out
+    if len(uniq) <= MAX_EQUALITY:  # few values (unroll steps, tile factors): each value on its own too
+        for u in uniq:
+            mask = present & (vals == u)
+            if min_group <= mask.sum() <= n - min_group:
+                out.append(Range(col, "in", float(u), mask))
     if len(uniq) > MAX_THRESHOLDS + 1:  # thin out: quantiles of the values
         uniq = np.unique(np.quantile(vals[present], np.linspace(0, 1, MAX_THRESHOLDS + 1), method="nearest"))
     for u in uniq[:-1]:
@@ -223,6 +230,8 @@ def constraint(col: DecisionColumn, op: str, value: float) -> dict:
         out["annotation"] = col.annotation
     if col.kind == "categorical":
         out["in"] = [col.categories[int(value)] if col.categories else value]
+    elif op == "in":
+        out["in"] = [int(value) if float(value).is_integer() else value]
     else:
         out[op] = int(value) if float(value).is_integer() else value
     return out

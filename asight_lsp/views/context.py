@@ -47,7 +47,7 @@ def run_info(data: RunData) -> dict:
     lat = data.table.latency_us
     ok = np.isfinite(lat)
     best = float(np.nanmin(lat)) if ok.any() else None
-    return clean({"id": m.id, "file": m.file, "function": m.function, "state": m.state,
+    return clean({"id": data.run.id or m.id, "file": m.file, "function": m.function, "state": m.state,
                   "target": m.target_label or (m.target if isinstance(m.target, str) else None),
                   "trials": len(lat), "measured": int(ok.sum()), "failed": int((~ok).sum()),
                   "baseline_us": m.baseline_us, "best_us": best,
