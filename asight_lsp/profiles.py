@@ -25,7 +25,8 @@ from pathlib import Path
 import msgpack
 
 from .errors import AsightError
-from .jobs import LIVE_STATES, Selection, check_selection, select
+from .diagnostics import check_text
+from .jobs import LIVE_STATES, InputError, Selection, check_selection, select
 from .runs import Run, RunMeta, RunStore, source_hash
 from .sourcemap import Block, Function, Outline, build_outline, decode_source, function_text
 
@@ -156,10 +157,11 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
             return cached
     params = {**_unit_params(text, outline, selection), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None}
-    if candidate is not None:
-        params["candidate"] = _candidate_params(candidate)
     started = time.time()
     with _worker(worker) as client:
+        check_unit(text, path, selection, client)
+        if candidate is not None:
+            params["candidate"] = _candidate_params(candidate, client)
         raw = client.request("profile", params, timeout=options.timeout)
     profile = finish_profile(raw, outline, selection, meta, run)
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
@@ -188,11 +190,21 @@ def _unit_params(text: str, outline: Outline, selection: Selection) -> dict:
             "function": selection.member}
 
 
-def _candidate_params(path: str) -> dict:
+def check_unit(text: str, path: str, selection: Selection, worker) -> None:
+    """Refuse a unit TVM cannot parse or verify: ``InputError`` (CLI exit 1) at the first error."""
+    unit = selection.unit
+    for diag in check_text(text, path, worker).diagnostics:
+        start = diag["range"]["start"]
+        if diag["severity"] == "error" and unit.start_line <= start["line"] <= unit.end_line:
+            raise InputError(f"{path}:{start['line'] + 1}:{start['character'] + 1}: {diag['message']}")
+
+
+def _candidate_params(path: str, worker) -> dict:
     text = _read(path)
     outline = build_outline(text, path)
     selection = select(outline, None)  # the candidate file's only unit, holding one PrimFunc
     check_selection(outline, selection)
+    check_unit(text, path, selection, worker)
     return _unit_params(text, outline, selection)
 
 

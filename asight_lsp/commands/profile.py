@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..jobs import InputError
 from ..profiles import ProfileOptions, profile_file
 from ..workerclient import WorkerClient
 from .common import print_json
@@ -26,9 +27,13 @@ def add_parser(sub):
 
 def run(args) -> int:
     options = ProfileOptions(repeats=max(args.repeats, 1), cachegrind=args.cachegrind, stages=not args.no_stages)
-    with WorkerClient(args.python) as worker:
-        profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker, options,
-                               candidate=args.candidate, use_cache=not args.no_cache)
+    try:
+        with WorkerClient(args.python) as worker:
+            profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker, options,
+                                   candidate=args.candidate, use_cache=not args.no_cache)
+    except InputError as err:  # the file has errors: exit 1, like `asight check`
+        print(f"asight: error: {str(err).replace('refusing to tune', 'refusing to profile')}", file=sys.stderr)
+        return 1
     if args.json:
         print_json(profile)
     else:
@@ -43,7 +48,11 @@ def run(args) -> int:
 def _us(value) -> str:
     if value is None:
         return "-"
-    return f"{value / 1e3:.3f} ms" if value >= 1000 else f"{value:.1f} us"
+    if value >= 1000:
+        return f"{value / 1e3:.3f} ms"
+    if value >= 10:
+        return f"{value:.1f} us"
+    return f"{value:.2f} us" if value >= 1 else f"{value * 1e3:.0f} ns"
 
 
 def _spread(stats: dict | None) -> str:
@@ -68,7 +77,7 @@ def render(profile: dict) -> str:
     summary, peak = profile["summary"], profile["peak"]
     parts = profile.get("kernels") or [profile["relax"]]
     for part in parts:
-        lines += _part_lines(part, peak, len(parts) > 1)
+        lines += _part_lines(part, peak)
     if summary.get("speedup") and len(parts) > 1:
         lines.append(f"total: untuned {_us(summary['baseline_us'])}, tuned {_us(summary['tuned_us'])}, "
                      f"speed-up {summary['speedup']:.1f}x")
@@ -79,8 +88,8 @@ def render(profile: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _part_lines(part: dict, peak: dict, several: bool) -> list[str]:
-    out = [""] + ([f"== {part['function']}"] if several or True else [])
+def _part_lines(part: dict, peak: dict) -> list[str]:
+    out = ["", f"== {part['function']}"]
     base, tuned = part.get("baseline"), part.get("tuned")
     out.append(f"  untuned  {_spread(base)}")
     if tuned:
@@ -96,8 +105,9 @@ def _part_lines(part: dict, peak: dict, several: bool) -> list[str]:
     if gflops and part["flops"].get("value"):
         frac = part.get("peak_fraction") or {}
         pct = lambda label: f" ({frac[label] * 100:.0f}% of peak)" if frac.get(label) else ""  # noqa: E731
-        out.append(f"  GFLOP/s  untuned {_gf(gflops['baseline'])}{pct('baseline')}, tuned {_gf(gflops['tuned'])}"
-                   f"{pct('tuned')}   [{part['flops']['value']:.3g} FLOPs: {part['flops']['source']}]")
+        tuned = f", tuned {_gf(gflops['tuned'])}{pct('tuned')}" if gflops.get("tuned") else ""
+        out.append(f"  GFLOP/s  untuned {_gf(gflops['baseline'])}{pct('baseline')}{tuned}"
+                   f"   [{part['flops']['value']:.3g} FLOPs: {part['flops']['source']}]")
     if "stages" in part:
         out += _block_lines(part)
         out += _memory_lines(part.get("memory") or {})
@@ -149,7 +159,8 @@ def _task_lines(part: dict) -> list[str]:
         out.append(f"    {'kernel':<28} {'latency':>11} {'share':>6}  source bindings")
         for task in data["tasks"]:
             share = f"{task['share'] * 100:.0f}%" if task.get("share") is not None else "-"
-            lines = f" (lines {task['lines'][0] + 1}-{task['lines'][1] + 1})" if task.get("lines") else ""
+            first, last = (task["lines"][0] + 1, task["lines"][1] + 1) if task.get("lines") else (None, None)
+            lines = "" if first is None else f" (line {first})" if first == last else f" (lines {first}-{last})"
             names = ", ".join(task.get("vars") or []) or "?"
             out.append(f"    {task['task'] + ('#' + str(task['call']) if task['call'] else ''):<28} "
                        f"{_us(task['us']):>11} {share:>6}  {names}{lines}")

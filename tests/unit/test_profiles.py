@@ -216,8 +216,12 @@ class FakeWorker:
         self.raw, self.calls = raw, []
 
     def request(self, method, params=None, timeout=None, on_event=None):
+        if method == "check":
+            return {"problems": self.problems, "units": {u["name"]: {"ok": True} for u in params["units"]}}
         self.calls.append((method, params))
         return self.raw
+
+    problems: list = []
 
 
 @pytest.fixture()
@@ -272,6 +276,16 @@ def test_a_run_of_another_function_is_refused(store):
     run = _make_run(store_obj, src, function="Other.main")
     with pytest.raises(profiles.AsightError, match="tuned Other.main, not MatmulBiasRelu"):
         profiles.profile_file(str(src), run=run.id, store_root=str(store_obj.root), worker=FakeWorker(_raw_tir()))
+
+
+def test_a_unit_tvm_rejects_is_an_input_error(store):
+    tmp, src, store_obj = store
+    worker = FakeWorker(_raw_tir())
+    worker.problems = [{"line": 17, "col": 13, "end_col": None, "message": "undefined name", "kind": "parse",
+                        "unit": "MatmulBiasRelu"}]
+    with pytest.raises(profiles.InputError, match=r"matmul_bias_relu.py:17:13: undefined name"):
+        profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert worker.calls == []
 
 
 def test_profile_run_uses_the_runs_function(store):
