@@ -9,7 +9,8 @@ function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
   const share = num(e.share) ?? 0;
   const line = arr<number>(e.lines)[0];
   return h("li", { class: "hotspot", "data-name": str(e.name) },
-    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line : null),
+    // `lines` are 1-based (TVM spans); `range` is an LSP range.
+    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line - 1 : null),
     bar("", share, `${formatLatency(e.us)} · ${pct(share)}`),
     e.split ? h("span", { class: "hint" }, `split: ${str(e.split)}`) : null,
     e.match ? h("span", { class: "hint" }, ` matched by ${str(e.match)}`) : null);

@@ -202,10 +202,10 @@ function cellDetails(c: Cell, cats: Map<number, Category>, cands: Candidates, ru
 
 function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
   const g = s("g", { class: "contours", "aria-hidden": "true" });
-  const lines = arr(p.contour?.lines);
   const levels = arr<number>(p.contour?.levels);
   const lo = Math.min(...levels), hi = Math.max(...levels);
-  for (const raw of lines) {
+  const longest = new Map<number, { pts: number[][]; len: number }>(); // one label per level, on its longest line
+  for (const raw of arr(p.contour?.lines)) {
     const line = obj(raw);
     const pts = arr<number[]>(line.points).filter((q) => q.length >= 2 && Number.isFinite(q[0]) && Number.isFinite(q[1]));
     if (pts.length < 2) continue;
@@ -215,13 +215,18 @@ function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
     g.appendChild(s("polyline", { class: cls, points: pts.map((q) => `${fmt(q[0])},${fmt(q[1])}`).join(" "), "data-level": level }));
     const ticks = arr<number[]>(line.ticks).filter((k) => k.length === 4 && k.every(Number.isFinite));
     if (ticks.length) {
-      const len = size * 0.35;
+      const len = size * 0.3;
       g.appendChild(s("path", { class: `tick ${cls}`,
         d: ticks.map((k) => `M${fmt(k[0])} ${fmt(k[1])}l${fmt(k[2] * len)} ${fmt(k[3] * len)}`).join("") }));
     }
+    let len = 0;
+    for (let i = 1; i < pts.length; i++) len += Math.hypot(pts[i][0] - pts[i - 1][0], pts[i][1] - pts[i - 1][1]);
+    if (len > (longest.get(level)?.len ?? size)) longest.set(level, { pts, len });
+  }
+  for (const [level, { pts }] of longest) {
     const mid = pts[Math.floor(pts.length / 2)];
-    g.appendChild(s("text", { class: "contour-label", x: fmt(mid[0]), y: fmt(mid[1]), "font-size": fmt(size * 0.55) },
-      level.toFixed(2)));
+    g.appendChild(s("text", { class: "contour-label", x: fmt(mid[0]), y: fmt(mid[1]), "font-size": fmt(size * 0.32) },
+      level.toFixed(2).replace(/0$/, "")));
   }
   return g;
 }
@@ -252,7 +257,8 @@ function legend(p: SearchSpacePayload, cats: Map<number, Category>): HTMLElement
     h("p", { class: "hint" }, str(contour.metric)),
     contour.unit ? h("p", { class: "hint" }, `unit: ${str(contour.unit)}`) : null,
     contour.direction ? h("p", { class: "hint" }, str(contour.direction)) : null,
-    arr<number>(contour.levels).length ? h("p", { class: "hint" }, `levels: ${arr<number>(contour.levels).join(", ")}`) : null,
+    arr<number>(contour.levels).length ? h("p", { class: "hint" }, `levels: ${arr<number>(contour.levels).join(", ")} ` +
+      "(dashed: lower levels, solid: the highest; short ticks point uphill)") : null,
     contour.note ? h("p", { class: "hint" }, str(contour.note)) : null,
     metricCats.length ? h("ul", { class: "sources" }, ...metricCats.map((m) =>
       h("li", {}, h("strong", {}, str(m.label, str(m.id))), `: ${str(m.source)}`))) : null,

@@ -4,7 +4,12 @@ import type { GraphEdge, GraphNode, StageGraphPayload } from "../shared/views";
 import { header, notes, reveal, sourceLink } from "./common";
 import { arr, h, mount, num, s, str } from "./dom";
 
-const NODE_W = 170, NODE_H = 46, GAP_X = 90, GAP_Y = 28;
+const NODE_W = 170, NODE_H = 46, GAP_X = 150, GAP_Y = 28;
+
+/** Node and edge texts are cut to fit (the full text is in the element's <title>). */
+export function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
 
 export function nodeBox(n: GraphNode): { x: number; y: number } {
   return { x: 20 + (num(n.layer) ?? 0) * (NODE_W + GAP_X), y: 20 + (num(n.row) ?? 0) * (NODE_H + GAP_Y) };
@@ -35,7 +40,7 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
     const mx = (x1 + x2) / 2;
     edgeLayer.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer) },
       s("path", { d: `M${x1} ${y1}C${mx} ${y1} ${mx} ${y2} ${x2} ${y2}`, "marker-end": "url(#arrow)" }),
-      s("text", { x: mx, y: (y1 + y2) / 2 - 4, "text-anchor": "middle", class: "edge-label" }, edgeLabel(e)),
+      s("text", { x: mx, y: (y1 + y2) / 2 - 4, "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 26)),
       s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
   }
   svg.appendChild(edgeLayer);
@@ -47,9 +52,9 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
       tabindex: io ? null : 0, role: io ? null : "button" },
     s("rect", { width: NODE_W, height: NODE_H, rx: io ? NODE_H / 2 : 4 }),
     s("text", { x: NODE_W / 2, y: io ? NODE_H / 2 + 4 : 18, "text-anchor": "middle", class: "node-label" },
-      io ? `${str(n.role)} ${str(n.label)}` : str(n.label, n.id)),
+      clip(io ? `${str(n.role)} ${str(n.label)}` : str(n.label, n.id), 22)),
     io ? null : s("text", { x: NODE_W / 2, y: 35, "text-anchor": "middle", class: "node-detail" },
-      str(n.schedule, str(n.iter_kinds))),
+      clip(str(n.schedule, str(n.iter_kinds)), 30)),
     s("title", {}, [str(n.label, n.id), n.iter_kinds ? `iterators ${str(n.iter_kinds)}` : "",
       num(n.flops) !== null ? `${n.flops} FLOPs` : "", num(n.bytes) !== null ? `${n.bytes} bytes` : "",
       n.schedule ? `best: ${str(n.schedule)}` : ""].filter(Boolean).join("\n")));
