@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import msgpack

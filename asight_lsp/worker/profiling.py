@@ -400,18 +400,22 @@ def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_u
         data = prof.numpy()
         calls = min(int(data[0]), capacity)
         ticks.extend(data[1:1 + calls * width].reshape(calls, width)[1:])  # drop the warm-up call
-    ticks = np.asarray(ticks, dtype=np.int64)
+    result = stage_stats(np.asarray(ticks, dtype=np.int64), stages, hz)
+    whole_us = float(np.median(wholes))
+    result.update(whole_us=whole_us, ratio=result["sum_us"] / whole_us if whole_us else None, rounds=rounds,
+                  whole_source="plain program, time_evaluator rounds interleaved with the instrumented ones")
+    return result
+
+
+def stage_stats(ticks: np.ndarray, stages: list[dict], hz: float) -> dict:
+    """Per-stage medians (µs) from rows of [start0, end0, start1, end1, ...] rdtsc ticks."""
     per_stage = (ticks[:, 1::2] - ticks[:, 0::2]) / hz * 1e6
-    whole = (ticks[:, -1] - ticks[:, 0]) / hz * 1e6 if len(stages) else np.zeros(len(ticks))
+    whole = (ticks[:, -1] - ticks[:, 0]) / hz * 1e6 if stages else np.zeros(len(ticks))
     for stage, column in zip(stages, per_stage.T):
         p25, p75 = np.percentile(column, [25, 75])
         stage.update({"us": float(np.median(column)), "p25_us": float(p25), "p75_us": float(p75)})
-    total = sum(s["us"] for s in stages)
-    whole_us = float(np.median(wholes))
-    return {"stages": stages, "sum_us": total, "instrumented_whole_us": float(np.median(whole)),
-            "whole_us": whole_us, "ratio": total / whole_us if whole_us else None, "calls": int(len(ticks)),
-            "rounds": rounds, "tsc_hz": hz, "source": SOURCE_STAGES,
-            "whole_source": "plain program, time_evaluator rounds interleaved with the instrumented ones"}
+    return {"stages": stages, "sum_us": sum(s["us"] for s in stages), "calls": int(len(ticks)),
+            "instrumented_whole_us": float(np.median(whole)), "tsc_hz": hz, "source": SOURCE_STAGES}
 
 
 # --------------------------------------------------------------------------- features (§3)
@@ -631,33 +635,26 @@ def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], lis
 
 
 def task_latencies(per_run: list, sites: list[dict], flops: dict) -> list[dict]:
-    """Median µs per call site; the k-th call of a kernel in a run is its k-th call site."""
+    """Median µs per call site, in execution order; the k-th call of a kernel in a run is its
+    k-th call site (``order_exact``: the observed call order is the replayed lowering's)."""
     by_callee: dict[str, list[dict]] = {}
     for site in sites:
         by_callee.setdefault(site["callee"], []).append(site)
-    samples: dict[tuple[str, int], list[float]] = {}
+    samples: dict[tuple[str, int], list[float]] = {}  # insertion order = first run's call order
     for run in per_run:
         seen: dict[str, int] = {}
         for name, us in run:
-            k = seen.get(name, 0)
-            seen[name] = k + 1
-            samples.setdefault((name, k), []).append(us)
-    order = [s["callee"] for s in sites]
-    observed = [n for n, _ in per_run[0]] if per_run else []
+            seen[name] = seen.get(name, -1) + 1
+            samples.setdefault((name, seen[name]), []).append(us)
+    exact = bool(per_run) and [n for n, _ in per_run[0]] == [s["callee"] for s in sites]
     tasks = []
     for (name, k), values in samples.items():
-        site = by_callee.get(name, [])[k] if k < len(by_callee.get(name, [])) else None
+        candidates = by_callee.get(name, [])
+        site = candidates[k] if k < len(candidates) else None
         p25, p75 = np.percentile(values, [25, 75])
-        tasks.append({"task": name, "call": k, "vars": site["vars"] if site else [],
+        tasks.append({"task": name, "call": k, "vars": site["vars"] if site else [], "mapped": site is not None,
                       "us": float(np.median(values)), "p25_us": float(p25), "p75_us": float(p75),
-                      "flops": flops.get(name), "mapped": site is not None})
-    position = {(t["task"], t["call"]): i for i, t in enumerate(tasks)}
-    first = {}
-    for i, name in enumerate(observed):
-        first.setdefault((name, observed[:i].count(name)), i)
-    tasks.sort(key=lambda t: first.get((t["task"], t["call"]), len(observed) + position[(t["task"], t["call"])]))
-    for t in tasks:
-        t["order_exact"] = observed == order
+                      "flops": flops.get(name), "order_exact": exact})
     return tasks
 
 
