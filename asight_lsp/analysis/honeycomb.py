@@ -86,28 +86,31 @@ def target_cells(n: int) -> int:
 
 
 def reduce_2d(X: np.ndarray, seed: int = 0) -> tuple[np.ndarray, dict]:
-    """PCA to two components (deterministic for a seed)."""
-    from sklearn.decomposition import PCA
+    """PCA to two components via the eigen-decomposition of the covariance (d x d), which is far
+    cheaper than an SVD of the n x d data at 20k candidates.  Signs are fixed (the largest loading of
+    each component is positive) so a layout does not flip between runs."""
     n, d = X.shape
     if n < 3 or d == 0:
         xy = np.zeros((n, 2))
         if n and d:
             xy[:, : min(d, 2)] = X[:, : min(d, 2)]
         return xy, {"method": "pca", "explained_variance": [0.0, 0.0]}
-    comps = min(2, d, n)
-    solver = "randomized" if d > 64 and n > 500 else "full"
-    pca = PCA(n_components=comps, svd_solver=solver, random_state=seed)
-    xy = pca.fit_transform(X).astype(np.float64)
-    if comps < 2:
-        xy = np.concatenate([xy, np.zeros((n, 2 - comps))], axis=1)
-    ratio = [float(v) for v in pca.explained_variance_ratio_] + [0.0] * (2 - comps)
-    return xy, {"method": "pca", "explained_variance": ratio, "solver": solver}
+    centred = np.asarray(X, dtype=np.float64) - X.mean(axis=0)
+    values, vectors = np.linalg.eigh(centred.T @ centred / max(n - 1, 1))
+    order = np.argsort(values)[::-1][:2]
+    comps = vectors[:, order]
+    comps *= np.where(comps[np.abs(comps).argmax(axis=0), np.arange(comps.shape[1])] < 0, -1.0, 1.0)
+    xy = centred @ comps
+    if xy.shape[1] < 2:
+        xy = np.concatenate([xy, np.zeros((n, 2 - xy.shape[1]))], axis=1)
+    total = float(values.sum())
+    ratio = [float(values[i] / total) if total > 0 else 0.0 for i in order] + [0.0] * (2 - len(order))
+    return xy, {"method": "pca", "explained_variance": ratio, "solver": "covariance eigh"}
 
 
 def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -> tuple[np.ndarray, np.ndarray, dict]:
     """KMeans on the plane, k by the best mean silhouette score."""
     from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
     n = len(xy)
     distinct = len(np.unique(np.round(xy, 9), axis=0)) if n else 0
     k_hi = min(k_range[1], distinct - 1, n - 1)
@@ -121,14 +124,16 @@ def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -
                                  "note": "too few distinct points to cluster"}
     rng = np.random.default_rng(seed)
     fit_on = xy[np.sort(rng.choice(n, FIT_SAMPLE, replace=False))] if n > FIT_SAMPLE else xy
-    sample = min(len(fit_on), SILHOUETTE_SAMPLE)
+    sample = np.sort(rng.choice(len(fit_on), SILHOUETTE_SAMPLE, replace=False)) \
+        if len(fit_on) > SILHOUETTE_SAMPLE else np.arange(len(fit_on))
+    pts = fit_on[sample]
+    dist = np.sqrt(np.maximum(((pts[:, None, :] - pts[None, :, :]) ** 2).sum(-1), 0.0))  # once for every k
     scores, fits = {}, {}
     for k in range(k_range[0], k_hi + 1):
         km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(fit_on)
         if len(np.unique(km.labels_)) < 2:
             continue
-        scores[k] = float(silhouette_score(fit_on, km.labels_, sample_size=sample if sample < len(fit_on) else None,
-                                           random_state=seed))
+        scores[k] = silhouette(dist, km.labels_[sample])
         fits[k] = km
     if not scores:
         labels = np.zeros(n, dtype=np.int32)
@@ -142,6 +147,25 @@ def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -
              "scores": {str(k): round(v, 4) for k, v in scores.items()}})
 
 
+def silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette coefficient from a precomputed distance matrix (as sklearn defines it:
+    a point alone in its cluster scores 0)."""
+    codes = np.unique(labels, return_inverse=True)[1].ravel()
+    k = int(codes.max()) + 1
+    onehot = np.zeros((len(codes), k))
+    onehot[np.arange(len(codes)), codes] = 1.0
+    sums = dist @ onehot                      # distance of each point to all points of each cluster
+    sizes = onehot.sum(axis=0)
+    own = sizes[codes]
+    a = sums[np.arange(len(codes)), codes] / np.maximum(own - 1, 1)
+    mean_other = sums / np.maximum(sizes, 1)
+    mean_other[np.arange(len(codes)), codes] = np.inf
+    b = mean_other.min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = np.where(own > 1, (b - a) / np.maximum(a, b), 0.0)
+    return float(np.nan_to_num(s).mean())
+
+
 def hex_size_for(xy: np.ndarray, cells: int) -> float:
     """Hex size at which the points, where they are, occupy about ``cells`` hexes (bisection)."""
     span = float(np.ptp(xy, axis=0).max()) if len(xy) else 0.0
@@ -150,7 +174,8 @@ def hex_size_for(xy: np.ndarray, cells: int) -> float:
     lo, hi = span / (4.0 * max(cells, 1)), span
     for _ in range(18):
         mid = math.sqrt(lo * hi)
-        occupied = len(np.unique(to_axial(xy, mid), axis=0))
+        qr = to_axial(xy, mid)
+        occupied = len(np.unique(qr[:, 0] * 4_000_003 + qr[:, 1]))
         if occupied > cells:
             lo = mid
         else:
@@ -309,7 +334,8 @@ def pack_centres(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: 
 
 def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     """The honeycomb of standardised features ``X`` (n, d)."""
-    from threadpoolctl import threadpool_limits
+    import sklearn.cluster  # noqa: F401  (load its OpenMP runtime *before* limiting the thread pools:
+    from threadpoolctl import threadpool_limits  # threadpoolctl only limits libraries already loaded)
     n = len(X)
     with threadpool_limits(limits=1):  # small problems: threads cost more than they give (2-core box)
         xy, reduction = reduce_2d(X, seed)

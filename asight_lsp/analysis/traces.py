@@ -10,7 +10,7 @@ The per-block *effects* of a trace (splits, parallel, cache, compute-at) are in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 SAMPLE_PREFIX = "Sample"
@@ -24,7 +24,7 @@ _TAGS = {"CacheWrite": "cache-write {block}", "CacheRead": "cache-read {block}",
          "AddUnitLoop": "unit loop {block}", "Bind": "thread binding"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
     """One sampled coordinate of a candidate.
 
@@ -148,7 +148,7 @@ def _specs(insts: list, blocks: dict[str, BlockInfo]) -> dict[int, Decision]:
                 count = seen.get(found.key, 0)
                 seen[found.key] = count + 1
                 if count:
-                    found = Decision(**{**found.__dict__, "key": f"{found.key}#{count + 1}"})
+                    found = replace(found, key=f"{found.key}#{count + 1}")
                 out[index] = found
         resolver.feed(kind, inputs, attrs, outputs)
     return out
