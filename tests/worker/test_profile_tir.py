@@ -1,6 +1,7 @@
 """Profiling TIR with real TVM: stages vs whole, best record applied, output check, no-run profiles."""
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -123,3 +124,19 @@ def test_edited_function_still_gets_the_runs_best_trace(mbr_run, worker, tmp_pat
     kernel = profile["kernels"][0]
     assert kernel["best"]["match"].startswith("single-workload fallback")
     assert kernel["check"]["ok"] is True and kernel["tuned"]["median_us"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("valgrind") or not os.environ.get("ASIGHT_SLOW_TESTS"),
+                    reason="needs valgrind and ASIGHT_SLOW_TESTS=1 (about a minute)")
+def test_cachegrind_misses_land_on_the_update_line(worker, tmp_path):
+    src = tmp_path / "matmul64.py"
+    shutil.copy(FIXTURES / "matmul64.py", src)
+    options = ProfileOptions(repeats=3, budget_ms=20.0, stages=False, features=False, cachegrind=True)
+    kernel = profiles.profile_file(str(src), store_root=str(tmp_path / ".asight"), worker=worker,
+                                   options=options)["kernels"][0]
+    data = kernel["cachegrind"]["baseline"]
+    by_block = {b["id"]: b for b in data["blocks"]}
+    assert by_block["matmul64/C"]["Dr"] >= 64 ** 3  # every A/B/C read of the 64³ loop
+    update = [line for line in data["lines"] if line["block"] == "matmul64/C" and line["Dr"] >= 64 ** 3]
+    assert update and update[0]["D1mr"] > 0
