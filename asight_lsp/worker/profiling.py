@@ -63,11 +63,9 @@ def _target(spec):
 
 def target_label(target) -> str:
     """``llvm -mcpu=znver3 -num-cores=2``: the target as a short command-line style label."""
-    parts = [target.kind.name]
-    for key in ("mcpu", "num-cores", "mtriple"):
-        value = target.attrs.get(key) if hasattr(target, "attrs") else None
-        if value not in (None, "") and key != "mtriple":
-            parts.append(f"-{key}={value}")
+    attrs = getattr(target, "attrs", {}) or {}
+    parts = [target.kind.name] + [f"-{key}={attrs[key]}" for key in ("mcpu", "num-cores")
+                                  if attrs.get(key) not in (None, "")]
     return " ".join(parts)
 
 
