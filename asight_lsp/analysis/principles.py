@@ -31,6 +31,7 @@ MIN_GROUP_FRAC = 0.05
 FDR = 0.05
 MIN_EFFECT = 0.05
 BOOTSTRAP = 1000
+BOOTSTRAP_SAMPLE = 1500  # per side; a larger run is subsampled for the interval (wider, so conservative)
 MAX_THRESHOLDS = 16
 MAX_EQUALITY = 8
 UNROLL_KEYS = ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit")
@@ -106,7 +107,7 @@ def _subsample(values: np.ndarray, limit: int, rng: np.random.Generator) -> np.n
     return values if len(values) <= limit else rng.choice(values, limit, replace=False)
 
 
-def mine(table: CandidateTable, seed: int = 0) -> dict:
+def mine(table: CandidateTable, seed: int = 0, columns: list[DecisionColumn] | None = None) -> dict:
     """Principles of a run (see module doc): ``{"principles", "tested", "model", "reason", ...}``."""
     from scipy.stats import mannwhitneyu
     ok = table.valid
@@ -117,7 +118,7 @@ def mine(table: CandidateTable, seed: int = 0) -> dict:
     if n < MIN_RUN:
         return {"principles": [], "tested": 0, "n": n, "settings": settings, "model": None,
                 "reason": f"only {n} measured candidates; at least {MIN_RUN} are needed"}
-    cols = decision_columns(table)
+    cols = columns if columns is not None else decision_columns(table)
     lat = table.latency_us
     ranges = [r for col in cols for r in _ranges(col, ok, min_group)]
     if not ranges:
@@ -142,8 +143,8 @@ def mine(table: CandidateTable, seed: int = 0) -> dict:
     found = []
     for i in best_per_column.values():
         r = ranges[i]
-        inside = _subsample(lat[r.mask], 4000, rng)
-        outside = _subsample(lat[ok & ~r.mask & np.isfinite(r.column.values)], 4000, rng)
+        inside = _subsample(lat[r.mask], BOOTSTRAP_SAMPLE, rng)
+        outside = _subsample(lat[ok & ~r.mask & np.isfinite(r.column.values)], BOOTSTRAP_SAMPLE, rng)
         lo, hi = bootstrap_effect(inside, outside, rng)
         if hi >= 0:
             continue

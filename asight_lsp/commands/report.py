@@ -39,42 +39,53 @@ def best_schedule(data) -> dict | None:
             "trace": format_trace(rec["insts"], rec["decisions"])}
 
 
-def build_report(args, text: str, worker=None) -> str:
+def build_report(file: str, run_ref: str, store_root: str | None = None, worker=None, text: str | None = None,
+                 hotspots: bool = True, seed: int = 0) -> str:
+    """The report page of a run.  Without a worker: cached features only, no hotspots."""
     from ..views import loop_view, principles, search_space, stage_graph
     from ..views.context import load_run
     from ..views.report import report_html
-    data = load_run(args.run_ref, args.work_dir, worker=worker, extract=worker is not None, text=text)
+    text = read_source(file).decode("utf-8", errors="replace") if text is None else text
+    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text)
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
-    payloads = {"searchSpace": search_space(data, seed=args.seed), "loopView": loop_view(data),
-                "stageGraph": stage_graph(data), "principles": principles(data, seed=args.seed)}
+    payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
+                "stageGraph": stage_graph(data), "principles": principles(data, seed=seed)}
     hot, hot_error = None, None
-    if importlib.util.find_spec("asight_lsp.analysis.hotspots") is not None and not args.no_hotspots:
+    if hotspots and importlib.util.find_spec("asight_lsp.analysis.hotspots") is not None:
         if worker is None:
             hot_error = "the TVM worker was not started (--no-extract)"
         else:
             from .hotspots import collect
             try:
-                hot = collect(args.file, str(data.run.path), None, args.work_dir, worker, text=text)
+                hot = collect(file, str(data.run.path), None, store_root, worker, text=text)
             except (AsightError, WorkerError) as err:
                 hot_error = str(err)
     return report_html(payloads, best_schedule(data), hot, hot_error)
 
 
-def run(args) -> int:
-    from ..workerclient import WorkerClient
-    text = read_source(args.file).decode("utf-8", errors="replace")
-    if args.no_extract:
-        page = build_report(args, text)
-    else:
-        with WorkerClient(args.python, default_timeout=600) as worker:
-            page = build_report(args, text, worker)
-    out = Path(args.output)
+def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,
+                 hotspots: bool = True, seed: int = 0) -> Path:
+    """Build the report and write it atomically to ``output`` (what ``asight demo`` can call)."""
+    page = build_report(file, run_ref, store_root, worker, hotspots=hotspots, seed=seed)
+    out = Path(output)
     try:
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
         tmp.write_text(page, encoding="utf-8")
         os.replace(tmp, out)
     except OSError as err:
-        raise AsightError(f"cannot write {args.output}: {err.strerror}") from None
+        raise AsightError(f"cannot write {output}: {err.strerror}") from None
+    return out
+
+
+def run(args) -> int:
+    from ..workerclient import WorkerClient
+    read_source(args.file)  # a missing file is a one-line error before anything starts
+    if args.no_extract:
+        out = write_report(args.file, args.run_ref, args.output, args.work_dir, None, not args.no_hotspots, args.seed)
+    else:
+        with WorkerClient(args.python, default_timeout=600) as worker:
+            out = write_report(args.file, args.run_ref, args.output, args.work_dir, worker, not args.no_hotspots,
+                               args.seed)
     print(out)
     return 0

@@ -19,8 +19,9 @@ def principles(data: RunData, seed: int = 0) -> dict:
     base = {"schema": SCHEMA, "run": run_info(data), "notes": list(data.notes), "seed": seed}
     if not data.table.valid.any():
         return {**base, "status": "unavailable", "message": "the run has no measured candidate yet"}
-    result = mine(data.table, seed=seed)
-    columns = {c.key: c for c in decision_columns(data.table)}
+    cols = decision_columns(data.table)
+    result = mine(data.table, seed=seed, columns=cols)
+    columns = {c.key: c for c in cols}
     for p in result["principles"]:
         col = columns[p["key"]]
         what, rng = describe(col, p["op"], p["value"], _iter_kinds(data, p["block"]))
