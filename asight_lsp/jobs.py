@@ -257,6 +257,34 @@ def kill_group(pgid: int | None, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+def group_alive(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return []
+    import psutil
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def end_group(pgid: int | None, timeout: float = 2.0) -> None:
+    """SIGKILL what is left of a job's group and wait (briefly) until it is really gone."""
+    if not pgid:
+        return
+    deadline = time.monotonic() + timeout
+    kill_group(pgid)
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        kill_group(pgid)
+
+
 class TuneJob:
     """Handle on a running (or finished) tuning job."""
 
@@ -291,7 +319,7 @@ class TuneJob:
         with self._reaped:
             if self._ended.is_set():
                 return
-            kill_group(self.pid)
+            end_group(self.pid)
             code = self._proc.returncode if self._proc is not None else None
             if self._cancelling:
                 refresh_run(self.run, "cancelled", known_dead=True)
