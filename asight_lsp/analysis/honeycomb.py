@@ -127,7 +127,8 @@ def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -
     sample = np.sort(rng.choice(len(fit_on), SILHOUETTE_SAMPLE, replace=False)) \
         if len(fit_on) > SILHOUETTE_SAMPLE else np.arange(len(fit_on))
     pts = fit_on[sample]
-    dist = np.sqrt(np.maximum(((pts[:, None, :] - pts[None, :, :]) ** 2).sum(-1), 0.0))  # once for every k
+    sq = (pts ** 2).sum(axis=1)
+    dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * pts @ pts.T, 0.0))  # once, for every k
     scores, fits = {}, {}
     for k in range(k_range[0], k_hi + 1):
         km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(fit_on)
