@@ -53,6 +53,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly clientEmitter = new vscode.EventEmitter<LanguageClient>();
   private startPromise: Promise<LanguageClient | undefined> | undefined;
   private stopping = false;
+  /** Whether the current client ever reached "running" (a server that dies on start is not restarted). */
+  private reachedRunning = false;
   state: ServerState = ServerState.Stopped;
   /** Fires with the new state. */
   readonly onDidChangeState = this.stateEmitter.event;
@@ -105,9 +107,11 @@ export class ServerManager implements vscode.Disposable {
     const client = new LanguageClient("asight", "ASight", serverOptions, clientOptions);
     client.registerFeature(new NoServerProgress());
     this.client = client;
+    this.reachedRunning = false;
     client.onDidChangeState((e) => {
       if (client !== this.client) return;
       if (e.newState === State.Running) {
+        this.reachedRunning = true;
         this.setState(ServerState.Running);
         this.clientEmitter.fire(client);
       } else if (e.newState === State.Stopped && this.state !== ServerState.Errored) {
@@ -134,6 +138,7 @@ export class ServerManager implements vscode.Disposable {
   /** The connection closed: restart with a message, unless it crashed too often. */
   private closed() {
     if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    if (!this.reachedRunning) return { action: CloseAction.DoNotRestart, handled: true }; // start() reports it
     if (this.policy.crashed()) {
       const msg = `ASight: the language server stopped unexpectedly; restarting it (${this.policy.recent} of ` +
         `${this.policy.limit} restarts in 3 minutes).`;

