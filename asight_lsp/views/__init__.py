@@ -9,7 +9,8 @@ asight.stageGraph/1    ``loops.stage_graph``         ``asight/stageGraph``
 asight.principles/1    ``principles.principles``     ``asight/principles``
 =====================  ==========================  =====================================
 
-Each builder takes a ``RunData`` (``context.load_run``).  ``build(kind, run_dir)`` is the one-call
+Each builder takes a ``RunData`` (``context.load_run``); ``stage_graph_of(function)`` needs only a
+``sourcemap.Function`` (a stage graph before any run).  ``build(kind, run_dir)`` is the one-call
 entry point for the language server: it loads the run (features from the cache; pass a worker to
 extract missing ones) and returns the payload.  Every payload has ``schema``, ``status``
 (``ok`` / ``unavailable``), ``run`` and ``notes``; ``REQUIRED`` lists the keys an ``ok`` payload has.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from ..runs import Run
 from .context import RunData, load_run
-from .loops import LOOP_VIEW_SCHEMA, STAGE_GRAPH_SCHEMA, loop_view, stage_graph
+from .loops import LOOP_VIEW_SCHEMA, STAGE_GRAPH_SCHEMA, loop_view, stage_graph, stage_graph_of
 from .principles import SCHEMA as PRINCIPLES_SCHEMA, principles
 from .searchspace import SCHEMA as SEARCH_SPACE_SCHEMA, search_space
 
@@ -52,5 +53,5 @@ def build(kind: str, run_dir: str | Path, text: str | None = None, worker=None, 
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
 
 
-__all__ = ["RunData", "load_run", "search_space", "loop_view", "stage_graph", "principles", "build",
+__all__ = ["RunData", "load_run", "search_space", "loop_view", "stage_graph", "stage_graph_of", "principles", "build",
            "missing_keys", "SCHEMAS", "REQUIRED"]

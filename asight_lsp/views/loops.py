@@ -42,22 +42,27 @@ def loop_view(data: RunData) -> dict:
 
 
 def stage_graph(data: RunData) -> dict:
-    """Blocks (or Relax bindings) as nodes, buffers as edges, with a layered layout."""
-    base = {"schema": STAGE_GRAPH_SCHEMA, "run": run_info(data), "notes": list(data.notes)}
+    """Blocks (or Relax bindings) as nodes, buffers as edges, with a layered layout; each block
+    says what the run's best schedule did to it."""
+    base = {"run": run_info(data), "notes": list(data.notes)}
     if data.function is None:
-        return {**base, "status": "unavailable",
+        return {"schema": STAGE_GRAPH_SCHEMA, **base, "status": "unavailable",
                 "message": f"source of {data.meta.function} not found ({data.meta.file})"}
-    graph = build_graph(data.function)
+    return stage_graph_of(data.function, best_summary(data), base)
+
+
+def stage_graph_of(function, best: dict | None = None, base: dict | None = None) -> dict:
+    """The stage graph payload of a source function alone (no run needed; ``run`` is then None)."""
+    graph = build_graph(function)
     pos = layered_positions(graph)
-    best = best_summary(data)
     nodes = []
     for name, attrs in graph.nodes(data=True):
         node = {"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]}
-        if attrs.get("kind") == "block" and name in best:
+        if attrs.get("kind") == "block" and best and name in best:
             node["schedule"] = block_headline(best[name])
         nodes.append(node)
     edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
-    return clean({**base, "status": "ok", "function": data.function.id, "kind": data.function.kind,
-                  "nodes": nodes, "edges": edges,
+    return clean({"schema": STAGE_GRAPH_SCHEMA, "run": None, "notes": [], **(base or {}), "status": "ok",
+                  "function": function.id, "kind": function.kind, "nodes": nodes, "edges": edges,
                   "layout": "layer = longest path from the inputs; row = order within the layer",
                   "source": "source map (TVMScript blocks' reads/writes; Relax bindings' arguments)"})

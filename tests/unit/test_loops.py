@@ -115,3 +115,12 @@ def test_stage_graph_names_are_data_not_markup():
     fn = build_outline(text).functions[0]
     g = build_graph(fn)
     assert "C<b>x</b>" in g.nodes
+
+
+def test_stage_graph_without_a_run():
+    from asight_lsp.views import stage_graph_of
+    fn = build_outline((ROOT / "fixtures" / "matmul_bias_relu.py").read_text()).functions[0]
+    p = stage_graph_of(fn)
+    assert p["status"] == "ok" and p["run"] is None and missing_keys(p) == []
+    assert {n["id"] for n in p["nodes"] if n["kind"] == "block"} == {"matmul", "bias_add", "relu"}
+    assert not any("schedule" in n for n in p["nodes"])
