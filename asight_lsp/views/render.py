@@ -21,8 +21,10 @@ def render_search_space(payload: dict, out: str | os.PathLike, dpi: int = 130) -
     from matplotlib.colors import LinearSegmentedColormap, LogNorm
     if payload.get("status") != "ok":
         raise ValueError(payload.get("message") or "the payload is not ok")
-    fig, ax = plt.subplots(figsize=(9.5, 7.5))
     cells = payload["cells"]
+    corners = np.asarray([pt for c in cells for pt in c["corners"]])
+    w, h = np.ptp(corners, axis=0) if len(corners) else (1.0, 1.0)
+    fig, ax = plt.subplots(figsize=(9.5, float(np.clip(7.5 * h / max(w, 1e-9), 4.5, 11.0))))
     polys = [c["corners"] for c in cells]
     ax.add_collection(PolyCollection(polys, facecolors=[c["color"] for c in cells], edgecolors="#ffffff",
                                      linewidths=0.4, zorder=1))
