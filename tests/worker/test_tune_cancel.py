@@ -1,6 +1,7 @@
 """Stopping a real tuning job: cancel (records kept, < 2 s), kill -9 (run readable, failed), then resume."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -79,3 +80,30 @@ def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches):
     assert meta.state == "done", meta.error
     assert len(read_records(job.run.path)) == len(kept) + 8 == meta.trials_done
     assert [s["state"] for s in meta.sessions] == ["failed", "done"]
+
+
+def test_ctrl_c_in_cli_cancels_within_2s(tmp_path, small_batches):
+    """Ctrl-C reaches the CLI (the job runs in its own session); the CLI cancels the job, exits 130."""
+    import subprocess
+    import sys
+    root = FIX.parent
+    proc = subprocess.Popen([sys.executable, "-m", "asight_lsp", "tune", str(FIX / "matmul64.py"), "--trials", "48",
+                             "--work-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.strip().startswith("trials "):
+            break
+    assert any(line.startswith("tuning ") for line in lines), lines
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 130, (out, err)
+    assert elapsed < 2.0, elapsed
+    assert "cancelling" in out and "state    cancelled" in out, out
+    run_dir = next((tmp_path / "runs").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["state"] == "cancelled" and meta["trials_done"] == len(read_records(run_dir)) >= 8
+    assert group_members(meta["pid"]) == []
