@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -101,7 +102,7 @@ def code_server(vsix, tmp_path_factory):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"code-server did not start: {(d / 'code-server.log').read_text()[-2000:]}")
                 time.sleep(0.5)
-        yield url, ws, d
+        yield url, ws, proc.pid
     finally:
         os.killpg(proc.pid, signal.SIGTERM)   # its own process group: code-server, extension host, our server
         try:
@@ -110,6 +111,24 @@ def code_server(vsix, tmp_path_factory):
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
         _keep_logs(d)
+
+
+def kill_language_server(session_id: int) -> list[int]:
+    """SIGKILL the ASight language server(s) that code-server (session ``session_id``) started."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        sid = int(stat.rsplit(")", 1)[1].split()[3])
+        if sid == session_id and b"asight_lsp" in cmd and b"serve" in cmd:
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed.append(int(entry.name))
+    return killed
 
 
 def _keep_logs(d: Path) -> None:
@@ -124,14 +143,28 @@ def _keep_logs(d: Path) -> None:
 @pytest.fixture(scope="session")
 def session(code_server) -> dict:
     """Facts from one drive through the real VS Code (see drive.mjs); wall time in ``wall_s``."""
-    url, ws, _ = code_server
+    url, ws, cs_pid = code_server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    proc = subprocess.run(["node", str(Path(__file__).with_name("drive.mjs"))], cwd=ROOT, capture_output=True, text=True,
-                          timeout=480, env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS)))
-    (ARTIFACTS / "drive.log").write_text(proc.stderr)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    proc = subprocess.Popen(["node", str(Path(__file__).with_name("drive.mjs"))], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS), CRASH="1"))
+    log, killed = [], []
+    timer = threading.Timer(480, proc.kill)
+    timer.start()
+    try:
+        for line in proc.stderr:
+            log.append(line)
+            if line.strip() == "@@KILL-SERVER":
+                killed = kill_language_server(cs_pid)
+        out = proc.stdout.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+    (ARTIFACTS / "drive.log").write_text("".join(log))
+    assert proc.returncode == 0, "".join(log)[-3000:]
+    facts = json.loads(out.strip().splitlines()[-1])
+    facts["killed"] = killed
     facts["wall_s"] = round(time.monotonic() - started, 1)
     (ARTIFACTS / "facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))
     return facts

@@ -2,8 +2,8 @@
 //   CS_URL=http://127.0.0.1:PORT CS_FOLDER=/path/to/workspace SHOT_DIR=dir node tests/e2e/drive.mjs
 // Steps (each logged with its time): open matmul64.py from the explorer; code lenses; a hover on
 // the block; "ASight: Tune" from the palette (trials from the settings) with its progress
-// notification; the result lens and inlay hints; "ASight: Show Search Space"; click a cell and see
-// its candidates. Prints one JSON line of facts at the end (also on failure, with "error").
+// notification; the result lens and inlay hints; a killed server comes back with a message (CRASH=1);
+// the search-space panel from the result lens; click a cell and see its candidates; open one. Prints one JSON line of facts at the end (also on failure, with "error").
 import { createRequire } from "node:module";
 import * as path from "node:path";
 
@@ -107,9 +107,20 @@ try {
   step("inlay hints", { hints: facts.inlayHints.slice(0, 3) });
   await shot("tuned");
 
-  // Search space panel: cells, hover, click -> candidates.
+  // The server crashes (the test kills it when it reads the marker): a message, then it is back.
+  if (process.env.CRASH === "1") {
+    console.error("@@KILL-SERVER");
+    const warn = page.locator(".notification-toast", { hasText: "stopped unexpectedly; restarting" });
+    await warn.waitFor({ timeout: 60000 });
+    facts.crashMessage = (await warn.locator(".notification-list-item-message").innerText()).trim();
+    step("crash message", { message: facts.crashMessage });
+    await page.locator(".codelens-decoration a", { hasText: /^(?!⟳).*\d+ trials/ }).first().waitFor({ timeout: 60000 });
+    step("server back");
+  }
+
+  // Search space panel from the result lens (a server command, routed by the extension's middleware).
   await page.keyboard.press("Escape");
-  await palette("ASight: Show Search Space");
+  await page.locator(".codelens-decoration a", { hasText: /^(?!⟳).*\d+ trials/ }).first().click();
   const wv = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
   // Either cells or the server's "unavailable" message (then fail at once, saying why).
   await wv.locator("svg.honeycomb polygon.cell, .unavailable .message, p.error").first().waitFor({ timeout: 150000 });

@@ -35,6 +35,12 @@ def test_result_lens_and_inlay_hints_after_tuning(session):
     assert any(re.search(r"split|parallel|vector", h) for h in session["inlayHints"]), session["inlayHints"]
 
 
+def test_crashed_server_restarts_with_a_message(session):
+    reached(session, "server back")
+    assert len(session["killed"]) == 1, session["killed"]
+    assert session["crashMessage"].startswith("ASight: the language server stopped unexpectedly; restarting it (1 of 5")
+
+
 def test_search_space_panel_cells_and_candidates(session):
     reached(session, "candidates")
     assert session["cells"] >= 1 and session["legend"]

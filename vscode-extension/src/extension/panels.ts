@@ -4,6 +4,7 @@
  * refreshed when a run they show updates.
  */
 import * as crypto from "node:crypto";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import {
   parseWebviewMessage, PANEL_KINDS, PANEL_TITLES, VIEW_TYPES, type HostMessage, type PanelKind, type PanelState,
@@ -11,7 +12,8 @@ import {
 } from "../shared/messages";
 import * as P from "../shared/protocol";
 import { makeNonce, panelHtml } from "./html";
-import { errorText, type ServerManager } from "./server";
+import { cleanArgs, restoreState } from "./panelState";
+import { errorText, workspaceFolder, type ServerManager } from "./server";
 
 /** The custom request that draws each panel. */
 export const PANEL_REQUESTS: Record<PanelKind, string> = {
@@ -228,24 +230,12 @@ export class PanelManager implements vscode.Disposable {
   }
 }
 
-function cleanArgs(args: P.ViewArgs): P.ViewArgs {
-  const out: P.ViewArgs = {};
-  if (typeof args.uri === "string") out.uri = args.uri;
-  if (typeof args.function === "string") out.function = args.function;
-  if (typeof args.run === "string") out.run = args.run;
-  return out;
-}
-
-/** The panel state a reloaded window hands back (validated: it comes from webview storage). */
-export function restoreState(kind: PanelKind, state: unknown): PanelState {
-  const s = (state && typeof state === "object" ? state : {}) as Partial<PanelState>;
-  const args = s.args && typeof s.args === "object" ? cleanArgs(s.args) : {};
-  return { kind, args, cell: typeof s.cell === "number" ? s.cell : null };
-}
-
 export async function revealSource(uri: string | undefined, file: string | undefined, line: number, character: number,
   endLine?: number): Promise<void> {
-  const target = uri ? vscode.Uri.parse(uri, true) : vscode.Uri.file(file!);
+  // A run records its file as given to `asight tune` (maybe relative to the workspace).
+  const ws = workspaceFolder();
+  const target = uri ? vscode.Uri.parse(uri, true)
+    : vscode.Uri.file(path.isAbsolute(file!) || !ws ? file! : path.join(ws, file!));
   const doc = await vscode.workspace.openTextDocument(target);
   const start = new vscode.Position(line, character);
   const end = endLine !== undefined ? new vscode.Position(endLine, 0) : start;

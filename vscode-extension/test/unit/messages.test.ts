@@ -18,3 +18,10 @@ test("malformed or unknown messages are refused", () => {
     assert.equal(parseWebviewMessage(bad), null, JSON.stringify(bad));
   }
 });
+
+test("restored panel state keeps only valid fields", async () => {
+  const { restoreState } = await import("../../src/extension/panelState");
+  assert.deepEqual(restoreState("loopView", { kind: "searchSpace", args: { uri: "file:///a.py", run: 3, x: 1 }, cell: 4 }),
+    { kind: "loopView", args: { uri: "file:///a.py" }, cell: 4 });
+  assert.deepEqual(restoreState("hotspots", "garbage"), { kind: "hotspots", args: {}, cell: null });
+});
