@@ -369,15 +369,16 @@ def instrument(func, capacity: int):
 
 
 def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_us: float | None,
-                   rounds: int = 10) -> dict:
+                   rounds: int = 20) -> dict:
     """Per-stage latency (median over calls) of the PrimFunc ``mod["main"]``.
 
     Both the instrumented and the plain program (``plain_rt``) run through ``time_evaluator``
     (single back-to-back calls), in interleaved rounds, so they see the same thread-pool state and
-    machine load (this VM shares 2 cores): the plain median is the ``whole_us`` the sum of the
-    stage medians is compared with.
+    machine load (this VM shares 2 cores).  ``whole_us`` is the plain median over all rounds;
+    ``ratio`` (stage sum / whole) is the median of the per-round ratios, each taken between
+    measurements a few milliseconds apart, so load that changes between rounds cancels out.
     """
-    per_round = int(np.clip(0.03e6 / max(whole_hint_us or 1000.0, 1.0), 3, 200))
+    per_round = int(np.clip(0.015e6 / max(whole_hint_us or 1000.0, 1.0), 3, 100))
     capacity = per_round + 4  # time_evaluator adds a warm-up call
     new_func, stages = instrument(mod["main"], capacity)
     entry = _entry(mod)
@@ -390,18 +391,24 @@ def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_u
     hz = tsc_hz()
     plain = plain_rt.time_evaluator(entry, dev, number=1, repeat=per_round)
     timed = rt.time_evaluator(entry, dev, number=1, repeat=per_round)
-    ticks, wholes = [], []
+    ticks, wholes, paired = [], [], []
     for _ in range(rounds):
-        wholes.extend(x * 1e6 for x in plain(*args).results)
+        round_whole = [x * 1e6 for x in plain(*args).results]
         prof.copyfrom(zeros)
         timed(*args, prof)
         data = prof.numpy()
         calls = min(int(data[0]), capacity)
-        ticks.extend(data[1:1 + calls * width].reshape(calls, width)[1:])  # drop the warm-up call
+        round_ticks = data[1:1 + calls * width].reshape(calls, width)[1:]  # drop the warm-up call
+        round_sum = float(np.median((round_ticks[:, 1::2] - round_ticks[:, 0::2]) / hz * 1e6, axis=0).sum())
+        paired.append(round_sum / float(np.median(round_whole)))
+        wholes.extend(round_whole)
+        ticks.extend(round_ticks)
     result = stage_stats(np.asarray(ticks, dtype=np.int64), stages, hz)
     whole_us = float(np.median(wholes))
-    result.update(whole_us=whole_us, ratio=result["sum_us"] / whole_us if whole_us else None, rounds=rounds,
-                  whole_source="plain program, time_evaluator rounds interleaved with the instrumented ones")
+    result.update(whole_us=whole_us, ratio=float(np.median(paired)), rounds=rounds,
+                  ratio_of_medians=result["sum_us"] / whole_us if whole_us else None,
+                  whole_source="plain program, time_evaluator rounds interleaved with the instrumented ones",
+                  ratio_source="median over rounds of (sum of stage medians / plain median) in that round")
     return result
 
 
