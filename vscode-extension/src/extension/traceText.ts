@@ -42,8 +42,10 @@ const SPECS: Record<string, Spec> = {
   ReverseComputeAt: S("reverse_compute_at", ["block", "loop"], ["preserve_unit_loops", "index"]),
   ComputeInline: S("compute_inline", ["block"]),
   ReverseComputeInline: S("reverse_compute_inline", ["block"]),
-  CacheRead: S("cache_read", ["block"], ["read_buffer_index", "storage_scope"]),
-  CacheWrite: S("cache_write", ["block"], ["write_buffer_index", "storage_scope"]),
+  CacheRead: S("cache_read", ["block", "consumer_blocks"], ["read_buffer_index", "storage_scope"],
+    ["block", "read_buffer_index", "storage_scope", "consumer_blocks"]),
+  CacheWrite: S("cache_write", ["block", "consumer_blocks"], ["write_buffer_index", "storage_scope"],
+    ["block", "write_buffer_index", "storage_scope", "consumer_blocks"]),
   DecomposeReduction: S("decompose_reduction", ["block", "loop"]),
   RFactor: S("rfactor", ["loop"], ["factor_axis"]),
   Annotate: S("annotate", ["block_or_loop", "ann_val"], ["ann_key"], ["block_or_loop", "ann_key", "ann_val"]),
@@ -72,6 +74,7 @@ export function pyLiteral(v: Json, asBool = false): string {
 
 /** An input: a random-variable name (`b0`, `l3`, `v7`) as is; a quoted literal (`"\"SSRSRS\""`) unquoted once. */
 function pyInput(v: Json): string {
+  if (Array.isArray(v)) return `[${v.map(pyInput).join(", ")}]`;
   if (typeof v === "string") {
     if (/^[blv]\d+$/.test(v)) return v;
     if (v === "None") return "None";
@@ -92,7 +95,8 @@ function line(kind: string, inputs: Json[], attrs: Json[], outputs: Json[], deci
     if (name.endsWith("*")) { args.push(`${name.slice(0, -1)}=[${inputs.slice(i).map(pyInput).join(", ")}]`); i = inputs.length; break; }
     if (i < inputs.length) args.push(`${name}=${pyInput(inputs[i++])}`);
   }
-  args.push(...inputs.slice(i).map(pyInput));
+  // Inputs beyond the known names: keyword form, so the call stays valid Python.
+  inputs.slice(i).forEach((v, k) => args.push(`input${i + k}=${pyInput(v)}`));
   spec.attrs.forEach((name, k) => {
     if (k < attrs.length) args.push(`${name}=${pyLiteral(attrs[k], BOOL_ATTRS.has(name))}`);
   });

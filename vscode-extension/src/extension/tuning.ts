@@ -52,7 +52,7 @@ export class TuningUi implements vscode.Disposable {
     let result: P.CommandResult | undefined;
     try {
       result = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: `ASight: starting to tune ${label}`, cancellable: false },
+        { location: vscode.ProgressLocation.Window, title: `ASight: starting to tune ${label}` },
         () => start());
     } catch (err) {
       void vscode.window.showErrorMessage(errorText(err));

@@ -39,6 +39,8 @@ export class Candidates {
   }
 }
 
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
 const fmt = (v: number) => (Math.round(v * 1000) / 1000).toString();
 
 export function cellPoints(cell: Cell, size: number): string {
@@ -156,7 +158,7 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
 function tooltipLines(c: Cell, cats: Map<number, Category>, cands: Candidates): Node[] {
   const rows = cands.rows(arr<number>(c.trials));
   const out: Node[] = [
-    h("div", { class: "tt-title" }, `${c.count ?? rows.length} candidates · mean ${formatLatency(c.mean_latency_us)} · min ${formatLatency(c.min_latency_us)}`),
+    h("div", { class: "tt-title" }, `${plural(c.count ?? rows.length, "candidate")} · mean ${formatLatency(c.mean_latency_us)} · min ${formatLatency(c.min_latency_us)}`),
     h("div", {}, `category: ${categoryLabel(cats, c.category)}` + (c.category_share !== undefined ? ` (${pct(c.category_share)} of the cell)` : "")),
   ];
   if (c.strategy) out.push(h("div", {}, `strategy: ${c.strategy}`));
@@ -191,7 +193,7 @@ function cellDetails(c: Cell, cats: Map<number, Category>, cands: Candidates, ru
   }
   return [
     h("h2", {}, `Cell ${c.id}`),
-    h("p", {}, `${rows.length} candidates · mean ${formatLatency(c.mean_latency_us)} · min ${formatLatency(c.min_latency_us)}`),
+    h("p", {}, `${plural(rows.length, "candidate")} · mean ${formatLatency(c.mean_latency_us)} · min ${formatLatency(c.min_latency_us)}`),
     h("p", {}, `category: ${categoryLabel(cats, c.category)}` + (c.strategy ? ` · ${c.strategy}` : "")),
     h("table", { class: "candidates" },
       h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "trial"), h("th", {}, "latency"), h("th", {}, "category"), h("th", {}, ""))),

@@ -41,3 +41,9 @@ test("unknown instructions fall back to a generic call", () => {
   assert.deepEqual(traceLines([["FancyNewThing", ["b0", 3], [true], ["b9"]]], []), ["b9 = sch.fancy_new_thing(b0, 3, attr0=True)"]);
   assert.deepEqual(traceLines("garbage", null), []);
 });
+
+test("cache_write keeps keyword order valid Python (consumer blocks last)", () => {
+  assert.deepEqual(traceLines([["CacheWrite", ["b0", []], [0, "global"], ["b25"]]], []),
+    ['b25 = sch.cache_write(block=b0, write_buffer_index=0, storage_scope="global", consumer_blocks=[])']);
+  assert.deepEqual(traceLines([["Vectorize", ["l1", "l2"], [], []]], []), ["sch.vectorize(loop=l1, input1=l2)"]);
+});

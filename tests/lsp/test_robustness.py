@@ -1,0 +1,105 @@
+"""Workspace trust and bad requests: clear LSP errors, never a crashed server."""
+from __future__ import annotations
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from asight_lsp import protocol as P
+from tests.lsp.conftest import CONFIG, FIXTURES, copy_fixture, initialize, install_run, open_doc, request, uri_of
+
+OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def command(client, name, *arguments):
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(command=name,
+                                                                                   arguments=list(arguments)))
+
+
+async def expect_error(coro, code: int, text: str = "") -> str:
+    with pytest.raises(JsonRpcException) as info:
+        await coro
+    assert info.value.code == code, info.value
+    assert text in info.value.message, info.value.message
+    return info.value.message
+
+
+@pytest.mark.parametrize("kind", ["vscode", "neovim"])
+async def test_untrusted_workspace_refuses_tune_and_profile_but_keeps_static_features(client, kind, workspace):
+    await initialize(client, kind, workspace, {"trusted": False, **OPTIONS})
+    source = copy_fixture("matmul64.py", workspace)
+    install_run(workspace, source, "mbr128", fresh=False)
+    uri = open_doc(client, source)
+    for name in (P.CMD_TUNE, P.CMD_PROFILE):
+        message = await expect_error(command(client, name, {"uri": uri, "function": "matmul64"}),
+                                     P.ERROR_REQUEST_FAILED, "not trusted")
+        assert "Trust the workspace" in message
+    assert not (workspace / ".asight" / "runs").exists() or [p.name for p in (workspace / ".asight" / "runs").iterdir()] == ["mbr128"]
+    symbols = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert symbols and symbols[0].name == "matmul64"
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=16)))
+    assert "**block `C`**" in hover.contents.value
+    status = await request(client, P.REQ_STATUS)
+    assert status["trusted"] is False
+
+
+async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, FIXTURES / "matmul64.py")
+    ghost = uri_of(workspace / "missing.py")
+    invalid = -32602
+    await expect_error(command(client, "asight.noSuchCommand"), invalid, "not defined")
+    await expect_error(command(client, P.CMD_TUNE, "not an object"), invalid, "one argument")
+    await expect_error(command(client, P.CMD_TUNE, {"uri": uri}, {"extra": 1}), invalid, "one argument")
+    await expect_error(command(client, P.CMD_TUNE, {"function": "matmul64"}), invalid, "missing 'uri'")
+    await expect_error(command(client, P.CMD_TUNE, {"uri": uri, "trials": -3}), invalid, "'trials'")
+    await expect_error(command(client, P.CMD_TUNE, {"uri": ghost}), invalid, "unknown document")
+    await expect_error(command(client, P.CMD_TUNE, {"uri": uri, "function": "nope"}), P.ERROR_REQUEST_FAILED,
+                       "no function 'nope'")
+    await expect_error(command(client, P.CMD_COMPARE_RUNS, {"runs": ["a"]}), invalid, "two run ids")
+    await expect_error(command(client, P.CMD_CANCEL, {"run": 5}), invalid, "run id")
+    await expect_error(command(client, P.CMD_APPLY_BEST_SCHEDULE, {"uri": uri, "function": "matmul64", "mode": "x"}),
+                       invalid, "'mode'")
+    await expect_error(command(client, P.CMD_APPLY_BEST_SCHEDULE, {"uri": uri, "function": "matmul64"}),
+                       P.ERROR_REQUEST_FAILED, "no run yet")
+    doc = types.TextDocumentIdentifier(uri=uri)
+    await expect_error(client.text_document_hover_async(types.HoverParams(
+        text_document=doc, position=types.Position(line=500, character=0))), invalid, "outside the document")
+    await expect_error(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=ghost), position=types.Position(line=0, character=0))),
+        invalid, "unknown document")
+    await expect_error(client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri="untitled:Untitled-1"))), invalid, "unknown document")
+    await expect_error(request(client, P.REQ_SEARCH_SPACE, {"run": "no-such-run"}), invalid, "no run")
+    await expect_error(request(client, P.REQ_RUNS, {"uri": 42}), invalid, "'uri'")
+    await expect_error(request(client, P.REQ_LOOP_VIEW, {"uri": uri, "function": "nope"}), invalid, "no function")
+    await expect_error(request(client, "asight/noSuchRequest"), -32601)
+    # nothing of that broke the server
+    unavailable = await request(client, P.REQ_SEARCH_SPACE, {"uri": uri})
+    assert unavailable == {"schema": P.SCHEMA_SEARCH_SPACE, "status": P.STATUS_UNAVAILABLE,
+                           "message": unavailable["message"]}
+    runs = await request(client, P.REQ_RUNS, {})
+    assert runs == {"schema": P.SCHEMA_RUNS, "status": "ok", "runs": []}
+    status = await request(client, P.REQ_STATUS)
+    assert status["status"] == "running"
+
+
+async def test_switched_off_features_are_not_advertised(client, workspace):
+    result = await client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), initialization_options={"disabledFeatures": ["inlayHint", "hover"]}))
+    client.initialized(types.InitializedParams())
+    client.capabilities = types.ClientCapabilities()
+    caps = result.capabilities
+    assert caps.hover_provider is None and caps.inlay_hint_provider is None
+    assert caps.code_lens_provider is not None and caps.document_symbol_provider
+    assert set(caps.execute_command_provider.commands) == set(P.COMMANDS)
