@@ -53,6 +53,7 @@ await run("searchSpace", async () => {
   await page.click(`polygon.cell[data-cell="${big.id}"]`);
   facts.rows = await page.locator(".selection table.candidates tbody tr").count();
   facts.selectedCells = await page.locator("polygon.cell.selected").count();
+  facts.selectedOutline = await page.evaluate(() => getComputedStyle(document.querySelector("polygon.cell.selected")).outlineStyle);
   facts.firstRow = await page.innerText(".selection table.candidates tbody tr >> nth=0");
   const boxes = page.locator(".selection table.candidates tbody input[type=checkbox]");
   await boxes.nth(0).check();

@@ -58,6 +58,7 @@ def test_hover_shows_candidates_latency_and_category(rendered):
 def test_click_lists_candidates_and_posts_open_and_compare(rendered):
     f = case(rendered, "searchSpace")
     assert f["rows"] == f["bigCell"]["count"] and f["selectedCells"] == 1
+    assert f["selectedOutline"] == "none", "no focus ring (Chromium draws it in SVG user units: a huge disk)"
     assert f["compareDisabledAfterOne"] is True
     posted = f["posted"]
     compare = [m for m in posted if m["type"] == "compareCandidates"]
