@@ -47,18 +47,15 @@ def checkable_units(docout: DocumentOutline) -> list[Unit]:
 
 
 def tvm_check(worker, text: str, outline: Outline, units: list[Unit]) -> dict[str, list[dict]]:
-    """TVM diagnostics of ``units`` (blocking; run it in a thread): unit name -> diagnostics."""
+    """TVM diagnostics of ``units`` (blocking; run it in a thread): unit name -> diagnostics.
+
+    Raises ``WorkerError`` when the worker cannot answer (it restarts for the next request).
+    """
     params = {"text": text, "constants": outline.constants, "aliases": outline.aliases,
               "units": [{"name": u.name, "start_line": u.start_line, "end_line": u.end_line, "kind": u.kind}
                         for u in units]}
     found: dict[str, list[dict]] = {u.name: [] for u in units}
-    try:
-        reply = worker.request("check", params)
-    except WorkerError as err:
-        first = units[0]
-        found[first.name].append({"range": make_range(first.start_line, 0, first.start_line, 1), "severity": "error",
-                                  "source": "asight", "message": f"could not check with TVM: {err}"})
-        return found
+    reply = worker.request("check", params)
     lines = text.splitlines()
     by_name = {u.name: u for u in units}
     for problem in reply.get("problems", []):
@@ -69,15 +66,24 @@ def tvm_check(worker, text: str, outline: Outline, units: list[Unit]) -> dict[st
 
 
 def check_and_store(worker, doc: DocState, text: str, outline: Outline, units: list[Unit],
-                    keys: dict[str, str]) -> None:
-    """``tvm_check`` and keep the result per unit key (unit-relative lines); forget dead keys."""
-    found = tvm_check(worker, text, outline, units)
+                    keys: dict[str, str]) -> list[dict]:
+    """``tvm_check`` and keep the result per unit key (unit-relative lines); forget dead keys.
+
+    A worker failure is returned as one diagnostic and not cached: the next edit tries again.
+    """
+    try:
+        found = tvm_check(worker, text, outline, units)
+    except WorkerError as err:
+        first = units[0]
+        return [{"range": make_range(first.start_line, 0, first.start_line, 1), "severity": "error",
+                 "source": "asight", "message": f"could not check with TVM: {err}"}]
     for unit in units:
         doc.tvm_diagnostics[keys[unit.name]] = _relative(found.get(unit.name, []), -unit.start_line)
     live = set(keys.values())
     for key in list(doc.tvm_diagnostics):
         if key not in live:
             doc.tvm_diagnostics.pop(key, None)
+    return []
 
 
 def _relative(diags: list[dict], delta: int) -> list[dict]:
@@ -117,9 +123,9 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
         await asyncio.sleep(ls.state.options.diagnostics_delay_ms / 1000)
     worker = ls.state.worker
     # The check stores its findings itself: an edit that cancels this task does not waste them.
-    await asyncio.to_thread(check_and_store, worker, doc, text, docout.outline, missing, keys)
+    failures = await asyncio.to_thread(check_and_store, worker, doc, text, docout.outline, missing, keys)
     if doc.text is text and ls.state.docs.get(doc.uri) is doc:
-        publish(ls, doc, static + cached_part(doc, units, keys))
+        publish(ls, doc, static + cached_part(doc, units, keys) + failures)
 
 
 def publish(ls, doc: DocState, diags: list[dict]) -> None:

@@ -95,10 +95,8 @@ async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace
 
 
 async def test_switched_off_features_are_not_advertised(client, workspace):
-    result = await client.initialize_async(types.InitializeParams(
+    result = await client.initialize_session(types.InitializeParams(
         capabilities=types.ClientCapabilities(), initialization_options={"disabledFeatures": ["inlayHint", "hover"]}))
-    client.initialized(types.InitializedParams())
-    client.capabilities = types.ClientCapabilities()
     caps = result.capabilities
     assert caps.hover_provider is None and caps.inlay_hint_provider is None
     assert caps.code_lens_provider is not None and caps.document_symbol_provider
