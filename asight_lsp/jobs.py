@@ -423,6 +423,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
     meta.state, meta.error, meta.pid, meta.finished = "queued", None, None, None
     meta.extra.pop("error_kind", None)
+    meta.extra.pop("problem", None)
     meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
                           "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
     run = run or store.create(meta)
