@@ -70,7 +70,9 @@ def _print_events(job: TuneJob, out) -> None:
         if out is None:
             continue
         kind = event.get("type")
-        if kind == "started":
+        if kind == "status" and event.get("message"):
+            print(f"{event['message']} ...", file=out, flush=True)
+        elif kind == "started":
             done = event.get("trials_done") or 0
             resumed = f", resuming with {done} records" if done else ""
             print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}; untuned "

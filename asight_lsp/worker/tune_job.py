@@ -130,8 +130,11 @@ class Job:
                            trials_done=before)
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
+        elif not tuning.device_for(target).exist:
+            raise InputProblem(f"no {target.kind.name} device on this machine; measure on one with --rpc", "usage")
         self.baseline_us = meta.baseline_us
         if self.baseline_us is None:
+            self.event("status", stage="baseline", message="measuring the untuned latency")
             self.baseline_us, detail = tuning.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         remaining = max(meta.trials_requested - before, 0)
@@ -165,6 +168,7 @@ class Job:
             # end to end, with the tuned kernels (tasks without records keep their default build)
             extra["best_tasks_sum_us"] = self.best_us
             extra["untuned_tasks"] = [t.name for t, b in zip(plan.tasks, tracker.best) if b is None]
+            self.event("status", stage="tuned", message="measuring the tuned program end to end")
             self.best_us = tuning.tuned_relax_us(plan, database, target)
         meta = self.run.load()
         self.update(best_us=self.best_us, extra={**meta.extra, **extra})

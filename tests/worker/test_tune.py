@@ -48,7 +48,9 @@ def test_cli_tunes_and_records(tuned):
     records = [r for r in read_records(run.path) if r["latency_us"] is not None]
     assert data["best_us"] == pytest.approx(min(r["latency_us"] for r in records))
     events = run.events()
-    assert [e["type"] for e in events][0] == "started" and events[-1]["type"] == "finished"
+    assert events[0] == {"type": "status", "stage": "baseline", "message": "measuring the untuned latency",
+                         "time": events[0]["time"]}
+    assert events[1]["type"] == "started" and events[-1]["type"] == "finished"
     progress = [e for e in events if e["type"] == "progress"]
     assert [e["trials_done"] for e in progress] == [8, 16]          # two batches of 8
     assert progress[-1]["best_us"] == pytest.approx(data["best_us"])
