@@ -309,8 +309,12 @@ class TuneJob:
     def _watch(self) -> None:
         if self._proc is not None:
             self._proc.wait()
-        else:
-            while pid_alive(self.pid):
+        else:   # attached: poll until the run is no longer live (refresh_run judges a missing pid)
+            while True:
+                meta = refresh_run(self.run, "cancelled" if self._cancelling else "failed")
+                self.pid = meta.pid or self.pid
+                if meta.state not in LIVE_STATES:
+                    break
                 time.sleep(0.2)
         self._reap()
 
@@ -319,7 +323,8 @@ class TuneJob:
         with self._reaped:
             if self._ended.is_set():
                 return
-            end_group(self.pid)
+            if self.pid:
+                end_group(self.pid)
             code = self._proc.returncode if self._proc is not None else None
             if self._cancelling:
                 refresh_run(self.run, "cancelled", known_dead=True)
@@ -343,6 +348,11 @@ class TuneJob:
         if self.done:
             return
         self._cancelling = True
+        self.pid = self.pid or self.run.load().pid
+        if not self.pid:    # queued, not started: nothing to signal; record the cancel
+            refresh_run(self.run, "cancelled", known_dead=True)
+            self._ended.wait(2)
+            return
         try:
             os.kill(self.pid, signal.SIGTERM)
         except ProcessLookupError:

@@ -300,3 +300,25 @@ def test_cancel_escalates_to_sigkill(tmp_path, monkeypatch):
     assert time.monotonic() - started < jobs.CANCEL_GRACE_S + 1.0
     meta = job.wait(5)
     assert job.done and meta.state == "cancelled" and meta.error is None
+
+
+def test_attach_and_cancel_a_queued_run_without_pid(tmp_path):
+    run = RunStore(tmp_path).create(RunMeta(id="q", file="f.py", function="f", state="queued",
+                                            sessions=[{"started": time.time()}]))
+    job = TuneJob.attach(run)
+    assert not job.done
+    job.cancel()
+    meta = job.wait(5)
+    assert job.done and meta.state == "cancelled"
+
+
+def test_attach_follows_a_live_job_until_it_ends(tmp_path, monkeypatch):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"], start_new_session=True)
+    run = RunStore(tmp_path).create(RunMeta(id="r", file="f.py", function="f", state="running", pid=proc.pid,
+                                            sessions=[{"started": time.time()}]))
+    monkeypatch.setattr(jobs, "pid_alive", lambda pid: pid == proc.pid and proc.poll() is None)
+    job = TuneJob.attach(run)
+    time.sleep(0.3)
+    assert not job.done
+    meta = job.wait(10)
+    assert job.done and meta.state == "failed" and "ended without finishing" in meta.error
