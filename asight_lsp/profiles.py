@@ -435,7 +435,8 @@ def map_stages(data: dict, blocks: list[Block]) -> dict:
                        "blocks": mapped, "source_blocks": ids, "lines": lines, "loop_kinds": stage.get("loop_kinds")})
     whole = data.get("whole_us")
     return {"stages": stages, "sum_us": data.get("sum_us"), "whole_us": whole, "ratio": data.get("ratio"),
-            "ratio_of_medians": data.get("ratio_of_medians"), "ratio_source": data.get("ratio_source"),
+            "plain_us": data.get("plain_us"), "intrusion": data.get("intrusion"),
+            "intrusion_source": data.get("intrusion_source"),
             "outside_us": (whole - total) if whole is not None else None, "calls": data.get("calls"),
             "source": data.get("source"), "whole_source": data.get("whole_source")}
 

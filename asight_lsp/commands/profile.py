@@ -137,7 +137,9 @@ def _block_lines(part: dict) -> list[str]:
         if "error" in stages:
             out.append(f"  per-block ({label}): not measured: {stages['error']}")
             continue
-        ratio = f", stage sum / whole {stages['ratio']:.2f}" if stages.get("ratio") else ""
+        ratio = f", stage sum / whole call {stages['ratio']:.2f}" if stages.get("ratio") else ""
+        if stages.get("intrusion"):
+            ratio += f", instrumented / plain {stages['intrusion']:.2f}"
         out.append(f"  per-block latency, {'untuned' if label == 'baseline' else 'tuned'} "
                    f"(rdtsc around stages{ratio}):")
         out.append(f"    {'block':<28} {'lines':>9} {'latency':>11} {'share':>6}  how")

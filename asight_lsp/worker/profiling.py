@@ -369,16 +369,20 @@ def instrument(func, capacity: int):
 
 
 def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_us: float | None,
-                   rounds: int = 20) -> dict:
+                   budget_ms: float = 300.0) -> dict:
     """Per-stage latency (median over calls) of the PrimFunc ``mod["main"]``.
 
-    Both the instrumented and the plain program (``plain_rt``) run through ``time_evaluator``
-    (single back-to-back calls), in interleaved rounds, so they see the same thread-pool state and
-    machine load (this VM shares 2 cores).  ``whole_us`` is the plain median over all rounds;
-    ``ratio`` (stage sum / whole) is the median of the per-round ratios, each taken between
-    measurements a few milliseconds apart, so load that changes between rounds cancels out.
+    The instrumented program runs under ``time_evaluator`` (single back-to-back calls), so each
+    call yields both its stage ticks and its end-to-end time: ``ratio`` = Σ stage medians / median
+    end-to-end time of the same calls says whether the stages account for the whole call.  The
+    plain program (``plain_rt``) is timed in interleaved rounds (~1 ms apart, so both see the same
+    load on this shared VM); ``intrusion`` = instrumented / plain, as the median of per-round ratios.
+    Different binaries of one kernel can differ by ±15 % here (observed 88 vs 105 µs, either way
+    round), so ``intrusion`` is reported, not folded into the stage times.
     """
-    per_round = int(np.clip(0.015e6 / max(whole_hint_us or 1000.0, 1.0), 3, 100))
+    hint = max(whole_hint_us or 1000.0, 1.0)
+    per_round = int(np.clip(2e3 / hint, 3, 50))                        # ~2 ms per round and program
+    rounds = int(np.clip(budget_ms * 1e3 / (2 * per_round * hint), 20, 200))
     capacity = per_round + 4  # time_evaluator adds a warm-up call
     new_func, stages = instrument(mod["main"], capacity)
     entry = _entry(mod)
@@ -391,24 +395,23 @@ def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_u
     hz = tsc_hz()
     plain = plain_rt.time_evaluator(entry, dev, number=1, repeat=per_round)
     timed = rt.time_evaluator(entry, dev, number=1, repeat=per_round)
-    ticks, wholes, paired = [], [], []
+    ticks, plains, ends, paired = [], [], [], []
     for _ in range(rounds):
-        round_whole = [x * 1e6 for x in plain(*args).results]
+        round_plain = [x * 1e6 for x in plain(*args).results]
         prof.copyfrom(zeros)
-        timed(*args, prof)
+        round_ends = [x * 1e6 for x in timed(*args, prof).results]
         data = prof.numpy()
         calls = min(int(data[0]), capacity)
-        round_ticks = data[1:1 + calls * width].reshape(calls, width)[1:]  # drop the warm-up call
-        round_sum = float(np.median((round_ticks[:, 1::2] - round_ticks[:, 0::2]) / hz * 1e6, axis=0).sum())
-        paired.append(round_sum / float(np.median(round_whole)))
-        wholes.extend(round_whole)
-        ticks.extend(round_ticks)
+        ticks.extend(data[1:1 + calls * width].reshape(calls, width)[1:])  # drop the warm-up call
+        paired.append(float(np.median(round_ends)) / float(np.median(round_plain)))
+        plains.extend(round_plain)
+        ends.extend(round_ends)
     result = stage_stats(np.asarray(ticks, dtype=np.int64), stages, hz)
-    whole_us = float(np.median(wholes))
-    result.update(whole_us=whole_us, ratio=float(np.median(paired)), rounds=rounds,
-                  ratio_of_medians=result["sum_us"] / whole_us if whole_us else None,
-                  whole_source="plain program, time_evaluator rounds interleaved with the instrumented ones",
-                  ratio_source="median over rounds of (sum of stage medians / plain median) in that round")
+    whole_us = float(np.median(ends))
+    result.update(whole_us=whole_us, ratio=result["sum_us"] / whole_us, plain_us=float(np.median(plains)),
+                  intrusion=float(np.median(paired)), rounds=rounds,
+                  whole_source="end-to-end time (time_evaluator) of the same instrumented calls",
+                  intrusion_source="instrumented / plain program, median of per-round ratios (interleaved rounds)")
     return result
 
 
@@ -499,7 +502,8 @@ def measure_variant(mod, sch, target, arrays: list[np.ndarray], opts: dict, seri
     out["timing"] = time_function(timer_for, [tvm.runtime.tensor(a.copy(), dev) for a in arrays],
                                   opts["repeats"], opts["budget_ms"])
     if opts["stages"]:
-        out["stages"] = _safe(lambda: profile_stages(mod, target, arrays, rt, out["timing"]["median_us"]))
+        out["stages"] = _safe(lambda: profile_stages(mod, target, arrays, rt, out["timing"]["median_us"],
+                                                     opts["budget_ms"]))
     if opts["features"]:
         out["features"] = _safe(lambda: feature_rows(sch if sch is not None else mod, target))
     if opts["cachegrind"]:

@@ -42,6 +42,8 @@ def test_stage_latencies_sum_to_the_whole_and_map_to_source(mbr_run, worker):
         if all(0.85 <= r <= 1.15 for r in _ratios(kernel).values()):
             break
     assert all(0.85 <= r <= 1.15 for r in _ratios(kernel).values()), _ratios(kernel)
+    for label in ("baseline", "tuned"):  # instrumenting costs little (binaries differ by ±20 % here)
+        assert 0.6 <= kernel["stages"][label]["intrusion"] <= 1.5, kernel["stages"][label]
     assert profile["run"]["id"] == run.id and kernel["best"]["match"] == "structural"
     assert kernel["check"]["ok"] is True
     assert kernel["speedup"] > 3  # 16 trials already vectorize and parallelize the 128³ matmul
