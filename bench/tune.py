@@ -142,9 +142,12 @@ def run_ours(src: Path, trials: int, store: Path) -> dict:
     mem = memory.stop()
     if meta.state != "done":
         raise SystemExit(f"our tuning run ended {meta.state}: {meta.error}")
+    from asight_lsp.runs import read_records
+    failed = sum(r["latency_us"] is None for r in read_records(job.run.path))
     return {"wall_s": wall, "tune_s": meta.extra.get("tune_seconds"), "records": meta.trials_done,
-            "best_us": meta.best_us, "baseline_us": meta.baseline_us, "run_dir": str(job.run.path),
-            "trials_per_s": meta.trials_done / wall, "memory": mem}
+            "failed": failed, "best_us": meta.best_us, "baseline_us": meta.baseline_us, "run_dir": str(job.run.path),
+            "trials_per_s": meta.trials_done / wall, "valid_trials_per_s": (meta.trials_done - failed) / wall,
+            "memory": mem}
 
 
 def run_plain(mode: str, src: Path, trials: int, work: Path) -> dict:
@@ -159,7 +162,8 @@ def run_plain(mode: str, src: Path, trials: int, work: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"plain tune_tir ({mode}) failed with exit code {proc.returncode}")
     data = json.loads(out.strip().splitlines()[-1])
-    return {**data, "wall_s": wall, "trials_per_s": data["records"] / wall, "memory": mem}
+    return {**data, "wall_s": wall, "trials_per_s": data["records"] / wall,
+            "valid_trials_per_s": (data["records"] - data["failed"]) / wall, "memory": mem}
 
 
 def make_matmul(n: int, work: Path) -> Path:
@@ -185,6 +189,8 @@ def bench_speed(args, work: Path, out: dict) -> None:
     ours = summary["ours"]["trials_per_s"]
     if "defaults" in summary:
         out["speed"]["1a_ratio_vs_tvm_defaults"] = ours / summary["defaults"]["trials_per_s"]
+        valid = summary["defaults"]["valid_trials_per_s"]
+        out["speed"]["1a_ratio_valid_trials"] = (summary["ours"]["valid_trials_per_s"] / valid) if valid else None
     if "same_settings" in summary:
         out["speed"]["1b_ratio_vs_same_settings"] = ours / summary["same_settings"]["trials_per_s"]
         pairs = [a["trials_per_s"] / b["trials_per_s"] for a, b in zip(runs["ours"], runs["same_settings"])]
@@ -258,10 +264,13 @@ def report(out: dict) -> None:
         for name in ("ours", "same_settings", "defaults"):
             if name in speed:
                 r = speed[name]
-                print(f"{name:14s} {r['records']:4d} trials  {r['wall_s']:7.1f} s  {r['trials_per_s']:.3f} trials/s"
+                print(f"{name:14s} {r['records']:4d} trials ({r['failed']} failed)  {r['wall_s']:7.1f} s  "
+                      f"{r['trials_per_s']:.3f} trials/s"
                       f"  best {r['best_us'] or float('nan'):8.1f} us  peak tree {r['memory']['peak_tree_mib']} MiB")
         if "1a_ratio_vs_tvm_defaults" in speed:
-            print(f"(1a) asight tune vs tune_tir with TVM defaults: {speed['1a_ratio_vs_tvm_defaults']:.2f}x trials/s")
+            valid = speed.get("1a_ratio_valid_trials")
+            print(f"(1a) asight tune vs tune_tir with TVM defaults: {speed['1a_ratio_vs_tvm_defaults']:.2f}x trials/s"
+                  + (f", {valid:.2f}x successful trials/s" if valid else ", TVM defaults measured no trial"))
         if "1b_ratio_vs_same_settings" in speed:
             print(f"(1b) asight tune vs tune_tir with our settings: {speed['1b_ratio_vs_same_settings']:.2f}x "
                   "trials/s (goal >= 0.95)")
