@@ -147,7 +147,7 @@ try {
   const tab = page.locator(".tabs-container .tab", { hasText: /trial-\d+\.py/ });
   await tab.first().waitFor({ timeout: 20000 });
   await page.locator(".monaco-editor .view-lines", { hasText: "sch.get_sblock" }).first().waitFor({ timeout: 20000 });
-  facts.scheduleTab = (await tab.first().innerText()).trim();
+  facts.scheduleTab = (await tab.first().innerText()).replace(/\s+/g, "");
   step("schedule opened", { tab: facts.scheduleTab });
   await shot("schedule");
 } catch (err) {
