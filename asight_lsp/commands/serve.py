@@ -25,6 +25,14 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    for port in (args.tcp, args.ws):
+        if port is not None and not 0 < port < 65536:
+            raise AsightError(f"port must be between 1 and 65535 (got {port})")
+    if args.ws is not None:
+        try:
+            import websockets  # noqa: F401
+        except ImportError:
+            raise AsightError("--ws needs the 'websockets' package: pip install 'pygls[ws]'") from None
     from ..server.app import create_server
     from ..server.options import ServerOptions
 
@@ -33,9 +41,6 @@ def run(args) -> int:
     options = ServerOptions(trusted=not args.untrusted, store_root=args.store, worker_python=args.worker_python,
                             disabled_features=list(args.disable))
     server = create_server(options)
-    for port in (args.tcp, args.ws):
-        if port is not None and not 0 < port < 65536:
-            raise AsightError(f"port must be between 1 and 65535 (got {port})")
     if args.tcp is not None:
         server.start_tcp(args.host, args.tcp)
     elif args.ws is not None:
