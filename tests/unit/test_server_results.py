@@ -1,0 +1,125 @@
+"""RunIndex: which run speaks for a function (fresh / stale / live), incremental records, text formats."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.runs import Run, RunMeta
+from asight_lsp.server.results import (RunIndex, format_latency, function_hash, profile_blocks, relative_time,
+                                       result_lens_title, run_summary)
+from asight_lsp.sourcemap import build_outline
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture
+def store(tmp_path):
+    source = tmp_path / "matmul_bias_relu.py"
+    shutil.copy(FIXTURES / "matmul_bias_relu.py", source)
+    text = source.read_text()
+    fn = build_outline(text, str(source)).functions[0]
+    return tmp_path / ".asight", source, text, fn
+
+
+def add_run(root: Path, run_id: str, source: Path, fn_id: str, hash_: str, state="done", created=None,
+            records: bool = True, best_us=115.0) -> Run:
+    dest = root / "runs" / run_id
+    shutil.copytree(FIXTURES / "runs" / "mbr128", dest) if records else dest.mkdir(parents=True)
+    meta = RunMeta(id=run_id, file=str(source), function=fn_id, source_hashes={fn_id: hash_}, state=state,
+                   trials_requested=40, trials_done=40 if records else 0, best_us=best_us if records else None,
+                   baseline_us=2706.0, created=created or time.time(), finished=time.time() - 120)
+    Run(dest).save(meta)
+    return Run(dest)
+
+
+def test_fresh_run_beats_newer_stale_and_live_beats_all(store):
+    root, source, text, fn = store
+    current = function_hash(text, fn)
+    add_run(root, "old-fresh", source, fn.id, current, created=1000)
+    add_run(root, "new-stale", source, fn.id, "0" * 16, created=2000)
+    index = RunIndex(root, min_interval=0)
+    result = index.result(str(source), fn, current)
+    assert result.meta.id == "old-fresh" and not result.stale
+    assert result.summary["blocks"]["matmul"]["splits"]["k"]  # the trace summary of its best record
+    assert result.best["latency_us"] == pytest.approx(min(
+        r for r in [json.loads(line)[1][1][0] * 1e6 for line in
+                    (FIXTURES / "runs/mbr128/database_tuning_record.json").read_text().splitlines()]))
+    # the function changed: only stale runs are left, the newest is shown, marked stale
+    stale = index.result(str(source), fn, "f" * 16)
+    assert stale.meta.id == "new-stale" and stale.stale
+    # a live run of the current source wins (its lens shows progress)
+    add_run(root, "live", source, fn.id, current, state="running", created=3000, records=False)
+    live = index.result(str(source), fn, current)
+    assert live.meta.id == "live" and live.running and live.best is None
+    assert result_lens_title(live).startswith("⟳ tuning 0/40 trials")
+
+
+def test_other_files_and_functions_are_ignored(store, tmp_path):
+    root, source, text, fn = store
+    add_run(root, "elsewhere", tmp_path / "other.py", fn.id, function_hash(text, fn))
+    add_run(root, "other-fn", source, "Other.main", "1" * 16)
+    assert RunIndex(root, min_interval=0).result(str(source), fn, function_hash(text, fn)) is None
+
+
+def test_records_are_read_incrementally_and_a_torn_line_waits(store):
+    root, source, text, fn = store
+    run = add_run(root, "r", source, fn.id, function_hash(text, fn))
+    lines = run.records_path.read_text().splitlines()
+    run.records_path.write_text(lines[0] + "\n" + lines[1][:50])  # a job writing its second line
+    index = RunIndex(root, min_interval=0)
+    first = index.best_record("r", fn)
+    assert first["trial"] == 0
+    with run.records_path.open("w") as stream:
+        stream.write("\n".join(lines) + "\n")
+    best = index.best_record("r", fn)
+    latencies = [json.loads(line)[1][1][0] * 1e6 for line in lines]
+    assert best["trial"] == latencies.index(min(latencies)) and best["latency_us"] == pytest.approx(min(latencies))
+
+
+def test_index_notices_new_and_changed_run_json(store):
+    root, source, text, fn = store
+    index = RunIndex(root, min_interval=0)
+    assert index.metas() == []
+    run = add_run(root, "a", source, fn.id, "x")
+    assert [m.id for m in index.metas()] == ["a"]
+    time.sleep(0.01)
+    run.update(state="failed", error="boom")
+    assert index.get("a").state == "failed"
+    shutil.rmtree(run.path)
+    assert index.get("a") is None
+
+
+def test_formats():
+    assert format_latency(5.9159) == "5.9 µs" and format_latency(57.8) == "58 µs"
+    assert format_latency(195.0) == "0.20 ms" and format_latency(21500.0) == "21.5 ms"
+    assert format_latency(1.5e6) == "1.50 s" and format_latency(None) == "—"
+    now = 10_000.0
+    assert relative_time(now - 10, now) == "just now" and relative_time(now - 180, now) == "3 min ago"
+    assert relative_time(now - 7200, now) == "2 h ago" and relative_time(None) == ""
+
+
+def test_result_lens_title_and_summary():
+    meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=128, trials_requested=128,
+                   best_us=200.0, baseline_us=21400.0, finished=time.time() - 180)
+    from asight_lsp.server.results import FunctionResult
+    result = FunctionResult("main", meta, Path("."), stale=False)
+    assert result_lens_title(result) == "0.20 ms · 107× vs untuned · 128 trials · 3 min ago"
+    result.stale = True
+    assert result_lens_title(result).startswith("⚠ stale (source changed since run) · 0.20 ms")
+    summary = run_summary(meta, stale=True)
+    assert summary["speedup"] == pytest.approx(107.0) and summary["stale"] is True and summary["bestUs"] == 200.0
+
+
+def test_profile_blocks_prefers_the_tuned_program():
+    fn = build_outline((FIXTURES / "matmul64.py").read_text()).functions[0]
+    profile = {"kernels": [{"function": "matmul64", "stages": {"tuned": {"source": "rdtsc"}},
+                            "blocks": {"baseline": [{"name": "C", "us": 100.0, "share": 1.0}],
+                                       "tuned": [{"name": "C", "us": 6.0, "share": 1.0, "attribution": "stage"}]}}]}
+    assert profile_blocks(profile, fn) == {"C": {"us": 6.0, "share": 1.0, "program": "tuned",
+                                                 "source": "tuned program, rdtsc"}}
+    assert profile_blocks({"kernels": []}, fn) is None and profile_blocks(None, fn) is None
