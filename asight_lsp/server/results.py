@@ -129,6 +129,9 @@ class RunIndex:
         self._workload_names: dict[str, tuple[int, list[set[str]]]] = {}
         self._summaries: dict[tuple, dict] = {}
         self._profiles: dict[str, tuple[int, dict | None]] = {}
+        self._by_file: dict[str, tuple] = {}
+        self._sorted: list[RunMeta] = []
+        self.version = 0   # bumped whenever a run appears, changes or goes
 
     # -- metadata
     def invalidate(self) -> None:
@@ -139,11 +142,14 @@ class RunIndex:
         now = time.monotonic()
         if now - self._checked >= self.min_interval:
             self._checked = now
-            self._scan()
-        return sorted((m for _, m in self._metas.values()), key=lambda m: (m.created or 0, m.id))
+            if self._scan():
+                self.version += 1
+                self._sorted = sorted((m for _, m in self._metas.values()), key=lambda m: (m.created or 0, m.id))
+        return self._sorted
 
-    def _scan(self) -> None:
-        seen = set()
+    def _scan(self) -> bool:
+        """Re-read changed run.json files; True when anything changed."""
+        seen, changed = set(), False
         try:
             entries = list(os.scandir(self.runs_dir))
         except (FileNotFoundError, NotADirectoryError):
@@ -163,8 +169,11 @@ class RunIndex:
             except AsightError:
                 continue
             self._metas[entry.name] = (mtime, meta)
+            changed = True
         for gone in set(self._metas) - seen:
             del self._metas[gone]
+            changed = True
+        return changed
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -175,8 +184,13 @@ class RunIndex:
         return found[1] if found else None
 
     def for_file(self, file: str) -> list[RunMeta]:
+        """Runs of a file, oldest first (cached until a run.json changes)."""
         path = os.path.abspath(file)
-        return [m for m in self.metas() if os.path.abspath(m.file) == path]
+        metas = self.metas()
+        key = (path, self.version)
+        if self._by_file.get(path, (None,))[0] != key:
+            self._by_file[path] = (key, [m for m in metas if os.path.abspath(m.file) == path])
+        return self._by_file[path][1]
 
     def for_function(self, file: str, function_id: str) -> list[RunMeta]:
         """Runs of a function, newest first."""
