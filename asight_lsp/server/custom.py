@@ -55,14 +55,45 @@ def runs_payload(req: PayloadRequest) -> dict:
     return {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
 
 
+def view(kind: str) -> Callable[[PayloadRequest], dict]:
+    """A builder of ``asight_lsp.views`` (``searchSpace``, ``loopView``, ``stageGraph``, ``principles``).
+
+    Missing feature vectors are extracted through the TVM worker only in a trusted workspace.
+    """
+    def build(req: PayloadRequest) -> dict:
+        from .. import views
+        if req.run_dir is None:  # only the stage graph exists before a run
+            if req.function is None:
+                return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
+            return views.stage_graph_of(req.function)
+        worker = req.state.worker if req.state.options.trusted else None
+        return views.build(kind, req.run_dir, text=req.text, worker=worker)
+    return build
+
+
+def hotspots_payload(req: PayloadRequest) -> dict:
+    """``asight/hotspots``: the run's profile (measured once, cached in the run) matched to the source."""
+    from ..commands.hotspots import collect
+    from ..errors import AsightError
+    if not req.state.options.trusted and not (req.run_dir / "profile.msgpack").exists():
+        return P.unavailable(P.SCHEMA_HOTSPOTS, "hotspots need a profile, and profiling is disabled in an "
+                                                "untrusted workspace")
+    try:
+        found = collect(req.file or req.run.file, str(req.run_dir), req.function.id if req.function else None,
+                        req.state.store_root, req.state.worker, text=req.text)
+    except AsightError as err:
+        return P.unavailable(P.SCHEMA_HOTSPOTS, str(err))
+    return {"status": P.STATUS_OK, **found}
+
+
 # method -> builder; None = not built yet (answers "unavailable").
 BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_RUNS: runs_payload,
-    P.REQ_HOTSPOTS: None,
-    P.REQ_SEARCH_SPACE: None,
-    P.REQ_LOOP_VIEW: None,
-    P.REQ_STAGE_GRAPH: None,
-    P.REQ_PRINCIPLES: None,
+    P.REQ_HOTSPOTS: hotspots_payload,
+    P.REQ_SEARCH_SPACE: view("searchSpace"),
+    P.REQ_LOOP_VIEW: view("loopView"),
+    P.REQ_STAGE_GRAPH: view("stageGraph"),
+    P.REQ_PRINCIPLES: view("principles"),
 }
 NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES}
 

@@ -51,6 +51,8 @@ async def test_untrusted_workspace_refuses_tune_and_profile_but_keeps_static_fea
     assert "**block `C`**" in hover.contents.value
     status = await request(client, P.REQ_STATUS)
     assert status["trusted"] is False
+    hot = await request(client, P.REQ_HOTSPOTS, {"uri": uri, "run": "mbr128"})
+    assert hot["status"] == P.STATUS_UNAVAILABLE and "untrusted" in hot["message"]
 
 
 async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):

@@ -93,6 +93,12 @@ async def test_tune_end_to_end(client: LanguageClient, workspace):
     hover = await client.text_document_hover_async(types.HoverParams(text_document=ident(uri),
                                                                      position=types.Position(line=9, character=16)))
     assert re.search(r"latency: [\d.]+ (µs|ms) \(\d+ % of the function\)", hover.contents.value)
+    # the panels' payloads of the new run: hotspots (from the cached profile) and the search space
+    hot = plain(await client.protocol.send_request_async(P.REQ_HOTSPOTS, {"uri": uri, "function": "matmul64"}))
+    assert hot["status"] == "ok" and hot["run"] == run_id and hot["parts"], hot
+    space = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=P.CMD_SHOW_SEARCH_SPACE, arguments=[{"uri": uri, "function": "matmul64"}]))
+    assert space["schema"] == P.SCHEMA_SEARCH_SPACE and space["status"] == "ok" and space["run"]["id"] == run_id
 
 
 async def test_cancel_from_the_progress_notification_keeps_records(client: LanguageClient, workspace):
