@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,7 @@ class RunIndex:
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self.version = 0   # bumped whenever a run appears, changes or goes
+        self.lock = threading.RLock()  # payload builders use the index from worker threads
 
     # -- metadata
     def invalidate(self) -> None:
@@ -139,6 +141,10 @@ class RunIndex:
 
     def metas(self) -> list[RunMeta]:
         """Every readable run, oldest first (re-scanned at most every ``min_interval`` s)."""
+        with self.lock:
+            return self._metas_locked()
+
+    def _metas_locked(self) -> list[RunMeta]:
         now = time.monotonic()
         if now - self._checked >= self.min_interval:
             self._checked = now
@@ -221,6 +227,10 @@ class RunIndex:
 
     def fill_details(self, result: FunctionResult, fn: Function) -> None:
         """The best record of the function's workload and its trace summary."""
+        with self.lock:
+            self._fill_details(result, fn)
+
+    def _fill_details(self, result: FunctionResult, fn: Function) -> None:
         best = self.best_record(result.meta.id, fn)
         result.best = best
         if best is not None and fn.kind == "prim_func":
@@ -248,6 +258,10 @@ class RunIndex:
         return profile_blocks(cached[1], fn)
 
     def best_record(self, run_id: str, fn: Function | None = None) -> dict | None:
+        with self.lock:
+            return self._best_record(run_id, fn)
+
+    def _best_record(self, run_id: str, fn: Function | None) -> dict | None:
         records = self._records.get(run_id)
         if records is None:
             records = self._records[run_id] = _Records(self.run_dir(run_id) / DB_RECORDS)
