@@ -21,7 +21,7 @@ from ..sourcemap import build_outline
 from . import custom
 from .actions import ScheduleUnavailable, compute_schedule_edit
 from .results import format_latency, run_summary
-from .state import Job, ServerState, Status, find_function
+from .state import Job, ServerState, Status
 
 
 class RequestFailed(JsonRpcException):

@@ -18,7 +18,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..analysis.trace_summary import source_blocks, summarize_trace
 from ..errors import AsightError

@@ -13,8 +13,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
-from tests.lsp.conftest import (CONFIG, copy_fixture, initialize, install_run, open_doc, replace_all, request,
-                                wait_for)
+from tests.lsp.conftest import CONFIG, copy_fixture, initialize, install_run, open_doc, replace_all, request
 
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
 MATMUL_LOOP, MATMUL_BLOCK = 15, 16   # 0-based lines in matmul_bias_relu.py

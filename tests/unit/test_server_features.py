@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 from asight_lsp import protocol as P
 from asight_lsp.analysis.trace_summary import source_blocks, summarize_trace
 from asight_lsp.errors import WorkerCrashed
