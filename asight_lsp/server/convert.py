@@ -5,6 +5,10 @@ from lsprotocol import types
 
 from ..ranges import contains
 
+class RawJSON(str):
+    """A handler result that is already JSON text (ASCII): sent as it is (``app.AsightProtocol``)."""
+
+
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
             "info": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
 

@@ -8,6 +8,7 @@ from lsprotocol import types
 
 from .. import protocol as P
 from ..sourcemap import Function, Outline
+from .convert import RawJSON
 from .results import FunctionResult, result_lens_title
 
 
@@ -19,16 +20,23 @@ def lens_line(fn: Function, lines: list[str]) -> int:
     return line
 
 
-def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
-    """``(line, title, command, argument)`` of one function's lenses."""
+def static_lenses(uri: str, fn: Function, line: int) -> list[tuple[int, str, str, dict]]:
+    """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``."""
     arg = {"uri": uri, "function": fn.id}
-    out = [(line, "▶ Tune", P.CMD_TUNE, arg), (line, "Profile", P.CMD_PROFILE, arg),
-           (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
-    if result is not None:
-        run_arg = {**arg, "run": result.meta.id}
-        command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
-        out.append((line, result_lens_title(result), command, run_arg))
-    return out
+    return [(line, "▶ Tune", P.CMD_TUNE, arg), (line, "Profile", P.CMD_PROFILE, arg),
+            (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
+
+
+def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict]:
+    """The run's result (or live progress: a click cancels it)."""
+    arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
+    command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
+    return (line, result_lens_title(result), command, arg)
+
+
+def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
+    """All lenses of one function."""
+    return static_lenses(uri, fn, line) + ([result_lens(uri, fn, result, line)] if result is not None else [])
 
 
 def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:
@@ -55,13 +63,27 @@ def register(server) -> None:
         index.metas()  # refresh the run index (bumps its version when a run changed)
         key = (doc.outline_text, index.version, int(time.time() // 20))  # "3 min ago" stays current
         cached = doc.memo.get("codeLens")
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        lines = doc.lines
-        found = module_lenses(doc.uri, outline, lines)
-        for fn in outline.functions:
-            result = ls.state.result(doc, fn, details=False)
-            found.extend(function_lenses(doc.uri, fn, result, lens_line(fn, lines)))
-        lenses = [to_code_lens(*lens) for lens in found]
-        doc.memo["codeLens"] = (key, lenses)
-        return lenses
+        if cached is None or cached[0] != key:
+            cached = doc.memo["codeLens"] = (key, lens_list_json(ls, doc, outline))
+        return cached[1]
+
+
+def lens_list_json(ls, doc, outline: Outline):
+    """All lenses of a document as JSON text; each function's static lenses are kept as JSON
+    fragments (by function and line), so a new answer costs little more than the result lenses."""
+    fragments = doc.memo.setdefault("lensFragments", {})
+    if len(fragments) > 4 * len(outline.functions) + 64:
+        fragments.clear()
+    lines = doc.lines
+    parts = [ls.raw_json([to_code_lens(*lens) for lens in module_lenses(doc.uri, outline, lines)])[1:-1]]
+    for fn in outline.functions:
+        line = lens_line(fn, lines)
+        static = fragments.get((fn.id, line))
+        if static is None:
+            static = fragments[(fn.id, line)] = ls.raw_json([to_code_lens(*lens)
+                                                             for lens in static_lenses(doc.uri, fn, line)])[1:-1]
+        parts.append(static)
+        result = ls.state.result(doc, fn, details=False)
+        if result is not None:
+            parts.append(ls.raw_json([to_code_lens(*result_lens(doc.uri, fn, result, line))])[1:-1])
+    return RawJSON("[" + ", ".join(p for p in parts if p) + "]")

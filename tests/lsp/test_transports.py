@@ -82,6 +82,11 @@ async def test_tcp(serve):
     assert init["result"]["serverInfo"]["name"] == "asight-lsp"
     hover = await asyncio.wait_for(until_id(lambda: read_frame(reader), 2), 30)
     assert hover["result"]["contents"]["value"].startswith("**block `C`**")
+    for rid in (3, 4):
+        writer.write(frame({"jsonrpc": "2.0", "id": rid, "method": "textDocument/codeLens",
+                            "params": {"textDocument": {"uri": "file:///x.py"}}}))
+        lenses = (await asyncio.wait_for(until_id(lambda: read_frame(reader), rid), 30))["result"]
+        assert len(lenses) == 4 and lenses[0]["command"]["arguments"] == [{"uri": "file:///x.py", "function": "matmul64"}]
     writer.close()
 
 
@@ -97,6 +102,11 @@ async def test_websocket(serve):
     assert init["result"]["serverInfo"]["name"] == "asight-lsp"
     hover = json.loads(await asyncio.wait_for(until_id_raw(receive, 2), 30))
     assert hover["result"]["contents"]["value"].startswith("**block `C`**")
+    for rid in (3, 4):  # the second answer is the memoised, pre-serialized one
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "textDocument/codeLens",
+                                  "params": {"textDocument": {"uri": "file:///x.py"}}}))
+        lenses = json.loads(await asyncio.wait_for(until_id_raw(receive, rid), 30))["result"]
+        assert [lens["command"]["title"] for lens in lenses] == ["▶ Tune", "Profile", "Search space", "Loop view"]
     await ws.close()
 
 
