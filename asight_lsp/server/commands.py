@@ -73,7 +73,8 @@ async def tune(ls, *args):
     meta = handle.run.load()
     job = Job(meta.id, doc.uri, meta.function, handle)
     state.jobs[meta.id] = job
-    state.status = Status.TUNING
+    if state.status != Status.ERRORED:
+        state.status = Status.TUNING
     state.index.invalidate()
     job.task = asyncio.ensure_future(monitor(ls, job))
     notify_run(ls, job.uri, "started", meta)
@@ -157,7 +158,8 @@ async def monitor(ls, job: Job) -> dict:
             ls.work_done_progress.end(job.token, types.WorkDoneProgressEnd(
                 message=f"{meta.state}: {meta.trials_done} trials, best {format_latency(meta.best_us)}"))
         state.jobs.pop(job.run_id, None)
-        state.status = Status.TUNING if state.jobs else Status.RUNNING
+        if state.status != Status.ERRORED:
+            state.status = Status.TUNING if state.jobs else Status.RUNNING
         state.index.invalidate()
         notify_run(ls, job.uri, "finished", meta)
         refresh_views(ls)

@@ -124,6 +124,7 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
     worker = ls.state.worker
     # The check stores its findings itself: an edit that cancels this task does not waste them.
     failures = await asyncio.to_thread(check_and_store, worker, doc, text, docout.outline, missing, keys)
+    ls.state.worker_failed(bool(failures))
     if doc.text is text and ls.state.docs.get(doc.uri) is doc:
         publish(ls, doc, static + cached_part(doc, units, keys) + failures)
 

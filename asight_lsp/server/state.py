@@ -109,6 +109,13 @@ class ServerState:
     def worker_started(self) -> bool:
         return self._worker is not None and self._worker.pid is not None
 
+    def worker_failed(self, failed: bool) -> None:
+        """``errored`` while the TVM worker cannot answer; back to running/tuning once it does."""
+        if failed:
+            self.status = Status.ERRORED
+        elif self.status == Status.ERRORED:
+            self.status = Status.TUNING if self.jobs else Status.RUNNING
+
     def close(self) -> None:
         for job in list(self.jobs.values()):
             if job.task is not None:

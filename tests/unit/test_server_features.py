@@ -153,3 +153,14 @@ def test_schedule_edits():
     (change,) = edit.changes["file:///x.py"]
     assert (change.range.start.line, change.range.end.line) == (7, 29)
     assert change.new_text.startswith("    @T.prim_func(s_tir=True)\n    def main(")
+
+
+def test_status_follows_the_worker_and_jobs():
+    from asight_lsp.server.state import ServerState, Status
+    state = ServerState()
+    state.status = Status.RUNNING
+    state.worker_failed(True)
+    assert state.status == Status.ERRORED
+    state.jobs["r"] = object()
+    state.worker_failed(False)
+    assert state.status == Status.TUNING
