@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import AsightError
+from .guidance import plan_guidance, seed_from
 from .runs import Run, RunMeta, RunStore, read_records, source_hash
 from .sourcemap import Function, Outline, Unit, build_outline, function_text
 from .workerclient import worker_env
@@ -48,7 +49,8 @@ class TuneRequest:
     store_root: str | None = None  # .asight dir; None = default_store_root()
     rpc: str | None = None         # "HOST:PORT:KEY" of a TVM RPC tracker
     text: str | None = None        # unsaved editor text to tune instead of the file content (LSP)
-    guided_by: str | None = None   # later issue; stored as is
+    guided_by: str | None = None   # run whose design principles steer this one (a fresh run, seeded with its records)
+    principles_file: str | None = None  # JSON principles/constraints to guide by instead of the mined ones
     seed: int | None = None
     resume: bool = True            # reuse the run of the same function + source hash + target
 
@@ -423,7 +425,10 @@ def start_tune(req: TuneRequest) -> TuneJob:
     hashes = {fn.id: source_hash(function_text(text, fn)) for fn in selection.functions}
     store = RunStore(req.store_root)
     file = os.path.abspath(req.file)
-    run = _resumable(store, file, selection.label, hashes, label, outline.constants) if req.resume else None
+    guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,
+                             aliases=tuple(f.id for f in selection.functions)) if req.guided_by else None
+    resumable = req.resume and guidance is None  # a guided run never continues its base run
+    run = _resumable(store, file, selection.label, hashes, label, outline.constants) if resumable else None
     meta = run.load() if run else RunMeta(id=store.new_run_id(selection.label), file=file,
                                           function=selection.label, source_hashes=hashes, target_label=label)
     meta.extra.update({"selection": {"unit": selection.unit.name, "member": selection.member},
@@ -437,6 +442,11 @@ def start_tune(req: TuneRequest) -> TuneJob:
     meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
                           "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
     run = run or store.create(meta)
+    if guidance:
+        seeded = seed_from(guidance.pop("base_dir"), run)
+        meta.extra.update({"guidance": guidance, "constraints": guidance["constraints"], "seeded_records": seeded})
+        meta.trials_requested = seeded + req.trials  # the base run's trials count toward the budget
+        meta.sessions[-1]["trials_before"] = seeded
     run.source_path.write_text(text, encoding="utf-8")
     run.save(meta)
     events_from = _size(run.events_path)

@@ -279,7 +279,8 @@ class RunStore:
             except AsightError:
                 continue
             if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
-                    and meta.source_hashes == source_hashes and meta.target_label == target_label):
+                    and meta.source_hashes == source_hashes and meta.target_label == target_label
+                    and not meta.guided_by):  # a guided run is its own experiment: never resumed as plain
                 return run
         return None
 

@@ -29,11 +29,16 @@ def add_tune_arguments(p, trials: int = 64) -> None:
     p.add_argument("--rpc", metavar="HOST:PORT:KEY", help="measure through a TVM RPC tracker")
     p.add_argument("--seed", type=int, help="random seed of the search")
     p.add_argument("--new", action="store_true", help="start a new run instead of resuming the matching one")
+    p.add_argument("--guided-by", metavar="RUN", help="steer the search by the design principles of RUN (a new run "
+                   "seeded with RUN's records; --trials then counts the new trials)")
+    p.add_argument("--principles", metavar="FILE", help="with --guided-by: JSON list of principles/constraints "
+                   "to guide by instead of the mined ones")
 
 
 def request_from(args) -> TuneRequest:
     return TuneRequest(file=args.file, function=args.func, target=args.target, trials=args.trials,
-                       store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new)
+                       store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new,
+                       guided_by=args.guided_by, principles_file=args.principles)
 
 
 def run(args) -> int:
@@ -92,6 +97,12 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     print(f"untuned  {fmt_us(meta.baseline_us)}", file=out)
     ratio = speedup(meta)
     print(f"best     {fmt_us(meta.best_us)}" + (f"  ({ratio:.1f}x faster)" if ratio else ""), file=out)
+    guidance = meta.extra.get("guidance")
+    if guidance:
+        print(f"guided   by run {guidance['guided_by']} ({meta.extra.get('seeded_records', 0)} records seeded):",
+              file=out)
+        for principle in guidance["principles"]:
+            print(f"           {principle['text']}", file=out)
 
 
 def speedup(meta: RunMeta) -> float | None:

@@ -10,11 +10,12 @@ import tvm.script
 import tvm_ffi
 from tvm import relax, s_tir, tirx
 from tvm.error import DiagnosticError
+from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
 __all__ = ["tvm", "tvm_ffi", "relax", "s_tir", "tirx", "ms", "Trace", "DiagnosticError",
-           "script_globals", "stub_tensor_intrin", "normalize_mod", "host_target", "parse_script"]
+           "derived_object", "script_globals", "stub_tensor_intrin", "normalize_mod", "host_target", "parse_script"]
 
 
 def script_globals(constants: dict | None = None, aliases: dict | None = None) -> dict:

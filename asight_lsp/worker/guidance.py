@@ -9,10 +9,8 @@ measures such a candidate.  The check itself is the pure ``analysis.constraints`
 """
 from __future__ import annotations
 
-from tvm.ir.utils import derived_object
-
 from ..analysis.constraints import is_decision_constraint, trace_violations
-from .compat import ms
+from .compat import derived_object, ms
 
 
 def _plain(value):

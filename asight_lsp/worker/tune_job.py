@@ -159,7 +159,7 @@ class Job:
         started = time.perf_counter()
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
-                        on_batch=on_batch, database=database)
+                        on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"))
         tune_s = time.perf_counter() - started
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()

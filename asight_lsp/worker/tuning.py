@@ -21,8 +21,8 @@ from typing import Callable
 
 import numpy as np
 
-from .compat import host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
-from tvm.ir.utils import derived_object
+from .compat import derived_object, host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
+from .guidance import guided_space
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
@@ -326,15 +326,18 @@ def search_strategy(per_iter: int):
     return ms.search_strategy.EvolutionarySearch(population_size=population)
 
 
-def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32) -> list:
-    """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them."""
+def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32,
+                  constraints: list | None = None) -> list:
+    """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them; with ``constraints`` (a
+    guided run) the design space carries the principle guard (``worker/guidance.py``)."""
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
     from tvm.s_tir.meta_schedule.utils import fork_seed
     names = [t.name for t in plan.tasks]
     loggers = get_loggers_from_work_dir(work_dir, names)
     contexts = []
     for task, logger, rand_state in zip(plan.tasks, loggers, fork_seed(seed, n=len(plan.tasks))):
-        contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator="post-order-apply",
+        space = guided_space(target, constraints) if constraints else "post-order-apply"
+        contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator=space,
                                        search_strategy=search_strategy(per_iter), task_name=task.name, logger=logger,
                                        rand_state=rand_state, num_threads=threads).clone())
     return contexts
@@ -405,7 +408,7 @@ def open_database(work_dir: str):
 
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
          on_batch: Callable[[int, list, int], None] | None = None, per_iter: int | None = None,
-         database=None, builder=None, runner=None):
+         database=None, builder=None, runner=None, constraints: list | None = None):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB."""
     if target.kind.name in GPU_KINDS:
         import tvm.s_tir.tensor_intrin  # noqa: F401  (GPU spaces need the CUDA intrinsics; 19 s, once)
@@ -413,7 +416,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
         stub_tensor_intrin()
     threads = cores()
     per_iter = per_iter or trials_per_iter(trials, len(plan.tasks))
-    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter)
+    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))
