@@ -92,3 +92,47 @@ def seed_from(base_dir: str | Path, run: Run) -> int:
         if source.exists():
             shutil.copyfile(source, run.path / name)
     return len(read_records(run.path))
+
+
+def _best_us(records: list[dict], limit: int | None = None) -> float | None:
+    values = [r["latency_us"] for r in records[:limit] if r["latency_us"] is not None]
+    return min(values) if values else None
+
+
+def compare_with_plain(store: RunStore, run: Run) -> dict | None:
+    """A guided run against plain MetaSchedule at the same total trial budget.
+
+    Rows: the base run (its own trials), the guided run (base + guided trials), and, when the
+    store holds an unguided run of the same function, source and target with at least as many
+    trials, that run's best within the same number of trials (trial order).  None for a plain run.
+    """
+    meta = run.load()
+    guidance = meta.extra.get("guidance")
+    if not guidance:
+        return None
+    records = run.records()
+    budget = len(records)
+    rows = [{"arm": f"base run {guidance['guided_by']} (plain)", "trials": meta.extra.get("seeded_records", 0),
+             "best_us": _best_us(records, meta.extra.get("seeded_records", 0))},
+            {"arm": "guided (base + guided trials)", "trials": budget, "best_us": _best_us(records)}]
+    plain = None
+    for other in reversed(store.all()):
+        try:
+            other_meta = other.load()
+        except AsightError:
+            continue
+        if (other_meta.guided_by or other_meta.function != meta.function or other.id == run.id
+                or other_meta.source_hashes != meta.source_hashes or other_meta.target_label != meta.target_label):
+            continue
+        other_records = other.records()
+        if len(other_records) >= budget:
+            plain = {"arm": f"plain MetaSchedule, run {other.id}", "trials": budget,
+                     "best_us": _best_us(other_records, budget)}
+            break
+    if plain:
+        rows.append(plain)
+    gain = (plain["best_us"] / rows[1]["best_us"] - 1) if plain and plain["best_us"] and rows[1]["best_us"] else None
+    return {"guided_by": guidance["guided_by"], "principles": guidance["principles"], "budget": budget,
+            "rows": rows, "guided_faster": gain,
+            "note": None if plain else (f"no unguided run with {budget} or more trials of this function yet: "
+                                        f"tune it with --trials {budget} --new to compare")}

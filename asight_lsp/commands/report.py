@@ -61,7 +61,10 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
                 hot = collect(file, str(data.run.path), None, store_root, worker, text=text)
             except (AsightError, WorkerError) as err:
                 hot_error = str(err)
-    return report_html(payloads, best_schedule(data), hot, hot_error)
+    from ..guidance import compare_with_plain
+    from ..runs import RunStore
+    guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
+    return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided)
 
 
 def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,

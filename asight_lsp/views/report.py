@@ -300,8 +300,23 @@ def _unavailable(title: str, payload: dict | None) -> str:
     return f'<section><h2>{E(title)}</h2><p class="note">not available: {E(why)}</p></section>'
 
 
+def _guided_section(g: dict | None) -> str:
+    """Which principles steered a guided run, and how it compares with plain MetaSchedule."""
+    if not g:
+        return ""
+    items = "".join(f"<li>{E(p['text'])}</li>" for p in g["principles"])
+    rows = "".join(f"<tr><td>{E(r['arm'])}</td><td>{r['trials']}</td><td>{E(_fmt_us(r['best_us']))}</td></tr>"
+                   for r in g["rows"])
+    verdict = (f"<p>Guided is {g['guided_faster'] * 100:+.1f}% faster than plain MetaSchedule at "
+               f"{g['budget']} trials.</p>" if g.get("guided_faster") is not None else
+               f'<p class="note">{E(g.get("note") or "")}</p>')
+    return (f'<section id="guided"><h2>Guided re-tune — by run {E(g["guided_by"])}</h2>'
+            f"<p>Principles that steered the search:</p><ul>{items}</ul>"
+            f"<table><tr><th>arm</th><th>trials</th><th>best</th></tr>{rows}</table>{verdict}</section>")
+
+
 def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None = None,
-                hotspots_error: str | None = None, title: str | None = None) -> str:
+                hotspots_error: str | None = None, title: str | None = None, guided: dict | None = None) -> str:
     """The report page.  ``payloads``: searchSpace, loopView, stageGraph, principles (any may be None)."""
     nonce = secrets.token_urlsafe(18)
     space = payloads.get("searchSpace")
@@ -328,6 +343,7 @@ def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None 
 {_loop_section(payloads.get("loopView"))}
 {_graph_section(payloads.get("stageGraph"))}
 {_principles_section(payloads.get("principles"))}
+{_guided_section(guided)}
 {_best_section(best)}
 </main>
 <script type="application/json" id="asight-data" nonce="{nonce}">{_json_for_script(data)}</script>

@@ -63,3 +63,23 @@ def test_seed_copies_the_database(store, tmp_path):
     new.path.mkdir()
     assert seed_from(store.runs_dir / "mbr128", new) == 40
     assert [r["run_secs"] for r in read_records(new.path)] == [r["run_secs"] for r in read_records(store.runs_dir / "mbr128")]
+
+
+def test_compare_with_plain_at_the_same_budget(store, tmp_path):
+    from asight_lsp.guidance import compare_with_plain
+
+    base = Run(store.runs_dir / "mbr128")
+    guided = Run(store.runs_dir / "guided")
+    guided.path.mkdir()
+    seed_from(base.path, guided)
+    meta = base.load()
+    meta.id, meta.guided_by = "guided", "mbr128"
+    meta.extra.update({"guidance": {"guided_by": "mbr128", "principles": [{"text": "t"}]}, "seeded_records": 30})
+    guided.save(meta)
+    assert compare_with_plain(store, base) is None  # a plain run is not compared
+    result = compare_with_plain(store, guided)
+    records = read_records(base.path)
+    best30 = min(r["latency_us"] for r in records[:30] if r["latency_us"])
+    best40 = min(r["latency_us"] for r in records if r["latency_us"])
+    assert [r["best_us"] for r in result["rows"]] == [best30, best40, best40]  # the base run is the plain arm
+    assert result["budget"] == 40 and result["guided_faster"] == 0
