@@ -112,7 +112,8 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
     lines = text.splitlines()
     units = checkable_units(docout)
     keys = {u.name: unit_key(u, lines, docout.outline) for u in units}
-    static = static_part(docout)
+    # a Python file that is not TVMScript at all gets nothing (its syntax is another tool's job)
+    static = static_part(docout) if docout.outline.units or "tvm.script" in text else []
     publish(ls, doc, static + cached_part(doc, units, keys))
     if not ls.state.options.enabled("tvmDiagnostics"):
         return

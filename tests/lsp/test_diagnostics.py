@@ -51,6 +51,12 @@ async def test_syntax_errors_are_static_and_half_typed_units_are_not_sent_to_tvm
     await wait_for(lambda: messages(client, uri))
     assert [(line, src) for line, _, src in starts(client, uri)] == [(16, "asight/python")]
     assert "never closed" in messages(client, uri)[0]
+    # plain Python (no TVMScript) with a syntax error: not ours to report
+    other = workspace / "plain.py"
+    other.write_text("def f(:\n    pass\n")
+    plain_uri = open_doc(client, other)
+    await wait_for(lambda: plain_uri in client.diagnostics, timeout=10)
+    assert list(client.diagnostics[plain_uri]) == []
 
 
 @pytest.mark.parametrize("name", ["decorator_call.py", "dunder_import.py", "namespace_escape.py"])
