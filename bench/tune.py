@@ -97,12 +97,15 @@ print(json.dumps({"tvm_us": sorted(tvm_s)[3] * 1e6, "numpy_us": sorted(np_s)[3] 
 
 
 class TreeMemory:
-    """Peak RSS of a process and all its descendants (summed), sampled every ``period`` s."""
+    """Peak memory of a process and all its descendants, sampled every ``period`` s.
 
-    def __init__(self, pid: int, period: float = 0.1):
+    RSS summed over the tree counts shared pages (the TVM library, ~150 MiB) once per process;
+    PSS splits shared pages among the processes sharing them, so its sum is the tree's real share.
+    """
+
+    def __init__(self, pid: int, period: float = 0.2):
         self.pid, self.period = pid, period
-        self.peak_tree = self.peak_main = 0
-        self.peak_procs = 0
+        self.peak_rss = self.peak_pss = self.peak_main = self.peak_procs = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -112,25 +115,27 @@ class TreeMemory:
             try:
                 root = psutil.Process(self.pid)
                 procs = [root] + root.children(recursive=True)
-                rss = []
-                for proc in procs:
-                    try:
-                        rss.append(proc.memory_info().rss)
-                    except psutil.Error:
-                        continue
-                if rss:
-                    self.peak_main = max(self.peak_main, rss[0])
-                    self.peak_tree = max(self.peak_tree, sum(rss))
-                    self.peak_procs = max(self.peak_procs, len(rss))
             except psutil.Error:
-                pass
+                procs = []
+            rss = pss = 0
+            for i, proc in enumerate(procs):
+                try:
+                    info = proc.memory_full_info()
+                except psutil.Error:
+                    continue
+                rss, pss = rss + info.rss, pss + getattr(info, "pss", info.rss)
+                if i == 0:
+                    self.peak_main = max(self.peak_main, info.rss)
+            self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
+            self.peak_procs = max(self.peak_procs, len(procs))
             self._stop.wait(self.period)
 
     def stop(self) -> dict:
         self._stop.set()
         self._thread.join()
-        return {"peak_tree_mib": round(self.peak_tree / 2**20, 1), "peak_main_mib": round(self.peak_main / 2**20, 1),
-                "max_processes": self.peak_procs}
+        mib = 2 ** 20
+        return {"peak_tree_mib": round(self.peak_rss / mib, 1), "peak_tree_pss_mib": round(self.peak_pss / mib, 1),
+                "peak_main_mib": round(self.peak_main / mib, 1), "max_processes": self.peak_procs}
 
 
 def run_ours(src: Path, trials: int, store: Path) -> dict:
@@ -266,7 +271,8 @@ def report(out: dict) -> None:
                 r = speed[name]
                 print(f"{name:14s} {r['records']:4d} trials ({r['failed']} failed)  {r['wall_s']:7.1f} s  "
                       f"{r['trials_per_s']:.3f} trials/s"
-                      f"  best {r['best_us'] or float('nan'):8.1f} us  peak tree {r['memory']['peak_tree_mib']} MiB")
+                      f"  best {r['best_us'] or float('nan'):8.1f} us  peak tree {r['memory']['peak_tree_mib']} MiB RSS"
+                      f" / {r['memory']['peak_tree_pss_mib']} MiB PSS")
         if "1a_ratio_vs_tvm_defaults" in speed:
             valid = speed.get("1a_ratio_valid_trials")
             print(f"(1a) asight tune vs tune_tir with TVM defaults: {speed['1a_ratio_vs_tvm_defaults']:.2f}x trials/s"
@@ -278,10 +284,13 @@ def report(out: dict) -> None:
     if big:
         print(f"(2) 1024^3 matmul, {big['tuning']['records']} trials: TVM {big['tvm_us']:.0f} us vs numpy "
               f"{big['numpy_us']:.0f} us (medians) -> {big['ratio_vs_numpy']:.2f}x numpy's speed (goal >= 0.7)")
-        print(f"(3) peak memory of the 1024 tuning job tree: {big['tuning']['memory']['peak_tree_mib']} MiB")
+        mem = big["tuning"]["memory"]
+        print(f"(3) peak memory of the 1024 tuning job tree: {mem['peak_tree_mib']} MiB RSS summed, "
+              f"{mem.get('peak_tree_pss_mib')} MiB PSS (main process {mem['peak_main_mib']} MiB)")
     if speed:
-        print(f"(3) peak memory of the 256 tuning job tree: {speed['ours']['memory']['peak_tree_mib']} MiB "
-              f"(main process {speed['ours']['memory']['peak_main_mib']} MiB)")
+        mem = speed["ours"]["memory"]
+        print(f"(3) peak memory of the 256 tuning job tree: {mem['peak_tree_mib']} MiB RSS summed, "
+              f"{mem['peak_tree_pss_mib']} MiB PSS (main process {mem['peak_main_mib']} MiB)")
     print(f"load average before/after: {out['host']['load_before']} / {out['host'].get('load_after')}")
 
 
