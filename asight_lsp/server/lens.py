@@ -12,6 +12,9 @@ from .convert import RawJSON
 from .results import FunctionResult, result_lens_title
 
 
+RETUNE_MIN_TRIALS = 20  # analysis.principles.MIN_RUN: fewer measured candidates give no principle
+
+
 def lens_line(fn: Function, lines: list[str]) -> int:
     """The first decorator line above the function (lenses sit above the decorators)."""
     line = fn.range["start"]["line"]
@@ -34,9 +37,21 @@ def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
     return (line, result_lens_title(result), command, arg)
 
 
+def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
+    """``Re-tune with principles`` once a finished, current run has enough trials to mine them."""
+    meta = result.meta
+    if result.running or result.stale or meta.state != "done" or meta.trials_done < RETUNE_MIN_TRIALS:
+        return None
+    arg = {"uri": uri, "function": fn.id, "guidedBy": meta.id, "trials": max(meta.trials_done // 2, 8)}
+    return (line, "Re-tune with principles", P.CMD_TUNE, arg)
+
+
 def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
     """All lenses of one function."""
-    return static_lenses(uri, fn, line) + ([result_lens(uri, fn, result, line)] if result is not None else [])
+    if result is None:
+        return static_lenses(uri, fn, line)
+    retune = retune_lens(uri, fn, result, line)
+    return static_lenses(uri, fn, line) + [result_lens(uri, fn, result, line)] + ([retune] if retune else [])
 
 
 def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:

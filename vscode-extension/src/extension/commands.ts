@@ -31,6 +31,7 @@ export const UI_COMMANDS = {
   showStageGraph: "asight.ui.showStageGraph",
   showHotspots: "asight.ui.showHotspots",
   compareRuns: "asight.ui.compareRuns",
+  retuneWithPrinciples: "asight.ui.retuneWithPrinciples",
   applyBestSchedule: "asight.ui.applyBestSchedule",
   openReport: "asight.ui.openReport",
   restartServer: "asight.ui.restartServer",
@@ -121,6 +122,7 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
   reg(UI_COMMANDS.showStageGraph, showPanel("stageGraph"));
   reg(UI_COMMANDS.showHotspots, showPanel("hotspots"));
   reg(UI_COMMANDS.compareRuns, () => compareRuns(server));
+  reg(UI_COMMANDS.retuneWithPrinciples, () => retuneWithPrinciples(server, tuning));
   reg(UI_COMMANDS.applyBestSchedule, async () => {
     const fn = await pickFunction("ASight: apply the best schedule of which function?");
     if (!fn) return;
@@ -169,6 +171,17 @@ async function compareRuns(server: ServerManager): Promise<void> {
   const payload = await server.executeCommand<Record<string, unknown>>(P.CMD_COMPARE_RUNS, { runs: runs.map((r) => r.id) });
   const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: compareMarkdown(payload) });
   await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+/** A new run steered by the design principles of a finished run (`asight tune --guided-by`). */
+async function retuneWithPrinciples(server: ServerManager, tuning: TuningUi): Promise<void> {
+  const runs = await pickRuns(server, false, "ASight: re-tune with the design principles of which run?");
+  const run = runs?.[0];
+  if (!run?.id || !run.file || !run.function) return;
+  const s = currentSettings();
+  const args: P.TuneArgs = { uri: vscode.Uri.file(run.file).toString(), function: run.function, guidedBy: run.id,
+    trials: Math.max(8, Math.floor((run.trialsDone ?? s.trials) / 2)), ...(s.target ? { target: s.target } : {}) };
+  await tuning.tune(run.function, () => server.executeCommand<P.CommandResult>(P.CMD_TUNE, args));
 }
 
 /** `asight report FILE --run R -o OUT.html` with the server's interpreter, then open the file. */
