@@ -48,14 +48,14 @@ mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": 
 target = tu.resolve_target(None)
 t1 = time.perf_counter()
 if mode == "defaults":          # what a user gets from the documented one-liner
-    ms.tune_tir(mod, target, wd, max_trials_global=trials)
+    ms.tune_tir(mod, target, wd, max_trials_global=trials, seed=0)
 else:                           # our builder/runner/batch/search settings, no job around it
     stub_tensor_intrin()
     per_iter = tu.trials_per_iter(trials)
     builder = tu.make_builder()
     ms.tune_tir(mod, target, wd, max_trials_global=trials, num_trials_per_iter=per_iter, builder=builder,
                 runner=tu.make_runner(), cost_model=ms.cost_model.XGBModel(num_tuning_cores=tu.cores(),
-                tree_method="auto"), strategy=tu.search_strategy(per_iter), num_tuning_cores=tu.cores())
+                tree_method="auto"), strategy=tu.search_strategy(per_iter), num_tuning_cores=tu.cores(), seed=0)
     builder.shutdown()
 t2 = time.perf_counter()
 from asight_lsp.runs import read_records
