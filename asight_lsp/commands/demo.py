@@ -1,7 +1,6 @@
 """``asight demo``: tune a bundled example with a small budget, profile it, say what was found."""
 from __future__ import annotations
 
-import importlib
 import shutil
 import sys
 import time
@@ -22,6 +21,7 @@ def add_parser(sub):
     p.add_argument("--trials", type=int, default=32, help="tuning budget (default 32)")
     p.add_argument("--example", default=DEFAULT_EXAMPLE, choices=sorted(p.name for p in EXAMPLES.glob("*.py")))
     p.add_argument("--no-profile", action="store_true", help="skip the profile step")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     return p
 
@@ -40,13 +40,18 @@ def run(args) -> int:
     if not quiet:
         print_summary(job, meta)
         print(f"tuning took {time.perf_counter() - started:.0f} s")
-    profile = None if args.no_profile else run_profile(job.run, say)
+    from ..workerclient import WorkerClient
+    with WorkerClient() as worker:
+        profile = None if args.no_profile else run_profile(job.run, say, worker)
+        report = None if args.no_report else make_report(source, job.run, work, worker, say)
     if quiet:
         print_json({"example": str(source), "run": meta.id, "run_dir": str(job.run.path), "trials": meta.trials_done,
                     "baseline_us": meta.baseline_us, "best_us": meta.best_us, "speedup": speedup(meta),
-                    "profile": profile})
+                    "profile": profile, "report": str(report) if report else None})
         return 0
     print()
+    if report:
+        print(f"report   {report}")
     print("next:")
     print(f"  asight profile {source} --run {meta.id}")
     print(f"  open {work} in VS Code with the ASight extension: lenses, hotspots and the search-space panel")
@@ -66,26 +71,22 @@ def copy_example(name: str, work: Path) -> Path:
     return dest
 
 
-def run_profile(run, say) -> dict | None:
-    """Profile the run when the profile feature is installed (``asight_lsp.profiles``); else skip."""
-    try:
-        profiles = importlib.import_module("asight_lsp.profiles")
-    except ModuleNotFoundError:
-        say("(profiling is not available in this build; skipped)")
-        return None
-    from ..workerclient import WorkerClient
+def run_profile(run, say, worker) -> dict:
+    """Profile untuned vs best (per block) and print the table."""
+    from ..profiles import profile_run
+    from .profile import render
     say("profiling untuned vs best (per block) ...")
-    with WorkerClient() as worker:
-        profile = profiles.profile_run(run, worker)
-    try:
-        render = importlib.import_module("asight_lsp.commands.profile").render
-        say(render(profile))
-    except (ModuleNotFoundError, AttributeError):
-        say(_fallback_render(profile))
+    profile = profile_run(run, worker)
+    say(render(profile))
     return profile
 
 
-def _fallback_render(profile: dict) -> str:
-    summary = profile.get("summary") or {}
-    return (f"profile: untuned {fmt_us(summary.get('baseline_us'))}, tuned {fmt_us(summary.get('tuned_us'))}"
-            f", outputs match: {summary.get('check_ok')}")
+def make_report(source: Path, run, work: Path, worker, say) -> Path | None:
+    """The self-contained HTML report of the run (hotspots, honeycomb, loop view, principles)."""
+    from .report import write_report
+    say("writing the report (features, honeycomb, loop view, stage graph, principles, hotspots) ...")
+    try:
+        return write_report(str(source), str(run.path), work / "asight-report.html", str(work / ".asight"), worker)
+    except AsightError as err:  # the tuning and profile results stand; say why the report is missing
+        say(f"(no report: {err})")
+        return None
