@@ -32,8 +32,14 @@ async function palette(title) {
   await page.keyboard.press("F1");
   await page.locator(".quick-input-widget input").waitFor();
   await page.keyboard.type(title);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^>?\s*/, "") }).first().waitFor({ timeout: 20000 });
-  await page.keyboard.press("Enter");
+  // Pick the row whose label is exactly the title: "ASight: Tune" also fuzzily matches
+  // "ASight: Tune Guided by Principles of a Run"; never rely on the ranking.
+  const label = title.replace(/^>?\s*/, "");
+  const row = page.locator(".quick-input-list .monaco-list-row")
+    .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }) });
+  await row.first().waitFor({ timeout: 20000 });
+  await shot("palette");
+  await row.first().click();
 }
 
 try {
