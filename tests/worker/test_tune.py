@@ -112,8 +112,10 @@ def test_database_is_usable_by_tvm(tuned):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["same_schedule"]
-    # within noise: this VM shares 2 cores with other work, so allow a generous band
-    assert 0.33 * best < result["min_us"] < 3 * best, (result, best)
+    # Within noise. The band is wide and lopsided on purpose: the recorded best was measured
+    # while tuning (2 shared cores, builders busy), so a quiet re-measurement can be several
+    # times faster; being much slower would mean TVM applied something else.
+    assert 0.15 * best < result["min_us"] < 3 * best, (result, best)
     assert result["latency_us"] < data["baseline_us"] / 2
 
 
