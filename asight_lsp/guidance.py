@@ -40,10 +40,12 @@ def load_user_principles(path: str) -> list[dict]:
     return out
 
 
-def faster_principles(payload: dict, limit: int = MAX_PRINCIPLES) -> list[dict]:
-    """The principles of a payload that go with lower latency, strongest first, one per decision."""
+def faster_principles(payload: dict, limit: int = MAX_PRINCIPLES, kind: str = "principles") -> list[dict]:
+    """The principles of a payload (or, ``kind="tentative"``, its tentative ranges) that go with
+    lower latency, strongest first, one per decision."""
     chosen, keys = [], set()
-    for principle in sorted(payload.get("principles") or [], key=lambda p: p.get("effect", 0)):
+    source = "mined" if kind == "principles" else "tentative"
+    for principle in sorted(payload.get(kind) or [], key=lambda p: p.get("effect", 0)):
         constraint = principle.get("constraint") or {}
         if principle.get("effect", 0) >= 0 or not is_decision_constraint(constraint):
             continue
@@ -52,8 +54,11 @@ def faster_principles(payload: dict, limit: int = MAX_PRINCIPLES) -> list[dict]:
         if key in keys:
             continue
         keys.add(key)
-        chosen.append({"constraint": constraint, "text": principle.get("text") or describe(constraint),
-                       "effect": principle.get("effect"), "n": principle.get("n"), "source": "mined"})
+        text = principle.get("text") or describe(constraint)
+        if source == "tentative":
+            text += " [tentative: not significant after the FDR correction]"
+        chosen.append({"constraint": constraint, "text": text, "effect": principle.get("effect"),
+                       "n": principle.get("n"), "source": source})
         if len(chosen) == limit:
             break
     return chosen
@@ -76,7 +81,8 @@ def plan_guidance(store: RunStore, guided_by: str, function: str, principles_fil
     if not chosen:
         from .views import build
         payload = build("principles", base.path, worker=worker)
-        chosen = faster_principles(payload)
+        # A short base run seldom proves a principle; steer by its tentative ranges then, labelled.
+        chosen = faster_principles(payload) or faster_principles(payload, kind="tentative")
         if not chosen:
             why = payload.get("message") or "no sampled decision went with lower latency with enough evidence"
             raise AsightError(f"run {base.id} gives no design principle to guide by ({why}); "

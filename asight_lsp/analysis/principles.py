@@ -15,6 +15,11 @@ Per column the range with the strongest evidence (smallest p) is kept; principle
 by effect.  A random forest on the same columns (log latency) gives each column an importance
 as a second opinion.  Each principle is also a search constraint, e.g.
 ``{"block": "matmul", "inst": "SamplePerfectTile", "loop": 2, "index": 1, "max": 4}``.
+
+When nothing survives the correction, up to two *tentative* ranges (p < 0.05 on their own,
+bootstrap interval below zero) are returned apart, never as principles: a run of 30 candidates
+rarely proves anything over a few hundred ranges, and a guided re-tune may still steer by them
+as long as it says so.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ BOOTSTRAP = 1000
 BOOTSTRAP_SAMPLE = 1500  # per side; a larger run is subsampled for the interval (wider, so conservative)
 MAX_THRESHOLDS = 16
 MAX_EQUALITY = 8
+MAX_TENTATIVE = 2
 UNROLL_KEYS = ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit")
 
 
@@ -116,13 +122,14 @@ def mine(table: CandidateTable, seed: int = 0, columns: list[DecisionColumn] | N
     settings = {"min_candidates": MIN_RUN, "min_group": min_group, "fdr": FDR, "min_effect": MIN_EFFECT,
                 "bootstrap": BOOTSTRAP, "test": "Mann-Whitney U (two-sided), Benjamini-Hochberg"}
     if n < MIN_RUN:
-        return {"principles": [], "tested": 0, "n": n, "settings": settings, "model": None,
+        return {"principles": [], "tentative": [], "tested": 0, "n": n, "settings": settings, "model": None,
                 "reason": f"only {n} measured candidates; at least {MIN_RUN} are needed"}
     cols = columns if columns is not None else decision_columns(table)
     lat = table.latency_us
     ranges = [r for col in cols for r in _ranges(col, ok, min_group)]
     if not ranges:
-        return {"principles": [], "tested": 0, "n": n, "settings": settings, "model": _forest(cols, lat, ok, seed),
+        return {"principles": [], "tentative": [], "tested": 0, "n": n, "settings": settings,
+                "model": _forest(cols, lat, ok, seed),
                 "reason": "no decision varies enough between candidates to compare"}
     effects, pvals = [], []
     for r in ranges:
@@ -131,34 +138,57 @@ def mine(table: CandidateTable, seed: int = 0, columns: list[DecisionColumn] | N
         pvals.append(mannwhitneyu(inside, outside, alternative="two-sided").pvalue)
     effects, pvals = np.asarray(effects), np.asarray(pvals)
     discovered = benjamini_hochberg(pvals)
-    best_per_column: dict[str, int] = {}
-    for i in np.flatnonzero(discovered & (effects <= -MIN_EFFECT)):
-        key = ranges[i].column.key
-        j = best_per_column.get(key)
-        if j is None or (pvals[i], effects[i]) < (pvals[j], effects[j]):
-            best_per_column[key] = int(i)
     rng = np.random.default_rng(seed)
     model = _forest(cols, lat, ok, seed)
     importance = {item["key"]: item["importance"] for item in (model or {}).get("importances", [])}
-    found = []
-    for i in best_per_column.values():
-        r = ranges[i]
-        inside = _subsample(lat[r.mask], BOOTSTRAP_SAMPLE, rng)
-        outside = _subsample(lat[ok & ~r.mask & np.isfinite(r.column.values)], BOOTSTRAP_SAMPLE, rng)
-        lo, hi = bootstrap_effect(inside, outside, rng)
-        if hi >= 0:
-            continue
-        item = _principle(r, float(effects[i]), (lo, hi), float(pvals[i]), int(r.mask.sum()),
-                          int((ok & np.isfinite(r.column.values)).sum()), lat, importance.get(r.column.key))
-        item["_mask"] = np.packbits(r.mask).tobytes()
-        found.append(item)
-    found = _distinct(found)
+
+    def confirmed(selected: np.ndarray) -> list[dict]:
+        chosen = _best_per_column(ranges, effects, pvals, selected & (effects <= -MIN_EFFECT))
+        return _distinct([p for i in chosen if (p := _confirm(ranges[i], effects[i], pvals[i], lat, ok, rng,
+                                                              importance)) is not None])
+
+    found = _ranked(confirmed(discovered))
+    # Tentative: faster ranges that pass the test on their own (p < 0.05) but not the FDR
+    # correction over every range tested.  Never shown as principles; a guided re-tune of a
+    # short run may steer by them, saying so (guidance.plan_guidance).
+    tentative = [] if found else _ranked(confirmed(~discovered & (pvals < FDR)))[:MAX_TENTATIVE]
+    for p in tentative:
+        p["tentative"] = True
+    reason = None if found else "no decision range goes with a clearly lower latency (after the FDR correction)"
+    return {"principles": found, "tentative": tentative, "tested": len(ranges), "n": n, "settings": settings,
+            "model": model, "reason": reason}
+
+
+def _best_per_column(ranges: list[Range], effects: np.ndarray, pvals: np.ndarray, selected: np.ndarray) -> list[int]:
+    """Index of the selected range with the lowest p-value (then effect) of each decision column."""
+    best: dict[str, int] = {}
+    for i in np.flatnonzero(selected):
+        key = ranges[i].column.key
+        j = best.get(key)
+        if j is None or (pvals[i], effects[i]) < (pvals[j], effects[j]):
+            best[key] = int(i)
+    return list(best.values())
+
+
+def _confirm(r: Range, effect: float, pvalue: float, lat: np.ndarray, ok: np.ndarray, rng: np.random.Generator,
+             importance: dict) -> dict | None:
+    """The principle of range ``r`` if its bootstrap 95 % interval of the effect lies below zero."""
+    others = ok & ~r.mask & np.isfinite(r.column.values)
+    lo, hi = bootstrap_effect(_subsample(lat[r.mask], BOOTSTRAP_SAMPLE, rng),
+                              _subsample(lat[others], BOOTSTRAP_SAMPLE, rng), rng)
+    if hi >= 0:
+        return None
+    item = _principle(r, float(effect), (lo, hi), float(pvalue), int(r.mask.sum()),
+                      int((ok & np.isfinite(r.column.values)).sum()), lat, importance.get(r.column.key))
+    item["_mask"] = np.packbits(r.mask).tobytes()
+    return item
+
+
+def _ranked(found: list[dict]) -> list[dict]:
     found.sort(key=lambda p: (p["effect"], -p["n_in"]))
     for rank, p in enumerate(found, 1):
         p["rank"] = rank
-    reason = None if found else "no decision range goes with a clearly lower latency (after the FDR correction)"
-    return {"principles": found, "tested": len(ranges), "n": n, "settings": settings, "model": model,
-            "reason": reason}
+    return found
 
 
 def _distinct(found: list[dict]) -> list[dict]:

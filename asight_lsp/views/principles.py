@@ -22,7 +22,7 @@ def principles(data: RunData, seed: int = 0) -> dict:
     cols = decision_columns(data.table)
     result = mine(data.table, seed=seed, columns=cols)
     columns = {c.key: c for c in cols}
-    for p in result["principles"]:
+    for p in result["principles"] + result["tentative"]:
         col = columns[p["key"]]
         what, rng = describe(col, p["op"], p["value"], _iter_kinds(data, p["block"]))
         where = f" in block {p['block']}" if p["block"] and p["block"] != "root" else ""

@@ -83,3 +83,12 @@ def test_compare_with_plain_at_the_same_budget(store, tmp_path):
     best40 = min(r["latency_us"] for r in records if r["latency_us"])
     assert [r["best_us"] for r in result["rows"]] == [best30, best40, best40]  # the base run is the plain arm
     assert result["budget"] == 40 and result["guided_faster"] == 0
+
+
+def test_tentative_ranges_steer_only_when_labelled():
+    c = {"block": "C", "inst": "SamplePerfectTile", "loop": 2, "index": 1, "n": 2, "max": 4}
+    payload = {"principles": [], "tentative": [{"effect": -0.3, "constraint": c, "text": "innermost tile of k <= 4"}]}
+    assert faster_principles(payload) == []
+    chosen = faster_principles(payload, kind="tentative")
+    assert [p["constraint"] for p in chosen] == [c] and chosen[0]["source"] == "tentative"
+    assert "tentative" in chosen[0]["text"]

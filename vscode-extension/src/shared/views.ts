@@ -182,6 +182,8 @@ export interface Principle {
 
 export interface PrinciplesPayload extends ViewBase {
   principles?: Principle[];
+  /** Faster ranges not significant after the FDR correction; only a guided re-tune uses them. */
+  tentative?: Principle[];
   reason?: string | null;
   meaning?: string;
 }
