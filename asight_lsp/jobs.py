@@ -27,6 +27,7 @@ from .errors import AsightError
 from .guidance import plan_guidance, seed_from
 from .runs import Run, RunMeta, RunStore, read_records, source_hash
 from .sourcemap import Function, Outline, Unit, build_outline, function_text
+from .targets import target_config
 from .workerclient import worker_env
 
 # Target kinds TVM 0.27 knows (tvm.target.Target.list_kinds()); tags such as "nvidia/..." also pass.
@@ -143,17 +144,11 @@ def check_target(target: str | None) -> str:
     if target is None or not target.strip() or target.strip() == "host":
         return host_label()
     text = target.strip()
+    config = target_config(text)
+    kind = config if isinstance(config, str) else str(config["kind"])
     if text.startswith("{"):
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise AsightError(f"target JSON is not valid JSON: {err.msg} (column {err.colno})") from None
-        if not isinstance(config, dict) or "kind" not in config:
-            raise AsightError('target JSON needs a "kind", e.g. {"kind": "llvm", "mcpu": "znver3"}')
-        kind = str(config["kind"])
         label = json.dumps(config, sort_keys=True, separators=(",", ":"))
     else:
-        kind = text.split()[0]
         label = " ".join(text.split())
     if kind not in TARGET_KINDS and "/" not in kind:
         raise AsightError(f"unknown target '{text}': the kind must be one of {', '.join(TARGET_KINDS)} "

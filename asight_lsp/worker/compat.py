@@ -59,3 +59,19 @@ def host_target(num_cores: int | None = None):
     mcpu = tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()
     cores = num_cores or int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
     return tvm.target.Target({"kind": "llvm", "num-cores": cores, "mcpu": mcpu})
+
+
+def stmt_children(stmt) -> list:
+    """The child statements of a TIR statement (TVM 0.27 has no Python TIR visitor)."""
+    if stmt is None:
+        return []
+    if isinstance(stmt, tirx.SeqStmt):
+        return list(stmt.seq)
+    if isinstance(stmt, s_tir.SBlockRealize):
+        return [stmt.block]
+    if isinstance(stmt, s_tir.SBlock):
+        return [s for s in (stmt.init, stmt.body) if s is not None]
+    if isinstance(stmt, tirx.IfThenElse):
+        return [s for s in (stmt.then_case, stmt.else_case) if s is not None]
+    body = getattr(stmt, "body", None)
+    return [body] if isinstance(body, tirx.Stmt) else []

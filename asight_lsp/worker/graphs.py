@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .compat import Trace, host_target, normalize_mod, relax, s_tir, tirx, tvm, tvm_ffi
+from .compat import Trace, host_target, normalize_mod, relax, s_tir, stmt_children, tirx, tvm, tvm_ffi
 from .parse import parse_unit
 
 ITER_KINDS = {0: "S", 1: "T", 2: "R", 3: "C", 4: "O"}
@@ -73,21 +73,6 @@ def expr_ops(expr) -> tuple[Counter, int]:
     return ops, loads
 
 
-def _children(stmt) -> list:
-    if stmt is None:
-        return []
-    if isinstance(stmt, tirx.SeqStmt):
-        return list(stmt.seq)
-    if isinstance(stmt, s_tir.SBlockRealize):
-        return [stmt.block]
-    if isinstance(stmt, s_tir.SBlock):
-        return [s for s in (stmt.init, stmt.body) if s is not None]
-    if isinstance(stmt, tirx.IfThenElse):
-        return [s for s in (stmt.then_case, stmt.else_case) if s is not None]
-    body = getattr(stmt, "body", None)
-    return [body] if isinstance(body, tirx.Stmt) else []
-
-
 def _stores(stmt) -> list:
     """BufferStores of a block body that belong to this block (not to nested blocks)."""
     out = []
@@ -97,7 +82,7 @@ def _stores(stmt) -> list:
             out.append(node)
         if isinstance(node, s_tir.SBlockRealize):
             return
-        for child in _children(node):
+        for child in stmt_children(node):
             walk(child)
     walk(stmt)
     return out
@@ -131,7 +116,7 @@ def _realizes(func) -> list[tuple[int, object]]:
         def walk(node):
             if isinstance(node, s_tir.SBlockRealize):
                 found.append(node)
-            for child in _children(node):
+            for child in stmt_children(node):
                 walk(child)
         walk(stmt)
         out += [(stage, r) for r in found]

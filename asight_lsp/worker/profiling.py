@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stub_tensor_intrin, tirx, tvm, tvm_ffi
+from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm, tvm_ffi
 from .parse import parse_unit
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
@@ -288,21 +288,6 @@ def tsc_hz() -> float:
 # --------------------------------------------------------------------------- stages (rdtsc)
 
 
-def _children(stmt) -> list:
-    if stmt is None:
-        return []
-    if isinstance(stmt, tirx.SeqStmt):
-        return list(stmt.seq)
-    if isinstance(stmt, s_tir.SBlockRealize):
-        return [stmt.block]
-    if isinstance(stmt, s_tir.SBlock):
-        return [s for s in (stmt.init, stmt.body) if s is not None]
-    if isinstance(stmt, tirx.IfThenElse):
-        return [s for s in (stmt.then_case, stmt.else_case) if s is not None]
-    body = getattr(stmt, "body", None)
-    return [body] if isinstance(body, tirx.Stmt) else []
-
-
 def _span_lines(span) -> list[int] | None:
     return None if span is None else [int(span.line), int(span.end_line)]
 
@@ -323,7 +308,7 @@ def stage_blocks(stmt) -> dict:
         elif isinstance(node, tirx.BufferStore) and current is not None and node.span is not None:
             if int(node.span.line) not in current["store_lines"]:
                 current["store_lines"].append(int(node.span.line))
-        for child in _children(node):
+        for child in stmt_children(node):
             walk(child, current)
 
     walk(stmt, None)
@@ -453,7 +438,7 @@ def _store_blocks(func) -> list[str]:
             if key not in seen:
                 seen.add(key)
                 names.append(block or key)
-        for child in _children(node):
+        for child in stmt_children(node):
             walk(child, block)
 
     walk(func.body, None)

@@ -21,16 +21,13 @@ from typing import Callable
 
 import numpy as np
 
+from ..targets import TargetError, target_config
 from .compat import derived_object, host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
 from .guidance import guided_space
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
 GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
-
-
-class TargetError(ValueError):
-    """The target text is not a target TVM knows (one-line message)."""
 
 
 # --------------------------------------------------------------------------- build / run
@@ -182,47 +179,6 @@ def resolve_target(spec: str | None):
     if target.kind.name in GPU_KINDS and target.host is None:
         target = tvm.target.Target(target, host=host_target())
     return target
-
-
-_LIST_ATTRS = {"mattr", "keys", "libs", "cl-opt", "device_libs"}
-
-
-def target_config(text: str):
-    """Target JSON text, a classic ``kind -key=value ...`` string, or a bare kind/tag -> Target input."""
-    if text.startswith("{"):
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise TargetError(f"target JSON is not valid JSON: {err}") from None
-        if not isinstance(config, dict) or "kind" not in config:
-            raise TargetError('target JSON needs a "kind" (e.g. {"kind": "llvm", "mcpu": "znver3"})')
-        return config
-    import shlex
-    try:
-        words = shlex.split(text)
-    except ValueError as err:
-        raise TargetError(f"cannot read target {text!r}: {err}") from None
-    kind, options = words[0], words[1:]
-    if "/" in kind and not options:
-        return kind                          # a tag such as nvidia/geforce-rtx-3080
-    config: dict = {"kind": kind}
-    for option in options:
-        if not option.startswith("-"):
-            raise TargetError(f"cannot read target option {option!r} in {text!r} (expected -key=value)")
-        key, _, value = option.lstrip("-").partition("=")
-        config[key] = _option_value(key, value) if _ else True
-    return config
-
-
-def _option_value(key: str, value: str):
-    if key in _LIST_ATTRS:
-        return [v for v in value.split(",") if v]
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    try:
-        return int(value)
-    except ValueError:
-        return value
 
 
 def _plain(value):
