@@ -11,7 +11,7 @@ import time
 
 from .compat import tvm
 
-MODULES = ["parse", "tuning", "profiling", "extract", "graphs"]
+MODULES = ["parse", "tuning", "profiling", "extract", "graphs", "codeview"]
 
 
 def ping(params: dict, emit=None) -> dict:

@@ -1,0 +1,162 @@
+"""Line links between a TVMScript source and the code generated from it (no TVM).
+
+The worker prints scheduled / lowered TIR with the TVMScript printer's ``obj_to_annotate``: every
+statement that still carries a span gets a comment tag ``asight:L<line>-<end>:<kind>`` (kind ``b``
+for a block realize, ``s`` for any other statement).  The printer puts the tag after a one-line
+statement (``C[vi, vj] = ...  # asight:L21-21:s``) and on its own line before a statement that
+spans several lines (``# asight:L17-21:b`` then ``with T.sblock("matmul_update"):``).
+``strip_tags`` removes the tags and returns the clean text with one link per generated line.
+
+LLVM IR and assembly carry DWARF line info whose lines are TVMScript lines (the codegen emits
+them from the statement spans, tvm-notes §5): ``!dbg !N`` + ``!N = !DILocation(line: L, ...)`` in
+LLVM IR and ``.loc FILE LINE COL`` directives in assembly.
+
+Every link is ``{"line": generated line, "sourceLine": source line}`` with 0-based lines (LSP
+convention); a generated line has at most one source line.  Lines without a link came from no
+source statement (new loops, argument checks, register shuffles): nothing is guessed for them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+TAG_PREFIX = "asight:L"
+_TAG = re.compile(r"#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
+_OWN_LINE_TAG = re.compile(r"^(?P<indent>\s*)#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
+_DBG_REF = re.compile(r"!dbg !(?P<id>\d+)")
+_DILOCATION = re.compile(r"^!(?P<id>\d+) = (?:distinct )?!DILocation\(line: (?P<line>\d+)")
+_ASM_LOC = re.compile(r"^\s*\.loc\s+(?P<file>\d+)\s+(?P<line>\d+)")
+_ASM_FILE = re.compile(r'^\s*\.file\s+(?P<file>\d+)\s+(?P<names>".*")')
+_ASM_LABEL = re.compile(r"^[^\s#][^:]*:")
+
+
+def tag(line: int, end_line: int, block: bool) -> str:
+    """The annotation the worker attaches to a statement with span lines ``line..end_line`` (1-based)."""
+    return f"{TAG_PREFIX}{line}-{end_line}:{'b' if block else 's'}"
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def strip_tags(annotated: str) -> tuple[str, list[dict]]:
+    """Clean text and links of printed TVMScript carrying ``asight:`` tags.
+
+    A tag on its own line applies to the next code line; a block's tag also covers the lines of
+    the block's body (deeper indentation) that have no tag of their own (``T.axis``, ``T.reads``,
+    ...), since they describe that block.  Tag lines are dropped from the text.
+    """
+    out: list[str] = []
+    links: list[dict] = []
+    pending: tuple[int, str] | None = None
+    blocks: list[tuple[int, int]] = []          # (indent of the `with` line, 1-based source line)
+    for raw in annotated.splitlines():
+        own = _OWN_LINE_TAG.match(raw)
+        if own:
+            pending = (int(own["line"]), own["kind"])
+            continue
+        trailing = _TAG.search(raw)
+        text = raw[:trailing.start()].rstrip() if trailing else raw
+        indent = _indent(text)
+        if text.strip():
+            while blocks and indent <= blocks[-1][0]:
+                blocks.pop()
+        source, kind = None, None
+        if trailing:
+            source, kind = int(trailing["line"]), trailing["kind"]
+        elif pending and text.strip():
+            source, kind = pending
+        if text.strip():
+            pending = None
+        if source is None and blocks and text.strip():
+            source = blocks[-1][1]
+        if source is not None and kind == "b" and not trailing:
+            blocks.append((indent, source))
+        if source is not None and source > 0:
+            links.append({"line": len(out), "sourceLine": source - 1})
+        out.append(text)
+    return "\n".join(out) + ("\n" if out else ""), links
+
+
+def llvm_links(ir: str) -> list[dict]:
+    """Links of LLVM IR lines whose instruction has ``!dbg`` pointing at a ``DILocation`` (line > 0)."""
+    lines = ir.splitlines()
+    locations = {}
+    for text in lines:
+        found = _DILOCATION.match(text)
+        if found:
+            locations[found["id"]] = int(found["line"])
+    links = []
+    for number, text in enumerate(lines):
+        if text.startswith("!") or text.startswith("define"):
+            continue
+        ref = _DBG_REF.search(text)
+        if ref and locations.get(ref["id"], 0) > 0:
+            links.append({"line": number, "sourceLine": locations[ref["id"]] - 1})
+    return links
+
+
+def _is_instruction(text: str) -> bool:
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith((".", "#", ";", "//")) and not _ASM_LABEL.match(text)
+
+
+def asm_links(asm: str, file_hint: str = "CodeGenLLVM") -> list[dict]:
+    """Links of assembly instructions to the line of the last ``.loc`` before them.
+
+    ``.loc`` of line 0 ends the current line (compiler-generated code).  Only files whose name
+    contains ``file_hint`` count (TVM names its debug file ``IRModule.CodeGenLLVM``); when the
+    file table does not name one, every ``.loc`` counts.
+    """
+    lines = asm.splitlines()
+    ours = {m["file"] for m in map(_ASM_FILE.match, lines) if m and file_hint in m["names"]}
+    current, links = 0, []
+    for number, text in enumerate(lines):
+        loc = _ASM_LOC.match(text)
+        if loc:
+            current = int(loc["line"]) if (not ours or loc["file"] in ours) else 0
+            continue
+        if text.strip() == ".cfi_endproc":
+            current = 0
+        if current > 0 and _is_instruction(text):
+            links.append({"line": number, "sourceLine": current - 1})
+    return links
+
+
+def by_source(links: Iterable[dict]) -> dict[int, list[int]]:
+    """``{source line: [generated lines]}`` (both 0-based), generated lines sorted."""
+    out: dict[int, list[int]] = {}
+    for link in links:
+        out.setdefault(link["sourceLine"], []).append(link["line"])
+    return {src: sorted(lines) for src, lines in sorted(out.items())}
+
+
+def attach_shares(links: list[dict], blocks: list[dict]) -> list[dict]:
+    """Per link, the latency share of the source block whose lines contain its source line.
+
+    ``blocks`` are ``{"name", "share", "us", "start", "end"}`` (0-based source lines of the block's
+    range).  The innermost (shortest) containing block wins.  The share is the *block's* measured
+    share (rdtsc per stage, split per block), repeated on each generated line of that block: it is
+    not a per-instruction measurement.
+    """
+    ranked = sorted((b for b in blocks if b.get("share") is not None), key=lambda b: b["end"] - b["start"])
+    out = []
+    for link in links:
+        found = next((b for b in ranked if b["start"] <= link["sourceLine"] <= b["end"]), None)
+        item = dict(link)
+        if found is not None:
+            item.update(block=found["name"], share=found["share"], us=found.get("us"))
+        out.append(item)
+    return out
+
+
+def line_table(text: str, links: list[dict]) -> list[dict]:
+    """Rows for a text listing: ``{line, text, sourceLine?, share?}`` per generated line."""
+    linked = {link["line"]: link for link in links}
+    rows = []
+    for number, line in enumerate(text.splitlines()):
+        row = {"line": number, "text": line}
+        if number in linked:
+            row.update({k: v for k, v in linked[number].items() if k != "line"})
+        rows.append(row)
+    return rows

@@ -1,0 +1,105 @@
+"""Generated code of one function (TVM side): scheduled TVMScript, lowered TIR, LLVM IR, assembly.
+
+Handler ``code`` gets a unit's text (already vetted by the safety gate), the function, the run
+directory and optionally one record's trace (``[insts, decisions]`` from the JSON database; None =
+the run's best record; no run = the untuned function), and a ``level``:
+
+* ``scheduled`` — the trace replayed on a deep copy of the parsed function, printed as TVMScript;
+* ``lowered``   — the scheduled module after the default TIR pipeline (``tirx.build``'s step 4);
+* ``llvm`` / ``asm`` — the built host module's LLVM IR / assembly (``inspect_source``).
+
+Printed TIR statements that still carry a span are tagged through the printer's
+``obj_to_annotate`` (``analysis.codelinks.tag``); LLVM IR and assembly carry DWARF lines.  The
+core (``asight_lsp.codeview``) turns tags and line info into links, so that part is TVM-free.
+"""
+from __future__ import annotations
+
+import json
+
+from ..analysis.codelinks import tag
+from .compat import Trace, normalize_mod, s_tir, tirx, tvm
+from .parse import parse_unit
+from .profiling import _children, _database, _latency, _prim_funcs, _target, best_record, fresh_copy
+
+LEVELS = ("scheduled", "lowered", "llvm", "asm")
+
+
+def _function(params: dict):
+    parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
+                        params.get("aliases") or {})
+    funcs = _prim_funcs(parsed, params.get("function"))
+    if len(funcs) != 1:
+        names = ", ".join(name for name, _ in funcs)
+        raise ValueError(f"the code view shows one PrimFunc at a time; name one of: {names}")
+    return funcs[0]
+
+
+def _schedule(func, params: dict) -> tuple[object, dict]:
+    """The scheduled module and what was applied (``record``: None = untuned)."""
+    mod = fresh_copy(normalize_mod(func))
+    trace_json = params.get("trace")
+    if trace_json is not None:
+        sch = s_tir.Schedule(mod)
+        Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
+        return sch.mod, {"source": "the requested record's trace"}
+    db = _database(params.get("run_dir"))
+    if db is None:
+        return mod, {"source": "untuned (no run)"}
+    record, match = best_record(db, func)
+    if record is None:
+        raise ValueError(match)
+    sch = s_tir.Schedule(mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch.mod, {"source": "best record of the run", "match": match, "latency_us": _latency(record) * 1e6}
+
+
+def annotations(mod) -> dict:
+    """``{stmt: tag}`` for every statement of ``mod`` that carries a span."""
+    found = {}
+
+    def walk(node):
+        span = getattr(node, "span", None)
+        if isinstance(node, tirx.Stmt) and span is not None and int(span.line) > 0:
+            found[node] = tag(int(span.line), int(span.end_line), isinstance(node, s_tir.SBlockRealize))
+        for child in _children(node):
+            walk(child)
+
+    for gv in mod.get_global_vars():
+        func = mod[gv]
+        if isinstance(func, tirx.PrimFunc):
+            walk(func.body)
+    return found
+
+
+def lowered(mod, target):
+    """The module after BindTarget and the default TIR pipeline (what codegen receives, before the
+    host/device split)."""
+    bound = tirx.transform.BindTarget(target.with_host(target))(mod)
+    pipeline, _, _ = tvm.tirx.get_tir_pipeline("default")
+    return pipeline(bound)
+
+
+def code(params: dict, emit=None) -> dict:
+    """Generated code of one PrimFunc at ``level`` (see the module docstring)."""
+    level = params.get("level") or "scheduled"
+    if level not in LEVELS:
+        raise ValueError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
+    name, func = _function(params)
+    mod, applied = _schedule(func, params)
+    out = {"function": name, "level": level, "applied": applied}
+    if level == "scheduled":
+        out.update(text=mod.script(obj_to_annotate=annotations(mod)), format="tagged-tvmscript")
+        return out
+    target = _target(params.get("target"))
+    out["target"] = str(target)
+    if level == "lowered":
+        low = lowered(mod, target)
+        out.update(text=low.script(obj_to_annotate=annotations(low)), format="tagged-tvmscript")
+        return out
+    built = tvm.tirx.build(mod, target=target)
+    kind = "ll" if level == "llvm" else "asm"
+    out.update(text=built.inspect_source(kind), format=level)
+    return out
+
+
+HANDLERS = {"code": code}
