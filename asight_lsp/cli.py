@@ -12,7 +12,7 @@ import sys
 from .errors import AsightError
 
 COMMANDS = ["check", "outline", "tune", "profile", "hotspots", "space", "loops", "principles", "report",
-            "demo", "serve"]
+            "demo", "serve", "code"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 
 from ..analysis.codelinks import tag
-from .compat import Trace, normalize_mod, s_tir, tirx, tvm
+from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
 from .parse import parse_unit
-from .profiling import _children, _database, _latency, _prim_funcs, _target, best_record, fresh_copy
+from .profiling import _database, _latency, _prim_funcs, _target, best_record, fresh_copy
 
 LEVELS = ("scheduled", "lowered", "llvm", "asm")
 
@@ -61,7 +61,7 @@ def annotations(mod) -> dict:
         span = getattr(node, "span", None)
         if isinstance(node, tirx.Stmt) and span is not None and int(span.line) > 0:
             found[node] = tag(int(span.line), int(span.end_line), isinstance(node, s_tir.SBlockRealize))
-        for child in _children(node):
+        for child in stmt_children(node):
             walk(child)
 
     for gv in mod.get_global_vars():

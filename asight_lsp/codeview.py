@@ -1,0 +1,219 @@
+"""The code view (TVM-free core): a function's generated code linked line by line to its source.
+
+``code_view`` picks the record (a trial of a run, the run's best record, or none = untuned), asks
+the worker's ``code`` handler (``worker/codeview.py``) for the text at one level, and turns the
+span tags / DWARF lines into links (``analysis.codelinks``).  Where the run has a cached profile
+of the record shown, each linked line gets its source block's measured latency share.
+``code_diff`` compares two candidates (or the best records of two runs): scheduled code, trace
+listing, the sampled decisions that differ and the latency difference.  Decisions: docs/codeview.md.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from .analysis.codelinks import asm_links, attach_shares, by_source, llvm_links, strip_tags
+from .analysis.traces import block_infos, format_trace, parse_decisions
+from .errors import AsightError
+from .jobs import check_selection, select
+from .profiles import _check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile
+from .runs import Run, RunStore, read_records
+from .sourcemap import build_outline
+
+SCHEMA = "asight.code/1"
+DIFF_SCHEMA = "asight.codeDiff/1"
+LEVELS = ("scheduled", "lowered", "llvm", "asm")
+LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm"}
+SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, split per source block): "
+                "each linked line shows its source block's share, not a per-line measurement")
+
+
+def code_view(path: str, run: str | None = None, candidate: int | None = None, level: str = "scheduled",
+              function: str | None = None, store_root: str | None = None, worker=None,
+              text: str | None = None, check: bool = True) -> dict:
+    """The generated code of ``function`` at ``level`` with its line links (``asight.code/1``).
+
+    ``run`` is a run id/prefix/dir or ``latest``; None = the newest run of this function, and no
+    run at all gives the untuned function.  ``candidate`` is a trial index (line of the run's
+    records file, 0-based); None = the best record.
+    """
+    if level not in LEVELS:
+        raise AsightError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
+    text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
+    outline = build_outline(text, path)
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    found = _find_run(path, run, selection, store_root)
+    if candidate is not None and found is None:
+        raise AsightError("--candidate needs a run (--run R)")
+    record = _record(found, candidate) if candidate is not None else None
+    params = {**_unit_params(text, outline, selection), "level": level,
+              "run_dir": str(found.path) if found else None,
+              "target": _prepare_run(found).target if found else None,
+              "trace": [record["insts"], record["decisions"]] if record else None}
+    with _worker(worker) as client:
+        if check:
+            check_unit(text, path, selection, client)
+        reply = client.request("code", params, timeout=300)
+    return _payload(path, selection, found, record, reply, outline)
+
+
+def _find_run(path: str, run: str | None, selection, store_root: str | None) -> Run | None:
+    store = RunStore(store_root)
+    if run is None:
+        return latest_run(store, path, selection)
+    found = store.get(run)
+    _check_run_function(found, selection)
+    return found
+
+
+def _record(run: Run, trial: int) -> dict:
+    records = read_records(run.path)
+    if trial < 0 or trial >= len(records):
+        raise AsightError(f"run {run.id} has no candidate {trial} (it has {len(records)}: 0..{len(records) - 1})")
+    return records[trial]
+
+
+def best_trial(run: Run, latency_us: float | None, workload: int | None = None) -> dict | None:
+    """The record of ``run`` the worker called best (same latency; first such trial)."""
+    if latency_us is None:
+        return None
+    for rec in read_records(run.path):
+        if rec["latency_us"] is not None and abs(rec["latency_us"] - latency_us) <= 1e-6 * max(latency_us, 1.0) \
+                and (workload is None or rec["workload"] == workload):
+            return rec
+    return None
+
+
+def _payload(path: str, selection, run: Run | None, record: dict | None, reply: dict, outline) -> dict:
+    level = reply["level"]
+    if reply.get("format") == "tagged-tvmscript":
+        text, links = strip_tags(reply["text"])
+    else:
+        text = reply["text"]
+        links = llvm_links(text) if level == "llvm" else asm_links(text)
+    applied = reply.get("applied") or {}
+    if record is None and run is not None:
+        record = best_trial(run, applied.get("latency_us"))
+        best = True
+    else:
+        best = record is not None and run is not None and _is_best(run, record)
+    shares = _shares(run, selection, outline, best)
+    if shares:
+        links = attach_shares(links, shares)
+    fn_id = selection.functions[0].id if len(selection.functions) == 1 else selection.label
+    return {"schema": SCHEMA, "status": "ok", "file": path, "function": fn_id, "level": level,
+            "language": LANGUAGES[level], "run": run.id if run else None,
+            "candidate": _candidate_info(record, best, applied), "target": reply.get("target"),
+            "text": text, "links": links, "bySource": {str(k): v for k, v in by_source(links).items()},
+            "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
+            "note": _note(run, best, shares, level)}
+
+
+def _is_best(run: Run, record: dict) -> bool:
+    valid = [r for r in read_records(run.path) if r["latency_us"] is not None and r["workload"] == record["workload"]]
+    return bool(valid) and record["latency_us"] is not None and record["latency_us"] <= min(r["latency_us"] for r in valid)
+
+
+def _candidate_info(record: dict | None, best: bool, applied: dict) -> dict | None:
+    if record is None:
+        if applied.get("latency_us") is None:
+            return None
+        return {"trial": None, "latencyUs": applied["latency_us"], "best": True}
+    return {"trial": record["trial"], "latencyUs": record["latency_us"], "best": best}
+
+
+def _shares(run: Run | None, selection, outline, best: bool) -> list[dict]:
+    """Measured latency share per source block, only for the record the profile measured (the best)."""
+    if run is None or not best:
+        return []
+    from .server.results import profile_blocks
+    profile = load_profile(run)
+    out = []
+    for fn in selection.functions:
+        blocks = profile_blocks(profile, fn) or {}
+        ranges = {b.name: b.range for b in fn.blocks}
+        for name, entry in blocks.items():
+            rng = ranges.get(name)
+            if rng is not None and entry.get("share") is not None:
+                out.append({"name": name, "share": entry["share"], "us": entry.get("us"),
+                            "start": rng["start"]["line"], "end": rng["end"]["line"], "source": entry.get("source")})
+    return out
+
+
+def _note(run: Run | None, best: bool, shares: list, level: str) -> str:
+    if run is None:
+        return "no tuning run of this function: the untuned code"
+    if not best:
+        return "latency shares are measured for the best record only; this candidate has none"
+    if not shares:
+        return "no cached profile of this run: profile it (asight profile / the Profile lens) for per-line shares"
+    return ""
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def code_diff(path: str, a: dict, b: dict, function: str | None = None, store_root: str | None = None,
+              worker=None, text: str | None = None) -> dict:
+    """Two candidates side by side (``asight.codeDiff/1``).
+
+    ``a`` and ``b`` are ``{"run": R, "candidate": K or None}``; K None = that run's best record.
+    """
+    text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
+    with _worker(worker) as client:
+        views = [code_view(path, side.get("run"), side.get("candidate"), "scheduled", function, store_root,
+                           client, text, check=(k == 0)) for k, side in enumerate((a, b))]
+    outline = build_outline(text, path)
+    fn = outline.function(views[0]["function"])
+    blocks = block_infos(fn) if fn is not None else {}
+    sides = []
+    for side, view in zip((a, b), views):
+        record = _side_record(side, view, store_root)
+        sides.append({"run": view["run"], "candidate": view["candidate"], "text": view["text"],
+                      "trace": format_trace(record["insts"], record["decisions"]) if record else "",
+                      "decisions": {d.key: d for d in parse_decisions(record["insts"], record["decisions"], blocks)}
+                      if record else {}})
+    return diff_payload(path, views[0]["function"], sides)
+
+
+def _side_record(side: dict, view: dict, store_root: str | None) -> dict | None:
+    cand = view.get("candidate") or {}
+    if view.get("run") is None or cand.get("trial") is None:
+        return None
+    return _record(RunStore(store_root).get(side["run"] or view["run"]), cand["trial"])
+
+
+def diff_payload(path: str, function: str, sides: list[dict]) -> dict:
+    """The diff of two prepared sides (text, trace listing, decisions by key); pure."""
+    a, b = sides
+    la, lb = (a["candidate"] or {}).get("latencyUs"), (b["candidate"] or {}).get("latencyUs")
+    keys = list(dict.fromkeys([*a["decisions"], *b["decisions"]]))
+    differing = []
+    for key in keys:
+        da, db = a["decisions"].get(key), b["decisions"].get(key)
+        va, vb = (da.value if da else None), (db.value if db else None)
+        if va != vb:
+            ref = da or db
+            differing.append({"key": key, "block": ref.block, "inst": ref.inst, "loopVar": ref.loop_var,
+                              "annotation": ref.annotation, "a": va, "b": vb})
+    label = [_side_label(s) for s in sides]
+    return {"schema": DIFF_SCHEMA, "status": "ok", "file": path, "function": function,
+            "sides": [{"run": s["run"], "candidate": s["candidate"], "label": lab, "text": s["text"], "trace": s["trace"]}
+                      for s, lab in zip(sides, label)],
+            "latencyUs": [la, lb], "deltaUs": (lb - la) if la is not None and lb is not None else None,
+            "ratio": (lb / la) if la and lb else None, "decisions": differing,
+            "codeDiff": "".join(difflib.unified_diff(a["text"].splitlines(True), b["text"].splitlines(True),
+                                                     label[0], label[1], n=2)),
+            "traceDiff": "".join(difflib.unified_diff(_lines(a["trace"]), _lines(b["trace"]), label[0], label[1], n=1))}
+
+
+def _lines(text: str) -> list[str]:
+    return [line + "\n" for line in text.splitlines()]
+
+
+def _side_label(side: dict) -> str:
+    cand = side["candidate"] or {}
+    trial = cand.get("trial")
+    where = f"trial {trial}" if trial is not None else ("best" if cand else "untuned")
+    return f"{side['run'] or 'no run'} {where}"

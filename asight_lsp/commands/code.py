@@ -1,0 +1,91 @@
+"""``asight code FILE [--run R] [--candidate K] [--level L] [--func F] [--diff K2 | --diff-run R2] [--json]``.
+
+Prints a function's generated code (scheduled TVMScript, lowered TIR, LLVM IR or assembly) with
+the source line each generated line came from, and the latency share of its block where the run
+has a profile.  ``--diff K2`` compares candidate K (default: the best) with candidate K2 of the
+same run; ``--diff-run R2`` compares with the best record of run R2.  See docs/codeview.md.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..codeview import LEVELS, code_diff, code_view
+from ..errors import AsightError
+from .common import print_json, read_source
+
+
+def add_parser(sub):
+    p = sub.add_parser("code", help="generated code (scheduled/lowered/llvm/asm) linked to the source lines")
+    p.add_argument("file")
+    p.add_argument("--run", dest="run_ref", help="run id, id prefix, run directory or 'latest' "
+                                                 "(default: the newest run of the function; none: untuned)")
+    p.add_argument("--candidate", type=int, help="trial index in the run (default: the best record)")
+    p.add_argument("--level", choices=LEVELS, default="scheduled")
+    p.add_argument("--func", help="function id/name (default: the only unit)")
+    p.add_argument("--diff", type=int, metavar="K2", help="compare with candidate K2 of the same run")
+    p.add_argument("--diff-run", metavar="R2", help="compare with the best record of run R2")
+    p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (text + links)")
+    p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
+    return p
+
+
+def run(args) -> int:
+    from ..workerclient import WorkerClient
+    text = read_source(args.file).decode("utf-8", errors="replace")
+    if args.candidate is not None and args.candidate < 0:
+        raise AsightError(f"--candidate must be a trial index >= 0, not {args.candidate}")
+    diffing = args.diff is not None or args.diff_run is not None
+    if diffing and args.level != "scheduled":
+        raise AsightError("--diff compares scheduled code; drop --level")
+    if diffing and args.run_ref is None:
+        raise AsightError("--diff needs --run R")
+    with WorkerClient(args.python) as worker:
+        if diffing:
+            other = {"run": args.diff_run or args.run_ref, "candidate": args.diff}
+            result = code_diff(args.file, {"run": args.run_ref, "candidate": args.candidate}, other, args.func,
+                               args.work_dir, worker, text=text)
+        else:
+            result = code_view(args.file, args.run_ref, args.candidate, args.level, args.func, args.work_dir,
+                               worker, text=text)
+    if args.json:
+        print_json(result)
+    else:
+        sys.stdout.write(render_diff(result) if diffing else render(result))
+    return 0
+
+
+def _share(link: dict | None) -> str:
+    return f"{link['share'] * 100:5.1f}%" if link and link.get("share") is not None else "      "
+
+
+def render(result: dict) -> str:
+    cand = result.get("candidate") or {}
+    what = (f"trial {cand['trial']}" if cand.get("trial") is not None else "best record") if cand else "untuned"
+    lat = f", {cand['latencyUs']:.1f} us" if cand.get("latencyUs") else ""
+    head = [f"# {result['level']} code of {result['function']} ({result['run'] or 'no run'}, {what}{lat})",
+            "# src  share | generated"]
+    links = {link["line"]: link for link in result["links"]}
+    body = []
+    for number, line in enumerate(result["text"].splitlines()):
+        link = links.get(number)
+        src = f"{link['sourceLine'] + 1:>5}" if link else "     "
+        body.append(f"{src} {_share(link)} | {line}")
+    tail = [f"# note: {result['note']}"] if result.get("note") else []
+    return "\n".join(head + body + tail) + "\n"
+
+
+def render_diff(result: dict) -> str:
+    a, b = result["sides"]
+    lines = [f"# {result['function']}: {a['label']} vs {b['label']}"]
+    la, lb = result["latencyUs"]
+    if la is not None and lb is not None:
+        lines.append(f"latency: {la:.1f} us -> {lb:.1f} us ({result['deltaUs']:+.1f} us, x{result['ratio']:.2f})")
+    lines.append(f"decisions that differ ({len(result['decisions'])}):")
+    for d in result["decisions"]:
+        where = d["block"] or "?"
+        what = d["loopVar"] or d["annotation"] or d["inst"]
+        lines.append(f"  {where} {d['inst']} {what}: {d['a']} -> {d['b']}")
+    lines += ["", "trace diff:", result["traceDiff"] or "(same trace)", "", "scheduled code diff:",
+              result["codeDiff"] or "(same code)"]
+    return "\n".join(lines) + "\n"
