@@ -1,0 +1,42 @@
+"""``asight code``: bad input gives one line on stderr and exit 2 (no TVM needed: refused before the worker)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = str(ROOT / "fixtures" / "matmul_bias_relu.py")
+RUN = str(ROOT / "fixtures" / "runs" / "mbr128")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--run", "nosuchrun"], "no run 'nosuchrun'"),
+    (["--run", RUN, "--candidate", "99"], "has no candidate 99 (it has 40: 0..39)"),
+    (["--run", RUN, "--candidate", "-1"], "--candidate must be a trial index >= 0"),
+    (["--candidate", "2"], "--candidate needs a run"),
+    (["--diff", "3"], "--diff needs --run R"),
+    (["--run", RUN, "--diff", "3", "--level", "asm"], "--diff compares scheduled code"),
+    (["--run", RUN, "--func", "nope"], "no function 'nope'"),
+])
+def test_bad_input_is_one_line(argv, message, capsys, tmp_path):
+    code = main(["code", SOURCE, "--work-dir", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_bad_level_and_missing_file(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["code", SOURCE, "--level", "ptx"])
+    assert exit_info.value.code == 2 and "invalid choice: 'ptx'" in capsys.readouterr().err
+    assert main(["code", str(tmp_path / "missing.py")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_run_of_another_function(capsys, tmp_path):
+    other = tmp_path / "other.py"
+    other.write_text((ROOT / "fixtures" / "matmul64.py").read_text())
+    assert main(["code", str(other), "--run", RUN, "--work-dir", str(tmp_path)]) == 2
+    assert "tuned MatmulBiasRelu.main" in capsys.readouterr().err

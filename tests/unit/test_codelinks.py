@@ -1,0 +1,75 @@
+"""Pure line-link parsing of generated code (no TVM): tagged TVMScript, LLVM IR, assembly, shares."""
+from asight_lsp.analysis.codelinks import asm_links, attach_shares, by_source, llvm_links, strip_tags, tag
+
+TAGGED = f"""\
+        C = T.alloc_buffer((128, 128))  # {tag(14, 14, False)}
+        for k_0 in range(32):
+            for j in T.vectorized(8):
+                # {tag(17, 21, True)}
+                with T.sblock("matmul_update"):
+                    vi = T.axis.spatial(128, k_0)
+                    T.reads(C[vi, j])
+                    C[vi, j] = C[vi, j] + A[vi, j]  # {tag(21, 21, False)}
+            for ax0 in range(32):
+                E[ax0] = C[ax0, 0]  # {tag(26, 26, False)}
+"""
+
+
+def test_strip_tags_links_statements_and_block_bodies():
+    text, links = strip_tags(TAGGED)
+    lines = text.splitlines()
+    assert "asight:" not in text and len(lines) == 9
+    got = {lines[link["line"]].strip(): link["sourceLine"] + 1 for link in links}
+    assert got["C = T.alloc_buffer((128, 128))"] == 14
+    assert got['with T.sblock("matmul_update"):'] == 17
+    assert got["vi = T.axis.spatial(128, k_0)"] == 17          # block body inherits the block's line
+    assert got["C[vi, j] = C[vi, j] + A[vi, j]"] == 21          # own tag wins
+    assert got["E[ax0] = C[ax0, 0]"] == 26
+    assert "for ax0 in range(32):" not in got                    # the block ended at the dedent
+    assert "for k_0 in range(32):" not in got                    # new loops: no link
+
+
+def test_llvm_links_follow_dbg_to_dilocation():
+    ir = "\n".join([
+        "define i32 @main(ptr %a) !dbg !5 {",
+        "  %1 = load float, ptr %a, align 4, !dbg !72",
+        "  %2 = fadd float %1, 1.0, !dbg !79, !tbaa !3",
+        "  ret i32 0, !dbg !15",
+        "}",
+        "!15 = !DILocation(line: 0, scope: !5)",
+        "!72 = !DILocation(line: 20, column: 21, scope: !44)",
+        "!79 = distinct !DILocation(line: 21, column: 17, scope: !44)",
+    ])
+    assert llvm_links(ir) == [{"line": 1, "sourceLine": 19}, {"line": 2, "sourceLine": 20}]
+
+
+def test_asm_links_follow_loc_until_the_next():
+    asm = "\n".join([
+        '\t.file\t"TVMMod"',
+        '\t.file\t1 "." "IRModule.CodeGenLLVM"',
+        "main:",
+        "\t.loc\t1 0 0",
+        "\tpushq\t%rbp",
+        "\t.loc\t1 21 17 prologue_end",
+        "\tvmovups\t(%rax), %ymm0",
+        ".LBB0_2:",
+        "\tvfmadd231ps\t%ymm1, %ymm2, %ymm0",
+        "\t.loc\t1 26 3",
+        "\tvaddps\t%ymm0, %ymm3, %ymm3",
+        "\t.cfi_endproc",
+        "\tretq",
+    ])
+    links = asm_links(asm)
+    assert links == [{"line": 6, "sourceLine": 20}, {"line": 8, "sourceLine": 20}, {"line": 10, "sourceLine": 25}]
+    assert by_source(links) == {20: [6, 8], 25: [10]}
+
+
+def test_shares_come_from_the_innermost_block():
+    links = [{"line": 0, "sourceLine": 20}, {"line": 1, "sourceLine": 25}, {"line": 2, "sourceLine": 40}]
+    blocks = [{"name": "matmul", "share": 0.9, "us": 90.0, "start": 16, "end": 21},
+              {"name": "bias_add", "share": 0.1, "us": 10.0, "start": 23, "end": 26},
+              {"name": "unknown", "share": None, "start": 0, "end": 50}]
+    out = attach_shares(links, blocks)
+    assert out[0]["block"] == "matmul" and out[0]["share"] == 0.9
+    assert out[1]["block"] == "bias_add" and out[1]["us"] == 10.0
+    assert "share" not in out[2]
