@@ -28,9 +28,10 @@ CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"  # {uri?, function?, run?} -> s
 CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loopView payload
 CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"  # {uri, function, mode?: "trace"|"script"}
 CMD_COMPARE_RUNS = "asight.compareRuns"        # {runs: [id, id]} -> compareRuns payload
+CMD_SHOW_CODE = "asight.showCode"              # {uri, function?, run?, candidate?, level?} -> code payload
 
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
-            CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS]
+            CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE]
 TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE}     # refused in an untrusted workspace
 
 # --------------------------------------------------------------------------- custom requests
@@ -40,8 +41,11 @@ REQ_SEARCH_SPACE = "asight/searchSpace"  # {run?, uri?, function?} -> searchSpac
 REQ_LOOP_VIEW = "asight/loopView"        # {run?, uri?, function?} -> loopView payload
 REQ_STAGE_GRAPH = "asight/stageGraph"    # {run?, uri?, function?} -> stageGraph payload
 REQ_PRINCIPLES = "asight/principles"     # {run?, uri?, function?} -> principles payload
+REQ_CODE = "asight/code"                 # {uri, function?, run?, candidate?, level?} -> code payload
+REQ_CODE_DIFF = "asight/codeDiff"        # {uri, function?, a: {run, candidate?}, b: {run, candidate?}} -> codeDiff
 
-REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES]
+REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES,
+            REQ_CODE, REQ_CODE_DIFF]
 REQ_STATUS = "asight/status"             # {} -> ServerStatus (engine state, worker pid, live jobs)
 
 # --------------------------------------------------------------------------- notifications
@@ -58,10 +62,13 @@ SCHEMA_PRINCIPLES = "asight.principles/1"
 SCHEMA_COMPARE_RUNS = "asight.compareRuns/1"
 SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1"
 SCHEMA_COMMAND_RESULT = "asight.commandResult/1"
+SCHEMA_CODE = "asight.code/1"
+SCHEMA_CODE_DIFF = "asight.codeDiff/1"
 
 REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEARCH_SPACE: SCHEMA_SEARCH_SPACE,
                    REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
-                   REQ_PRINCIPLES: SCHEMA_PRINCIPLES}
+                   REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF}
+CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"]   # asight/code "level"
 
 STATUS_OK = "ok"
 STATUS_UNAVAILABLE = "unavailable"   # the payload builder does not exist yet / no run to show
@@ -126,6 +133,15 @@ class CommandResult(TypedDict, total=False):
     message: str
     run: RunSummary | None
     data: Any
+
+
+class CodeLink(TypedDict, total=False):
+    """One generated line of an ``asight.code/1`` payload and the source line it came from."""
+    line: int                # generated line (0-based)
+    sourceLine: int          # source line (0-based)
+    block: str               # source block whose measured share the line shows (when known)
+    share: float             # that block's share of the measured latency (0..1)
+    us: float                # that block's latency (µs)
 
 
 class ServerStatus(TypedDict, total=False):

@@ -243,6 +243,10 @@ async def show_loop_view(ls, *args):
     return await custom.dispatch(ls, P.REQ_LOOP_VIEW, command_args(args))
 
 
+async def show_code(ls, *args):
+    return await custom.dispatch(ls, P.REQ_CODE, command_args(args))
+
+
 async def apply_best_schedule(ls, *args):
     a = command_args(args)
     try:
@@ -307,7 +311,8 @@ def _run_summary_blocks(state: ServerState, meta) -> dict:
 
 HANDLERS = {P.CMD_TUNE: tune, P.CMD_PROFILE: profile, P.CMD_CANCEL: cancel,
             P.CMD_SHOW_SEARCH_SPACE: show_search_space, P.CMD_SHOW_LOOP_VIEW: show_loop_view,
-            P.CMD_APPLY_BEST_SCHEDULE: apply_best_schedule, P.CMD_COMPARE_RUNS: compare_runs}
+            P.CMD_APPLY_BEST_SCHEDULE: apply_best_schedule, P.CMD_COMPARE_RUNS: compare_runs,
+            P.CMD_SHOW_CODE: show_code}
 
 
 def register(server) -> None:

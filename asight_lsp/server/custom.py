@@ -86,6 +86,49 @@ def hotspots_payload(req: PayloadRequest) -> dict:
     return {"status": P.STATUS_OK, **found}
 
 
+def code_payload(req: PayloadRequest) -> dict:
+    """``asight/code``: the function's generated code at ``level`` linked to its source lines."""
+    from ..codeview import code_view
+    from ..errors import AsightError
+    level, candidate = _code_params(req.params)
+    if req.file is None or req.function is None:
+        raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'")
+    try:
+        return code_view(req.file, str(req.run_dir) if req.run_dir else None, candidate, level, req.function.id,
+                         req.state.store_root, req.state.worker, text=req.text)
+    except AsightError as err:
+        return P.unavailable(P.SCHEMA_CODE, str(err))
+
+
+def code_diff_payload(req: PayloadRequest) -> dict:
+    """``asight/codeDiff``: two candidates' scheduled code, traces and decisions side by side."""
+    from ..codeview import code_diff
+    from ..errors import AsightError
+    sides = [req.params.get(key) for key in ("a", "b")]
+    if req.file is None or req.function is None or not all(isinstance(s, dict) and isinstance(s.get("run"), str)
+                                                           for s in sides):
+        raise JsonRpcInvalidParams("asight/codeDiff needs 'uri', 'function', 'a': {run, candidate?}, 'b': {...}")
+    for side in sides:
+        _code_params({"candidate": side.get("candidate")})
+        if req.state.index.get(side["run"]) is None:
+            raise JsonRpcInvalidParams(f"no run '{side['run']}'")
+    try:
+        return code_diff(req.file, *[{"run": str(req.state.index.run_dir(s["run"])), "candidate": s.get("candidate")}
+                                     for s in sides], req.function.id, req.state.store_root, req.state.worker,
+                         text=req.text)
+    except AsightError as err:
+        return P.unavailable(P.SCHEMA_CODE_DIFF, str(err))
+
+
+def _code_params(params: dict) -> tuple[str, int | None]:
+    level, candidate = params.get("level") or "scheduled", params.get("candidate")
+    if level not in P.CODE_LEVELS:
+        raise JsonRpcInvalidParams(f"'level' must be one of {', '.join(P.CODE_LEVELS)}")
+    if candidate is not None and (not isinstance(candidate, int) or isinstance(candidate, bool) or candidate < 0):
+        raise JsonRpcInvalidParams("'candidate' must be a trial index >= 0")
+    return level, candidate
+
+
 # method -> builder; None = not built yet (answers "unavailable").
 BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_RUNS: runs_payload,
@@ -94,6 +137,8 @@ BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_LOOP_VIEW: view("loopView"),
     P.REQ_STAGE_GRAPH: view("stageGraph"),
     P.REQ_PRINCIPLES: view("principles"),
+    P.REQ_CODE: code_payload,
+    P.REQ_CODE_DIFF: code_diff_payload,
 }
 NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES}
 

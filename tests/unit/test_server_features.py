@@ -83,8 +83,9 @@ def test_lenses_and_hints():
     assert lens_line(fn, lines) == 7
     lenses = function_lenses("file:///x.py", fn, mbr_result(), 7)
     assert [l[2] for l in lenses] == [P.CMD_TUNE, P.CMD_PROFILE, P.CMD_SHOW_SEARCH_SPACE, P.CMD_SHOW_LOOP_VIEW,
-                                      P.CMD_SHOW_SEARCH_SPACE, P.CMD_TUNE]
+                                      P.CMD_SHOW_SEARCH_SPACE, P.CMD_TUNE, P.CMD_SHOW_CODE]
     assert lenses[4][3]["run"] == "mbr128"
+    assert lenses[6][1] == "Scheduled code" and lenses[6][3] == {"uri": "file:///x.py", "function": fn.id, "run": "mbr128"}
     assert lenses[5][1] == "Re-tune with principles" and lenses[5][3]["guidedBy"] == "mbr128"
     assert [l[1] for l in function_lenses("file:///x.py", fn, mbr_result(stale=True), 7)][-1] != \
         "Re-tune with principles"  # principles of an outdated source would steer the wrong program

@@ -23,9 +23,10 @@ export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, functio
 export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, run?} -> loopView payload
 export const CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"; // {uri, function, mode?: "trace"|"script"}
 export const CMD_COMPARE_RUNS = "asight.compareRuns"; // {runs: [id, id]} -> compareRuns payload
+export const CMD_SHOW_CODE = "asight.showCode"; // {uri, function?, run?, candidate?, level?} -> code payload
 
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
-  CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS] as const;
+  CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE] as const;
 export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE] as const; // a set on the Python side
 
 // ------------------------------------------------------------------------------------ requests
@@ -35,9 +36,11 @@ export const REQ_SEARCH_SPACE = "asight/searchSpace"; // {run?, uri?, function?}
 export const REQ_LOOP_VIEW = "asight/loopView"; // {run?, uri?, function?}
 export const REQ_STAGE_GRAPH = "asight/stageGraph"; // {run?, uri?, function?}
 export const REQ_PRINCIPLES = "asight/principles"; // {run?, uri?, function?}
+export const REQ_CODE = "asight/code"; // {uri, function?, run?, candidate?, level?} -> code payload
+export const REQ_CODE_DIFF = "asight/codeDiff"; // {uri, function?, a: {run, candidate?}, b: {run, candidate?}}
 
 export const REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH,
-  REQ_PRINCIPLES] as const;
+  REQ_PRINCIPLES, REQ_CODE, REQ_CODE_DIFF] as const;
 export const REQ_STATUS = "asight/status"; // {} -> ServerStatus (engine state, worker pid, live jobs)
 
 // ------------------------------------------------------------------------------- notifications
@@ -54,11 +57,16 @@ export const SCHEMA_PRINCIPLES = "asight.principles/1";
 export const SCHEMA_COMPARE_RUNS = "asight.compareRuns/1";
 export const SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1";
 export const SCHEMA_COMMAND_RESULT = "asight.commandResult/1";
+export const SCHEMA_CODE = "asight.code/1";
+export const SCHEMA_CODE_DIFF = "asight.codeDiff/1";
 
 export const REQUEST_SCHEMAS = {
   [REQ_RUNS]: SCHEMA_RUNS, [REQ_HOTSPOTS]: SCHEMA_HOTSPOTS, [REQ_SEARCH_SPACE]: SCHEMA_SEARCH_SPACE,
   [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
+  [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF,
 } as const;
+export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"] as const; // asight/code "level"
+export type CodeLevel = (typeof CODE_LEVELS)[number];
 
 export const STATUS_OK = "ok";
 export const STATUS_UNAVAILABLE = "unavailable"; // no builder yet / no run to show
@@ -132,6 +140,16 @@ export interface CommandResult {
 }
 export const COMMAND_RESULT_KEYS = ["schema", "command", "status", "message", "run", "data"] as const;
 
+/** One generated line of an `asight.code/1` payload and the source line it came from. */
+export interface CodeLink {
+  line?: number; // generated line (0-based)
+  sourceLine?: number; // source line (0-based)
+  block?: string; // source block whose measured share the line shows (when known)
+  share?: number; // that block's share of the measured latency (0..1)
+  us?: number; // that block's latency (µs)
+}
+export const CODE_LINK_KEYS = ["line", "sourceLine", "block", "share", "us"] as const;
+
 /** `asight/status`: what the server is doing. */
 export interface ServerStatus {
   status?: "starting" | "running" | "tuning" | "errored" | "exited" | string;
@@ -152,6 +170,7 @@ export const TYPED_DICTS = {
   RunSummary: RUN_SUMMARY_KEYS,
   RunUpdated: RUN_UPDATED_KEYS,
   CommandResult: COMMAND_RESULT_KEYS,
+  CodeLink: CODE_LINK_KEYS,
   ServerStatus: SERVER_STATUS_KEYS,
 } as const;
 
@@ -164,6 +183,7 @@ export type _KeyChecks = [
   Check<Same<(typeof RUN_UPDATED_KEYS)[number], keyof RunUpdated>>,
   Check<Same<(typeof COMMAND_RESULT_KEYS)[number], keyof CommandResult>>,
   Check<Same<(typeof SERVER_STATUS_KEYS)[number], keyof ServerStatus>>,
+  Check<Same<(typeof CODE_LINK_KEYS)[number], keyof CodeLink>>,
 ];
 
 /** Arguments of `asight.tune` (one object). */
