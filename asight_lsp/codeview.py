@@ -105,7 +105,7 @@ def _payload(path: str, selection, run: Run | None, record: dict | None, reply: 
     return {"schema": SCHEMA, "status": "ok", "file": path, "function": fn_id, "level": level,
             "language": LANGUAGES[level], "run": run.id if run else None,
             "candidate": _candidate_info(record, best, applied), "target": reply.get("target"),
-            "text": text, "links": links, "bySource": {str(k): v for k, v in by_source(links).items()},
+            "text": text, "links": links, "bySource": [{"sourceLine": k, "lines": v} for k, v in by_source(links).items()],
             "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
             "note": _note(run, best, shares, level)}
 

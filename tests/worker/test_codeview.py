@@ -46,7 +46,7 @@ def test_scheduled_best_links(worker, tmp_path, source_lines):
     assert view["schema"] == "asight.code/1" and view["candidate"]["best"] and view["candidate"]["trial"] == 36
     assert "asight:" not in view["text"] and "T.parallel" in view["text"]
     assert assert_stores_link_to_their_buffer(view, source_lines) >= 4
-    by_source = {int(k): v for k, v in view["bySource"].items()}
+    by_source = {item["sourceLine"]: item["lines"] for item in view["bySource"]}
     generated = view["text"].splitlines()
     update = next(i for i, s in enumerate(source_lines) if s.strip().startswith("C[vi, vj] = C[vi, vj] +"))
     assert [generated[g].strip() for g in by_source[update]] == ["C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]"]
@@ -60,7 +60,7 @@ def test_lowered_links(worker, tmp_path, source_lines):
     view = _view(worker, tmp_path, "lowered")
     assert "T.sblock" not in view["text"] and "T.Broadcast" in view["text"]
     assert assert_stores_link_to_their_buffer(view, source_lines) >= 8   # the unrolled init stores of C
-    assert {source_lines[int(k)].strip().split("[")[0] for k in view["bySource"]} == {"C", "E", "D"}
+    assert {source_lines[item["sourceLine"]].strip().split("[")[0] for item in view["bySource"]} == {"C", "E", "D"}
 
 
 def test_candidate_and_untouched_parse(worker, tmp_path, source_lines):
@@ -77,7 +77,7 @@ def test_candidate_and_untouched_parse(worker, tmp_path, source_lines):
 def test_llvm_and_asm_links(worker, tmp_path, source_lines):
     llvm = _view(worker, tmp_path, "llvm")
     assert llvm["language"] == "llvm" and "define" in llvm["text"]
-    linked = {source_lines[int(k)].strip().split("[")[0] for k in llvm["bySource"]}
+    linked = {source_lines[item["sourceLine"]].strip().split("[")[0] for item in llvm["bySource"]}
     assert linked == {"C", "E", "D"}
     asm = code_view(str(SOURCE), None, None, "asm", None, str(tmp_path / "empty"), worker)   # serial build
     generated = asm["text"].splitlines()

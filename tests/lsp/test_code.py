@@ -1,0 +1,73 @@
+"""``asight/code`` / ``asight/codeDiff`` / the "Scheduled code" lens through the real stdio server,
+over the recorded run mbr128 (the TVM worker replays its records)."""
+from __future__ import annotations
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from asight_lsp import protocol as P
+from tests.lsp.conftest import CONFIG, copy_fixture, initialize, install_run, open_doc, request
+
+OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
+FN = "MatmulBiasRelu.main"
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def tuned(workspace):
+    source = copy_fixture("matmul_bias_relu.py", workspace)
+    install_run(workspace, source)
+    return source
+
+
+async def test_code_request_lens_and_diff(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    code_lens = next(lens for lens in lenses if lens.command.title == "Scheduled code")
+    assert code_lens.command.command == P.CMD_SHOW_CODE
+    assert code_lens.command.arguments[0]["run"] == "mbr128"
+
+    source = tuned.read_text().splitlines()
+    payload = await request(client, P.REQ_CODE, {"uri": uri, "function": FN})
+    assert payload["schema"] == P.SCHEMA_CODE and payload["run"] == "mbr128"
+    assert payload["candidate"]["trial"] == 36 and payload["candidate"]["best"]
+    generated = payload["text"].splitlines()
+    by_source = {item["sourceLine"]: item["lines"] for item in payload["bySource"]}
+    update = next(i for i, s in enumerate(source) if s.strip().startswith("C[vi, vj] = C[vi, vj] +"))
+    assert [generated[g].strip() for g in by_source[update]] == [source[update].strip()]
+    assert all(set(link) <= {"line", "sourceLine", "block", "share", "us"} for link in payload["links"])
+
+    by_command = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=P.CMD_SHOW_CODE, arguments=[{"uri": uri, "function": FN, "run": "mbr128", "level": "lowered",
+                                             "candidate": 3}]))
+    assert by_command["level"] == "lowered" and by_command["candidate"]["trial"] == 3
+
+    diff = await request(client, P.REQ_CODE_DIFF, {"uri": uri, "function": FN, "a": {"run": "mbr128", "candidate": 3},
+                                                   "b": {"run": "mbr128"}})
+    assert diff["schema"] == P.SCHEMA_CODE_DIFF and diff["deltaUs"] < 0
+    assert any(d["block"] == "matmul" and d["inst"] == "SamplePerfectTile" for d in diff["decisions"])
+
+    status = await request(client, P.REQ_STATUS)
+    assert status["tvmImported"] is False
+
+
+async def test_code_request_bad_input(client, workspace, tuned):
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    for params, message in (({"uri": uri, "function": FN, "level": "ptx"}, "'level' must be one of"),
+                            ({"uri": uri, "function": FN, "candidate": -2}, "'candidate' must be"),
+                            ({"uri": uri, "function": FN, "run": "nope"}, "no run 'nope'"),
+                            ({"uri": uri, "function": "nope"}, "no function 'nope'")):
+        with pytest.raises(Exception, match=message):
+            await request(client, P.REQ_CODE, params)
+    gone = await request(client, P.REQ_CODE, {"uri": uri, "function": FN, "run": "mbr128", "candidate": 400})
+    assert gone["status"] == P.STATUS_UNAVAILABLE and "has no candidate 400" in gone["message"]
