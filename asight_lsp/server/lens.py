@@ -46,21 +46,22 @@ def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
     return (line, "Re-tune with principles", P.CMD_TUNE, arg)
 
 
-def code_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
+def scheduled_code_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
     """``Scheduled code`` (the run's best record, linked to the source) once the run has a record."""
     if result.running or not result.meta.best_us:
         return None
     return (line, "Scheduled code", P.CMD_SHOW_CODE, {"uri": uri, "function": fn.id, "run": result.meta.id})
 
 
+def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple[int, str, str, dict]]:
+    """The lenses that depend on the function's run: result, re-tune, scheduled code."""
+    optional = [retune_lens(uri, fn, result, line), scheduled_code_lens(uri, fn, result, line)]
+    return [result_lens(uri, fn, result, line)] + [lens for lens in optional if lens]
+
+
 def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
     """All lenses of one function."""
-    if result is None:
-        return static_lenses(uri, fn, line)
-    retune = retune_lens(uri, fn, result, line)
-    code = code_lens(uri, fn, result, line)
-    return static_lenses(uri, fn, line) + [result_lens(uri, fn, result, line)] + ([retune] if retune else []) \
-        + ([code] if code else [])
+    return static_lenses(uri, fn, line) + (result_lenses(uri, fn, result, line) if result is not None else [])
 
 
 def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:
@@ -109,8 +110,5 @@ def lens_list_json(ls, doc, outline: Outline):
         parts.append(static)
         result = ls.state.result(doc, fn, details=False)
         if result is not None:
-            parts.append(ls.raw_json([to_code_lens(*result_lens(doc.uri, fn, result, line))])[1:-1])
-            code = code_lens(doc.uri, fn, result, line)
-            if code:
-                parts.append(ls.raw_json([to_code_lens(*code)])[1:-1])
+            parts.append(ls.raw_json([to_code_lens(*lens) for lens in result_lenses(doc.uri, fn, result, line)])[1:-1])
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")

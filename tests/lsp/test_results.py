@@ -64,6 +64,9 @@ async def test_lenses_show_commands_and_the_run_result(client, kind, workspace, 
     assert all(lens.range.start.line == 7 for lens in found)  # above the @T.prim_func decorator
     # 115.5 µs best, 2706 µs untuned: 23×; 40 trials; finished 3 minutes ago
     assert titles[4] == "0.12 ms · 23× vs untuned · 40 trials · 3 min ago"
+    # a finished run of >= 20 trials offers a guided re-tune by its principles, then its code
+    assert titles[5:] == ["Re-tune with principles", "Scheduled code"]
+    assert found[5].command.command == P.CMD_TUNE and found[5].command.arguments[0]["guidedBy"] == "mbr128"
 
 
 async def test_hover_on_block_has_static_facts_and_the_best_schedule(client, workspace, tuned):
