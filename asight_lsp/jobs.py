@@ -54,6 +54,8 @@ class TuneRequest:
     principles_file: str | None = None  # JSON principles/constraints to guide by instead of the mined ones
     seed: int | None = None
     resume: bool = True            # reuse the run of the same function + source hash + target
+    space: str | None = None       # a design space function of the file (docs/spaces.md): runs user code
+    space_mode: str = "alone"      # alone: only that space; union: with MetaSchedule's default rules
 
 
 # --------------------------------------------------------------------------- validation
@@ -411,8 +413,12 @@ def start_tune(req: TuneRequest) -> TuneJob:
     """Validate, create or resume the run, spawn the job in its own process group; return at once."""
     text = _request_text(req)
     outline = build_outline(text, req.file)
-    selection = select(outline, req.function)
+    space = user_space(text, outline, req) if req.space else None
+    function = req.function or (space or {}).get("applies_to")
+    selection = select(outline, function)
     check_selection(outline, selection)
+    if space:
+        check_space_selection(selection, space)
     label = check_target(req.target)
     check_rpc(req.rpc)
     if not isinstance(req.trials, int) or req.trials < 1:
@@ -423,11 +429,13 @@ def start_tune(req: TuneRequest) -> TuneJob:
     guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,
                              aliases=tuple(f.id for f in selection.functions)) if req.guided_by else None
     resumable = req.resume and guidance is None  # a guided run never continues its base run
-    run = _resumable(store, file, selection.label, hashes, label, outline.constants) if resumable else None
+    run = _resumable(store, file, selection.label, hashes, label, outline.constants, space) if resumable else None
     meta = run.load() if run else RunMeta(id=store.new_run_id(selection.label), file=file,
                                           function=selection.label, source_hashes=hashes, target_label=label)
     meta.extra.update({"selection": {"unit": selection.unit.name, "member": selection.member},
                        "target_spec": req.target, "constants": outline.constants, "seed": req.seed})
+    if space:
+        meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
     meta.target = meta.target if run else req.target
     meta.trials_requested = req.trials
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
@@ -452,7 +460,7 @@ def spawn(run: Run) -> subprocess.Popen:
     """Start the job process (own session = own process group); the job records its pid itself."""
     log = (run.path / "job.log").open("ab")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "asight_lsp.worker.tune_job", str(run.path)],
+        proc = subprocess.Popen([sys.executable, "-m", "asight_lsp.worker.tune_job", str(run.path.resolve())],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=worker_env(), start_new_session=True, cwd=str(run.path))
     finally:
@@ -479,8 +487,9 @@ def _request_text(req: TuneRequest) -> str:
         raise AsightError(f"cannot read {req.file}: {err.strerror}") from None
 
 
-def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: str, constants: dict) -> Run | None:
-    run = store.find_resumable(file, function, hashes, label)
+def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: str, constants: dict,
+               space: dict | None = None) -> Run | None:
+    run = store.find_resumable(file, function, hashes, label, _space_key(space))
     if run is None:
         return None
     meta = refresh_run(run)
@@ -489,3 +498,49 @@ def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: s
     if meta.state in LIVE_STATES:
         raise AsightError(f"run {run.id} is already tuning this function (pid {meta.pid}); cancel it first")
     return run
+
+
+# --------------------------------------------------------------------------- design spaces
+
+
+def user_space(text: str, outline: Outline, req: TuneRequest) -> dict:
+    """The design space function ``req.space`` as run.json records it (statically; not executed here)."""
+    from .spaces import SPACE_MODES, find_spaces, function_for_space
+    if req.space_mode not in SPACE_MODES:
+        raise AsightError(f"--space-mode must be one of {', '.join(SPACE_MODES)} (got '{req.space_mode}')")
+    if req.guided_by:
+        raise AsightError("--space and --guided-by cannot be combined")
+    spaces = find_spaces(text, req.file, outline)
+    space = next((s for s in spaces if s.name == req.space), None)
+    if space is None:
+        known = ", ".join(s.name for s in spaces) or "none"
+        raise AsightError(f"no design space function '{req.space}' in {req.file} (a def taking a schedule and "
+                          f"calling sch.sample_*; found: {known})")
+    applies_to = req.function or function_for_space(outline, space)
+    if applies_to is None:
+        prims = ", ".join(f.id for f in outline.functions if f.kind == "prim_func") or "none"
+        named = f" (it names blocks {', '.join(space.blocks)})" if space.blocks else ""
+        raise AsightError(f"cannot tell which PrimFunc '{space.name}' schedules{named}; pick one with --func "
+                          f"(PrimFuncs: {prims})")
+    lines = text.splitlines()
+    body = "\n".join(lines[space.range["start"]["line"]:space.range["end"]["line"] + 1])
+    return {"function": space.name, "mode": req.space_mode, "hash": source_hash(body), "line": space.line,
+            "applies_to": applies_to, "sites": [_site_dict(s) for s in space.sites]}
+
+
+def _site_dict(site) -> dict:
+    return {"line": site.line, "method": site.method, "kind": site.kind, "target": site.target,
+            "block": site.block, "loop_index": site.loop_index, "results": site.results}
+
+
+def check_space_selection(selection: Selection, space: dict) -> None:
+    """A design space schedules one PrimFunc."""
+    prims = [f for f in selection.functions if f.kind == "prim_func"]
+    if len(selection.functions) != 1 or len(prims) != 1:
+        names = ", ".join(f.id for f in selection.functions)
+        raise AsightError(f"design space '{space['function']}' schedules one PrimFunc; '{selection.label}' is "
+                          f"{names or 'not a PrimFunc'}: pick one with --func")
+
+
+def _space_key(space: dict | None) -> tuple | None:
+    return None if not space else (space["function"], space["mode"], space["hash"])

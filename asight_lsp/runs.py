@@ -271,8 +271,10 @@ class RunStore:
             raise AsightError(f"no run '{ref}' in {self.runs_dir}")
         raise AsightError(f"run '{ref}' is ambiguous: {', '.join(r.id for r in matches[:5])}")
 
-    def find_resumable(self, file: str, function: str, source_hashes: dict, target_label: str) -> Run | None:
-        """The newest run of the same function, source and target, whose records a new run can reuse."""
+    def find_resumable(self, file: str, function: str, source_hashes: dict, target_label: str,
+                       space_key: tuple | None = None) -> Run | None:
+        """The newest run of the same function, source and target (and design space: ``(function, mode,
+        hash)`` or None for MetaSchedule's own), whose records a new run can reuse."""
         for run in reversed(self.all()):
             try:
                 meta = run.load()
@@ -280,7 +282,8 @@ class RunStore:
                 continue
             if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
                     and meta.source_hashes == source_hashes and meta.target_label == target_label
-                    and not meta.guided_by):  # a guided run is its own experiment: never resumed as plain
+                    and not meta.guided_by  # a guided run is its own experiment: never resumed as plain
+                    and _space_key(meta) == space_key):
                 return run
         return None
 
@@ -290,3 +293,9 @@ class RunStore:
             if os.path.abspath(meta.file) == os.path.abspath(file) and (function is None or meta.function == function):
                 return meta
         return None
+
+
+def _space_key(meta: RunMeta) -> tuple | None:
+    """The design space a run tuned with (docs/spaces.md), None for MetaSchedule's default space."""
+    space = meta.extra.get("space")
+    return (space.get("function"), space.get("mode"), space.get("hash")) if space else None

@@ -31,6 +31,10 @@ def add_tune_arguments(p, trials: int = 64) -> None:
     p.add_argument("--new", action="store_true", help="start a new run instead of resuming the matching one")
     p.add_argument("--guided-by", metavar="RUN", help="steer the search by the design principles of RUN (a new run "
                    "seeded with RUN's records; --trials then counts the new trials)")
+    p.add_argument("--space", metavar="FUNC", help="tune with the design space function FUNC of the file (a def "
+                   "taking a schedule and calling sch.sample_*; runs your code in the tuning job, docs/spaces.md)")
+    p.add_argument("--space-mode", choices=("alone", "union"), default="alone",
+                   help="with --space: that space alone (default) or together with MetaSchedule's default rules")
     p.add_argument("--principles", metavar="FILE", help="with --guided-by: JSON list of principles/constraints "
                    "to guide by instead of the mined ones")
 
@@ -38,7 +42,8 @@ def add_tune_arguments(p, trials: int = 64) -> None:
 def request_from(args) -> TuneRequest:
     return TuneRequest(file=args.file, function=args.func, target=args.target, trials=args.trials,
                        store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new,
-                       guided_by=args.guided_by, principles_file=args.principles)
+                       guided_by=args.guided_by, principles_file=args.principles,
+                       space=getattr(args, "space", None), space_mode=getattr(args, "space_mode", "alone"))
 
 
 def run(args) -> int:
@@ -97,6 +102,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     print(f"untuned  {fmt_us(meta.baseline_us)}", file=out)
     ratio = speedup(meta)
     print(f"best     {fmt_us(meta.best_us)}" + (f"  ({ratio:.1f}x faster)" if ratio else ""), file=out)
+    space = meta.extra.get("space")
+    if space:
+        print(f"space    {space['function']} ({space['mode']})", file=out)
     guidance = meta.extra.get("guidance")
     if guidance:
         print(f"guided   by run {guidance['guided_by']} ({meta.extra.get('seeded_records', 0)} records seeded):",

@@ -22,6 +22,8 @@ import traceback
 
 from ..runs import Run, RunMeta
 
+SPACE_PROBE_TIMEOUT_S = float(os.environ.get("ASIGHT_SPACE_TIMEOUT_S", "60"))
+
 
 class InputProblem(Exception):
     """The source (kind "input": the CLI exits 1) or the request (kind "usage", e.g. an unknown
@@ -125,6 +127,7 @@ class Job:
             plan = tuning.plan_for(parsed, member, target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
+        space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before)
@@ -159,10 +162,14 @@ class Job:
         started = time.perf_counter()
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
-                        on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"))
+                        on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
+                        space=space)
         tune_s = time.perf_counter() - started
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()
+        if space is not None and self.best_us is None:
+            raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
+                               f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)")
         extra = {"best_tasks_us": tracker.per_task_us(), "tune_seconds": tune_s}
         if plan.kind == "relax" and not meta.rpc and any(b is not None for b in tracker.best):
             # end to end, with the tuned kernels (tasks without records keep their default build)
@@ -172,6 +179,39 @@ class Job:
             self.best_us = tuning.tuned_relax_us(plan, database, target)
         meta = self.run.load()
         self.update(best_us=self.best_us, extra={**meta.extra, **extra})
+
+    def user_space(self, meta: RunMeta, plan, target):
+        """Load and probe the user's design space function (user code runs here; docs/spaces.md).
+
+        Records the sampling instructions' source lines in run.json (``extra.space.mapping``) and
+        returns the SpaceGenerator to tune with.  A function that does not return within
+        ``SPACE_PROBE_TIMEOUT_S`` fails the run.
+        """
+        from ..sourcemap import build_outline
+        from . import userspace
+        space = meta.extra["space"]
+        if plan.kind != "tir" or len(plan.tasks) != 1:
+            raise InputProblem(f"design space '{space['function']}' schedules one PrimFunc, not {plan.kind} "
+                               f"with {len(plan.tasks)} tasks")
+        text = self.run.source_path.read_text(encoding="utf-8")
+        units = {u.start_line for u in build_outline(text, meta.file).units}
+        timer = threading.Timer(SPACE_PROBE_TIMEOUT_S, self._probe_timed_out, args=(space["function"],))
+        timer.daemon = True
+        timer.start()
+        try:
+            fn = userspace.guarded(userspace.load_space_function(text, meta.file, space["function"], units),
+                                   meta.file, space["function"])
+            mapping = userspace.probe(plan.tasks[0].mod, target, fn, meta.file)
+        except userspace.SpaceError as err:
+            raise InputProblem(str(err)) from None
+        finally:
+            timer.cancel()
+        self.update(extra={**self.run.load().extra, "space": {**space, "mapping": mapping}})
+        return userspace.space_generator(fn, space["mode"])
+
+    def _probe_timed_out(self, name: str) -> None:
+        self.finish("failed", f"design space '{name}' did not return within {SPACE_PROBE_TIMEOUT_S} s", "input")
+        kill_own_group()
 
     def parse(self, meta: RunMeta):
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""

@@ -283,17 +283,18 @@ def search_strategy(per_iter: int):
 
 
 def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32,
-                  constraints: list | None = None) -> list:
+                  constraints: list | None = None, space=None) -> list:
     """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them; with ``constraints`` (a
-    guided run) the design space carries the principle guard (``worker/guidance.py``)."""
+    guided run) the design space carries the principle guard (``worker/guidance.py``); ``space`` (a
+    SpaceGenerator: the user's design space, ``worker/userspace.py``) replaces the default one."""
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
     from tvm.s_tir.meta_schedule.utils import fork_seed
     names = [t.name for t in plan.tasks]
     loggers = get_loggers_from_work_dir(work_dir, names)
     contexts = []
     for task, logger, rand_state in zip(plan.tasks, loggers, fork_seed(seed, n=len(plan.tasks))):
-        space = guided_space(target, constraints) if constraints else "post-order-apply"
-        contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator=space,
+        generator = space or (guided_space(target, constraints) if constraints else "post-order-apply")
+        contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator=generator,
                                        search_strategy=search_strategy(per_iter), task_name=task.name, logger=logger,
                                        rand_state=rand_state, num_threads=threads).clone())
     return contexts
@@ -364,15 +365,12 @@ def open_database(work_dir: str):
 
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
          on_batch: Callable[[int, list, int], None] | None = None, per_iter: int | None = None,
-         database=None, builder=None, runner=None, constraints: list | None = None):
+         database=None, builder=None, runner=None, constraints: list | None = None, space=None):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB."""
-    if target.kind.name in GPU_KINDS:
-        import tvm.s_tir.tensor_intrin  # noqa: F401  (GPU spaces need the CUDA intrinsics; 19 s, once)
-    else:
-        stub_tensor_intrin()
+    prepare_intrinsics(target)
     threads = cores()
     per_iter = per_iter or trials_per_iter(trials, len(plan.tasks))
-    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints)
+    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints, space)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))
@@ -390,6 +388,15 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
         if own_builder and hasattr(builder, "shutdown"):
             builder.shutdown()
     return database
+
+
+def prepare_intrinsics(target) -> None:
+    """Tensor intrinsics the target's design space rules need: the x86 stub on CPU (0.2 s), the real
+    module on GPU (its spaces need the CUDA intrinsics; 19 s, once)."""
+    if target.kind.name in GPU_KINDS:
+        import tvm.s_tir.tensor_intrin  # noqa: F401
+    else:
+        stub_tensor_intrin()
 
 
 def trials_per_iter(trials: int, n_tasks: int = 1) -> int:

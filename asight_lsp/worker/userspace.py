@@ -1,0 +1,186 @@
+"""Design spaces written by the user: load, probe and wrap a schedule function (TVM side).
+
+Only the tuning job imports this module, and only for a run started with ``--space`` (an explicit
+command; the language server refuses it in an untrusted workspace).  This is where user code runs:
+
+* ``load_space_function`` executes the file's *module context* — its imports, assignments and
+  plain ``def``/``class`` statements, with their original line numbers — and returns the function.
+  TVMScript units and any other top-level statement (calls, ``if __name__ == ...``) are not run.
+* ``probe`` runs it once through ``ms.space_generator.ScheduleFn`` to generate the design space,
+  with ``tvm.s_tir.Schedule.sample_*`` wrapped so each sampling instruction gets the user's line.
+* ``space_generator`` is what MetaSchedule tunes with: the function alone, or in a
+  ``SpaceGeneratorUnion`` with the default ``PostOrderApply`` rules.
+
+Every failure becomes ``SpaceError`` with the user's line and the exception in one line.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import sys
+import traceback
+
+from .compat import ms, s_tir
+
+SAMPLING = {"sample_perfect_tile": "SamplePerfectTile", "sample_partitioned_tile": "SamplePartitionedTile",
+            "sample_categorical": "SampleCategorical", "sample_compute_location": "SampleComputeLocation"}
+CONTEXT_NODES = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.ClassDef)
+
+
+class SpaceError(Exception):
+    """The design space function failed (one line: where and why)."""
+
+
+def one_line(err: BaseException) -> str:
+    """``Type: message`` in one line; a TVM ScheduleError's own ``Error message:`` line if it has one."""
+    text = str(err).strip()
+    for line in text.splitlines():
+        if line.startswith("Error message:"):
+            return f"{type(err).__name__}: {line.split(':', 1)[1].strip()}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
+
+
+def user_line(tb, path: str) -> int | None:
+    """1-based line of the innermost frame of ``tb`` in the user's file."""
+    line = None
+    for frame in traceback.extract_tb(tb):
+        if frame.filename == path:
+            line = frame.lineno
+    return line
+
+
+# --------------------------------------------------------------------------- load
+
+
+def module_context(tree: ast.Module, unit_lines: set) -> ast.Module:
+    """The statements of the file that define the function's environment (see module docstring)."""
+    def first_line(node):
+        decorators = getattr(node, "decorator_list", None) or [node]
+        return decorators[0].lineno - 1
+    kept = [node for node in tree.body
+            if isinstance(node, CONTEXT_NODES) and first_line(node) not in unit_lines]
+    return ast.Module(body=kept, type_ignores=[])
+
+
+def load_space_function(text: str, path: str, name: str, unit_lines: set):
+    """Execute the file's module context (user code!) and return the function ``name``."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as err:
+        raise SpaceError(f"{path}:{err.lineno}: SyntaxError: {err.msg}") from None
+    namespace = {"__name__": "asight_user_space", "__file__": path}
+    try:
+        exec(compile(module_context(tree, unit_lines), path, "exec"), namespace)  # noqa: S102  (explicit command)
+    except Exception as err:  # noqa: BLE001
+        line = user_line(err.__traceback__, path)
+        raise SpaceError(f"{path}:{line}: loading the file's imports and definitions failed: {one_line(err)}") from None
+    fn = namespace.get(name)
+    if not callable(fn):
+        raise SpaceError(f"{path}: no function '{name}' to use as a design space")
+    return fn
+
+
+# --------------------------------------------------------------------------- wrap and record
+
+
+def guarded(fn, path: str, name: str):
+    """``fn`` with its failures turned into SpaceError (line + exception) and its result checked."""
+    def schedule_fn(sch):
+        try:
+            result = fn(sch)
+        except SpaceError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            line = user_line(err.__traceback__, path)
+            where = f"{path}:{line}" if line else path
+            raise SpaceError(f"design space '{name}' raised at {where}: {one_line(err)}") from None
+        if result is None or isinstance(result, s_tir.Schedule):
+            return result
+        if isinstance(result, (list, tuple)) and result and all(isinstance(s, s_tir.Schedule) for s in result):
+            return list(result)
+        raise SpaceError(f"design space '{name}' must return None, the schedule or a list of schedules "
+                         f"(it returned {type(result).__name__})")
+    return schedule_fn
+
+
+@contextlib.contextmanager
+def recording(path: str, calls: list):
+    """Wrap ``Schedule.sample_*``: each call appends {method, line (1-based), inst} to ``calls``."""
+    originals = {name: getattr(s_tir.Schedule, name) for name in SAMPLING if hasattr(s_tir.Schedule, name)}
+
+    def wrap(name, original):
+        def sample(self, *args, **kwargs):
+            before = len(self.trace.insts) if self.trace is not None else None
+            out = original(self, *args, **kwargs)
+            calls.append({"method": name, "line": _caller_line(path), "inst": before})
+            return out
+        return sample
+
+    for name, original in originals.items():
+        setattr(s_tir.Schedule, name, wrap(name, original))
+    try:
+        yield calls
+    finally:
+        for name, original in originals.items():
+            setattr(s_tir.Schedule, name, original)
+
+
+def _space_message(err: BaseException) -> str:
+    text = str(err)
+    for line in text.splitlines():
+        if "design space '" in line:
+            return line[line.index("design space '"):].strip()
+    return f"generating the design space failed: {one_line(err)}"
+
+
+def _caller_line(path: str) -> int | None:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == path:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+# --------------------------------------------------------------------------- probe and tune
+
+
+def space_generator(fn, mode: str):
+    """What MetaSchedule tunes with: ``ScheduleFn(fn)`` alone, or with the default rules."""
+    own = ms.space_generator.ScheduleFn(fn)
+    if mode == "union":
+        return ms.space_generator.SpaceGeneratorUnion([own, ms.space_generator.PostOrderApply()])
+    return own
+
+
+def probe(mod, target, fn, path: str) -> dict:
+    """Generate the design space once; map each sampling instruction to the user's source line.
+
+    Returns ``{"design_spaces": n, "kinds": [...], "instructions": [{index, ordinal, kind, line, method}]}``:
+    kinds = the design space trace's instruction kinds (how records of this space are told apart), index =
+    position in the design space's trace, ordinal = position among its sampling instructions
+    (records of this space keep that order), line = 0-based source line of the call.
+    """
+    from .tuning import prepare_intrinsics
+    prepare_intrinsics(target)   # the target's default rules are built with the context
+    calls: list = []
+    context = ms.TuneContext(mod=mod, target=target, space_generator=ms.space_generator.ScheduleFn(fn),
+                             task_name="probe")
+    with recording(path, calls):
+        try:
+            spaces = context.generate_design_space()
+        except Exception as err:  # noqa: BLE001  SpaceError comes back through TVM's FFI as RuntimeError
+            raise SpaceError(_space_message(err)) from None
+    if not spaces:
+        raise SpaceError("the design space function produced no schedule")
+    insts = list(spaces[0].trace.insts)
+    sampling = [i for i, inst in enumerate(insts) if inst.kind.name.startswith("Sample")]
+    lines = {c["inst"]: c for c in calls if c["inst"] is not None}
+    mapped = []
+    for ordinal, index in enumerate(sampling):
+        call = lines.get(index, {})
+        line = call.get("line")
+        mapped.append({"index": index, "ordinal": ordinal, "kind": insts[index].kind.name,
+                       "line": None if line is None else line - 1, "method": call.get("method")})
+    return {"design_spaces": len(spaces), "kinds": [inst.kind.name for inst in insts], "instructions": mapped}
