@@ -15,6 +15,8 @@ import { formatLatency } from "../shared/format";
 import type { PanelKind } from "../shared/messages";
 import * as P from "../shared/protocol";
 import { pickFunction as pickFunctionAt, type FunctionRef } from "./functions";
+import type { CodePayload } from "../shared/codeLinks";
+import type { CodeViews } from "./codeView";
 import type { PanelManager } from "./panels";
 import type { ScheduleDocuments } from "./schedules";
 import { currentSettings, errorText, workspaceFolder, type ServerManager } from "./server";
@@ -36,6 +38,8 @@ export const UI_COMMANDS = {
   openReport: "asight.ui.openReport",
   restartServer: "asight.ui.restartServer",
   showOutput: "asight.ui.showOutput",
+  showCode: "asight.ui.showCode",
+  compareCandidates: "asight.ui.compareCandidates",
 } as const;
 
 export interface Parts {
@@ -43,6 +47,7 @@ export interface Parts {
   tuning: TuningUi;
   panels: PanelManager;
   schedules: ScheduleDocuments;
+  codeViews: CodeViews;
 }
 
 const argsOf = (fn: FunctionRef) => ({ uri: fn.uri.toString(), function: fn.id });
@@ -61,6 +66,8 @@ export function commandMiddleware(get: () => Parts): Middleware {
         return parts.panels.show("loopView", arg, await next(command, args));
       case P.CMD_PROFILE:
         return profileWithProgress(arg.function ?? "", () => next(command, args) as Promise<P.CommandResult>, parts, arg);
+      case P.CMD_SHOW_CODE:
+        return parts.codeViews.open((await next(command, args)) as CodePayload | undefined, arg.uri ?? "");
       case P.CMD_APPLY_BEST_SCHEDULE:
         return announceApplied((await next(command, args)) as Record<string, unknown>);
       default:
@@ -134,6 +141,16 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
     announceApplied(await server.executeCommand(P.CMD_APPLY_BEST_SCHEDULE, { ...argsOf(fn), mode: mode.mode }));
   });
   reg(UI_COMMANDS.openReport, () => openReport(server));
+  reg(UI_COMMANDS.showCode, async () => {
+    const fn = await pickFunction("ASight: generated code of which function?");
+    if (!fn) return;
+    const level = await vscode.window.showQuickPick(LEVEL_ITEMS, { title: "ASight: which code?" });
+    if (level) await parts.codeViews.show({ ...argsOf(fn), level: level.level });
+  });
+  reg(UI_COMMANDS.compareCandidates, async () => {
+    const fn = await pickFunction("ASight: compare candidates of which function?");
+    if (fn) await compareCandidates(server, parts.codeViews, argsOf(fn));
+  });
   reg(UI_COMMANDS.restartServer, () => server.restart());
   reg(UI_COMMANDS.showOutput, () => server.output.show());
 }
@@ -171,6 +188,36 @@ async function compareRuns(server: ServerManager): Promise<void> {
   const payload = await server.executeCommand<Record<string, unknown>>(P.CMD_COMPARE_RUNS, { runs: runs.map((r) => r.id) });
   const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: compareMarkdown(payload) });
   await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+const LEVEL_ITEMS: { label: string; description: string; level: P.CodeLevel }[] = [
+  { label: "Scheduled TVMScript", description: "the best (or chosen) candidate's trace applied", level: "scheduled" },
+  { label: "Lowered TIR", description: "after the default TIR lowering pipeline", level: "lowered" },
+  { label: "LLVM IR", description: "the host module, with debug lines", level: "llvm" },
+  { label: "Assembly", description: "the host module (parallel loop bodies carry no line info)", level: "asm" },
+];
+
+/** Two runs picked: their best records; one run: two trials of it (empty = its best). */
+async function compareCandidates(server: ServerManager, views: CodeViews, fn: { uri: string; function: string }): Promise<void> {
+  const runs = await pickRuns(server, true, "ASight: pick one run (two of its trials) or two runs (their best)");
+  if (!runs || runs.length === 0 || runs.length > 2 || !runs[0].id) {
+    if (runs && runs.length > 2) void vscode.window.showWarningMessage("ASight: pick one or two runs.");
+    return;
+  }
+  if (runs.length === 2) {
+    await views.compare({ ...fn, a: { run: runs[0].id! }, b: { run: runs[1].id! } });
+    return;
+  }
+  const trial = async (prompt: string) => {
+    const text = await vscode.window.showInputBox({ prompt, placeHolder: "empty = the best record",
+      validateInput: (v) => (v === "" || /^\d+$/.test(v) ? undefined : "a trial index (0, 1, …) or empty") });
+    return text === undefined ? null : text === "" ? undefined : Number(text);
+  };
+  const a = await trial("ASight: first candidate (trial index)");
+  if (a === null) return;
+  const b = await trial("ASight: second candidate (trial index)");
+  if (b === null) return;
+  await views.compare({ ...fn, a: { run: runs[0].id, candidate: a }, b: { run: runs[0].id, candidate: b } });
 }
 
 /** A new run steered by the design principles of a finished run (`asight tune --guided-by`). */

@@ -4,6 +4,7 @@
  */
 import * as vscode from "vscode";
 import * as P from "../shared/protocol";
+import { CodeViews } from "./codeView";
 import { commandMiddleware, registerCommands, type Parts } from "./commands";
 import { isTvmScript } from "./detect";
 import { PanelManager } from "./panels";
@@ -23,8 +24,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     compareCandidates: (run, a, b) => schedules.compare(run, a, b),
   });
   const tuning = new TuningUi(server, (kind, run) => void panels.show(kind, { run: run.id, function: run.function }));
-  parts = { server, tuning, panels, schedules };
-  context.subscriptions.push(output, server, schedules, panels, tuning);
+  const codeViews = new CodeViews(server);
+  parts = { server, tuning, panels, schedules, codeViews };
+  context.subscriptions.push(output, server, schedules, panels, tuning, codeViews);
   registerCommands(context, parts);
 
   server.onDidStartClient((client) => {

@@ -1,0 +1,43 @@
+// Pure parts of the code view: link index (peers both ways, bands), share labels, paths, diff summary.
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { BAND_COLOURS, codePath, diffSummary, LinkIndex, shareLabel } from "../../src/shared/codeLinks";
+
+const links = [
+  { line: 11, sourceLine: 13 },
+  { line: 26, sourceLine: 16 }, { line: 27, sourceLine: 16 },
+  { line: 33, sourceLine: 20, block: "matmul", share: 0.873, us: 100 },
+  { line: 40, sourceLine: 25, block: "bias_add", share: 0.042 },
+  { line: 41, sourceLine: 20, block: "matmul", share: 0.873 },
+];
+
+test("peers: a source line highlights its generated lines and a generated line its source line", () => {
+  const index = new LinkIndex(links);
+  assert.deepEqual(index.peers("source", 20), { source: [20], generated: [33, 41] });
+  assert.deepEqual(index.peers("generated", 41), { source: [20], generated: [33, 41] });
+  assert.deepEqual(index.peers("generated", 12), { source: [], generated: [] });   // a new loop: no link
+  assert.deepEqual(index.peers("source", 3), { source: [], generated: [] });
+  assert.deepEqual(index.generatedLines(), [11, 26, 27, 33, 40, 41]);
+});
+
+test("bands: one colour per linked source line, in source order, cycled", () => {
+  const index = new LinkIndex(links);
+  assert.deepEqual(index.sourceLines().map((s) => index.band(s)), [0, 1, 2, 3]);
+  const many = new LinkIndex(Array.from({ length: 8 }, (_, i) => ({ line: i, sourceLine: 10 + i })));
+  assert.equal(many.band(10 + BAND_COLOURS.length), 0);
+  assert.equal(many.band(99), undefined);
+});
+
+test("share labels, virtual document paths and the diff summary", () => {
+  const index = new LinkIndex(links);
+  assert.equal(shareLabel(index.link(33)), "  87% matmul");
+  assert.equal(shareLabel(index.link(40)), "  4.2% bias_add");
+  assert.equal(shareLabel(index.link(11)), "");
+  assert.equal(codePath({ run: "mbr128", function: "Mod.main", level: "asm", candidate: { trial: 3 } }),
+    "/mbr128/Mod.main.trial-3.asm.s");
+  assert.equal(codePath({ run: null, function: "<img onerror=x>", level: "scheduled", candidate: null }),
+    "/untuned/_img_onerror_x_.untuned.scheduled.py");
+  const summary = diffSummary({ latencyUs: [705.06, 115.5], decisions: [
+    { block: "matmul", inst: "SamplePerfectTile", loopVar: "i", a: [4, 4, 2, 4], b: [4, 1, 4, 8] }] });
+  assert.equal(summary, "705.1 µs → 115.5 µs (−589.6 µs) · 1 decision differs — matmul i: [4,4,2,4] → [4,1,4,8]");
+});
