@@ -58,14 +58,16 @@ def _int(value, name: str, default: int) -> int:
 
 async def tune(ls, *args):
     a = command_args(args)
-    require_trust(ls, "tuning")
+    require_trust(ls, "tuning with a design space (it runs the file's schedule function)" if a.get("space")
+                  else "tuning")
     doc = ls.doc(_required(a, "uri"))
     state: ServerState = ls.state
     from ..jobs import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
     req = TuneRequest(file=doc.path, function=a.get("function"), target=a.get("target") or state.options.target,
                       trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
                       rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
-                      resume=bool(a.get("resume", True)))
+                      resume=bool(a.get("resume", True)), space=a.get("space"),
+                      space_mode=a.get("spaceMode") or "alone")
     try:
         handle = await asyncio.to_thread(start_tune, req)
     except AsightError as err:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ..analysis.spacestats import hover_markdown as space_markdown
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..ranges import contains
 from ..sourcemap import Block, Function, Loop, Outline
 from .convert import to_range
 from .results import FunctionResult, format_latency, format_speedup, relative_time
+from .spaceresults import document_spaces, site_at, space_result
 
 KIND_WORDS = {"S": "spatial", "R": "reduce", "C": "scan", "O": "opaque"}
 
@@ -165,12 +167,35 @@ def hover_markdown(kind: str, fn: Function, item, result: FunctionResult | None)
     return "\n".join(lines)
 
 
+def space_hover(index, doc, line: int, character: int) -> tuple[str, dict] | None:
+    """Markdown and range for a sampling call of a design space function: what it samples and the
+    distribution of values the latest run with that space tried, with their latencies."""
+    found = site_at(document_spaces(doc), line, character)
+    if found is None:
+        return None
+    space, site = found
+    result = space_result(index, doc, space)
+    label = f"`{site.label()}` in design space `{space.name}`"
+    if result is None:
+        return f"{label}\n\nNo run with this space yet: *Tune with this space* above the function.", site.range
+    if result.stale:
+        return f"{label}\n\n⚠ stale: `{space.name}` changed since run `{result.meta.id}`; tune again.", site.range
+    stats = result.by_line.get(site.line)
+    if stats is None or not stats.candidates:
+        return f"{label}\n\nRun `{result.meta.id}` ({result.meta.state}) has no candidate of this call yet.", site.range
+    return space_markdown(stats, label, result.meta.id), site.range
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
         doc = ls.doc(params.text_document.uri)
         ls.check_position(doc, params.position)
         outline = (await ls.state.outline(doc)).outline
+        sampled = space_hover(ls.state.index, doc, params.position.line, params.position.character)
+        if sampled is not None:
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=sampled[0]),
+                               range=to_range(sampled[1]))
         found = target_at(outline, params.position.line, params.position.character)
         if found is None:
             return None

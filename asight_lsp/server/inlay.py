@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..sourcemap import Function
 from .hover import choice_text
 from .results import FunctionResult
+from .spaceresults import document_spaces, space_result
 
 
 def _end_of_line(lines: list[str], line: int) -> int:
@@ -55,6 +57,21 @@ def loop_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, str
     return out
 
 
+def space_hints(index, doc) -> list[tuple[int, str, str]]:
+    """``(line, label, tooltip)`` at each sampling call of a design space function: the decision
+    of the best candidate of the latest (fresh) run with that space (docs/spaces.md)."""
+    out = []
+    for space in document_spaces(doc):
+        result = space_result(index, doc, space)
+        if result is None or result.stale:
+            continue
+        for line, stats in result.by_line.items():
+            label = hint_label(stats)
+            if label:
+                out.append((line, label, f"best of {stats.valid} valid candidates of run {result.meta.id}"))
+    return out
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     async def inlay_hint(ls, params: types.InlayHintParams):
@@ -62,7 +79,9 @@ def register(server) -> None:
         outline = (await ls.state.outline(doc)).outline
         lines = doc.lines
         first, last = params.range.start.line, params.range.end.line
-        hints = []
+        hints = [types.InlayHint(position=types.Position(line=line, character=_end_of_line(lines, line)),
+                                 label=label, kind=types.InlayHintKind.Parameter, padding_left=True, tooltip=tip)
+                 for line, label, tip in space_hints(ls.state.index, doc) if first <= line <= last]
         for fn in outline.functions:
             if fn.range["end"]["line"] < first or fn.range["start"]["line"] > last:
                 continue

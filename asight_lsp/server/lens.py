@@ -9,7 +9,8 @@ from lsprotocol import types
 from .. import protocol as P
 from ..sourcemap import Function, Outline
 from .convert import RawJSON
-from .results import FunctionResult, result_lens_title
+from .results import FunctionResult, format_latency, result_lens_title
+from .spaceresults import document_spaces, space_result
 
 
 RETUNE_MIN_TRIALS = 20  # analysis.principles.MIN_RUN: fewer measured candidates give no principle
@@ -74,6 +75,24 @@ def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[in
     return out
 
 
+def space_lenses(uri: str, space, result) -> list[tuple[int, str, str, dict]]:
+    """``Tune with this space`` (alone / with the default rules) above a design space function
+    (docs/spaces.md), and the result of its latest run."""
+    line = space.range["start"]["line"]
+    arg = {"uri": uri, "space": space.name}
+    out = [(line, "▶ Tune with this space", P.CMD_TUNE, arg),
+           (line, "+ default rules", P.CMD_TUNE, {**arg, "spaceMode": "union"})]
+    if result is not None:
+        meta = result.meta
+        title = f"{meta.extra['space'].get('mode', 'alone')}: " + (
+            f"{format_latency(meta.best_us)} · {meta.trials_done} trials" if meta.best_us else meta.state)
+        if meta.state in ("queued", "running"):
+            title = f"⟳ tuning {meta.trials_done}/{meta.trials_requested} trials"
+        out.append((line, ("⚠ stale · " if result.stale else "") + title, P.CMD_SHOW_SEARCH_SPACE,
+                    {"uri": uri, "run": meta.id}))
+    return out
+
+
 def to_code_lens(line: int, title: str, command: str, arg: dict) -> types.CodeLens:
     rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
     return types.CodeLens(range=rng, command=types.Command(title=title, command=command, arguments=[arg]))
@@ -101,6 +120,9 @@ def lens_list_json(ls, doc, outline: Outline):
         fragments.clear()
     lines = doc.lines
     parts = [ls.raw_json([to_code_lens(*lens) for lens in module_lenses(doc.uri, outline, lines)])[1:-1]]
+    for space in document_spaces(doc):
+        result = space_result(ls.state.index, doc, space, stats=False)
+        parts.append(ls.raw_json([to_code_lens(*lens) for lens in space_lenses(doc.uri, space, result)])[1:-1])
     for fn in outline.functions:
         line = lens_line(fn, lines)
         static = fragments.get((fn.id, line))

@@ -16,7 +16,8 @@ export const SERVER_NAME = "asight-lsp";
 export const PROTOCOL_VERSION = 1;
 
 // ------------------------------------------------------------------------------------ commands
-export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?}
+export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
+// space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
 export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, function?, run?} -> searchSpace payload
@@ -194,6 +195,9 @@ export interface TuneArgs {
   target?: string;
   rpc?: string;
   guidedBy?: string;
+  /** A design space function of the file (docs/spaces.md); runs user code, so trusted workspaces only. */
+  space?: string;
+  spaceMode?: "alone" | "union";
 }
 
 /** Arguments of the view requests and show-commands. */
