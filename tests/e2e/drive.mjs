@@ -3,7 +3,8 @@
 // Steps (each logged with its time): open matmul64.py from the explorer; code lenses; a hover on
 // the block; "ASight: Tune" from the palette (trials from the settings) with its progress
 // notification; the result lens and inlay hints; a killed server comes back with a message (CRASH=1);
-// the search-space panel from the result lens; click a cell and see its candidates; open one. Prints one JSON line of facts at the end (also on failure, with "error").
+// the scheduled code beside the source with linked highlights; the search-space panel from the
+// result lens; click a cell and see its candidates; open one. Prints one JSON line of facts at the end (also on failure, with "error").
 import { createRequire } from "node:module";
 import * as path from "node:path";
 
@@ -112,6 +113,38 @@ try {
   facts.inlayHints = await hints.jsonValue();
   step("inlay hints", { hints: facts.inlayHints.slice(0, 3) });
   await shot("tuned");
+
+  // Code view: the "Scheduled code" lens opens the best candidate's scheduled TVMScript beside the
+  // source; the cursor on the update store of C highlights that line and the generated line(s) from
+  // it in both editors (the ACTIVE_COLOUR of src/shared/codeLinks.ts).
+  await page.keyboard.press("Escape");
+  await page.locator(".codelens-decoration a", { hasText: "Scheduled code" }).first().click();
+  const codeTab = page.locator(".tabs-container .tab", { hasText: /\.scheduled\.py/ });
+  await codeTab.first().waitFor({ timeout: 120000 });
+  await page.locator(".monaco-editor .view-lines", { hasText: "from tvm.script import" }).first().waitFor({ timeout: 30000 });
+  facts.codeTab = (await codeTab.first().innerText()).replace(/\s+/g, "");
+  step("code view opened", { tab: facts.codeTab });
+  const source = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "64x64x64 fp32 matmul" }) });
+  await source.locator(".view-line", { hasText: "C[vi, vj] + A[vi, vk]" }).first().click();
+  const linked = await page.waitForFunction((colour) => {
+    const out = [];
+    for (const ed of document.querySelectorAll(".monaco-editor")) {
+      const tops = new Set();
+      for (const d of ed.querySelectorAll(".view-overlays div")) {
+        const row = d.parentElement && d.parentElement.parentElement && d.parentElement.parentElement.classList.contains("view-overlays") ? d.parentElement : null;
+        if (row && getComputedStyle(d).backgroundColor === colour) tops.add(row.style.top);
+      }
+      if (!tops.size) continue;
+      const lines = [...ed.querySelectorAll(".view-lines .view-line")].filter((l) => tops.has(l.style.top))
+        .map((l) => l.textContent.replace(/\u00a0/g, " ").trim());
+      out.push({ code: !ed.querySelector(".view-lines").textContent.replace(/\u00a0/g, " ").includes("64x64x64 fp32 matmul"), lines });
+    }
+    return out.length >= 2 ? out : false;
+  }, "rgba(255, 200, 0, 0.45)", { timeout: 30000 });
+  facts.codeHighlight = await linked.jsonValue();
+  step("code view linked", { highlight: facts.codeHighlight });
+  await shot("code-view");
+  await page.keyboard.press("Escape");
 
   // The server crashes (the test kills it when it reads the marker): a message, then it is back.
   if (process.env.CRASH === "1") {

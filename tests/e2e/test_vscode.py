@@ -35,6 +35,15 @@ def test_result_lens_and_inlay_hints_after_tuning(session):
     assert any(re.search(r"split|parallel|vector", h) for h in session["inlayHints"]), session["inlayHints"]
 
 
+def test_scheduled_code_beside_the_source_with_linked_highlight(session):
+    reached(session, "code view linked")
+    assert re.search(r"matmul64\.trial-\d+-best\.scheduled\.py", session["codeTab"]), session["codeTab"]
+    by_side = {entry["code"]: entry["lines"] for entry in session["codeHighlight"]}
+    store = "C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]"
+    assert by_side[False] == [store], session["codeHighlight"]          # the source editor: the cursor line
+    assert by_side[True] and all(line == store for line in by_side[True]), session["codeHighlight"]
+
+
 def test_crashed_server_restarts_with_a_message(session):
     reached(session, "server back")
     assert len(session["killed"]) == 1, session["killed"]

@@ -103,7 +103,8 @@ export function shareLabel(link: CodeLink | undefined): string {
 export function codePath(payload: CodePayload): string {
   const ext = payload.level === "llvm" ? "ll" : payload.level === "asm" ? "s" : "py";
   const trial = payload.candidate?.trial;
-  const which = typeof trial === "number" ? `trial-${trial}` : payload.candidate ? "best" : "untuned";
+  const best = payload.candidate?.best ? "best" : "";
+  const which = typeof trial === "number" ? `trial-${trial}${best ? "-best" : ""}` : payload.candidate ? "best" : "untuned";
   const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]+/g, "_");
   return `/${safe(payload.run ?? "untuned")}/${safe(payload.function ?? "function")}.${which}.${payload.level ?? "scheduled"}.${ext}`;
 }

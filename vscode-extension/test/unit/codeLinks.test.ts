@@ -37,6 +37,8 @@ test("share labels, virtual document paths and the diff summary", () => {
     "/mbr128/Mod.main.trial-3.asm.s");
   assert.equal(codePath({ run: null, function: "<img onerror=x>", level: "scheduled", candidate: null }),
     "/untuned/_img_onerror_x_.untuned.scheduled.py");
+  assert.equal(codePath({ run: "r1", function: "matmul64", level: "scheduled", candidate: { trial: 5, best: true } }),
+    "/r1/matmul64.trial-5-best.scheduled.py");
   const summary = diffSummary({ latencyUs: [705.06, 115.5], decisions: [
     { block: "matmul", inst: "SamplePerfectTile", loopVar: "i", a: [4, 4, 2, 4], b: [4, 1, 4, 8] }] });
   assert.equal(summary, "705.1 µs → 115.5 µs (−589.6 µs) · 1 decision differs — matmul i: [4,4,2,4] → [4,1,4,8]");
