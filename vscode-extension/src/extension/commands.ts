@@ -21,6 +21,7 @@ import type { PanelManager } from "./panels";
 import type { ScheduleDocuments } from "./schedules";
 import { currentSettings, errorText, workspaceFolder, type ServerManager } from "./server";
 import { resolvePath } from "./settings";
+import { spaceChoices } from "./spaces";
 import { compareMarkdown, profileText } from "./texts";
 import { CANCEL_COMMAND, type TuningUi } from "./tuning";
 
@@ -40,6 +41,7 @@ export const UI_COMMANDS = {
   showOutput: "asight.ui.showOutput",
   showCode: "asight.ui.showCode",
   compareCandidates: "asight.ui.compareCandidates",
+  tuneWithSpace: "asight.ui.tuneWithSpace",
 } as const;
 
 export interface Parts {
@@ -59,7 +61,7 @@ export function commandMiddleware(get: () => Parts): Middleware {
     const arg = (args[0] ?? {}) as P.ViewArgs & P.TuneArgs;
     switch (command) {
       case P.CMD_TUNE:
-        return parts.tuning.tune(arg.function ?? "", async () => (await next(command, args)) as P.CommandResult);
+        return parts.tuning.tune(arg.function ?? arg.space ?? "", async () => (await next(command, args)) as P.CommandResult);
       case P.CMD_SHOW_SEARCH_SPACE:
         return parts.panels.show("searchSpace", arg, await next(command, args));
       case P.CMD_SHOW_LOOP_VIEW:
@@ -130,6 +132,7 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
   reg(UI_COMMANDS.showHotspots, showPanel("hotspots"));
   reg(UI_COMMANDS.compareRuns, () => compareRuns(server));
   reg(UI_COMMANDS.retuneWithPrinciples, () => retuneWithPrinciples(server, tuning));
+  reg(UI_COMMANDS.tuneWithSpace, () => tuneWithSpace(server, tuning));
   reg(UI_COMMANDS.applyBestSchedule, async () => {
     const fn = await pickFunction("ASight: apply the best schedule of which function?");
     if (!fn) return;
@@ -229,6 +232,35 @@ async function retuneWithPrinciples(server: ServerManager, tuning: TuningUi): Pr
   const args: P.TuneArgs = { uri: vscode.Uri.file(run.file).toString(), function: run.function, guidedBy: run.id,
     trials: Math.max(8, Math.floor((run.trialsDone ?? s.trials) / 2)), ...(s.target ? { target: s.target } : {}) };
   await tuning.tune(run.function, () => server.executeCommand<P.CommandResult>(P.CMD_TUNE, args));
+}
+
+/** Tune with a design space function of the active file (`asight tune --space`; docs/spaces.md). */
+async function tuneWithSpace(server: ServerManager, tuning: TuningUi): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor) {
+    void vscode.window.showWarningMessage("ASight: open the file with the design space function first.");
+    return;
+  }
+  await server.ensureStarted();
+  const uri = editor.document.uri;
+  const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>("vscode.executeCodeLensProvider", uri)) ?? [];
+  const spaces = spaceChoices(lenses.map((l) => ({ line: l.range.start.line, command: l.command?.command, arguments: l.command?.arguments })));
+  if (!spaces.length) {
+    void vscode.window.showInformationMessage("ASight: no design space function in this file (a def that takes a schedule and calls sch.sample_*).");
+    return;
+  }
+  const space = spaces.length === 1 ? spaces[0] : await vscode.window.showQuickPick(
+    spaces.map((s) => ({ ...s, label: s.name, description: `line ${s.line + 1}` })), { title: "ASight: tune with which design space?" });
+  if (!space) return;
+  const mode = await vscode.window.showQuickPick([
+    { label: `${space.name} alone`, description: "only the schedules this function samples", mode: "alone" as const },
+    { label: `${space.name} + default rules`, description: "together with MetaSchedule's own design space", mode: "union" as const },
+  ], { title: "ASight: tune with the design space… (runs its code in the tuning job)" });
+  if (!mode) return;
+  const s = currentSettings();
+  const args: P.TuneArgs = { uri: uri.toString(), space: space.name, spaceMode: mode.mode, trials: s.trials,
+    ...(s.target ? { target: s.target } : {}) };
+  await tuning.tune(space.name, () => server.executeCommand<P.CommandResult>(P.CMD_TUNE, args));
 }
 
 /** `asight report FILE --run R -o OUT.html` with the server's interpreter, then open the file. */
