@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from .analysis.codelinks import asm_links, attach_shares, by_source, llvm_links, strip_tags
+from .analysis.codelinks import asm_links, attach_shares, by_source, drop_parallel, llvm_links, strip_tags
 from .analysis.traces import block_infos, format_trace, parse_decisions
 from .errors import AsightError
 from .jobs import check_selection, select
@@ -30,12 +30,13 @@ SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, s
 
 def code_view(path: str, run: str | None = None, candidate: int | None = None, level: str = "scheduled",
               function: str | None = None, store_root: str | None = None, worker=None,
-              text: str | None = None, check: bool = True) -> dict:
+              text: str | None = None, check: bool = True, serial: bool = False) -> dict:
     """The generated code of ``function`` at ``level`` with its line links (``asight.code/1``).
 
     ``run`` is a run id/prefix/dir or ``latest``; None = the newest run of this function, and no
     run at all gives the untuned function.  ``candidate`` is a trial index (line of the run's
-    records file, 0-based); None = the best record.
+    records file, 0-based); None = the best record.  ``serial`` builds the schedule without its
+    ``Parallel`` instructions (a variant: assembly of parallel loops has no line info).
     """
     if level not in LEVELS:
         raise AsightError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
@@ -50,12 +51,23 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
     params = {**_unit_params(text, outline, selection), "level": level,
               "run_dir": str(found.path) if found else None,
               "target": _prepare_run(found).target if found else None,
-              "trace": [record["insts"], record["decisions"]] if record else None}
+              "trace": _trace(record, serial), "serial": serial}
     with _worker(worker) as client:
         if check:
             check_unit(text, path, selection, client)
         reply = client.request("code", params, timeout=300)
-    return _payload(path, selection, found, record, reply, outline)
+    payload = _payload(path, selection, found, record, reply, outline)
+    if serial:
+        payload["serial"] = True
+        payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
+                                                 "their line info; its latency is not measured.", payload["note"]]))
+    return payload
+
+
+def _trace(record: dict | None, serial: bool) -> list | None:
+    if record is None:
+        return None
+    return list(drop_parallel(record["insts"], record["decisions"])) if serial else [record["insts"], record["decisions"]]
 
 
 def _find_run(path: str, run: str | None, selection, store_root: str | None) -> Run | None:

@@ -42,7 +42,7 @@ REQ_SEARCH_SPACE = "asight/searchSpace"  # {run?, uri?, function?} -> searchSpac
 REQ_LOOP_VIEW = "asight/loopView"        # {run?, uri?, function?} -> loopView payload
 REQ_STAGE_GRAPH = "asight/stageGraph"    # {run?, uri?, function?} -> stageGraph payload
 REQ_PRINCIPLES = "asight/principles"     # {run?, uri?, function?} -> principles payload
-REQ_CODE = "asight/code"                 # {uri, function?, run?, candidate?, level?} -> code payload
+REQ_CODE = "asight/code"                 # {uri, function?, run?, candidate?, level?, serial?} -> code payload
 REQ_CODE_DIFF = "asight/codeDiff"        # {uri, function?, a: {run, candidate?}, b: {run, candidate?}} -> codeDiff
 
 REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES,

@@ -123,6 +123,18 @@ def asm_links(asm: str, file_hint: str = "CodeGenLLVM") -> list[dict]:
     return links
 
 
+def drop_parallel(insts: list, decisions: list) -> tuple[list, list]:
+    """A recorded trace without its ``Parallel`` instructions (decision indices renumbered).
+
+    Parallel loop bodies become ``__tvm_parallel_lambda`` functions without debug info, so their
+    assembly has no ``.loc`` lines; the serial variant keeps them (tvm-notes §5).
+    """
+    keep = [i for i, inst in enumerate(insts) if not (isinstance(inst, list) and inst and inst[0] == "Parallel")]
+    renumber = {old: new for new, old in enumerate(keep)}
+    kept_decisions = [[renumber[int(d[0])], d[1]] for d in decisions if int(d[0]) in renumber]
+    return [insts[i] for i in keep], kept_decisions
+
+
 def by_source(links: Iterable[dict]) -> dict[int, list[int]]:
     """``{source line: [generated lines]}`` (both 0-based), generated lines sorted."""
     out: dict[int, list[int]] = {}

@@ -22,6 +22,8 @@ def add_parser(sub):
     p.add_argument("--candidate", type=int, help="trial index in the run (default: the best record)")
     p.add_argument("--level", choices=LEVELS, default="scheduled")
     p.add_argument("--func", help="function id/name (default: the only unit)")
+    p.add_argument("--serial", action="store_true",
+                   help="drop the schedule's Parallel instructions (assembly of parallel loops has no line info)")
     p.add_argument("--diff", type=int, metavar="K2", help="compare with candidate K2 of the same run")
     p.add_argument("--diff-run", metavar="R2", help="compare with the best record of run R2")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
@@ -47,7 +49,7 @@ def run(args) -> int:
                                args.work_dir, worker, text=text)
         else:
             result = code_view(args.file, args.run_ref, args.candidate, args.level, args.func, args.work_dir,
-                               worker, text=text)
+                               worker, text=text, serial=args.serial)
     if args.json:
         print_json(result)
     else:

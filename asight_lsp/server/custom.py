@@ -95,7 +95,7 @@ def code_payload(req: PayloadRequest) -> dict:
         raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'")
     try:
         return code_view(req.file, str(req.run_dir) if req.run_dir else None, candidate, level, req.function.id,
-                         req.state.store_root, req.state.worker, text=req.text)
+                         req.state.store_root, req.state.worker, text=req.text, serial=req.params.get("serial") is True)
     except AsightError as err:
         return P.unavailable(P.SCHEMA_CODE, str(err))
 

@@ -8,6 +8,10 @@ the run's best record; no run = the untuned function), and a ``level``:
 * ``lowered``   — the scheduled module after the default TIR pipeline (``tirx.build``'s step 4);
 * ``llvm`` / ``asm`` — the built host module's LLVM IR / assembly (``inspect_source``).
 
+``serial`` drops the trace's ``Parallel`` instructions first (the best record's through
+``profiling.apply_record``; a given trace arrives already without them): parallel loop bodies
+carry no line info in assembly.
+
 Printed TIR statements that still carry a span are tagged through the printer's
 ``obj_to_annotate`` (``analysis.codelinks.tag``); LLVM IR and assembly carry DWARF lines.  The
 core (``asight_lsp.codeview``) turns tags and line info into links, so that part is TVM-free.
@@ -19,7 +23,7 @@ import json
 from ..analysis.codelinks import tag
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
 from .parse import parse_unit
-from .profiling import _database, _latency, _prim_funcs, _target, best_record, fresh_copy
+from .profiling import _database, _latency, _prim_funcs, _target, apply_record, best_record, fresh_copy
 
 LEVELS = ("scheduled", "lowered", "llvm", "asm")
 
@@ -48,8 +52,7 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
     record, match = best_record(db, func)
     if record is None:
         raise ValueError(match)
-    sch = s_tir.Schedule(mod)
-    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    sch = apply_record(func, record, serial=bool(params.get("serial")))
     return sch.mod, {"source": "best record of the run", "match": match, "latency_us": _latency(record) * 1e6}
 
 

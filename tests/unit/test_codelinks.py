@@ -1,5 +1,6 @@
 """Pure line-link parsing of generated code (no TVM): tagged TVMScript, LLVM IR, assembly, shares."""
-from asight_lsp.analysis.codelinks import asm_links, attach_shares, by_source, llvm_links, strip_tags, tag
+from asight_lsp.analysis.codelinks import (asm_links, attach_shares, by_source, drop_parallel, llvm_links, strip_tags,
+                                           tag)
 
 TAGGED = f"""\
         C = T.alloc_buffer((128, 128))  # {tag(14, 14, False)}
@@ -73,3 +74,12 @@ def test_shares_come_from_the_innermost_block():
     assert out[0]["block"] == "matmul" and out[0]["share"] == 0.9
     assert out[1]["block"] == "bias_add" and out[1]["us"] == 10.0
     assert "share" not in out[2]
+
+
+def test_drop_parallel_renumbers_decisions():
+    insts = [["GetSBlock", [], ["C", "main"], ["b0"]], ["SamplePerfectTile", ["l1"], [2, 64], ["v2", "v3"]],
+             ["EnterPostproc", [], [], []], ["Parallel", ["l4"], [], []], ["SampleCategorical", [], [[0, 16], [0.5, 0.5]], ["v5"]],
+             ["Vectorize", ["l6"], [], []]]
+    kept, decisions = drop_parallel(insts, [[1, [8, 8]], [4, 1]])
+    assert [i[0] for i in kept] == ["GetSBlock", "SamplePerfectTile", "EnterPostproc", "SampleCategorical", "Vectorize"]
+    assert decisions == [[1, [8, 8]], [3, 1]]

@@ -87,6 +87,17 @@ def test_llvm_and_asm_links(worker, tmp_path, source_lines):
                if source_lines[link["sourceLine"]].strip().startswith("C[vi, vj] = C"))
 
 
+def test_asm_of_the_parallel_schedule_needs_the_serial_variant(worker, tmp_path, source_lines):
+    parallel = _view(worker, tmp_path, "asm")
+    assert parallel["links"] == []          # __tvm_parallel_lambda bodies carry no .loc (tvm-notes §5)
+    serial = code_view(str(SOURCE), str(RUN), None, "asm", None, str(tmp_path / "store"), worker, serial=True)
+    assert serial["serial"] and "serial variant" in serial["note"] and serial["candidate"]["trial"] == 36
+    linked = {source_lines[item["sourceLine"]].strip().split("[")[0] for item in serial["bySource"]}
+    assert linked == {"C", "E", "D"}
+    chosen = code_view(str(SOURCE), str(RUN), 3, "asm", None, str(tmp_path / "store"), worker, serial=True)
+    assert chosen["links"] and chosen["text"] != serial["text"]
+
+
 def test_diff_of_two_candidates(worker, tmp_path):
     diff = code_diff(str(SOURCE), {"run": str(RUN), "candidate": 3}, {"run": str(RUN), "candidate": None},
                      None, str(tmp_path / "store"), worker)

@@ -148,7 +148,7 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
     const fn = await pickFunction("ASight: generated code of which function?");
     if (!fn) return;
     const level = await vscode.window.showQuickPick(LEVEL_ITEMS, { title: "ASight: which code?" });
-    if (level) await parts.codeViews.show({ ...argsOf(fn), level: level.level });
+    if (level) await parts.codeViews.show({ ...argsOf(fn), level: level.level, ...(level.serial ? { serial: true } : {}) });
   });
   reg(UI_COMMANDS.compareCandidates, async () => {
     const fn = await pickFunction("ASight: compare candidates of which function?");
@@ -193,11 +193,12 @@ async function compareRuns(server: ServerManager): Promise<void> {
   await vscode.window.showTextDocument(doc, { preview: true });
 }
 
-const LEVEL_ITEMS: { label: string; description: string; level: P.CodeLevel }[] = [
+const LEVEL_ITEMS: { label: string; description: string; level: P.CodeLevel; serial?: boolean }[] = [
   { label: "Scheduled TVMScript", description: "the best (or chosen) candidate's trace applied", level: "scheduled" },
   { label: "Lowered TIR", description: "after the default TIR lowering pipeline", level: "lowered" },
   { label: "LLVM IR", description: "the host module, with debug lines", level: "llvm" },
   { label: "Assembly", description: "the host module (parallel loop bodies carry no line info)", level: "asm" },
+  { label: "Assembly, serial variant", description: "Parallel dropped, so every loop body is linked", level: "asm", serial: true },
 ];
 
 /** Two runs picked: their best records; one run: two trials of it (empty = its best). */

@@ -14,6 +14,7 @@ export interface CodePayload {
   file?: string;
   function?: string;
   level?: string;
+  serial?: boolean;
   language?: string;
   run?: string | null;
   candidate?: { trial?: number | null; latencyUs?: number | null; best?: boolean } | null;
@@ -106,7 +107,8 @@ export function codePath(payload: CodePayload): string {
   const best = payload.candidate?.best ? "best" : "";
   const which = typeof trial === "number" ? `trial-${trial}${best ? "-best" : ""}` : payload.candidate ? "best" : "untuned";
   const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]+/g, "_");
-  return `/${safe(payload.run ?? "untuned")}/${safe(payload.function ?? "function")}.${which}.${payload.level ?? "scheduled"}.${ext}`;
+  const level = `${payload.level ?? "scheduled"}${payload.serial ? "-serial" : ""}`;
+  return `/${safe(payload.run ?? "untuned")}/${safe(payload.function ?? "function")}.${which}.${level}.${ext}`;
 }
 
 /** One-line summary of a code diff: latency change and the decisions that differ. */

@@ -37,7 +37,7 @@ export const REQ_SEARCH_SPACE = "asight/searchSpace"; // {run?, uri?, function?}
 export const REQ_LOOP_VIEW = "asight/loopView"; // {run?, uri?, function?}
 export const REQ_STAGE_GRAPH = "asight/stageGraph"; // {run?, uri?, function?}
 export const REQ_PRINCIPLES = "asight/principles"; // {run?, uri?, function?}
-export const REQ_CODE = "asight/code"; // {uri, function?, run?, candidate?, level?} -> code payload
+export const REQ_CODE = "asight/code"; // {uri, function?, run?, candidate?, level?, serial?} -> code payload
 export const REQ_CODE_DIFF = "asight/codeDiff"; // {uri, function?, a: {run, candidate?}, b: {run, candidate?}}
 
 export const REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH,
