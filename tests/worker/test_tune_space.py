@@ -76,6 +76,14 @@ def test_union_mode_and_no_resume_across_spaces(tuned):
     assert union["state"] == "done" and union["trials_done"] == 8
 
 
+def test_check_with_tvm_accepts_a_file_with_a_space_function():
+    """import tvm, meta_schedule, a PrimFunc and a schedule function: TVM's parse sees only the PrimFunc."""
+    proc = asight("check", str(ROOT / "fixtures" / "matmul_space.py"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["diagnostics"] == [] and data["parsed_units"] == ["matmul64"]
+
+
 def _variant(tmp_path: Path, old: str, new: str) -> Path:
     assert old in TEXT
     path = tmp_path / "space.py"
