@@ -38,11 +38,10 @@ def command_args(args: tuple) -> dict:
     return args[0]
 
 
-def require_trust(ls, what: str) -> None:
+def require_trust(ls, what: str, why: str = "it would run the file's TVMScript through TVM") -> None:
     if not ls.state.options.trusted:
-        raise RequestFailed(f"ASight: {what} is disabled because this workspace is not trusted (it would run the "
-                            "file's TVMScript through TVM). Trust the workspace to enable it; the outline, "
-                            "hovers and static diagnostics keep working.")
+        raise RequestFailed(f"ASight: {what} is disabled because this workspace is not trusted ({why}). Trust the "
+                            "workspace to enable it; the outline, hovers and static diagnostics keep working.")
 
 
 def _int(value, name: str, default: int) -> int:
@@ -58,8 +57,9 @@ def _int(value, name: str, default: int) -> int:
 
 async def tune(ls, *args):
     a = command_args(args)
-    require_trust(ls, "tuning with a design space (it runs the file's schedule function)" if a.get("space")
-                  else "tuning")
+    if a.get("space"):
+        require_trust(ls, "tuning with a design space", "it would run the file's schedule function")
+    require_trust(ls, "tuning")
     doc = ls.doc(_required(a, "uri"))
     state: ServerState = ls.state
     from ..jobs import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
