@@ -50,6 +50,7 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
       vscode.languages.registerHoverProvider([{ scheme: CODE_SCHEME }, { scheme: "file", language: "python" }], this),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorateAll()),
       vscode.window.onDidChangeTextEditorSelection((e) => this.follow(e.textEditor, e.selections[0].active.line)),
+      vscode.workspace.onDidChangeTextDocument((e) => this.sourceEdited(e)),
     );
   }
 
@@ -100,6 +101,17 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
     return diff;
   }
 
+  /** Links point at the source as it was: an edit of the source unlinks its views (open them again). */
+  private sourceEdited(e: vscode.TextDocumentChangeEvent): void {
+    const key = e.document.uri.toString();
+    if (e.contentChanges.length === 0) return;
+    const stale = [...this.views].filter(([, v]) => v.source === key).map(([uri]) => uri);
+    if (stale.length === 0) return;
+    stale.forEach((uri) => this.views.delete(uri));
+    this.decorateAll(new Set([key, ...stale]));
+    void vscode.window.setStatusBarMessage("ASight: the source changed; open the code view again for current links", 6000);
+  }
+
   provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
     const editor = vscode.window.visibleTextEditors.find((e) => e.document === doc);
     const text = this.follow(editor, pos.line);
@@ -133,12 +145,13 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
   }
 
   /** Colour bands (and shares) on every visible source or code editor. */
-  private decorateAll(): void {
+  private decorateAll(clear: Set<string> = new Set()): void {
     for (const editor of vscode.window.visibleTextEditors) {
       const key = editor.document.uri.toString();
       const own = this.views.get(key);
       const views = own ? [own] : [...this.views.values()].filter((v) => v.source === key);
-      if (views.length === 0) continue;
+      if (views.length === 0 && !clear.has(key)) continue;
+      if (clear.has(key)) editor.setDecorations(this.active, []);
       const perBand: number[][] = BAND_COLOURS.map(() => []);
       const shares: vscode.DecorationOptions[] = [];
       for (const view of views) {
