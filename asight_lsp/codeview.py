@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from .analysis.codelinks import asm_links, attach_shares, by_source, drop_parallel, llvm_links, strip_tags
+from .analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links,
+                                 strip_tags)
 from .analysis.traces import block_infos, format_trace, parse_decisions
 from .errors import AsightError
 from .jobs import check_selection, select
@@ -24,6 +25,8 @@ SCHEMA = "asight.code/1"
 DIFF_SCHEMA = "asight.codeDiff/1"
 LEVELS = ("scheduled", "lowered", "llvm", "asm")
 LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm"}
+LINE_SHARE_SOURCE = ("the run's cached profile with cachegrind (asight profile --cachegrind): instructions "
+                     "executed (Ir) per source line in a serial build of the best record, simulated by valgrind")
 SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, split per source block): "
                 "each linked line shows its source block's share, not a per-line measurement")
 
@@ -110,15 +113,20 @@ def _payload(path: str, selection, run: Run | None, record: dict | None, reply: 
         best = True
     else:
         best = record is not None and run is not None and _is_best(run, record)
-    shares = _shares(run, selection, outline, best)
+    profile = load_profile(run) if run is not None and best else None
+    shares = _shares(profile, selection)
     if shares:
         links = attach_shares(links, shares)
+    counts = _line_counts(profile, selection)
+    if counts:
+        links = attach_line_counts(links, counts)
     fn_id = selection.functions[0].id if len(selection.functions) == 1 else selection.label
     return {"schema": SCHEMA, "status": "ok", "file": path, "function": fn_id, "level": level,
             "language": LANGUAGES[level], "run": run.id if run else None,
             "candidate": _candidate_info(record, best, applied), "target": reply.get("target"),
             "text": text, "links": links, "bySource": [{"sourceLine": k, "lines": v} for k, v in by_source(links).items()],
             "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
+            "lineShareSource": LINE_SHARE_SOURCE if counts else None,
             "note": _note(run, best, shares, level)}
 
 
@@ -135,12 +143,21 @@ def _candidate_info(record: dict | None, best: bool, applied: dict) -> dict | No
     return {"trial": record["trial"], "latencyUs": record["latency_us"], "best": best}
 
 
-def _shares(run: Run | None, selection, outline, best: bool) -> list[dict]:
+def _line_counts(profile: dict | None, selection) -> list[dict]:
+    """cachegrind rows per TVMScript line of the tuned (best) program, when the profile has them."""
+    ids = {f.id for f in selection.functions} | {f.name for f in selection.functions}
+    for kernel in (profile or {}).get("kernels") or []:
+        if kernel.get("function") in ids:
+            tuned = (kernel.get("cachegrind") or {}).get("tuned") or {}
+            return tuned.get("lines") or []
+    return []
+
+
+def _shares(profile: dict | None, selection) -> list[dict]:
     """Measured latency share per source block, only for the record the profile measured (the best)."""
-    if run is None or not best:
+    if not profile:
         return []
     from .server.results import profile_blocks
-    profile = load_profile(run)
     out = []
     for fn in selection.functions:
         blocks = profile_blocks(profile, fn) or {}

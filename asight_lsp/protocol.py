@@ -143,6 +143,7 @@ class CodeLink(TypedDict, total=False):
     block: str               # source block whose measured share the line shows (when known)
     share: float             # that block's share of the measured latency (0..1)
     us: float                # that block's latency (µs)
+    lineShare: float         # the source line's share of executed instructions (cachegrind), when profiled
 
 
 class ServerStatus(TypedDict, total=False):

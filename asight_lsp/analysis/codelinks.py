@@ -162,6 +162,29 @@ def attach_shares(links: list[dict], blocks: list[dict]) -> list[dict]:
     return out
 
 
+def attach_line_counts(links: list[dict], counts: list[dict], key: str = "Ir") -> list[dict]:
+    """Per link, the share of ``key`` (cachegrind's executed instructions by default) counted at
+    its source line: ``counts`` are ``{"line": 1-based TVMScript line, key: n}`` rows of one kernel.
+
+    This one *is* per source line (simulated, serial build): every generated line of a source
+    line shows that line's share of the kernel's total.
+    """
+    per_line: dict[int, float] = {}
+    for row in counts:
+        if isinstance(row.get("line"), int) and row["line"] > 0 and isinstance(row.get(key), (int, float)):
+            per_line[row["line"] - 1] = per_line.get(row["line"] - 1, 0) + row[key]
+    total = sum(per_line.values())
+    if not total:
+        return links
+    out = []
+    for link in links:
+        item = dict(link)
+        if link["sourceLine"] in per_line:
+            item["lineShare"] = per_line[link["sourceLine"]] / total
+        out.append(item)
+    return out
+
+
 def line_table(text: str, links: list[dict]) -> list[dict]:
     """Rows for a text listing: ``{line, text, sourceLine?, share?}`` per generated line."""
     linked = {link["line"]: link for link in links}

@@ -57,8 +57,8 @@ def run(args) -> int:
     return 0
 
 
-def _share(link: dict | None) -> str:
-    return f"{link['share'] * 100:5.1f}%" if link and link.get("share") is not None else "      "
+def _share(link: dict | None, key: str = "share") -> str:
+    return f"{link[key] * 100:5.1f}%" if link and link.get(key) is not None else "      "
 
 
 def render(result: dict) -> str:
@@ -66,14 +66,18 @@ def render(result: dict) -> str:
     what = (f"trial {cand['trial']}" if cand.get("trial") is not None else "best record") if cand else "untuned"
     lat = f", {cand['latencyUs']:.1f} us" if cand.get("latencyUs") else ""
     head = [f"# {result['level']} code of {result['function']} ({result['run'] or 'no run'}, {what}{lat})",
-            "# src  share | generated"]
+            "# src  share" + (" instr" if result.get("lineShareSource") else "") + " | generated"]
     links = {link["line"]: link for link in result["links"]}
+    instr = bool(result.get("lineShareSource"))
     body = []
     for number, line in enumerate(result["text"].splitlines()):
         link = links.get(number)
         src = f"{link['sourceLine'] + 1:>5}" if link else "     "
-        body.append(f"{src} {_share(link)} | {line}")
+        extra = f" {_share(link, 'lineShare')}" if instr else ""
+        body.append(f"{src} {_share(link)}{extra} | {line}")
     tail = [f"# note: {result['note']}"] if result.get("note") else []
+    tail += [f"# {label}: {result[key]}" for label, key in (("share", "shareSource"), ("instr", "lineShareSource"))
+             if result.get(key)]
     return "\n".join(head + body + tail) + "\n"
 
 

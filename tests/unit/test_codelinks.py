@@ -1,6 +1,6 @@
 """Pure line-link parsing of generated code (no TVM): tagged TVMScript, LLVM IR, assembly, shares."""
-from asight_lsp.analysis.codelinks import (asm_links, attach_shares, by_source, drop_parallel, llvm_links, strip_tags,
-                                           tag)
+from asight_lsp.analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel,
+                                           llvm_links, strip_tags, tag)
 
 TAGGED = f"""\
         C = T.alloc_buffer((128, 128))  # {tag(14, 14, False)}
@@ -83,3 +83,12 @@ def test_drop_parallel_renumbers_decisions():
     kept, decisions = drop_parallel(insts, [[1, [8, 8]], [4, 1]])
     assert [i[0] for i in kept] == ["GetSBlock", "SamplePerfectTile", "EnterPostproc", "SampleCategorical", "Vectorize"]
     assert decisions == [[1, [8, 8]], [3, 1]]
+
+
+def test_line_counts_give_per_source_line_shares():
+    links = [{"line": 0, "sourceLine": 20}, {"line": 1, "sourceLine": 20}, {"line": 2, "sourceLine": 25},
+             {"line": 3, "sourceLine": 7}]
+    counts = [{"line": 21, "Ir": 300}, {"line": 26, "Ir": 100}, {"line": 0, "Ir": 999}, {"line": 21, "Ir": 100}]
+    out = attach_line_counts(links, counts)
+    assert [link.get("lineShare") for link in out] == [0.8, 0.8, 0.2, None]
+    assert attach_line_counts(links, []) == links

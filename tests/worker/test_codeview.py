@@ -114,12 +114,16 @@ def test_shares_from_a_cached_profile(worker, tmp_path, source_lines, monkeypatc
     shutil.copytree(RUN, run)
     profile = {"kernels": [{"function": "MatmulBiasRelu.main", "blocks": {"tuned": [
         {"name": "matmul", "us": 100.0, "share": 0.8}, {"name": "bias_add", "us": 5.0, "share": 0.04},
-        {"name": "relu", "us": 20.0, "share": 0.16}]}, "stages": {"tuned": {"source": "rdtsc"}}}]}
+        {"name": "relu", "us": 20.0, "share": 0.16}]}, "stages": {"tuned": {"source": "rdtsc"}},
+        "cachegrind": {"tuned": {"lines": [{"line": 21, "Ir": 900}, {"line": 30, "Ir": 100}]}}}]}
     monkeypatch.setattr("asight_lsp.codeview.load_profile", lambda _run: profile)
     view = _view(worker, tmp_path, "scheduled", run=str(run))
     shares = {source_lines[link["sourceLine"]].strip().split("[")[0]: link.get("share") for link in view["links"]
               if STORE.match(source_lines[link["sourceLine"]])}
     assert shares == {"C": 0.8, "E": 0.04, "D": 0.16}
     assert view["shareSource"] and not view["note"]
+    update = next(i for i, s in enumerate(source_lines) if s.strip().startswith("C[vi, vj] = C[vi, vj] +"))
+    assert {link.get("lineShare") for link in view["links"] if link["sourceLine"] == update} == {0.9}
+    assert view["lineShareSource"].startswith("the run's cached profile with cachegrind")
     other = _view(worker, tmp_path, "scheduled", run=str(run), candidate=3)
-    assert not any("share" in link for link in other["links"]) and "best record only" in other["note"]
+    assert not any("share" in link or "lineShare" in link for link in other["links"]) and "best record only" in other["note"]

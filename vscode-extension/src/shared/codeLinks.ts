@@ -95,9 +95,12 @@ export class LinkIndex {
 
 /** After-text of a generated line: its source block's measured share (` 87% matmul`), or "". */
 export function shareLabel(link: CodeLink | undefined): string {
-  if (!link || typeof link.share !== "number") return "";
-  const pct = link.share * 100;
-  return `  ${pct >= 10 ? pct.toFixed(0) : pct.toFixed(1)}% ${link.block ?? ""}`.trimEnd();
+  if (!link) return "";
+  const pct = (v: number) => { const p = v * 100; return p >= 10 ? p.toFixed(0) : p.toFixed(1); };
+  const parts: string[] = [];
+  if (typeof link.share === "number") parts.push(`${pct(link.share)}% ${link.block ?? ""}`.trimEnd());
+  if (typeof link.lineShare === "number") parts.push(`${pct(link.lineShare)}% instr`);
+  return parts.length ? `  ${parts.join(" · ")}` : "";
 }
 
 /** The virtual document path of a payload: `/<run|untuned>/<function>.<level>.<ext>`. */

@@ -148,8 +148,9 @@ export interface CodeLink {
   block?: string; // source block whose measured share the line shows (when known)
   share?: number; // that block's share of the measured latency (0..1)
   us?: number; // that block's latency (µs)
+  lineShare?: number; // the source line's share of executed instructions (cachegrind), when profiled
 }
-export const CODE_LINK_KEYS = ["line", "sourceLine", "block", "share", "us"] as const;
+export const CODE_LINK_KEYS = ["line", "sourceLine", "block", "share", "us", "lineShare"] as const;
 
 /** `asight/status`: what the server is doing. */
 export interface ServerStatus {

@@ -33,6 +33,8 @@ test("share labels, virtual document paths and the diff summary", () => {
   assert.equal(shareLabel(index.link(33)), "  87% matmul");
   assert.equal(shareLabel(index.link(40)), "  4.2% bias_add");
   assert.equal(shareLabel(index.link(11)), "");
+  assert.equal(shareLabel({ line: 1, sourceLine: 2, lineShare: 0.412 }), "  41% instr");
+  assert.equal(shareLabel({ line: 1, sourceLine: 2, block: "C", share: 0.9, lineShare: 0.05 }), "  90% C · 5.0% instr");
   assert.equal(codePath({ run: "mbr128", function: "Mod.main", level: "asm", candidate: { trial: 3 } }),
     "/mbr128/Mod.main.trial-3.asm.s");
   assert.equal(codePath({ run: null, function: "<img onerror=x>", level: "scheduled", candidate: null }),
