@@ -101,7 +101,8 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     print(f"trials   {meta.trials_done} of {meta.trials_requested}", file=out)
     print(f"untuned  {fmt_us(meta.baseline_us)}", file=out)
     ratio = speedup(meta)
-    print(f"best     {fmt_us(meta.best_us)}" + (f"  ({ratio:.1f}x faster)" if ratio else ""), file=out)
+    versus = "" if not ratio else f"  ({ratio:.1f}x faster)" if ratio >= 1 else f"  ({1 / ratio:.2f}x slower than untuned)"
+    print(f"best     {fmt_us(meta.best_us)}{versus}", file=out)
     space = meta.extra.get("space")
     if space:
         print(f"space    {space['function']} ({space['mode']})", file=out)
