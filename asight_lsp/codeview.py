@@ -60,11 +60,23 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
             check_unit(text, path, selection, client)
         reply = client.request("code", params, timeout=300)
     payload = _payload(path, selection, found, record, reply, outline)
+    payload["stale"] = _stale(found, selection, text) if found else None
+    if payload["stale"]:
+        payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "
+                                                 "the current source;", payload["note"]]))
     if serial:
         payload["serial"] = True
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
     return payload
+
+
+def _stale(run: Run, selection, text: str) -> bool:
+    """Whether the selected function's source differs from what the run tuned (jobs.start_tune's hashes)."""
+    from .server.results import function_hash
+    hashes = run.load().source_hashes or {}
+    known = [fn for fn in selection.functions if fn.id in hashes]
+    return any(hashes[fn.id] != function_hash(text, fn) for fn in known)
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:

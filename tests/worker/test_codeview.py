@@ -23,6 +23,20 @@ def source_lines():
     return SOURCE.read_text().splitlines()
 
 
+def fresh_run(tmp_path) -> Path:
+    """A copy of mbr128 keyed by the fixture's current function hash (as the LSP tests install it)."""
+    from asight_lsp.runs import Run
+    from asight_lsp.server.results import function_hash
+    from asight_lsp.sourcemap import build_outline
+    run = tmp_path / "mbr128"
+    shutil.copytree(RUN, run)
+    meta = Run(run).load()
+    text = SOURCE.read_text()
+    meta.source_hashes = {fn.id: function_hash(text, fn) for fn in build_outline(text, str(SOURCE)).functions}
+    Run(run).save(meta)
+    return run
+
+
 def _view(worker, tmp_path, level, run=str(RUN), candidate=None):
     return code_view(str(SOURCE), run, candidate, level, None, str(tmp_path / "store"), worker)
 
@@ -98,6 +112,15 @@ def test_asm_of_the_parallel_schedule_needs_the_serial_variant(worker, tmp_path,
     assert chosen["links"] and chosen["text"] != serial["text"]
 
 
+def test_an_edited_function_is_flagged_stale(worker, tmp_path):
+    edited = tmp_path / "mbr.py"
+    edited.write_text(SOURCE.read_text().replace('T.sblock("relu")', 'T.sblock("relu2")'))
+    run = fresh_run(tmp_path)
+    view = code_view(str(edited), str(run), None, "scheduled", None, str(tmp_path / "store"), worker)
+    assert view["stale"] is True and view["note"].startswith("⚠ the function changed since this run")
+    assert _view(worker, tmp_path, "scheduled", run=str(run))["stale"] is False
+
+
 def test_diff_of_two_candidates(worker, tmp_path):
     diff = code_diff(str(SOURCE), {"run": str(RUN), "candidate": 3}, {"run": str(RUN), "candidate": None},
                      None, str(tmp_path / "store"), worker)
@@ -110,8 +133,7 @@ def test_diff_of_two_candidates(worker, tmp_path):
 
 
 def test_shares_from_a_cached_profile(worker, tmp_path, source_lines, monkeypatch):
-    run = tmp_path / "mbr128"
-    shutil.copytree(RUN, run)
+    run = fresh_run(tmp_path)
     profile = {"kernels": [{"function": "MatmulBiasRelu.main", "blocks": {"tuned": [
         {"name": "matmul", "us": 100.0, "share": 0.8}, {"name": "bias_add", "us": 5.0, "share": 0.04},
         {"name": "relu", "us": 20.0, "share": 0.16}]}, "stages": {"tuned": {"source": "rdtsc"}},

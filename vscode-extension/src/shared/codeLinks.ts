@@ -15,6 +15,7 @@ export interface CodePayload {
   function?: string;
   level?: string;
   serial?: boolean;
+  stale?: boolean | null; // the function changed since the run (its trace was replayed on the current source)
   language?: string;
   run?: string | null;
   candidate?: { trial?: number | null; latencyUs?: number | null; best?: boolean } | null;
