@@ -71,3 +71,11 @@ async def test_code_request_bad_input(client, workspace, tuned):
             await request(client, P.REQ_CODE, params)
     gone = await request(client, P.REQ_CODE, {"uri": uri, "function": FN, "run": "mbr128", "candidate": 400})
     assert gone["status"] == P.STATUS_UNAVAILABLE and "has no candidate 400" in gone["message"]
+
+
+async def test_code_view_works_in_an_untrusted_workspace(client, workspace, tuned):
+    """Parsing (behind the safety gate) and building run no user code: allowed without trust."""
+    await initialize(client, "vscode", workspace, {**OPTIONS, "trusted": False})
+    uri = open_doc(client, tuned)
+    payload = await request(client, P.REQ_CODE, {"uri": uri, "function": FN, "level": "asm", "serial": True})
+    assert payload["status"] == P.STATUS_OK and payload["serial"] and payload["links"]
