@@ -17,6 +17,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from asight_lsp import protocol as P
 from asight_lsp.server.custom import plain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,5 +125,35 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.fixture
+def tuned(workspace: Path) -> Path:
+    """matmul_bias_relu.py in the workspace with the recorded run mbr128 installed for it."""
+    source = copy_fixture("matmul_bias_relu.py", workspace)
+    install_run(workspace, source)
+    return source
+
+
+# batches of 8 trials: progress (and a point to cancel at) every few seconds
+TUNING_CONFIG = ClientServerConfig(server_command=SERVER, server_env={**server_env(), "ASIGHT_TRIALS_PER_ITER": "8"})
+
+
+def watch_runs(client: LanguageClient) -> None:
+    """Record the server's run notifications (``client.run_updates``) and refresh requests
+    (``client.refreshes``) on a client that runs real tuning jobs."""
+    client.run_updates, client.refreshes = [], []
+
+    @client.feature(P.NOTIFY_RUN_UPDATED)
+    def run_updated(params):
+        client.run_updates.append(plain(params))
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params):
+        client.refreshes.append("codeLens")
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def hint_refresh(params):
+        client.refreshes.append("inlayHint")
+
+
 __all__ = ["plain", "request", "CONFIG", "FIXTURES", "ROOT", "initialize", "open_doc", "replace_all", "wait_for", "messages", "uri_of",
-           "copy_fixture", "install_run", "pytest_lsp"]
+           "copy_fixture", "install_run", "pytest_lsp", "TUNING_CONFIG", "watch_runs"]

@@ -8,7 +8,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
-from tests.lsp.conftest import CONFIG, copy_fixture, initialize, install_run, open_doc, request
+from tests.lsp.conftest import CONFIG, initialize, open_doc, request
 
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
 FN = "MatmulBiasRelu.main"
@@ -18,13 +18,6 @@ FN = "MatmulBiasRelu.main"
 async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def tuned(workspace):
-    source = copy_fixture("matmul_bias_relu.py", workspace)
-    install_run(workspace, source)
-    return source
 
 
 async def test_code_request_lens_and_diff(client, workspace, tuned):

@@ -11,33 +11,15 @@ from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
 from asight_lsp.runs import Run, read_records
-from pytest_lsp import ClientServerConfig
-
-from tests.lsp.conftest import SERVER, copy_fixture, initialize, open_doc, plain, server_env, wait_for
+from tests.lsp.conftest import TUNING_CONFIG, copy_fixture, initialize, open_doc, plain, wait_for, watch_runs
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
-# batches of 8 trials: progress (and a point to cancel at) every few seconds
-CONFIG = ClientServerConfig(server_command=SERVER, server_env={**server_env(), "ASIGHT_TRIALS_PER_ITER": "8"})
 
 
-@pytest_lsp.fixture(config=CONFIG)
+@pytest_lsp.fixture(config=TUNING_CONFIG)
 async def client(lsp_client: LanguageClient):
-    lsp_client.run_updates = []
-    lsp_client.refreshes = []
-
-    @lsp_client.feature(P.NOTIFY_RUN_UPDATED)
-    def run_updated(params):
-        lsp_client.run_updates.append(plain(params))
-
-    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def lens_refresh(params):
-        lsp_client.refreshes.append("codeLens")
-
-    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def hint_refresh(params):
-        lsp_client.refreshes.append("inlayHint")
-
+    watch_runs(lsp_client)
     yield
     await lsp_client.shutdown_session()
 
