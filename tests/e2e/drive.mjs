@@ -181,6 +181,15 @@ try {
   step("candidates", { rows: facts.candidateRows, tooltip: facts.tooltip });
   await shot("search-space");
 
+  // One candidate's scheduled code beside the source, from its row's "code" (asight/code).
+  const codeRow = wv.locator(".selection table.candidates tbody tr").last();
+  const codeTrial = await codeRow.getAttribute("data-trial");
+  await codeRow.locator("button.link", { hasText: "code" }).click();
+  const candidateTab = page.locator(".tabs-container .tab", { hasText: new RegExp(`trial-${codeTrial}(-best)?\\.scheduled`) });
+  await candidateTab.first().waitFor({ timeout: 60000 });
+  facts.candidateCodeTab = (await candidateTab.first().innerText()).replace(/\s+/g, "");
+  step("candidate code", { tab: facts.candidateCodeTab, trial: codeTrial });
+
   // Open one candidate's schedule in an editor (asight-schedule: document).
   await wv.locator(".selection button.link", { hasText: "open" }).first().click();
   const tab = page.locator(".tabs-container .tab", { hasText: /trial-\d+\.py/ });

@@ -74,3 +74,9 @@ def test_design_space_lens_tunes_and_hints_its_sampling_calls(session):
     # matmul_space.py samples three 2-way tiles and an unroll step: e.g. "best [8, 8]", "best 64"
     assert any(re.fullmatch(r"best \[\d+, \d+\]", h) for h in session["spaceHints"]), session["spaceHints"]
     assert all(h.startswith("best ") and "?" not in h for h in session["spaceHints"]), session["spaceHints"]
+
+
+def test_candidate_code_from_the_search_space_panel(session):
+    reached(session, "candidate code")
+    trial = session["steps"]["candidate code"]["trial"]
+    assert re.search(rf"trial-{trial}(-best)?\.scheduled\.py", session["candidateCodeTab"]), session["candidateCodeTab"]

@@ -61,6 +61,7 @@ await run("searchSpace", async () => {
   await boxes.nth(1).check();
   await page.locator(".selection button", { hasText: "Compare" }).click();
   await page.locator(".selection button.link", { hasText: "open" }).first().click();
+  await page.locator(".selection button.link", { hasText: "code" }).nth(1).click();
   await page.selectOption("header select", "older");
   await page.selectOption(".colour-by select", "category");
   facts.fillsByCategory = await page.evaluate(() =>

@@ -65,6 +65,8 @@ def test_click_lists_candidates_and_posts_open_and_compare(rendered):
     opened = [m for m in posted if m["type"] == "openCandidate"]
     assert len(compare) == 1 and compare[0]["run"] == "mbr128" and len(set(compare[0]["trials"])) == 2
     assert len(opened) == 1 and opened[0]["run"] == "mbr128" and opened[0]["trial"] in fixture("searchSpace")["candidates"]["trial"]
+    code = [m for m in posted if m["type"] == "showCandidateCode"]   # the second row's "code"
+    assert len(code) == 1 and code[0]["run"] == "mbr128" and code[0]["trial"] != opened[0]["trial"]
     assert {"type": "selectRun", "run": "older"} in posted
     assert {"type": "state", "cell": f["bigCell"]["id"]} in posted
     assert f["fillsByCategory"] != f["fills"], "colour-by-category repaints the cells"

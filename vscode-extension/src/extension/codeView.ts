@@ -65,6 +65,25 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
     return this.open(payload, args.uri);
   }
 
+  /**
+   * One candidate of a run (the search-space panel's "code"): the panel knows the run, and the
+   * source file when it was opened from an editor; otherwise the run's summary names the file.
+   */
+  async showCandidate(run: string, trial: number, args: { uri?: string; function?: string }): Promise<void> {
+    let { uri, function: fn } = args;
+    if (!uri || !fn) {
+      const res = await this.server.request<{ runs?: P.RunSummary[] }>(P.REQ_RUNS, {});
+      const summary = res?.runs?.find((r) => r.id === run);
+      if (!summary?.file) {
+        void vscode.window.showWarningMessage(`ASight: run ${run} does not say which file it tuned`);
+        return;
+      }
+      uri = uri ?? vscode.Uri.file(summary.file).toString();
+      fn = fn ?? summary.function;
+    }
+    await this.show({ uri, function: fn, run, candidate: trial });
+  }
+
   /** Open a payload the server returned (also from the `asight.showCode` lens). */
   async open(payload: CodePayload | undefined, source: string): Promise<CodePayload | undefined> {
     if (!payload || P.isUnavailable(payload) || typeof payload.text !== "string") {

@@ -19,12 +19,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel("ASight", { log: true });
   const server = new ServerManager(output, commandMiddleware(() => parts!));
   const schedules = new ScheduleDocuments(server);
+  const codeViews = new CodeViews(server);
   const panels = new PanelManager(context, server, {
     openCandidate: (run, trial) => schedules.open(run, trial),
+    showCandidateCode: (run, trial, args) => codeViews.showCandidate(run, trial, args),
     compareCandidates: (run, a, b) => schedules.compare(run, a, b),
   });
   const tuning = new TuningUi(server, (kind, run) => void panels.show(kind, { run: run.id, function: run.function }));
-  const codeViews = new CodeViews(server);
   parts = { server, tuning, panels, schedules, codeViews };
   context.subscriptions.push(output, server, schedules, panels, tuning, codeViews);
   registerCommands(context, parts);

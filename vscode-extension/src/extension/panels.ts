@@ -26,6 +26,8 @@ export const PANEL_REQUESTS: Record<PanelKind, string> = {
 /** What the host does for a webview's requests (open schedules, diffs). */
 export interface PanelActions {
   openCandidate(run: string, trial: number): Promise<void>;
+  /** The candidate's scheduled code beside its source; ``args`` are the panel's (uri, function). */
+  showCandidateCode(run: string, trial: number, args: P.ViewArgs): Promise<void>;
   compareCandidates(run: string, a: number, b: number): Promise<void>;
 }
 
@@ -179,6 +181,8 @@ export class PanelManager implements vscode.Disposable {
           return await this.show(msg.kind, p.state.args);
         case "openCandidate":
           return await this.actions.openCandidate(msg.run, msg.trial);
+        case "showCandidateCode":
+          return await this.actions.showCandidateCode(msg.run, msg.trial, p.state.args);
         case "compareCandidates":
           return await this.actions.compareCandidates(msg.run, msg.trials[0], msg.trials[1]);
         case "revealSource":

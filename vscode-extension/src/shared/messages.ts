@@ -65,6 +65,8 @@ export interface ReadyMessage { type: "ready" }
 export interface RefreshMessage { type: "refresh" }
 /** Open one candidate's schedule (trace, scheduled TVMScript when the server has it) in an editor. */
 export interface OpenCandidateMessage { type: "openCandidate"; run: string; trial: number }
+/** Show one candidate's scheduled code beside the source, linked line by line (`asight/code`). */
+export interface ShowCandidateCodeMessage { type: "showCandidateCode"; run: string; trial: number }
 /** Show two candidates' schedules as a diff. */
 export interface CompareCandidatesMessage { type: "compareCandidates"; run: string; trials: [number, number] }
 /** Jump to a source range (0-based LSP range). */
@@ -83,8 +85,8 @@ export interface OpenPanelMessage { type: "openPanel"; kind: PanelKind }
 /** Remember the panel's UI state (selected cell). */
 export interface StateMessage { type: "state"; cell: number | null }
 
-export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | CompareCandidatesMessage |
-  RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage;
+export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | ShowCandidateCodeMessage |
+  CompareCandidatesMessage | RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage;
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isStr = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length < 4096;
@@ -101,7 +103,8 @@ export function parseWebviewMessage(raw: unknown): WebviewMessage | null {
     case "refresh":
       return { type: m.type };
     case "openCandidate":
-      return isStr(m.run) && isInt(m.trial) ? { type: "openCandidate", run: m.run, trial: m.trial } : null;
+    case "showCandidateCode":
+      return isStr(m.run) && isInt(m.trial) ? { type: m.type, run: m.run, trial: m.trial } : null;
     case "compareCandidates": {
       const t = m.trials;
       return isStr(m.run) && Array.isArray(t) && t.length === 2 && isInt(t[0]) && isInt(t[1])

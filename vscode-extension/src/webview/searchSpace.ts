@@ -188,8 +188,12 @@ function cellDetails(c: Cell, cats: Map<number, Category>, cands: Candidates, ru
     });
     const open = h("button", { type: "button", class: "link", title: "Open this candidate's schedule in an editor" }, "open");
     open.addEventListener("click", () => post({ type: "openCandidate", run: runId, trial: r.trial }));
+    const code = h("button", { type: "button", class: "link",
+      title: "Show this candidate's scheduled code beside the source, linked line by line" }, "code");
+    code.addEventListener("click", () => post({ type: "showCandidateCode", run: runId, trial: r.trial }));
     body.appendChild(h("tr", { "data-trial": r.trial }, h("td", {}, box), h("td", { class: "num" }, String(r.trial)),
-      h("td", { class: "num" }, formatLatency(r.latencyUs)), h("td", {}, categoryLabel(cats, r.category)), h("td", {}, open)));
+      h("td", { class: "num" }, formatLatency(r.latencyUs)), h("td", {}, categoryLabel(cats, r.category)),
+      h("td", {}, open, " ", code)));
   }
   return [
     h("h2", {}, `Cell ${c.id}`),
