@@ -268,7 +268,8 @@ class RunStore:
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise AsightError(f"no run '{ref}' in {self.runs_dir}")
+            raise AsightError(f"no run '{ref}' in {self.runs_dir} (--work-dir names another store; "
+                              "a run's directory path works from anywhere)")
         raise AsightError(f"run '{ref}' is ambiguous: {', '.join(r.id for r in matches[:5])}")
 
     def find_resumable(self, file: str, function: str, source_hashes: dict, target_label: str,

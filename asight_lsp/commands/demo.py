@@ -53,7 +53,9 @@ def run(args) -> int:
     if report:
         print(f"report   {report}")
     print("next:")
-    print(f"  asight profile {source} --run {meta.id}")
+    run_dir = job.run.path  # a path works from any folder; the id only where the store is (--work-dir)
+    print(f"  asight profile {source} --run {run_dir}")
+    print(f"  asight code {source} --run {run_dir} [--level lowered|llvm|asm]   # the generated code, line-linked")
     print(f"  open {work} in VS Code with the ASight extension: lenses, hotspots and the search-space panel")
     print(f"  the run (MetaSchedule's JSON database + run.json) is in {job.run.path}")
     return 0
