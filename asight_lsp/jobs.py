@@ -505,7 +505,7 @@ def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: s
 
 def user_space(text: str, outline: Outline, req: TuneRequest) -> dict:
     """The design space function ``req.space`` as run.json records it (statically; not executed here)."""
-    from .spaces import SPACE_MODES, find_spaces, function_for_space
+    from .spaces import SPACE_MODES, find_spaces, function_for_space, space_hash
     if req.space_mode not in SPACE_MODES:
         raise AsightError(f"--space-mode must be one of {', '.join(SPACE_MODES)} (got '{req.space_mode}')")
     if req.guided_by:
@@ -522,9 +522,7 @@ def user_space(text: str, outline: Outline, req: TuneRequest) -> dict:
         named = f" (it names blocks {', '.join(space.blocks)})" if space.blocks else ""
         raise AsightError(f"cannot tell which PrimFunc '{space.name}' schedules{named}; pick one with --func "
                           f"(PrimFuncs: {prims})")
-    lines = text.splitlines()
-    body = "\n".join(lines[space.range["start"]["line"]:space.range["end"]["line"] + 1])
-    return {"function": space.name, "mode": req.space_mode, "hash": source_hash(body), "line": space.line,
+    return {"function": space.name, "mode": req.space_mode, "hash": space_hash(text, space, outline), "line": space.line,
             "applies_to": applies_to, "sites": [_site_dict(s) for s in space.sites]}
 
 

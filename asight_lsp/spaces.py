@@ -16,6 +16,7 @@ import ast
 from dataclasses import asdict, dataclass, field
 
 from .ranges import node_range
+from .runs import source_hash
 from .sourcemap import Outline, build_outline, parse_chunks
 
 # Schedule method -> the trace instruction kind it records.
@@ -64,6 +65,35 @@ class SpaceFunction:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+CONTEXT_NODES = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.ClassDef)
+
+
+def module_context(tree: ast.Module, unit_lines: set) -> ast.Module:
+    """The statements of a file that define a space function's environment: its imports,
+    assignments and plain ``def``/``class`` statements, not the TVMScript units (0-based first lines
+    ``unit_lines``) nor other top-level code.  The tuning job executes exactly these."""
+    def first_line(node):
+        decorators = getattr(node, "decorator_list", None) or [node]
+        return decorators[0].lineno - 1
+    kept = [node for node in tree.body
+            if isinstance(node, CONTEXT_NODES) and first_line(node) not in unit_lines]
+    return ast.Module(body=kept, type_ignores=[])
+
+
+def space_hash(text: str, space: "SpaceFunction", outline: Outline | None = None) -> str:
+    """What a space run is keyed by (resume, staleness): the function's text and, when the file
+    parses, everything the tuning job executes with it (imports, constants, helpers; formatting and
+    comments aside), so editing ``UNROLL_STEPS = [...]`` makes a new space, not a resumed one."""
+    lines = text.splitlines()
+    body = "\n".join(lines[space.range["start"]["line"]:space.range["end"]["line"] + 1])
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return source_hash(body)
+    unit_lines = {u.start_line for u in (outline or build_outline(text)).units}
+    return source_hash(body + "\n" + ast.unparse(module_context(tree, unit_lines)))
 
 
 def find_spaces(text: str, path: str = "<text>", outline: Outline | None = None) -> list[SpaceFunction]:

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass
 
 from ..analysis.spacestats import SiteStats, site_stats
-from ..runs import DB_RECORDS, RunMeta, read_records, source_hash
-from ..spaces import SampleSite, SpaceFunction, find_spaces
+from ..runs import DB_RECORDS, RunMeta, read_records
+from ..spaces import SampleSite, SpaceFunction, find_spaces, space_hash
 from .results import RunIndex
 
 _STATS: dict[str, tuple] = {}   # run dir -> (records file size, stats by recorded line)
@@ -35,12 +35,6 @@ def document_spaces(doc) -> list[SpaceFunction]:
         found = find_spaces(doc.text, doc.path) if ".sample_" in doc.text else []   # most files: no parse
         cached = doc.memo["spaces"] = (doc.text, found)
     return cached[1]
-
-
-def space_hash(text: str, space: SpaceFunction) -> str:
-    """As ``jobs.user_space`` records it."""
-    lines = text.splitlines()
-    return source_hash("\n".join(lines[space.range["start"]["line"]:space.range["end"]["line"] + 1]))
 
 
 def space_runs(index: RunIndex, path: str, name: str) -> list[RunMeta]:

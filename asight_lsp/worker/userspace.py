@@ -20,11 +20,11 @@ import contextlib
 import sys
 import traceback
 
+from ..spaces import module_context
 from .compat import ms, s_tir
 
 SAMPLING = {"sample_perfect_tile": "SamplePerfectTile", "sample_partitioned_tile": "SamplePartitionedTile",
             "sample_categorical": "SampleCategorical", "sample_compute_location": "SampleComputeLocation"}
-CONTEXT_NODES = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.ClassDef)
 
 
 class SpaceError(Exception):
@@ -51,16 +51,6 @@ def user_line(tb, path: str) -> int | None:
 
 
 # --------------------------------------------------------------------------- load
-
-
-def module_context(tree: ast.Module, unit_lines: set) -> ast.Module:
-    """The statements of the file that define the function's environment (see module docstring)."""
-    def first_line(node):
-        decorators = getattr(node, "decorator_list", None) or [node]
-        return decorators[0].lineno - 1
-    kept = [node for node in tree.body
-            if isinstance(node, CONTEXT_NODES) and first_line(node) not in unit_lines]
-    return ast.Module(body=kept, type_ignores=[])
 
 
 def load_space_function(text: str, path: str, name: str, unit_lines: set):

@@ -9,7 +9,7 @@ from asight_lsp.diagnostics import check_text
 from asight_lsp.errors import AsightError
 from asight_lsp.jobs import TuneRequest, start_tune
 from asight_lsp.sourcemap import build_outline
-from asight_lsp.spaces import find_spaces, function_for_space
+from asight_lsp.spaces import find_spaces, function_for_space, space_hash
 
 from pathlib import Path
 
@@ -116,3 +116,15 @@ def test_start_tune_refuses_bad_space_requests(tmp_path):
     with pytest.raises(AsightError, match="cannot tell which PrimFunc 'schedule_matmul'.*--func.*matmul64, other"):
         start_tune(TuneRequest(file=str(src), space="schedule_matmul", store_root=str(tmp_path / ".asight")))
     assert not (tmp_path / ".asight" / "runs").exists() or not any((tmp_path / ".asight" / "runs").iterdir())
+
+
+def test_space_key_follows_what_the_job_executes():
+    """Resume/staleness key: the function and its context (constants, imports, helpers), not the
+    TVMScript (hashed per function elsewhere) nor formatting or comments."""
+    def key(text):
+        return space_hash(text, find_spaces(text)[0])
+    base = key(TEXT)
+    assert key(TEXT.replace("UNROLL_STEPS = [0, 16, 64]", "UNROLL_STEPS = [0, 16, 64, 512]")) != base
+    assert key(TEXT.replace("max_innermost_factor=8)", "max_innermost_factor=4)")) != base
+    assert key(TEXT.replace("UNROLL_STEPS = [0, 16, 64]", "UNROLL_STEPS = [0,16,64]  # tried")) == base
+    assert key(TEXT.replace("T.float32(0)", "T.float32(0.0)")) == base   # the PrimFunc is keyed on its own
