@@ -17,8 +17,9 @@ from .analysis.codelinks import (asm_links, attach_line_counts, attach_shares, b
 from .analysis.traces import block_infos, format_trace, parse_decisions
 from .errors import AsightError
 from .jobs import check_selection, select
-from .profiles import _check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile
-from .runs import Run, RunStore, read_records
+from .profiles import (_check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile,
+                       profile_blocks)
+from .runs import Run, RunStore, function_hash, read_records
 from .sourcemap import build_outline
 
 SCHEMA = "asight.code/1"
@@ -41,6 +42,12 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
     records file, 0-based); None = the best record.  ``serial`` builds the schedule without its
     ``Parallel`` instructions (a variant: assembly of parallel loops has no line info).
     """
+    return _view(path, run, candidate, level, function, store_root, worker, text, check, serial)[0]
+
+
+def _view(path: str, run: str | None, candidate: int | None, level: str, function: str | None,
+          store_root: str | None, worker, text: str | None, check: bool, serial: bool) -> tuple[dict, dict | None]:
+    """``code_view``'s payload and the record it shows (None: untuned); the run's records are read once."""
     if level not in LEVELS:
         raise AsightError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
     text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
@@ -50,7 +57,8 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
     found = _find_run(path, run, selection, store_root)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
-    record = _record(found, candidate) if candidate is not None else None
+    records = read_records(found.path) if found else []
+    record = _record(found, records, candidate) if candidate is not None else None
     params = {**_unit_params(text, outline, selection), "level": level,
               "run_dir": str(found.path) if found else None,
               "target": _prepare_run(found).target if found else None,
@@ -59,7 +67,7 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
         if check:
             check_unit(text, path, selection, client)
         reply = client.request("code", params, timeout=300)
-    payload = _payload(path, selection, found, record, reply, outline)
+    payload, record = _payload(path, selection, found, records, record, reply)
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
         payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "
@@ -68,12 +76,11 @@ def code_view(path: str, run: str | None = None, candidate: int | None = None, l
         payload["serial"] = True
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
-    return payload
+    return payload, record
 
 
 def _stale(run: Run, selection, text: str) -> bool:
     """Whether the selected function's source differs from what the run tuned (jobs.start_tune's hashes)."""
-    from .server.results import function_hash
     hashes = run.load().source_hashes or {}
     known = [fn for fn in selection.functions if fn.id in hashes]
     return any(hashes[fn.id] != function_hash(text, fn) for fn in known)
@@ -94,25 +101,25 @@ def _find_run(path: str, run: str | None, selection, store_root: str | None) -> 
     return found
 
 
-def _record(run: Run, trial: int) -> dict:
-    records = read_records(run.path)
+def _record(run: Run, records: list[dict], trial: int) -> dict:
     if trial < 0 or trial >= len(records):
         raise AsightError(f"run {run.id} has no candidate {trial} (it has {len(records)}: 0..{len(records) - 1})")
     return records[trial]
 
 
-def best_trial(run: Run, latency_us: float | None, workload: int | None = None) -> dict | None:
-    """The record of ``run`` the worker called best (same latency; first such trial)."""
+def best_trial(records: list[dict], latency_us: float | None, workload: int | None = None) -> dict | None:
+    """The record the worker called best (same latency; first such trial)."""
     if latency_us is None:
         return None
-    for rec in read_records(run.path):
+    for rec in records:
         if rec["latency_us"] is not None and abs(rec["latency_us"] - latency_us) <= 1e-6 * max(latency_us, 1.0) \
                 and (workload is None or rec["workload"] == workload):
             return rec
     return None
 
 
-def _payload(path: str, selection, run: Run | None, record: dict | None, reply: dict, outline) -> dict:
+def _payload(path: str, selection, run: Run | None, records: list[dict], record: dict | None,
+             reply: dict) -> tuple[dict, dict | None]:
     level = reply["level"]
     if reply.get("format") == "tagged-tvmscript":
         text, links = strip_tags(reply["text"])
@@ -121,10 +128,10 @@ def _payload(path: str, selection, run: Run | None, record: dict | None, reply: 
         links = llvm_links(text) if level == "llvm" else asm_links(text)
     applied = reply.get("applied") or {}
     if record is None and run is not None:
-        record = best_trial(run, applied.get("latency_us"))
+        record = best_trial(records, applied.get("latency_us"))
         best = True
     else:
-        best = record is not None and run is not None and _is_best(run, record)
+        best = record is not None and run is not None and _is_best(records, record)
     profile = load_profile(run) if run is not None and best else None
     shares = _shares(profile, selection)
     if shares:
@@ -139,11 +146,11 @@ def _payload(path: str, selection, run: Run | None, record: dict | None, reply: 
             "text": text, "links": links, "bySource": [{"sourceLine": k, "lines": v} for k, v in by_source(links).items()],
             "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
             "lineShareSource": LINE_SHARE_SOURCE if counts else None,
-            "note": _note(run, best, shares, level)}
+            "note": _note(run, best, shares, level)}, record
 
 
-def _is_best(run: Run, record: dict) -> bool:
-    valid = [r for r in read_records(run.path) if r["latency_us"] is not None and r["workload"] == record["workload"]]
+def _is_best(records: list[dict], record: dict) -> bool:
+    valid = [r for r in records if r["latency_us"] is not None and r["workload"] == record["workload"]]
     return bool(valid) and record["latency_us"] is not None and record["latency_us"] <= min(r["latency_us"] for r in valid)
 
 
@@ -169,7 +176,6 @@ def _shares(profile: dict | None, selection) -> list[dict]:
     """Measured latency share per source block, only for the record the profile measured (the best)."""
     if not profile:
         return []
-    from .server.results import profile_blocks
     out = []
     for fn in selection.functions:
         blocks = profile_blocks(profile, fn) or {}
@@ -203,26 +209,18 @@ def code_diff(path: str, a: dict, b: dict, function: str | None = None, store_ro
     """
     text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
     with _worker(worker) as client:
-        views = [code_view(path, side.get("run"), side.get("candidate"), "scheduled", function, store_root,
-                           client, text, check=(k == 0)) for k, side in enumerate((a, b))]
+        views = [_view(path, side.get("run"), side.get("candidate"), "scheduled", function, store_root,
+                       client, text, k == 0, False) for k, side in enumerate((a, b))]
     outline = build_outline(text, path)
-    fn = outline.function(views[0]["function"])
+    fn = outline.function(views[0][0]["function"])
     blocks = block_infos(fn) if fn is not None else {}
     sides = []
-    for side, view in zip((a, b), views):
-        record = _side_record(side, view, store_root)
+    for view, record in views:
         sides.append({"run": view["run"], "candidate": view["candidate"], "text": view["text"],
                       "trace": format_trace(record["insts"], record["decisions"]) if record else "",
                       "decisions": {d.key: d for d in parse_decisions(record["insts"], record["decisions"], blocks)}
                       if record else {}})
-    return diff_payload(path, views[0]["function"], sides)
-
-
-def _side_record(side: dict, view: dict, store_root: str | None) -> dict | None:
-    cand = view.get("candidate") or {}
-    if view.get("run") is None or cand.get("trial") is None:
-        return None
-    return _record(RunStore(store_root).get(side["run"] or view["run"]), cand["trial"])
+    return diff_payload(path, views[0][0]["function"], sides)
 
 
 def diff_payload(path: str, function: str, sides: list[dict]) -> dict:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from .errors import AsightError
 from .guidance import plan_guidance, seed_from
-from .runs import Run, RunMeta, RunStore, read_records, source_hash
-from .sourcemap import Function, Outline, Unit, build_outline, function_text
+from .runs import Run, RunMeta, RunStore, function_hash, read_records
+from .sourcemap import Function, Outline, Unit, build_outline
 from .targets import target_config
 from .workerclient import worker_env
 
@@ -423,7 +423,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
     check_rpc(req.rpc)
     if not isinstance(req.trials, int) or req.trials < 1:
         raise AsightError(f"--trials must be a positive number (got {req.trials})")
-    hashes = {fn.id: source_hash(function_text(text, fn)) for fn in selection.functions}
+    hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}
     store = RunStore(req.store_root)
     file = os.path.abspath(req.file)
     guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,

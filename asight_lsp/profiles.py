@@ -27,8 +27,8 @@ import msgpack
 from .errors import AsightError
 from .diagnostics import check_text
 from .jobs import LIVE_STATES, InputError, Selection, check_selection, select
-from .runs import Run, RunMeta, RunStore, source_hash
-from .sourcemap import Block, Function, Outline, build_outline, decode_source, function_text
+from .runs import Run, RunMeta, RunStore, function_hash
+from .sourcemap import Block, Function, Outline, build_outline, decode_source
 
 PROFILE_SCHEMA = "asight.profile/1"
 CACHE_FILE = "profile.msgpack"
@@ -213,7 +213,7 @@ def _run_source(run: Run, meta: RunMeta) -> tuple[str, str]:
     try:
         text = _read(meta.file)
         outline = build_outline(text, meta.file)
-        hashes = {f.id: source_hash(function_text(text, f)) for f in outline.functions if f.id in meta.source_hashes}
+        hashes = {f.id: function_hash(text, f) for f in outline.functions if f.id in meta.source_hashes}
         if hashes == meta.source_hashes:
             return text, meta.file
     except AsightError:
@@ -257,7 +257,7 @@ def _cache_key(text: str, selection: Selection, run: Run | None, options: Profil
     records = run.records_path if run is not None else None
     stat = records.stat() if records is not None and records.exists() else None
     return {"function": selection.label,
-            "source": {f.id: source_hash(function_text(text, f)) for f in selection.functions},
+            "source": {f.id: function_hash(text, f) for f in selection.functions},
             "records": [stat.st_size, stat.st_mtime_ns] if stat else None,
             "options": options.worker_params(), "schema": PROFILE_SCHEMA}
 
@@ -630,3 +630,23 @@ def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict
                     "us": sum(t["us"] for t in covering),
                     "fused_with": sorted({v for t in covering for v in t.get("vars", []) if v != name})})
     return out
+
+
+def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
+    """``{block name: {us, share, source}}`` of one function in a profile (tuned program first)."""
+    if not isinstance(profile, dict):
+        return None
+    kernel = next((k for k in profile.get("kernels") or [] if k.get("function") in (fn.id, fn.name)), None)
+    if kernel is None:
+        return None
+    blocks = kernel.get("blocks") or {}
+    label = "tuned" if blocks.get("tuned") else "baseline"
+    entries = blocks.get(label) or []
+    stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
+    out = {}
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name"):
+            note = entry.get("attribution", "stage")
+            out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
+                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
+    return out or None

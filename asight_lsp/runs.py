@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import AsightError
+from .sourcemap import Function, function_text
 
 RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")
@@ -43,6 +44,11 @@ def source_hash(text: str) -> str:
     """Hash of one function's source text, ignoring trailing spaces and blank lines."""
     normal = "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+def function_hash(text: str, fn: Function) -> str:
+    """The per-function source hash runs are keyed by (``RunMeta.source_hashes``)."""
+    return source_hash(function_text(text, fn))
 
 
 @dataclass

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ..analysis.trace_summary import source_blocks, summarize_trace
 from ..errors import AsightError
-from ..runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta, source_hash
-from ..sourcemap import Function, function_text
+from ..profiles import profile_blocks
+from ..runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta, function_hash
+from ..sourcemap import Function
 
 LIVE_STATES = ("queued", "running")
 PROFILE_FILE = "profile.msgpack"   # written by asight_lsp.profiles
@@ -50,11 +51,6 @@ class FunctionResult:
 
     def block(self, name: str) -> dict | None:
         return (self.summary or {}).get("blocks", {}).get(name)
-
-
-def function_hash(text: str, fn: Function) -> str:
-    """The per-function source hash runs are keyed by (same as ``jobs.start_tune``)."""
-    return source_hash(function_text(text, fn))
 
 
 def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
@@ -298,26 +294,6 @@ class RunIndex:
             names.append(_workload_strings(line))
         self._workload_names[run_id] = (size, names)
         return names
-
-
-def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
-    """``{block name: {us, share, source}}`` of one function in a profile (tuned program first)."""
-    if not isinstance(profile, dict):
-        return None
-    kernel = next((k for k in profile.get("kernels") or [] if k.get("function") in (fn.id, fn.name)), None)
-    if kernel is None:
-        return None
-    blocks = kernel.get("blocks") or {}
-    label = "tuned" if blocks.get("tuned") else "baseline"
-    entries = blocks.get(label) or []
-    stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
-    out = {}
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("name"):
-            note = entry.get("attribution", "stage")
-            out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
-                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
-    return out or None
 
 
 def _blocks_key(fn: Function) -> tuple:

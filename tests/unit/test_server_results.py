@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.runs import Run, RunMeta
-from asight_lsp.server.results import (RunIndex, format_latency, function_hash, profile_blocks, relative_time,
-                                       result_lens_title, run_summary)
+from asight_lsp.profiles import profile_blocks
+from asight_lsp.runs import Run, RunMeta, function_hash
+from asight_lsp.server.results import RunIndex, format_latency, relative_time, result_lens_title, run_summary
 from asight_lsp.sourcemap import build_outline
 
 ROOT = Path(__file__).resolve().parents[2]
