@@ -26,7 +26,7 @@ from pathlib import Path
 from .errors import AsightError
 from .guidance import plan_guidance, seed_from
 from .runs import Run, RunMeta, RunStore, function_hash, read_records
-from .sourcemap import Function, Outline, Unit, build_outline
+from .sourcemap import Outline, Unit, build_outline
 from .targets import target_config
 from .workerclient import worker_env
 
@@ -505,13 +505,13 @@ def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: s
 
 def user_space(text: str, outline: Outline, req: TuneRequest) -> dict:
     """The design space function ``req.space`` as run.json records it (statically; not executed here)."""
-    from .spaces import SPACE_MODES, find_spaces, function_for_space, space_hash
+    from .spaces import SPACE_MODES, find_spaces, function_for_space, space_by_name, space_hash
     if req.space_mode not in SPACE_MODES:
         raise AsightError(f"--space-mode must be one of {', '.join(SPACE_MODES)} (got '{req.space_mode}')")
     if req.guided_by:
         raise AsightError("--space and --guided-by cannot be combined")
     spaces = find_spaces(text, req.file, outline)
-    space = next((s for s in spaces if s.name == req.space), None)
+    space = space_by_name(spaces, req.space)
     if space is None:
         known = ", ".join(s.name for s in spaces) or "none"
         raise AsightError(f"no design space function '{req.space}' in {req.file} (a def taking a schedule and "

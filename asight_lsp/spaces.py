@@ -74,11 +74,8 @@ def module_context(tree: ast.Module, unit_lines: set) -> ast.Module:
     """The statements of a file that define a space function's environment: its imports,
     assignments and plain ``def``/``class`` statements, not the TVMScript units (0-based first lines
     ``unit_lines``) nor other top-level code.  The tuning job executes exactly these."""
-    def first_line(node):
-        decorators = getattr(node, "decorator_list", None) or [node]
-        return decorators[0].lineno - 1
     kept = [node for node in tree.body
-            if isinstance(node, CONTEXT_NODES) and first_line(node) not in unit_lines]
+            if isinstance(node, CONTEXT_NODES) and _first_line(node) not in unit_lines]
     return ast.Module(body=kept, type_ignores=[])
 
 
@@ -116,8 +113,10 @@ def space_by_name(spaces: list[SpaceFunction], name: str) -> SpaceFunction | Non
     return next((s for s in spaces if s.name == name), None)
 
 
-def _first_line(node: ast.FunctionDef) -> int:
-    return (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+def _first_line(node: ast.stmt) -> int:
+    """0-based first line of a statement, its decorators included (where a unit starts)."""
+    decorators = getattr(node, "decorator_list", None) or [node]
+    return decorators[0].lineno - 1
 
 
 def _space_function(node: ast.FunctionDef, lines: list[str], offset: int) -> SpaceFunction | None:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
-from ..runs import RunMeta
+from ..runs import RunMeta, function_hash
 from ..sourcemap import Function
 from .results import run_summary
 from .state import ServerState, find_function
@@ -44,7 +44,6 @@ def runs_payload(req: PayloadRequest) -> dict:
         metas = list(reversed(index.metas()))
     current = {}
     if req.function is not None and req.text is not None:
-        from .results import function_hash
         current = {req.function.id: function_hash(req.text, req.function)}
     runs = []
     for meta in metas:

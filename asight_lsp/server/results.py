@@ -22,7 +22,7 @@ from pathlib import Path
 from ..analysis.trace_summary import source_blocks, summarize_trace
 from ..errors import AsightError
 from ..profiles import profile_blocks
-from ..runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta, function_hash
+from ..runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 from ..sourcemap import Function
 
 LIVE_STATES = ("queued", "running")

@@ -37,6 +37,17 @@ def document_spaces(doc) -> list[SpaceFunction]:
     return cached[1]
 
 
+def document_space_hash(doc, space: SpaceFunction) -> str:
+    """``spaces.space_hash`` of one of the document's spaces, memoised per text: it parses the whole
+    file, and hovers and inlay hints ask for it on every request."""
+    cached = doc.memo.get("spaceHashes")
+    if cached is None or cached[0] is not doc.text:
+        cached = doc.memo["spaceHashes"] = (doc.text, {})
+    if space.name not in cached[1]:
+        cached[1][space.name] = space_hash(doc.text, space)
+    return cached[1][space.name]
+
+
 def space_runs(index: RunIndex, path: str, name: str) -> list[RunMeta]:
     """Runs of ``path`` tuned with the space function ``name``, newest first."""
     return [m for m in reversed(index.for_file(path)) if (m.extra.get("space") or {}).get("function") == name]
@@ -48,7 +59,7 @@ def space_result(index: RunIndex, doc, space: SpaceFunction, stats: bool = True)
     runs = space_runs(index, doc.path, space.name)
     if not runs:
         return None
-    current = space_hash(doc.text, space)
+    current = document_space_hash(doc, space)
     fresh = [m for m in runs if m.extra["space"].get("hash") == current]
     meta = next((m for m in fresh if m.trials_done), None) or (fresh[0] if fresh else runs[0])
     stale = meta.extra["space"].get("hash") != current

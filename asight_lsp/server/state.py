@@ -16,11 +16,11 @@ from typing import Any
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from ..runs import default_store_root
+from ..runs import default_store_root, function_hash
 from ..sourcemap import Function, Outline
 from .options import ServerOptions
 from .outline_cache import DocumentOutline, OutlineCache
-from .results import FunctionResult, RunIndex, function_hash
+from .results import FunctionResult, RunIndex
 
 
 class Status(str, enum.Enum):

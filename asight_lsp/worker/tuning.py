@@ -13,7 +13,6 @@ this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intri
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field

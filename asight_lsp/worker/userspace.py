@@ -20,11 +20,8 @@ import contextlib
 import sys
 import traceback
 
-from ..spaces import module_context
+from ..spaces import SAMPLING_METHODS, module_context
 from .compat import ms, s_tir
-
-SAMPLING = {"sample_perfect_tile": "SamplePerfectTile", "sample_partitioned_tile": "SamplePartitionedTile",
-            "sample_categorical": "SampleCategorical", "sample_compute_location": "SampleComputeLocation"}
 
 
 class SpaceError(Exception):
@@ -97,7 +94,7 @@ def guarded(fn, path: str, name: str):
 @contextlib.contextmanager
 def recording(path: str, calls: list):
     """Wrap ``Schedule.sample_*``: each call appends {method, line (1-based), inst} to ``calls``."""
-    originals = {name: getattr(s_tir.Schedule, name) for name in SAMPLING if hasattr(s_tir.Schedule, name)}
+    originals = {name: getattr(s_tir.Schedule, name) for name in SAMPLING_METHODS if hasattr(s_tir.Schedule, name)}
 
     def wrap(name, original):
         def sample(self, *args, **kwargs):
