@@ -19,12 +19,13 @@ from .errors import AsightError
 from .jobs import check_selection, select
 from .profiles import (_check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile,
                        profile_blocks)
+from .protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from .runs import Run, RunStore, function_hash, read_records
 from .sourcemap import build_outline
 
-SCHEMA = "asight.code/1"
-DIFF_SCHEMA = "asight.codeDiff/1"
-LEVELS = ("scheduled", "lowered", "llvm", "asm")
+SCHEMA = SCHEMA_CODE
+DIFF_SCHEMA = SCHEMA_CODE_DIFF
+LEVELS = tuple(CODE_LEVELS)
 LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm"}
 LINE_SHARE_SOURCE = ("the run's cached profile with cachegrind (asight profile --cachegrind): instructions "
                      "executed (Ir) per source line in a serial build of the best record, simulated by valgrind")

@@ -21,16 +21,16 @@ from __future__ import annotations
 import json
 
 from ..analysis.codelinks import tag
+from ..protocol import CODE_LEVELS
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
-from .parse import parse_unit
+from .parse import parse_request
 from .profiling import _database, _latency, _prim_funcs, _target, apply_record, best_record, fresh_copy
 
-LEVELS = ("scheduled", "lowered", "llvm", "asm")
+LEVELS = CODE_LEVELS
 
 
 def _function(params: dict):
-    parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
-                        params.get("aliases") or {})
+    parsed = parse_request(params)
     funcs = _prim_funcs(parsed, params.get("function"))
     if len(funcs) != 1:
         names = ", ".join(name for name, _ in funcs)

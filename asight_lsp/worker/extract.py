@@ -92,9 +92,8 @@ def _failed(message: str) -> dict:
 
 def _source_workload(params: dict):
     """The tuned PrimFunc rebuilt from source text (fallback when the workload file is unreadable)."""
-    from .parse import parse_unit
-    parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
-                        params.get("aliases") or {})
+    from .parse import parse_request
+    parsed = parse_request(params)
     if isinstance(parsed, tirx.PrimFunc):
         return ms.database.Workload(normalize_mod(parsed))
     name = params["function"].split(".")[-1]

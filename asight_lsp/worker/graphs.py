@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from .compat import Trace, host_target, normalize_mod, relax, s_tir, stmt_children, tirx, tvm, tvm_ffi
-from .parse import parse_unit
+from .parse import parse_request
 
 ITER_KINDS = {0: "S", 1: "T", 2: "R", 3: "C", 4: "O"}
 # tirx expression classes -> op label (index arithmetic inside loads is never visited)
@@ -268,8 +268,7 @@ def block_graph(params: dict, emit=None) -> dict:
     function.  A trace that does not apply gives ``{"error": ...}`` in its slot; the others are still
     described.
     """
-    parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
-                        params.get("aliases") or {})
+    parsed = parse_request(params)
     if isinstance(parsed, tvm.IRModule) and not any(isinstance(parsed[gv], tirx.PrimFunc)
                                                     for gv in parsed.get_global_vars()):
         raise ValueError("the unit has no PrimFunc (is it a Relax module? use relax_graph)")
@@ -490,8 +489,7 @@ def _single_call(prim, call, var, site: int, produced: dict, edges: list):
 
 def relax_graph(params: dict, emit=None) -> dict:
     """Source bindings and tuned kernel calls of a Relax function (default ``main``)."""
-    parsed = parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
-                        params.get("aliases") or {})
+    parsed = parse_request(params)
     fn = params.get("function") or "main"
     if not isinstance(parsed, tvm.IRModule) or fn not in [g.name_hint for g in parsed.get_global_vars()] \
             or not isinstance(parsed[fn], relax.Function):

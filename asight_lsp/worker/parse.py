@@ -24,6 +24,12 @@ def mask_text(lines: list[str], start: int, end: int) -> str:
     return "\n" * start + "\n".join(lines[start:end + 1])
 
 
+def parse_request(params: dict):
+    """The unit a worker request names (``text``, ``unit``, ``constants``, ``aliases``), parsed."""
+    return parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
+                      params.get("aliases") or {})
+
+
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
     """The parsed PrimFunc/IRModule of one unit (cached by position, text, constants and aliases)."""
     body = "\n".join(lines[unit["start_line"]:unit["end_line"] + 1])

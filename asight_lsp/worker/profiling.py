@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm, tvm_ffi
-from .parse import parse_unit
+from .parse import parse_request
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-4   # atol is scaled by max(1, max |reference|)
@@ -41,12 +41,6 @@ _SGEMM: dict | None = None
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def _parsed(params: dict):
-    """The unit named in ``params`` (PrimFunc or IRModule), parsed from the (masked) text."""
-    return parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
-                      params.get("aliases") or {})
 
 
 def _target(spec):
@@ -819,7 +813,7 @@ def _options(params: dict) -> dict:
 def profile(params: dict, emit=None) -> dict:
     """Profile one function or unit; see the module docstring for what is measured."""
     started = time.perf_counter()
-    parsed = _parsed(params)
+    parsed = parse_request(params)
     target = _target(params.get("target"))
     db = _database(params.get("run_dir"))
     opts = _options(params)
@@ -842,8 +836,7 @@ def profile(params: dict, emit=None) -> dict:
 
 
 def _candidate(spec: dict, function: str | None):
-    parsed = parse_unit(spec["text"].splitlines(), spec["unit"], spec.get("constants") or {},
-                        spec.get("aliases") or {})
+    parsed = parse_request(spec)
     funcs = _prim_funcs(parsed, spec.get("function"))
     if len(funcs) != 1:
         raise ValueError("the candidate must hold exactly one PrimFunc (name it with its function)")
@@ -852,7 +845,7 @@ def _candidate(spec: dict, function: str | None):
 
 def apply_best(params: dict, emit=None) -> dict:
     """Per function (TIR) or tuned task (Relax): the best record's scheduled TVMScript and trace."""
-    parsed = _parsed(params)
+    parsed = parse_request(params)
     db = _database(params.get("run_dir"))
     if db is None:
         raise ValueError("the run has no tuning records")
