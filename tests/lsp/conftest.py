@@ -53,6 +53,10 @@ async def initialize(client: LanguageClient, kind: str = "vscode", root: Path | 
     return time.perf_counter() - started
 
 
+def ident(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=uri)
+
+
 def open_doc(client: LanguageClient, path: Path, text: str | None = None, version: int = 1) -> str:
     uri = uri_of(path)
     client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
@@ -156,4 +160,4 @@ def watch_runs(client: LanguageClient) -> None:
 
 
 __all__ = ["plain", "request", "CONFIG", "FIXTURES", "ROOT", "initialize", "open_doc", "replace_all", "wait_for", "messages", "uri_of",
-           "copy_fixture", "install_run", "pytest_lsp", "TUNING_CONFIG", "watch_runs"]
+           "copy_fixture", "install_run", "pytest_lsp", "TUNING_CONFIG", "watch_runs", "ident"]

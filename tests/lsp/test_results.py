@@ -13,7 +13,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
-from tests.lsp.conftest import CONFIG, copy_fixture, initialize, open_doc, replace_all, request
+from tests.lsp.conftest import CONFIG, copy_fixture, ident, initialize, open_doc, replace_all, request
 
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
 MATMUL_LOOP, MATMUL_BLOCK = 15, 16   # 0-based lines in matmul_bias_relu.py
@@ -24,9 +24,6 @@ async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
 
-
-def ident(uri: str) -> types.TextDocumentIdentifier:
-    return types.TextDocumentIdentifier(uri=uri)
 
 
 async def lenses(client, uri):

@@ -11,7 +11,7 @@ from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
 from asight_lsp.runs import Run, read_records
-from tests.lsp.conftest import TUNING_CONFIG, copy_fixture, initialize, open_doc, plain, wait_for, watch_runs
+from tests.lsp.conftest import TUNING_CONFIG, copy_fixture, ident, initialize, open_doc, plain, wait_for, watch_runs
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
@@ -23,9 +23,6 @@ async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
 
-
-def ident(uri):
-    return types.TextDocumentIdentifier(uri=uri)
 
 
 async def tune(client, uri, trials):
