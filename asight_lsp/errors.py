@@ -6,6 +6,10 @@ class AsightError(Exception):
     """A problem with what the user asked for (bad argument, unknown function, ...): CLI exit 2."""
 
 
+class InputError(AsightError):
+    """The file itself has errors (syntax, refused by the safety gate): the CLI exits 1."""
+
+
 class WorkerError(AsightError):
     """The TVM worker answered a request with an error."""
 

@@ -17,7 +17,7 @@ def fixture_text(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def worker():
-    from asight_lsp.workerclient import WorkerClient
+    from asight_lsp.engine.client import WorkerClient
 
     client = WorkerClient()
     yield client

@@ -18,8 +18,8 @@ import msgpack
 import numpy as np
 
 from ..errors import AsightError, WorkerError
-from ..runs import Run, RunMeta, read_records
-from ..sourcemap import Function, build_outline
+from ..store.runs import Run, RunMeta, read_records
+from ..tvmscript.outline import Function, build_outline
 from . import featurelayout as fl
 from .traces import BlockInfo, Decision, TraceParser, block_infos, label_sketches
 

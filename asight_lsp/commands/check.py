@@ -1,8 +1,8 @@
 """``asight check FILE``: parse and well-formedness diagnostics."""
 from __future__ import annotations
 
-from ..diagnostics import check_text
-from ..workerclient import WorkerClient
+from ..tvmscript.diagnostics import check_text
+from ..engine.client import WorkerClient
 from .common import human_location, print_json, read_source
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from ..codeview import LEVELS, code_diff, code_view
+from ..services.codeview import LEVELS, code_diff, code_view
 from ..errors import AsightError
 from .common import print_json, read_source
 
@@ -33,7 +33,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..workerclient import WorkerClient
+    from ..engine.client import WorkerClient
     text = read_source(args.file).decode("utf-8", errors="replace")
     if args.candidate is not None and args.candidate < 0:
         raise AsightError(f"--candidate must be a trial index >= 0, not {args.candidate}")

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import AsightError
-from ..jobs import TuneRequest, start_tune
+from ..services.tuning import TuneRequest, start_tune
 from .common import print_json
 from .tune import follow, fmt_us, print_summary, speedup
 
@@ -40,7 +40,7 @@ def run(args) -> int:
     if not quiet:
         print_summary(job, meta)
         print(f"tuning took {time.perf_counter() - started:.0f} s")
-    from ..workerclient import WorkerClient
+    from ..engine.client import WorkerClient
     with WorkerClient() as worker:
         profile = None if args.no_profile else run_profile(job.run, say, worker)
         report = None if args.no_report else make_report(source, job.run, work, worker, say)
@@ -75,7 +75,7 @@ def copy_example(name: str, work: Path) -> Path:
 
 def run_profile(run, say, worker) -> dict:
     """Profile untuned vs best (per block) and print the table."""
-    from ..profiles import profile_run
+    from ..services.profiling import profile_run
     from .profile import render
     say("profiling untuned vs best (per block) ...")
     profile = profile_run(run, worker)

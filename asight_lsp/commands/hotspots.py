@@ -1,6 +1,6 @@
 """``asight hotspots FILE --run R``: source blocks (TIR) or bindings (Relax) ranked by tuned latency.
 
-The latency is measured on the *tuned* program (``asight_lsp.profiles``: rdtsc per stage, or the
+The latency is measured on the *tuned* program (``asight_lsp.services.profiling``: rdtsc per stage, or the
 Relax VM's per-call timing); the worker describes the source and the tuned program as graphs
 (``block_graph`` / ``relax_graph``) and ``analysis.matching`` maps one onto the other, so each
 measured stage or kernel call lands on the source lines the user edits.  ``collect`` is the entry
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from ..analysis.hotspots import relax_hotspots, tir_hotspots
+from ..analysis.hotspot_ranking import relax_hotspots, tir_hotspots
 from ..analysis.matching import match_relax, match_tir
 from ..errors import AsightError
-from ..jobs import check_selection, select
-from ..runs import RunStore
-from ..sourcemap import build_outline
+from ..tvmscript.selection import check_selection, select
+from ..store.runs import RunStore
+from ..tvmscript.outline import build_outline
 from .common import print_json, read_source
 
 SCHEMA = "asight.hotspots/1"
@@ -34,7 +34,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..workerclient import WorkerClient
+    from ..engine.client import WorkerClient
     with WorkerClient(args.python) as worker:
         result = collect(args.file, args.run_ref, args.func, args.work_dir, worker, use_cache=not args.no_cache)
     if args.json:
@@ -50,7 +50,7 @@ def run(args) -> int:
 def collect(path: str, run_ref: str, function: str | None = None, store_root: str | None = None, worker=None,
             use_cache: bool = True, text: str | None = None, profile: dict | None = None) -> dict:
     """Hotspots of ``path`` for a run: profile (cached in the run), graphs, match, ranking."""
-    from ..profiles import profile_file
+    from ..services.profiling import profile_file
     text = read_source(path).decode("utf-8", errors="replace") if text is None else text
     run = RunStore(store_root).get(run_ref)
     meta = run.load()

@@ -1,7 +1,7 @@
 """``asight outline FILE``: functions, blocks, loops, buffers, bindings with 0-based LSP ranges."""
 from __future__ import annotations
 
-from ..sourcemap import build_outline
+from ..tvmscript.outline import build_outline
 from .common import print_json, read_source
 
 

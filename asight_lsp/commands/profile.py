@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from ..jobs import InputError
-from ..profiles import ProfileOptions, profile_file
-from ..workerclient import WorkerClient
+from ..errors import InputError
+from ..services.profiling import ProfileOptions, profile_file
+from ..engine.client import WorkerClient
 from .common import print_json
 
 

@@ -1,6 +1,6 @@
 """``asight report FILE --run R -o OUT.html``: one self-contained HTML report of a run.
 
-Sections: hotspots (when ``asight_lsp.analysis.hotspots`` is available: it profiles the tuned
+Sections: hotspots (when ``asight_lsp.analysis.hotspot_ranking`` is available: it profiles the tuned
 program through the worker; ``--no-hotspots`` skips it), search space (honeycomb + contours),
 loop view, stage graph, design principles and the best schedule.
 """
@@ -52,7 +52,7 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
     payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
                 "stageGraph": stage_graph(data), "principles": principles(data, seed=seed)}
     hot, hot_error = None, None
-    if hotspots and importlib.util.find_spec("asight_lsp.analysis.hotspots") is not None:
+    if hotspots and importlib.util.find_spec("asight_lsp.analysis.hotspot_ranking") is not None:
         if worker is None:
             hot_error = "the TVM worker was not started (--no-extract)"
         else:
@@ -61,8 +61,8 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
                 hot = collect(file, str(data.run.path), None, store_root, worker, text=text)
             except (AsightError, WorkerError) as err:
                 hot_error = str(err)
-    from ..guidance import compare_with_plain
-    from ..runs import RunStore
+    from ..services.guidance import compare_with_plain
+    from ..store.runs import RunStore
     guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
     return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided)
 
@@ -82,7 +82,7 @@ def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root:
 
 
 def run(args) -> int:
-    from ..workerclient import WorkerClient
+    from ..engine.client import WorkerClient
     read_source(args.file)  # a missing file is a one-line error before anything starts
     if args.no_extract:
         out = write_report(args.file, args.run_ref, args.output, args.work_dir, None, not args.no_hotspots, args.seed)

@@ -5,8 +5,10 @@ import sys
 import time
 
 from ..errors import AsightError
-from ..jobs import InputError, TuneJob, TuneRequest, failure_message, start_tune
-from ..runs import RunMeta
+from ..errors import InputError
+from ..services.jobs import TuneJob, failure_message
+from ..services.tuning import TuneRequest, start_tune
+from ..store.runs import RunMeta
 from .common import print_json
 
 EXIT_CANCELLED = 130

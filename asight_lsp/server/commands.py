@@ -16,11 +16,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from .. import protocol as P
 from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
 from ..errors import AsightError
-from ..runs import Run
-from ..sourcemap import build_outline
+from ..store.runs import Run
+from ..tvmscript.outline import build_outline
 from . import custom
 from .actions import ScheduleUnavailable, compute_schedule_edit
-from .results import format_latency, run_summary
+from ..store.index import format_latency, run_summary
 from .state import Job, ServerState, Status
 
 
@@ -62,7 +62,7 @@ async def tune(ls, *args):
     require_trust(ls, "tuning")
     doc = ls.doc(_required(a, "uri"))
     state: ServerState = ls.state
-    from ..jobs import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
+    from ..services.tuning import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
     req = TuneRequest(file=doc.path, function=a.get("function"), target=a.get("target") or state.options.target,
                       trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
                       rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
@@ -203,7 +203,7 @@ def _attach(state: ServerState, run_id: str) -> list:
         raise JsonRpcInvalidParams(f"no run '{run_id}'")
     if meta.state not in ("queued", "running"):
         return []
-    from ..jobs import TuneJob
+    from ..services.jobs import TuneJob
     return [TuneJob.attach(Run(state.index.run_dir(run_id)))]
 
 
@@ -215,7 +215,7 @@ async def profile(ls, *args):
     require_trust(ls, "profiling")
     doc = ls.doc(_required(a, "uri"))
     state: ServerState = ls.state
-    from .. import profiles  # TVM-free; imported on first use
+    from ..services import profiling as profiles  # TVM-free; imported on first use
     token = await begin_progress(ls, f"ASight: profiling {a.get('function') or doc.path}", cancellable=False)
     try:
         data = await asyncio.to_thread(profiles.profile_file, doc.path, a.get("function"), a.get("run"),

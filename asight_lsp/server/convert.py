@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..ranges import contains
+from ..tvmscript.ranges import contains
 
 class RawJSON(str):
     """A handler result that is already JSON text (ASCII): sent as it is (``app.AsightProtocol``)."""

@@ -15,9 +15,9 @@ from typing import Any, Callable
 from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
-from ..runs import RunMeta, function_hash
-from ..sourcemap import Function
-from .results import run_summary
+from ..store.runs import RunMeta, function_hash
+from ..tvmscript.outline import Function
+from ..store.index import run_summary
 from .state import ServerState, find_function
 
 
@@ -87,7 +87,7 @@ def hotspots_payload(req: PayloadRequest) -> dict:
 
 def code_payload(req: PayloadRequest) -> dict:
     """``asight/code``: the function's generated code at ``level`` linked to its source lines."""
-    from ..codeview import code_view
+    from ..services.codeview import code_view
     from ..errors import AsightError
     level, candidate = _code_params(req.params)
     if req.file is None or req.function is None:
@@ -101,7 +101,7 @@ def code_payload(req: PayloadRequest) -> dict:
 
 def code_diff_payload(req: PayloadRequest) -> dict:
     """``asight/codeDiff``: two candidates' scheduled code, traces and decisions side by side."""
-    from ..codeview import code_diff
+    from ..services.codeview import code_diff
     from ..errors import AsightError
     sides = [req.params.get(key) for key in ("a", "b")]
     if req.file is None or req.function is None or not all(isinstance(s, dict) and isinstance(s.get("run"), str)
@@ -175,7 +175,7 @@ async def build_request(ls, params: dict) -> PayloadRequest:
         file, text = doc.path, doc.text
         outline = (await state.outline(doc)).outline if doc.is_open else None
         if outline is None:
-            from ..sourcemap import build_outline
+            from ..tvmscript.outline import build_outline
             outline = build_outline(doc.text, doc.path)
         name = params.get("function")
         fn = find_function(outline, name if isinstance(name, str) else None)

@@ -14,12 +14,12 @@ import json
 
 from lsprotocol import types
 
-from ..diagnostics import problem_to_diagnostic, static_diagnostics, worker_units
+from ..tvmscript.diagnostics import problem_to_diagnostic, static_diagnostics, worker_units
 from ..errors import WorkerError
-from ..ranges import make_range
-from ..sourcemap import Outline, Unit
+from ..tvmscript.ranges import make_range
+from ..tvmscript.outline import Outline, Unit
 from .convert import to_diagnostic
-from .outline_cache import DocumentOutline
+from ..tvmscript.outline_cache import DocumentOutline
 from .state import DocState
 
 

@@ -8,11 +8,11 @@ from lsprotocol import types
 
 from ..analysis.spacestats import hover_markdown as space_markdown
 from ..analysis.trace_summary import block_headline, loop_choices
-from ..ranges import contains
-from ..sourcemap import Block, Function, Loop, Outline
+from ..tvmscript.ranges import contains
+from ..tvmscript.outline import Block, Function, Loop, Outline
 from .convert import to_range
-from .results import FunctionResult, format_latency, format_speedup, relative_time
-from .spaceresults import document_spaces, site_at, space_result
+from ..store.index import FunctionResult, format_latency, format_speedup, relative_time
+from ..services.space_results import document_spaces, site_at, space_result
 
 KIND_WORDS = {"S": "spatial", "R": "reduce", "C": "scan", "O": "opaque"}
 

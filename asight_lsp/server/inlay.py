@@ -7,10 +7,10 @@ from lsprotocol import types
 
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
-from ..sourcemap import Function
+from ..tvmscript.outline import Function
 from .hover import choice_text
-from .results import FunctionResult
-from .spaceresults import document_spaces, space_result
+from ..store.index import FunctionResult
+from ..services.space_results import document_spaces, space_result
 
 
 def _end_of_line(lines: list[str], line: int) -> int:

@@ -7,10 +7,10 @@ import time
 from lsprotocol import types
 
 from .. import protocol as P
-from ..sourcemap import Function, Outline
+from ..tvmscript.outline import Function, Outline
 from .convert import RawJSON
-from .results import FunctionResult, format_latency, result_lens_title
-from .spaceresults import document_spaces, space_result
+from ..store.index import FunctionResult, format_latency, result_lens_title
+from ..services.space_results import document_spaces, space_result
 
 
 RETUNE_MIN_TRIALS = 20  # analysis.principles.MIN_RUN: fewer measured candidates give no principle

@@ -16,11 +16,11 @@ from typing import Any
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from ..runs import default_store_root, function_hash
-from ..sourcemap import Function, Outline
+from ..store.runs import default_store_root, function_hash
+from ..tvmscript.outline import Function, Outline
 from .options import ServerOptions
-from .outline_cache import DocumentOutline, OutlineCache
-from .results import FunctionResult, RunIndex
+from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
+from ..store.index import FunctionResult, RunIndex
 
 
 class Status(str, enum.Enum):
@@ -101,7 +101,7 @@ class ServerState:
     def worker(self):
         """The TVM worker client (imported lazily: the server never imports TVM itself)."""
         if self._worker is None:
-            from ..workerclient import WorkerClient
+            from ..engine.client import WorkerClient
             self._worker = WorkerClient(self.options.worker_python)
         return self._worker
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runs import Run
+from ..store.runs import Run
 from .context import RunData, load_run
 from .loops import LOOP_VIEW_SCHEMA, STAGE_GRAPH_SCHEMA, loop_view, stage_graph, stage_graph_of
 from .principles import SCHEMA as PRINCIPLES_SCHEMA, principles

@@ -13,8 +13,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..analysis.candidates import CandidateTable, load_candidates, source_function
-from ..runs import Run, RunMeta, RunStore
-from ..sourcemap import Function
+from ..store.runs import Run, RunMeta, RunStore
+from ..tvmscript.outline import Function
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """``asight.principles/1``: ranked design principles of a run, each with its search constraint."""
 from __future__ import annotations
 
-from ..analysis.principles import describe, mine
+from ..analysis.principle_mining import describe, mine
 from ..analysis.vectors import decision_columns
 from .context import RunData, clean, run_info
 

@@ -9,7 +9,7 @@ import traceback
 def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # TVM and user prints must never corrupt the frame stream
-    from ..framing import FrameError, read_frame, write_frame
+    from ..engine.framing import FrameError, read_frame, write_frame
     from .handlers import HANDLERS
 
     while True:

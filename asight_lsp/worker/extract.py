@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runs import read_json_lines, read_records
+from ..store.runs import read_json_lines, read_records
 from .compat import ms, normalize_mod, s_tir, stub_tensor_intrin, tirx, tvm
 
 FEATURES_SCHEMA = "asight.features/1"

@@ -11,7 +11,7 @@ import time
 
 from .compat import tvm
 
-MODULES = ["parse", "tuning", "profiling", "extract", "graphs", "codeview"]
+MODULES = ["parse", "metaschedule", "measure", "extract", "graphs", "generated_code"]
 
 
 def ping(params: dict, emit=None) -> dict:

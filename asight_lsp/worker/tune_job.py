@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 
-from ..runs import Run, RunMeta
+from ..store.runs import Run, RunMeta
 
 SPACE_PROBE_TIMEOUT_S = float(os.environ.get("ASIGHT_SPACE_TIMEOUT_S", "60"))
 
@@ -62,7 +62,7 @@ class Job:
             if self.finished:
                 return
             self.finished = True
-            from ..runs import read_records
+            from ..store.runs import read_records
             done = len(read_records(self.run.path))
             meta = self.run.load()
             meta.state, meta.error, meta.finished = state, error, time.time()
@@ -115,8 +115,8 @@ class Job:
         return 0
 
     def tune(self, meta: RunMeta) -> None:
-        from . import tuning
-        from ..runs import read_records
+        from . import metaschedule as tuning
+        from ..store.runs import read_records
         parsed, member = self.parse(meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
@@ -187,7 +187,7 @@ class Job:
         returns the SpaceGenerator to tune with.  A function that does not return within
         ``SPACE_PROBE_TIMEOUT_S`` fails the run.
         """
-        from ..sourcemap import build_outline
+        from ..tvmscript.outline import build_outline
         from . import userspace
         space = meta.extra["space"]
         if plan.kind != "tir" or len(plan.tasks) != 1:
@@ -215,7 +215,7 @@ class Job:
 
     def parse(self, meta: RunMeta):
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
-        from ..sourcemap import build_outline
+        from ..tvmscript.outline import build_outline
         from .parse import error_to_problem, parse_unit
         selection = meta.extra.get("selection") or {}
         text = self.run.source_path.read_text(encoding="utf-8")

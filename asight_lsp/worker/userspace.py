@@ -20,7 +20,7 @@ import contextlib
 import sys
 import traceback
 
-from ..spaces import SAMPLING_METHODS, module_context
+from ..tvmscript.design_spaces import SAMPLING_METHODS, module_context
 from .compat import ms, s_tir
 
 
@@ -149,7 +149,7 @@ def probe(mod, target, fn, path: str) -> dict:
     position in the design space's trace, ordinal = position among its sampling instructions
     (records of this space keep that order), line = 0-based source line of the call.
     """
-    from .tuning import prepare_intrinsics
+    from .metaschedule import prepare_intrinsics
     prepare_intrinsics(target)   # the target's default rules are built with the context
     calls: list = []
     context = ms.TuneContext(mod=mod, target=target, space_generator=ms.space_generator.ScheduleFn(fn),

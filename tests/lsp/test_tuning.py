@@ -10,7 +10,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
-from asight_lsp.runs import Run, read_records
+from asight_lsp.store.runs import Run, read_records
 from tests.lsp.conftest import TUNING_CONFIG, copy_fixture, ident, initialize, open_doc, plain, wait_for, watch_runs
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]

@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from asight_lsp.analysis import featurelayout as fl
-from asight_lsp.analysis.candidates import (FEATURES_FILE, build_candidates, ensure_features, load_candidates,
-                                            read_feature_cache, write_feature_cache)
+from asight_lsp.analysis.candidates import (FEATURES_FILE, build_candidates, ensure_features, load_candidates, read_feature_cache, write_feature_cache)
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
 from asight_lsp.analysis.traces import TraceParser, block_infos, format_trace, label_sketches, parse_decisions
-from asight_lsp.runs import Run, read_records
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.store.runs import Run, read_records
+from asight_lsp.tvmscript.outline import build_outline
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "fixtures" / "runs" / "mbr128"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from asight_lsp.analysis.constraints import describe, is_decision_constraint, trace_violations, violations
 from asight_lsp.analysis.traces import parse_decisions
-from asight_lsp.runs import read_records
+from asight_lsp.store.runs import read_records
 from tests.conftest import FIXTURES
 
 RECORDS = read_records(FIXTURES / "runs" / "mbr128")

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from asight_lsp.errors import AsightError
-from asight_lsp.guidance import faster_principles, load_user_principles, plan_guidance, seed_from
-from asight_lsp.runs import Run, RunStore, read_records
+from asight_lsp.services.guidance import faster_principles, load_user_principles, plan_guidance, seed_from
+from asight_lsp.store.runs import Run, RunStore, read_records
 from tests.conftest import FIXTURES
 
 
@@ -66,7 +66,7 @@ def test_seed_copies_the_database(store, tmp_path):
 
 
 def test_compare_with_plain_at_the_same_budget(store, tmp_path):
-    from asight_lsp.guidance import compare_with_plain
+    from asight_lsp.services.guidance import compare_with_plain
 
     base = Run(store.runs_dir / "mbr128")
     guided = Run(store.runs_dir / "guided")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from asight_lsp.analysis import matching
-from asight_lsp.analysis.hotspots import relax_hotspots, tir_hotspots
+from asight_lsp.analysis.hotspot_ranking import relax_hotspots, tir_hotspots
 from asight_lsp.commands import hotspots as command
 from asight_lsp.errors import AsightError
-from asight_lsp.runs import RunMeta, RunStore
+from asight_lsp.store.runs import RunMeta, RunStore
 
 from test_matching_recorded import RECORDED  # noqa: E402  (same folder, no package)
 

@@ -1,4 +1,4 @@
-"""jobs.py without TVM: request validation, selection, resume keys, state repair, event polling."""
+"""services/tuning.py and services/jobs.py without TVM: request validation, selection, resume keys, state repair, event polling."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp import jobs
-from asight_lsp.errors import AsightError
-from asight_lsp.jobs import InputError, TuneJob, TuneRequest, refresh_run, select, start_tune
-from asight_lsp.runs import Run, RunMeta, RunStore, source_hash
-from asight_lsp.sourcemap import build_outline, function_text
+from asight_lsp.errors import AsightError, InputError
+from asight_lsp.services import jobs, tuning
+from asight_lsp.services.jobs import TuneJob, refresh_run
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.tvmscript.selection import select
+from asight_lsp.store.runs import Run, RunMeta, RunStore, source_hash
+from asight_lsp.tvmscript.outline import build_outline, function_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "fixtures"
@@ -150,13 +152,13 @@ def test_bad_trials_and_missing_file(tmp_path):
 
 
 def test_target_labels():
-    host = jobs.host_label()
-    assert host.startswith("host:") and host.endswith(f":{jobs._cores()}")
-    assert jobs.check_target(None) == host == jobs.check_target("llvm") == jobs.check_target('{"kind": "llvm"}')
-    assert jobs.check_target("llvm  -mcpu=skylake") == "llvm -mcpu=skylake"
-    assert jobs.check_target('{"mcpu": "a", "kind": "llvm"}') == '{"kind":"llvm","mcpu":"a"}'
-    assert jobs.check_target("cuda") == "cuda"
-    assert jobs.check_target("nvidia/geforce-rtx-3080") == "nvidia/geforce-rtx-3080"
+    host = tuning.host_label()
+    assert host.startswith("host:") and host.endswith(f":{tuning._cores()}")
+    assert tuning.check_target(None) == host == tuning.check_target("llvm") == tuning.check_target('{"kind": "llvm"}')
+    assert tuning.check_target("llvm  -mcpu=skylake") == "llvm -mcpu=skylake"
+    assert tuning.check_target('{"mcpu": "a", "kind": "llvm"}') == '{"kind":"llvm","mcpu":"a"}'
+    assert tuning.check_target("cuda") == "cuda"
+    assert tuning.check_target("nvidia/geforce-rtx-3080") == "nvidia/geforce-rtx-3080"
 
 
 # --------------------------------------------------------------------------- runs: create, resume, repair
@@ -170,7 +172,7 @@ def fake_spawn(monkeypatch, script: str = "pass") -> list:
         spawned.append(run.id)
         return subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
 
-    monkeypatch.setattr(jobs, "spawn", spawn)
+    monkeypatch.setattr(tuning, "spawn", spawn)
     return spawned
 
 

@@ -12,8 +12,8 @@ from asight_lsp.analysis.candidates import build_candidates
 from asight_lsp.analysis.loopview import STRATEGIES, loop_view
 from asight_lsp.analysis.stagegraph import build_graph, layered_positions
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
-from asight_lsp.runs import Run
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.store.runs import Run
+from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views import missing_keys
 from asight_lsp.views import loop_view as loop_view_payload, stage_graph
 from asight_lsp.views.context import load_run

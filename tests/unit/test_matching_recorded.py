@@ -13,7 +13,7 @@ import json
 import pytest
 
 from asight_lsp.analysis import matching
-from asight_lsp.analysis.hotspots import relax_hotspots, tir_hotspots
+from asight_lsp.analysis.hotspot_ranking import relax_hotspots, tir_hotspots
 
 RECORDED = json.loads(r"""
 {

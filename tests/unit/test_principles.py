@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from asight_lsp.analysis.candidates import build_candidates
-from asight_lsp.analysis.principles import benjamini_hochberg, mine
+from asight_lsp.analysis.principle_mining import benjamini_hochberg, mine
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
-from asight_lsp.runs import Run, RunMeta
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.store.runs import Run, RunMeta
+from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views import missing_keys
 from asight_lsp.views.context import RunData, load_run
 from asight_lsp.views.principles import principles

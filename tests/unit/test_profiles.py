@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
-from asight_lsp import profiles
+from asight_lsp.services import profiling as profiles
 from asight_lsp.commands import profile as profile_cmd
-from asight_lsp.jobs import select
-from asight_lsp.runs import RunMeta, RunStore
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.selection import select
+from asight_lsp.store.runs import RunMeta, RunStore
+from asight_lsp.tvmscript.outline import build_outline
 
 from tests.conftest import FIXTURES, fixture_text
 

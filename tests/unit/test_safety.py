@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from asight_lsp.diagnostics import check_text
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.diagnostics import check_text
+from asight_lsp.tvmscript.outline import build_outline
 from tests.conftest import FIXTURES, fixture_text
 
 HOSTILE = sorted(p.name for p in (FIXTURES / "hostile").glob("*.py"))

@@ -8,18 +8,18 @@ from pathlib import Path
 from asight_lsp import protocol as P
 from asight_lsp.analysis.trace_summary import source_blocks, summarize_trace
 from asight_lsp.errors import WorkerCrashed
-from asight_lsp.runs import RunMeta, read_records
+from asight_lsp.store.runs import RunMeta, read_records
 from asight_lsp.server import diagnostics as D
 from asight_lsp.server.actions import _function_part, schedule_edit, schedule_function_text
 from asight_lsp.server.hover import block_facts, hover_markdown, target_at
 from asight_lsp.server.inlay import block_hints, loop_hints
 from asight_lsp.server.lens import function_lenses, lens_line
 from asight_lsp.server.options import ServerOptions
-from asight_lsp.server.outline_cache import OutlineCache
-from asight_lsp.server.results import FunctionResult
+from asight_lsp.tvmscript.outline_cache import OutlineCache
+from asight_lsp.store.index import FunctionResult
 from asight_lsp.server.state import DocState
 from asight_lsp.server.symbols import outline_nodes
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.outline import build_outline
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MBR = (FIXTURES / "matmul_bias_relu.py").read_text()

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.profiles import profile_blocks
-from asight_lsp.runs import Run, RunMeta, function_hash
-from asight_lsp.server.results import RunIndex, format_latency, relative_time, result_lens_title, run_summary
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.services.profiling import profile_blocks
+from asight_lsp.store.runs import Run, RunMeta, function_hash
+from asight_lsp.store.index import RunIndex, format_latency, relative_time, result_lens_title, run_summary
+from asight_lsp.tvmscript.outline import build_outline
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -106,7 +106,7 @@ def test_formats():
 def test_result_lens_title_and_summary():
     meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=128, trials_requested=128,
                    best_us=200.0, baseline_us=21400.0, finished=time.time() - 180)
-    from asight_lsp.server.results import FunctionResult
+    from asight_lsp.store.index import FunctionResult
     result = FunctionResult("main", meta, Path("."), stale=False)
     assert result_lens_title(result) == "0.20 ms · 107× vs untuned · 128 trials · 3 min ago"
     result.stale = True

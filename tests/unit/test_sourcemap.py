@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.outline import build_outline
 from tests.conftest import fixture_text
 
 EXPECTED = {
@@ -150,7 +150,7 @@ def test_half_typed_block_yields_what_is_known():
 
 
 def test_incremental_outline_equals_a_fresh_one():
-    from asight_lsp import sourcemap
+    from asight_lsp.tvmscript import outline as sourcemap
 
     base = fixture_text("matmul64.py") + "\n\n" + fixture_text("softmax.py").split("\n", 1)[1]
     build_outline(base)

@@ -14,8 +14,8 @@ from asight_lsp.analysis import contour as ct
 from asight_lsp.analysis import honeycomb as hc
 from asight_lsp.analysis.candidates import build_candidates
 from asight_lsp.analysis.synthetic import SOURCE, _row, synthetic_run
-from asight_lsp.runs import Run, RunMeta
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.store.runs import Run, RunMeta
+from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views import missing_keys
 from asight_lsp.views.context import RunData, load_run
 from asight_lsp.views.searchspace import luminance, search_space

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from asight_lsp.runs import DB_RECORDS, RunMeta, RunStore
-from asight_lsp.server.results import RunIndex
-from asight_lsp.server.spaceresults import document_spaces, site_at, space_hash, space_result
+from asight_lsp.store.runs import DB_RECORDS, RunMeta, RunStore
+from asight_lsp.store.index import RunIndex
+from asight_lsp.services.space_results import document_spaces, site_at, space_hash, space_result
 from asight_lsp.server.state import DocState
-from asight_lsp.spaces import find_spaces
+from asight_lsp.tvmscript.design_spaces import find_spaces
 
 TEXT = (Path(__file__).resolve().parents[2] / "fixtures" / "matmul_space.py").read_text()
 SPACE = find_spaces(TEXT)[0]

@@ -5,11 +5,11 @@ import textwrap
 
 import pytest
 
-from asight_lsp.diagnostics import check_text
+from asight_lsp.tvmscript.diagnostics import check_text
 from asight_lsp.errors import AsightError
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.sourcemap import build_outline
-from asight_lsp.spaces import find_spaces, function_for_space, space_hash
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.tvmscript.outline import build_outline
+from asight_lsp.tvmscript.design_spaces import find_spaces, function_for_space, space_hash
 
 from pathlib import Path
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from asight_lsp.diagnostics import check_text
+from asight_lsp.tvmscript.diagnostics import check_text
 from asight_lsp.errors import WorkerCrashed, WorkerTimeout
 from tests.conftest import FIXTURES, ROOT, fixture_text
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.codeview import code_diff, code_view
+from asight_lsp.services.codeview import code_diff, code_view
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "fixtures" / "matmul_bias_relu.py"
@@ -25,9 +25,9 @@ def source_lines():
 
 def fresh_run(tmp_path) -> Path:
     """A copy of mbr128 keyed by the fixture's current function hash (as the LSP tests install it)."""
-    from asight_lsp.runs import Run
-    from asight_lsp.runs import function_hash
-    from asight_lsp.sourcemap import build_outline
+    from asight_lsp.store.runs import Run
+    from asight_lsp.store.runs import function_hash
+    from asight_lsp.tvmscript.outline import build_outline
     run = tmp_path / "mbr128"
     shutil.copytree(RUN, run)
     meta = Run(run).load()
@@ -138,7 +138,7 @@ def test_shares_from_a_cached_profile(worker, tmp_path, source_lines, monkeypatc
         {"name": "matmul", "us": 100.0, "share": 0.8}, {"name": "bias_add", "us": 5.0, "share": 0.04},
         {"name": "relu", "us": 20.0, "share": 0.16}]}, "stages": {"tuned": {"source": "rdtsc"}},
         "cachegrind": {"tuned": {"lines": [{"line": 21, "Ir": 900}, {"line": 30, "Ir": 100}]}}}]}
-    monkeypatch.setattr("asight_lsp.codeview.load_profile", lambda _run: profile)
+    monkeypatch.setattr("asight_lsp.services.codeview.load_profile", lambda _run: profile)
     view = _view(worker, tmp_path, "scheduled", run=str(run))
     shares = {source_lines[link["sourceLine"]].strip().split("[")[0]: link.get("share") for link in view["links"]
               if STORE.match(source_lines[link["sourceLine"]])}

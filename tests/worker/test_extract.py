@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asight_lsp.analysis.candidates import FEATURES_FILE, decode_rows, ensure_features, read_feature_cache
-from asight_lsp.runs import Run
+from asight_lsp.store.runs import Run
 from asight_lsp.views import build
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 from asight_lsp.analysis.constraints import trace_violations
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.runs import RunStore
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.store.runs import RunStore
 from asight_lsp.views import build
 from tests.conftest import FIXTURES, ROOT
 

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("tvm")
 
 from asight_lsp.analysis import matching  # noqa: E402
-from asight_lsp.sourcemap import build_outline  # noqa: E402
+from asight_lsp.tvmscript.outline import build_outline  # noqa: E402
 from asight_lsp.worker import graphs  # noqa: E402
 from asight_lsp.worker.compat import normalize_mod, s_tir  # noqa: E402
 from asight_lsp.worker.parse import parse_unit  # noqa: E402

@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from asight_lsp import profiles
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.profiles import ProfileOptions
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.services import profiling as profiles
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.services.profiling import ProfileOptions
+from asight_lsp.tvmscript.outline import build_outline
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.tvm

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from asight_lsp import profiles
+from asight_lsp.services import profiling as profiles
 from asight_lsp.cli import main as cli_main
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.profiles import ProfileOptions
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.services.profiling import ProfileOptions
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.tvm
@@ -106,7 +106,7 @@ def test_profile_without_run_is_untuned_only(worker, tmp_path):
 
 
 def test_cachegrind_parser_and_missing_valgrind(monkeypatch):
-    from asight_lsp.worker import profiling
+    from asight_lsp.worker import measure as profiling
     text = "\n".join(["events: Ir Dr Dw D1mr D1mw DLmr DLmw", "fl=./IRModule.CodeGenLLVM", "fn=(1) default_function",
                       "12 100 50 10 5 1 0 0", "12 10 5 1 0 0 0 0", "fl=(2) /usr/lib/libc.so", "fn=(2) memcpy",
                       "7 999 999 999 0 0 0 0", "fl=./IRModule.CodeGenLLVM", "fn=(1)", "15 4 2 2"])

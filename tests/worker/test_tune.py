@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.runs import Run, read_records
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.store.runs import Run, read_records
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 
@@ -86,7 +86,7 @@ APPLY = textwrap.dedent('''
     sys.path.insert(0, sys.argv[2])
     from matmul64 import matmul64
     from asight_lsp.worker.compat import ms, tvm, tvm_ffi, normalize_mod, s_tir
-    from asight_lsp.worker.tuning import _evaluate, prim_func_params, random_args
+    from asight_lsp.worker.metaschedule import _evaluate, prim_func_params, random_args
     meta = json.load(open(sys.argv[1] + "/run.json"))
     target = tvm.target.Target(meta["target"])
     db = ms.database.JSONDatabase(work_dir=sys.argv[1], allow_missing=False)

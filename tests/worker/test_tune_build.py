@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent('''
     pickled = cloudpickle.dumps(tu.fast_build)
     print(json.dumps({"errors": [r.error_msg for r in first + second], "artifacts": [bool(r.artifact_path) for r in first + second],
                       "loaded": loaded1 + loaded2, "same_worker": pid1 == pid2,
-                      "by_reference": b"asight_lsp.worker.tuning" in pickled and len(pickled) < 300,
+                      "by_reference": b"asight_lsp.worker.metaschedule" in pickled and len(pickled) < 300,
                       "main_loaded": sorted(m for m in sys.modules if m.startswith("tvm.s_tir.tensor_intrin"))}))
 ''')
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from asight_lsp.jobs import TuneRequest, start_tune
-from asight_lsp.runs import read_records
+from asight_lsp.services.tuning import TuneRequest, start_tune
+from asight_lsp.store.runs import read_records
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from asight_lsp.analysis.spacestats import record_values, site_stats
-from asight_lsp.runs import Run, read_records
-from asight_lsp.spaces import find_spaces
+from asight_lsp.store.runs import Run, read_records
+from asight_lsp.tvmscript.design_spaces import find_spaces
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ import ast
 from dataclasses import asdict, dataclass, field
 
 from .ranges import node_range
-from .runs import source_hash
-from .sourcemap import Outline, build_outline, parse_chunks
+from ..store.runs import source_hash
+from .outline import Outline, build_outline, parse_chunks
 
 # Schedule method -> the trace instruction kind it records.
 SAMPLING_METHODS = {

@@ -10,9 +10,9 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .errors import WorkerError
+from ..errors import WorkerError
 from .ranges import line_range, make_range, node_range
-from .sourcemap import Outline, Unit, build_outline, parse_tree
+from .outline import Outline, Unit, build_outline, parse_tree
 
 
 @dataclass

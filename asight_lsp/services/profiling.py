@@ -24,11 +24,13 @@ from pathlib import Path
 
 import msgpack
 
-from .errors import AsightError
-from .diagnostics import check_text
-from .jobs import LIVE_STATES, InputError, Selection, check_selection, select
-from .runs import Run, RunMeta, RunStore, function_hash
-from .sourcemap import Block, Function, Outline, build_outline, decode_source
+from ..errors import AsightError
+from ..tvmscript.diagnostics import check_text
+from .jobs import LIVE_STATES
+from ..errors import InputError
+from ..tvmscript.selection import Selection, check_selection, select
+from ..store.runs import Run, RunMeta, RunStore, function_hash
+from ..tvmscript.outline import Block, Function, Outline, build_outline, decode_source
 
 PROFILE_SCHEMA = "asight.profile/1"
 CACHE_FILE = "profile.msgpack"
@@ -241,7 +243,7 @@ class _worker:
 
     def __enter__(self):
         if self.client is None:
-            from .workerclient import WorkerClient
+            from ..engine.client import WorkerClient
             self.client = WorkerClient()
         return self.client
 

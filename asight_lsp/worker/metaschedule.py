@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..targets import TargetError, target_config
+from ..engine.targets import TargetError, target_config
 from .compat import derived_object, host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
-from .guidance import guided_space
+from .constraint_guard import guided_space
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]

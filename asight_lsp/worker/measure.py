@@ -2,7 +2,7 @@
 per-task latency, MetaSchedule features, cachegrind.
 
 Handlers take and return plain data.  They report what TVM sees (transformed block names, TVMScript
-line numbers from spans, task and variable names); the core (``asight_lsp.profiles``) ties those to
+line numbers from spans, task and variable names); the core (``asight_lsp.services.profiling``) ties those to
 source ids and ranges, so the mapping is testable without TVM.
 
 * ``profile``    — untuned vs best latency (median and spread), allclose of the outputs, FLOPs,
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compat import Trace, host_target, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm, tvm_ffi
+from .compat import (Trace, host_target, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm, tvm_ffi)
 from .parse import parse_request
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]

@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass
 
 from ..analysis.spacestats import SiteStats, site_stats
-from ..runs import DB_RECORDS, RunMeta, read_records
-from ..spaces import SampleSite, SpaceFunction, find_spaces, space_hash
-from .results import RunIndex
+from ..store.runs import DB_RECORDS, RunMeta, read_records
+from ..tvmscript.design_spaces import SampleSite, SpaceFunction, find_spaces, space_hash
+from ..store.index import RunIndex
 
 _STATS: dict[str, tuple] = {}   # run dir -> (records file size, stats by recorded line)
 _STATS_LOCK = threading.Lock()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from .errors import AsightError
+from ..errors import AsightError
 
 
 class TargetError(AsightError, ValueError):

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from ..analysis.trace_summary import source_blocks, summarize_trace
 from ..errors import AsightError
-from ..profiles import profile_blocks
-from ..runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
-from ..sourcemap import Function
+from ..services.profiling import profile_blocks
+from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
+from ..tvmscript.outline import Function
 
 LIVE_STATES = ("queued", "running")
-PROFILE_FILE = "profile.msgpack"   # written by asight_lsp.profiles
+PROFILE_FILE = "profile.msgpack"   # written by asight_lsp.services.profiling
 
 
 @dataclass
@@ -245,7 +245,7 @@ class RunIndex:
         cached = self._profiles.get(run_id)
         if cached is None or cached[0] != mtime:
             try:
-                from ..profiles import load_profile  # TVM-free; optional module
+                from ..services.profiling import load_profile  # TVM-free; optional module
                 profile = load_profile(Run(self.run_dir(run_id)))
             except ImportError:
                 profile = None

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import WorkerCrashed, WorkerError, WorkerTimeout
+from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
 from .framing import FrameError, read_frame, write_frame
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)

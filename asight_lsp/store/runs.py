@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import AsightError
-from .sourcemap import Function, function_text
+from ..errors import AsightError
+from ..tvmscript.outline import Function, function_text
 
 RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")

@@ -14,7 +14,7 @@ carry no line info in assembly.
 
 Printed TIR statements that still carry a span are tagged through the printer's
 ``obj_to_annotate`` (``analysis.codelinks.tag``); LLVM IR and assembly carry DWARF lines.  The
-core (``asight_lsp.codeview``) turns tags and line info into links, so that part is TVM-free.
+core (``asight_lsp.services.codeview``) turns tags and line info into links, so that part is TVM-free.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ..analysis.codelinks import tag
 from ..protocol import CODE_LEVELS
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
 from .parse import parse_request
-from .profiling import _database, _latency, _prim_funcs, _target, apply_record, best_record, fresh_copy
+from .measure import _database, _latency, _prim_funcs, _target, apply_record, best_record, fresh_copy
 
 LEVELS = CODE_LEVELS
 

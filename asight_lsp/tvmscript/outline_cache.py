@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from ..sourcemap import Function, Outline, Unit, build_outline, split_chunks
+from .outline import Function, Outline, Unit, build_outline, split_chunks
 
 _UNIT_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 

@@ -2,7 +2,7 @@
 
 Pure functions over plain data: the graphs of ``asight_lsp.worker.graphs``, a match from
 ``asight_lsp.analysis.matching`` and the per-stage / per-call latencies of a profile
-(``asight_lsp.profiles``: a stage names the transformed blocks it runs; a Relax call names its kernel
+(``asight_lsp.services.profiling``: a stage names the transformed blocks it runs; a Relax call names its kernel
 and which call of that kernel it is).
 
 Attribution rule (stated in every result): a stage (or kernel call) that runs one source block gets

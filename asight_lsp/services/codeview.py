@@ -12,16 +12,14 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from .analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links,
-                                 strip_tags)
-from .analysis.traces import block_infos, format_trace, parse_decisions
-from .errors import AsightError
-from .jobs import check_selection, select
-from .profiles import (_check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile,
-                       profile_blocks)
-from .protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
-from .runs import Run, RunStore, function_hash, read_records
-from .sourcemap import build_outline
+from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags)
+from ..analysis.traces import block_infos, format_trace, parse_decisions
+from ..errors import AsightError
+from ..tvmscript.selection import check_selection, select
+from .profiling import (_check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile, profile_blocks)
+from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
+from ..store.runs import Run, RunStore, function_hash, read_records
+from ..tvmscript.outline import build_outline
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF

@@ -1,0 +1,224 @@
+"""Start a tuning run (TVM-free): validate a request, create or resume a run, spawn its job.
+
+``start_tune(TuneRequest(...))`` checks the request statically (syntax and the safety gate: a
+file's code is never executed; unknown function -> ``AsightError`` listing the functions), creates
+``<store>/runs/<id>/`` (or resumes the run of the same file, function, source hashes and target),
+starts ``python -m asight_lsp.worker.tune_job RUN_DIR`` in its own process group and returns a
+``jobs.TuneJob`` handle at once.  Decisions: ``docs/tuning.md``.
+
+Budget semantics: ``trials`` is the run's total.  Records already in a resumed run count toward
+it, so an interrupted run continues where it stopped and re-running a finished request is a no-op
+(raise ``trials`` to tune further, or pass ``resume=False`` for a fresh run).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.targets import target_config
+from ..errors import AsightError
+from ..store.runs import Run, RunMeta, RunStore, function_hash, read_records
+from ..tvmscript.outline import Outline, build_outline
+from ..tvmscript.selection import Selection, check_selection, select
+from .guidance import plan_guidance, seed_from
+from .jobs import LIVE_STATES, TuneJob, file_size, refresh_run, spawn
+
+# Target kinds TVM 0.27 knows (tvm.target.Target.list_kinds()); tags such as "nvidia/..." also pass.
+TARGET_KINDS = ("llvm", "c", "cuda", "nvptx", "rocm", "vulkan", "metal", "opencl", "webgpu", "hexagon",
+                "ext_dev", "composite", "trn")
+
+
+@dataclass
+class TuneRequest:
+    file: str                      # path of the TVMScript file
+    function: str | None = None    # function id/name ("Mod.main", "main") or unit name; None = the only unit
+    target: str | None = None      # None = host CPU; "cuda"; "llvm -mcpu=..."; Target JSON text
+    trials: int = 64
+    store_root: str | None = None  # .asight dir; None = default_store_root()
+    rpc: str | None = None         # "HOST:PORT:KEY" of a TVM RPC tracker
+    text: str | None = None        # unsaved editor text to tune instead of the file content (LSP)
+    guided_by: str | None = None   # run whose design principles steer this one (a fresh run, seeded with its records)
+    principles_file: str | None = None  # JSON principles/constraints to guide by instead of the mined ones
+    seed: int | None = None
+    resume: bool = True            # reuse the run of the same function + source hash + target
+    space: str | None = None       # a design space function of the file (docs/spaces.md): runs user code
+    space_mode: str = "alone"      # alone: only that space; union: with MetaSchedule's default rules
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_target(target: str | None) -> str:
+    """A stable label for the target (resume key); AsightError for a kind TVM does not know.
+
+    The full check (attributes) happens in the job with TVM; this catches typos before a job starts.
+    """
+    if target is None or not target.strip() or target.strip() == "host":
+        return host_label()
+    text = target.strip()
+    config = target_config(text)
+    kind = config if isinstance(config, str) else str(config["kind"])
+    if text.startswith("{"):
+        label = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    else:
+        label = " ".join(text.split())
+    if kind not in TARGET_KINDS and "/" not in kind:
+        raise AsightError(f"unknown target '{text}': the kind must be one of {', '.join(TARGET_KINDS)} "
+                          "(or a Target JSON / tag)")
+    if kind == "llvm" and "mcpu" not in label and "mtriple" not in label:
+        return host_label()        # the job fills in the host's mcpu and num-cores
+    return label
+
+
+def host_label() -> str:
+    """The host CPU (model name and usable cores): the default target's resume key."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"host:{model}:{_cores()}"
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def check_rpc(rpc: str | None) -> None:
+    if rpc is None:
+        return
+    parts = rpc.split(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
+        raise AsightError(f"--rpc expects HOST:PORT:KEY of a TVM RPC tracker (got '{rpc}')")
+
+
+# --------------------------------------------------------------------------- processes
+
+
+# --------------------------------------------------------------------------- start
+
+
+def start_tune(req: TuneRequest) -> TuneJob:
+    """Validate, create or resume the run, spawn the job in its own process group; return at once."""
+    text = _request_text(req)
+    outline = build_outline(text, req.file)
+    space = user_space(text, outline, req) if req.space else None
+    function = req.function or (space or {}).get("applies_to")
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    if space:
+        check_space_selection(selection, space)
+    label = check_target(req.target)
+    check_rpc(req.rpc)
+    if not isinstance(req.trials, int) or req.trials < 1:
+        raise AsightError(f"--trials must be a positive number (got {req.trials})")
+    hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}
+    store = RunStore(req.store_root)
+    file = os.path.abspath(req.file)
+    guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,
+                             aliases=tuple(f.id for f in selection.functions)) if req.guided_by else None
+    resumable = req.resume and guidance is None  # a guided run never continues its base run
+    run = _resumable(store, file, selection.label, hashes, label, outline.constants, space) if resumable else None
+    meta = run.load() if run else RunMeta(id=store.new_run_id(selection.label), file=file,
+                                          function=selection.label, source_hashes=hashes, target_label=label)
+    meta.extra.update({"selection": {"unit": selection.unit.name, "member": selection.member},
+                       "target_spec": req.target, "constants": outline.constants, "seed": req.seed})
+    if space:
+        meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
+    meta.target = meta.target if run else req.target
+    meta.trials_requested = req.trials
+    meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
+    meta.state, meta.error, meta.pid, meta.finished = "queued", None, None, None
+    meta.extra.pop("error_kind", None)
+    meta.extra.pop("problem", None)
+    meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
+                          "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
+    run = run or store.create(meta)
+    if guidance:
+        seeded = seed_from(guidance.pop("base_dir"), run)
+        meta.extra.update({"guidance": guidance, "constraints": guidance["constraints"], "seeded_records": seeded})
+        meta.trials_requested = seeded + req.trials  # the base run's trials count toward the budget
+        meta.sessions[-1]["trials_before"] = seeded
+    run.source_path.write_text(text, encoding="utf-8")
+    run.save(meta)
+    events_from = file_size(run.events_path)
+    return TuneJob(run, spawn(run), events_from)
+
+
+def _request_text(req: TuneRequest) -> str:
+    if req.text is not None:
+        return req.text
+    path = Path(req.file)
+    if not path.is_file():
+        raise AsightError(f"no such file: {req.file}" if not path.exists() else f"{req.file} is not a file")
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as err:
+        raise AsightError(f"cannot read {req.file}: {err.strerror}") from None
+
+
+def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: str, constants: dict,
+               space: dict | None = None) -> Run | None:
+    run = store.find_resumable(file, function, hashes, label, _space_key(space))
+    if run is None:
+        return None
+    meta = refresh_run(run)
+    if meta.extra.get("constants", constants) != constants:
+        return None   # a module-level constant (e.g. N = 256) changed: different program
+    if meta.state in LIVE_STATES:
+        raise AsightError(f"run {run.id} is already tuning this function (pid {meta.pid}); cancel it first")
+    return run
+
+
+# --------------------------------------------------------------------------- design spaces
+
+
+def user_space(text: str, outline: Outline, req: TuneRequest) -> dict:
+    """The design space function ``req.space`` as run.json records it (statically; not executed here)."""
+    from ..tvmscript.design_spaces import SPACE_MODES, find_spaces, function_for_space, space_by_name, space_hash
+    if req.space_mode not in SPACE_MODES:
+        raise AsightError(f"--space-mode must be one of {', '.join(SPACE_MODES)} (got '{req.space_mode}')")
+    if req.guided_by:
+        raise AsightError("--space and --guided-by cannot be combined")
+    spaces = find_spaces(text, req.file, outline)
+    space = space_by_name(spaces, req.space)
+    if space is None:
+        known = ", ".join(s.name for s in spaces) or "none"
+        raise AsightError(f"no design space function '{req.space}' in {req.file} (a def taking a schedule and "
+                          f"calling sch.sample_*; found: {known})")
+    applies_to = req.function or function_for_space(outline, space)
+    if applies_to is None:
+        prims = ", ".join(f.id for f in outline.functions if f.kind == "prim_func") or "none"
+        named = f" (it names blocks {', '.join(space.blocks)})" if space.blocks else ""
+        raise AsightError(f"cannot tell which PrimFunc '{space.name}' schedules{named}; pick one with --func "
+                          f"(PrimFuncs: {prims})")
+    return {"function": space.name, "mode": req.space_mode, "hash": space_hash(text, space, outline), "line": space.line,
+            "applies_to": applies_to, "sites": [_site_dict(s) for s in space.sites]}
+
+
+def _site_dict(site) -> dict:
+    return {"line": site.line, "method": site.method, "kind": site.kind, "target": site.target,
+            "block": site.block, "loop_index": site.loop_index, "results": site.results}
+
+
+def check_space_selection(selection: Selection, space: dict) -> None:
+    """A design space schedules one PrimFunc."""
+    prims = [f for f in selection.functions if f.kind == "prim_func"]
+    if len(selection.functions) != 1 or len(prims) != 1:
+        names = ", ".join(f.id for f in selection.functions)
+        raise AsightError(f"design space '{space['function']}' schedules one PrimFunc; '{selection.label}' is "
+                          f"{names or 'not a PrimFunc'}: pick one with --func")
+
+
+def _space_key(space: dict | None) -> tuple | None:
+    return None if not space else (space["function"], space["mode"], space["hash"])
