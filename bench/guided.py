@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from asight_lsp.errors import AsightError  # noqa: E402
-from asight_lsp.jobs import TuneRequest, start_tune  # noqa: E402
+from asight_lsp.services.tuning import TuneRequest, start_tune  # noqa: E402
 
 KERNELS = {"matmul": "matmul.py", "conv2d_nhwc": "conv2d_nhwc.py", "depthwise_conv2d": "depthwise_conv2d.py",
            "batch_matmul": "batch_matmul.py", "softmax": "softmax.py"}

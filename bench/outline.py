@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asight_lsp.diagnostics import check_text  # noqa: E402
-from asight_lsp.sourcemap import build_outline  # noqa: E402
-from asight_lsp.workerclient import WorkerClient  # noqa: E402
+from asight_lsp.tvmscript.diagnostics import check_text  # noqa: E402
+from asight_lsp.tvmscript.outline import build_outline  # noqa: E402
+from asight_lsp.engine.client import WorkerClient  # noqa: E402
 
 FUNC = '''
 

@@ -29,8 +29,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from asight_lsp.jobs import TuneRequest, start_tune  # noqa: E402
-from asight_lsp.workerclient import worker_env  # noqa: E402
+from asight_lsp.services.tuning import TuneRequest, start_tune  # noqa: E402
+from asight_lsp.engine.client import worker_env  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -38,7 +38,7 @@ PLAIN = r'''
 import json, sys, time
 t0 = time.perf_counter()
 mode, src, wd, trials = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.worker.parse import parse_unit
 from asight_lsp.worker import tuning as tu
 from asight_lsp.worker.compat import ms, stub_tensor_intrin
@@ -58,7 +58,7 @@ else:                           # our builder/runner/batch/search settings, no j
                 tree_method="auto"), strategy=tu.search_strategy(per_iter), num_tuning_cores=tu.cores(), seed=0)
     builder.shutdown()
 t2 = time.perf_counter()
-from asight_lsp.runs import read_records
+from asight_lsp.store.runs import read_records
 records = read_records(wd)
 ok = [r["latency_us"] for r in records if r["latency_us"] is not None]
 print(json.dumps({"setup_s": t1 - t0, "tune_s": t2 - t1, "records": len(records),
@@ -69,7 +69,7 @@ VS_NUMPY = r'''
 import json, sys, time, timeit
 import numpy as np
 run_dir, src = sys.argv[1], sys.argv[2]
-from asight_lsp.sourcemap import build_outline
+from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.worker.parse import parse_unit
 from asight_lsp.worker.compat import ms, tvm
 from asight_lsp.worker import tuning as tu
@@ -147,7 +147,7 @@ def run_ours(src: Path, trials: int, store: Path) -> dict:
     mem = memory.stop()
     if meta.state != "done":
         raise SystemExit(f"our tuning run ended {meta.state}: {meta.error}")
-    from asight_lsp.runs import read_records
+    from asight_lsp.store.runs import read_records
     failed = sum(r["latency_us"] is None for r in read_records(job.run.path))
     return {"wall_s": wall, "tune_s": meta.extra.get("tune_seconds"), "records": meta.trials_done,
             "failed": failed, "best_us": meta.best_us, "baseline_us": meta.baseline_us, "run_dir": str(job.run.path),

@@ -1,132 +1,19 @@
 """The candidate table of a run: every measured record with its latency, sampled decisions,
-sketch, MetaSchedule feature rows and scheduled loop nests (TVM-free).
+sketch, MetaSchedule feature rows and scheduled loop nests (pure: built from data passed in).
 
-Feature rows and loop nests come from the TVM worker's ``features`` request
-(``asight_lsp/worker/extract.py``) and are cached in the run directory as ``features.msgpack``
-(``{"schema": "asight.features/1", "records": {trial: entry}, "baselines": {workload: entry}}``,
-rows as little-endian float32 bytes).  The cache only grows: a run that was tuned further gets the
-new trials extracted, the old ones are kept.
+Records are ``store.runs.read_records`` rows; feature rows and loop nests are the entries of the
+run's feature cache (``store/caches.py``, filled by ``services/run_data.py``).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import msgpack
 import numpy as np
 
-from ..errors import AsightError, WorkerError
-from ..store.runs import Run, RunMeta, read_records
-from ..tvmscript.outline import Function, build_outline
+from ..tvmscript.outline import Function
 from . import featurelayout as fl
 from .traces import BlockInfo, Decision, TraceParser, block_infos, label_sketches
-
-FEATURES_FILE = "features.msgpack"
-FEATURES_SCHEMA = "asight.features/1"
-
-
-# --------------------------------------------------------------------------- the feature cache
-
-
-def read_feature_cache(run_dir: str | os.PathLike) -> dict | None:
-    """The cached worker answer, or None when missing, unreadable or of another schema."""
-    path = Path(run_dir) / FEATURES_FILE
-    try:
-        data = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
-    except (OSError, ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.UnpackException):
-        return None
-    if not isinstance(data, dict) or data.get("schema") != FEATURES_SCHEMA:
-        return None
-    data.setdefault("records", {})
-    data.setdefault("baselines", {})
-    return data
-
-
-def write_feature_cache(run_dir: str | os.PathLike, data: dict) -> None:
-    """Write atomically (a reader never sees half a file)."""
-    path = Path(run_dir) / FEATURES_FILE
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(msgpack.packb(data, use_bin_type=True))
-    os.replace(tmp, path)
-
-
-def source_params(meta: RunMeta, run_dir: Path) -> dict:
-    """Source text and unit of the run's function, for the worker's fallback (empty if unreadable)."""
-    path = resolve_source(meta.file, run_dir)
-    if path is None:
-        return {}
-    text = path.read_text(encoding="utf-8", errors="replace")
-    outline = build_outline(text, str(path))
-    fn = outline.function(meta.function)
-    unit = next((u for u in outline.units if (fn and fn.id in u.functions) or u.name == meta.function), None)
-    if unit is None or not unit.safe:
-        return {}
-    return {"text": text, "unit": {"start_line": unit.start_line, "end_line": unit.end_line},
-            "constants": outline.constants, "aliases": outline.aliases, "function": meta.function}
-
-
-def ensure_features(run: Run, worker=None, records: list[dict] | None = None, timeout: float | None = None,
-                    on_event: Callable[[dict], None] | None = None) -> dict | None:
-    """The feature cache of a run, extracting missing trials through ``worker`` (a WorkerClient).
-
-    Without a worker, returns what is cached (or None).  A worker failure raises ``WorkerError``;
-    the cache on disk is left as it was.
-    """
-    cache = read_feature_cache(run.path)
-    records = records if records is not None else read_records(run.path)
-    have = set(cache["records"]) if cache else set()
-    missing = [r["trial"] for r in records if r["trial"] not in have]
-    if not missing or worker is None:
-        return cache
-    params = {"run_dir": str(run.path), "trials": missing}
-    try:
-        params.update(source_params(run.load(), run.path))
-    except (AsightError, OSError):
-        pass
-    reply = worker.request("features", params, timeout=timeout or 60 + 0.05 * len(missing), on_event=on_event)
-    merged = cache or {"schema": FEATURES_SCHEMA, "records": {}, "baselines": {}}
-    merged["records"].update({int(k): v for k, v in reply.get("records", {}).items()})
-    for key, value in reply.get("baselines", {}).items():
-        if int(key) not in merged["baselines"] or merged["baselines"][int(key)].get("error"):
-            merged["baselines"][int(key)] = value
-    merged["feature_length"] = reply.get("feature_length", fl.LENGTH)
-    merged["tvm"] = reply.get("tvm")
-    write_feature_cache(run.path, merged)
-    return merged
-
-
-def resolve_source(file: str | None, run_dir: Path) -> Path | None:
-    """The run's source file: absolute, relative to the cwd, or to the run dir and its parents."""
-    if not file:
-        return None
-    path = Path(file)
-    if path.is_absolute():
-        return path if path.is_file() else None
-    for base in [Path.cwd(), run_dir, *run_dir.resolve().parents]:
-        if (base / path).is_file():
-            return base / path
-    return None
-
-
-def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
-    """The run's function in its source file (``sourcemap.Function``), or None."""
-    if text is None:
-        path = resolve_source(meta.file, run_dir)
-        if path is None:
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-    outline = build_outline(text, meta.file or "<run>")
-    fn = outline.function(meta.function)
-    if fn is None:
-        unit = next((u for u in outline.units if u.name == meta.function), None)
-        if unit and len(unit.functions) >= 1:
-            fn = outline.function(unit.functions[0])
-    return fn
-
-
-# --------------------------------------------------------------------------- the table
 
 
 def decode_rows(entry: dict | None) -> np.ndarray | None:
@@ -209,7 +96,7 @@ def _num_cores(target: Any) -> int | None:
     return None
 
 
-def build_candidates(records: list[dict], cache: dict | None = None, meta: RunMeta | None = None,
+def build_candidates(records: list[dict], cache: dict | None = None, meta: Any = None,
                      function: Function | None = None) -> CandidateTable:
     """The candidate table from ``runs.read_records`` rows and the feature cache (optional)."""
     blocks = block_infos(function) if function is not None else {}
@@ -232,26 +119,3 @@ def build_candidates(records: list[dict], cache: dict | None = None, meta: RunMe
     return table
 
 
-def load_candidates(run: Run, worker=None, function: Function | None = None, extract: bool = True,
-                    on_event: Callable[[dict], None] | None = None) -> tuple[CandidateTable, list[str]]:
-    """The candidate table of a run and notes on what is missing (e.g. features not extracted)."""
-    meta = run.load()
-    records = read_records(run.path)
-    notes = []
-    cache = read_feature_cache(run.path)
-    if extract and worker is not None and records:
-        try:
-            cache = ensure_features(run, worker, records, on_event=on_event)
-        except WorkerError as err:
-            notes.append(f"feature extraction failed ({err}); using sampled decisions instead")
-    if function is None:
-        try:
-            function = source_function(meta, run.path)
-        except OSError:
-            function = None
-    if function is None:
-        notes.append(f"source of {meta.function} not found ({meta.file}): blocks are named from the trace only")
-    table = build_candidates(records, cache, meta, function)
-    if records and not table.has_features:
-        notes.append("no feature vectors cached for this run; the layout uses sampled decisions")
-    return table, notes

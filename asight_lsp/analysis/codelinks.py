@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-TAG_PREFIX = "asight:L"
 _TAG = re.compile(r"#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
 _OWN_LINE_TAG = re.compile(r"^(?P<indent>\s*)#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
 _DBG_REF = re.compile(r"!dbg !(?P<id>\d+)")
@@ -28,11 +27,6 @@ _DILOCATION = re.compile(r"^!(?P<id>\d+) = (?:distinct )?!DILocation\(line: (?P<
 _ASM_LOC = re.compile(r"^\s*\.loc\s+(?P<file>\d+)\s+(?P<line>\d+)")
 _ASM_FILE = re.compile(r'^\s*\.file\s+(?P<file>\d+)\s+(?P<names>".*")')
 _ASM_LABEL = re.compile(r"^[^\s#][^:]*:")
-
-
-def tag(line: int, end_line: int, block: bool) -> str:
-    """The annotation the worker attaches to a statement with span lines ``line..end_line`` (1-based)."""
-    return f"{TAG_PREFIX}{line}-{end_line}:{'b' if block else 's'}"
 
 
 def _indent(text: str) -> int:

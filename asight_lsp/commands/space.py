@@ -23,7 +23,7 @@ def add_run_options(p, run_required: bool = False) -> None:
 
 def load(args, text: str | None = None):
     """The run's ``RunData``; feature extraction notes go to stderr."""
-    from ..views.context import load_run
+    from ..services.run_data import load_run
     from ..engine.client import WorkerClient
     if args.no_extract:
         data = load_run(args.run_ref, args.work_dir, extract=False, text=text)

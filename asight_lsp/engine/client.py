@@ -8,6 +8,7 @@ starts a fresh worker.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import subprocess
@@ -149,3 +150,13 @@ class WorkerClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def borrowed(worker: "WorkerClient | None"):
+    """The caller's WorkerClient, or a fresh one that is closed afterwards."""
+    if worker is not None:
+        yield worker
+        return
+    with WorkerClient() as client:
+        yield client

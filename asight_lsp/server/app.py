@@ -19,7 +19,7 @@ from .. import protocol as P
 from . import actions, commands, custom, diagnostics, hover, inlay, lens, symbols
 from .convert import RawJSON
 from .options import ServerOptions
-from ..store.index import run_summary
+from ..views.runs import run_summary
 from .state import DocState, ServerState, Status, UnknownDocument
 
 FEATURE_MODULES = {"documentSymbol": symbols, "hover": hover, "codeLens": lens, "inlayHint": inlay,

@@ -14,13 +14,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from .. import protocol as P
-from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
 from ..errors import AsightError
 from ..store.runs import Run
-from ..tvmscript.outline import build_outline
+from ..services.compare import compare_payload
 from . import custom
 from .actions import ScheduleUnavailable, compute_schedule_edit
-from ..store.index import format_latency, run_summary
+from ..views.text import format_latency
+from ..views.runs import run_summary
 from .state import Job, ServerState, Status
 
 
@@ -273,42 +273,10 @@ async def compare_runs(ls, *args):
     ids = a.get("runs")
     if not isinstance(ids, list) or len(ids) != 2 or not all(isinstance(i, str) for i in ids):
         raise JsonRpcInvalidParams("'runs' must list two run ids")
-    return await asyncio.to_thread(compare_payload, ls.state, ids)
-
-
-def compare_payload(state: ServerState, ids: list[str]) -> dict:
-    """Both runs' numbers and, per block, what each best schedule did."""
-    metas = []
-    for run_id in ids:
-        meta = state.index.get(run_id)
-        if meta is None:
-            raise JsonRpcInvalidParams(f"no run '{run_id}'")
-        metas.append(meta)
-    blocks: dict[str, list] = {}
-    for k, meta in enumerate(metas):
-        summary = _run_summary_blocks(state, meta)
-        for name, block in summary.items():
-            blocks.setdefault(name, [None, None])[k] = {"headline": block_headline(block), "steps": block["steps"]}
-    a, b = metas
-    ratio = a.best_us / b.best_us if a.best_us and b.best_us else None
-    return {"schema": P.SCHEMA_COMPARE_RUNS, "status": P.STATUS_OK, "runs": [run_summary(m) for m in metas],
-            "speedupOfSecond": ratio, "blocks": [{"block": n, "runs": v} for n, v in blocks.items()]}
-
-
-def _run_summary_blocks(state: ServerState, meta) -> dict:
     try:
-        text = Run(state.index.run_dir(meta.id)).source_path.read_text()
-    except (OSError, AttributeError):
-        try:
-            text = open(meta.file, encoding="utf-8", errors="replace").read()
-        except OSError:
-            return {}
-    outline = build_outline(text, meta.file)
-    fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
-    best = state.index.best_record(meta.id, fn) if fn else None
-    if not best:
-        return {}
-    return summarize_trace(best["insts"], best["decisions"], source_blocks(fn))["blocks"]
+        return await asyncio.to_thread(compare_payload, ls.state.index, ids)
+    except AsightError as err:
+        raise JsonRpcInvalidParams(str(err)) from None
 
 
 HANDLERS = {P.CMD_TUNE: tune, P.CMD_PROFILE: profile, P.CMD_CANCEL: cancel,

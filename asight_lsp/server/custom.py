@@ -15,9 +15,9 @@ from typing import Any, Callable
 from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
-from ..store.runs import RunMeta, function_hash
+from ..store.runs import RunMeta
 from ..tvmscript.outline import Function
-from ..store.index import run_summary
+from ..views.runs import runs_payload
 from .state import ServerState, find_function
 
 
@@ -33,7 +33,7 @@ class PayloadRequest:
     state: ServerState
 
 
-def runs_payload(req: PayloadRequest) -> dict:
+def runs_request(req: PayloadRequest) -> dict:
     """``asight/runs``: the runs of a file / function (newest first), or of the whole store."""
     index = req.state.index
     if req.file and req.function is not None:
@@ -42,16 +42,7 @@ def runs_payload(req: PayloadRequest) -> dict:
         metas = list(reversed(index.for_file(req.file)))
     else:
         metas = list(reversed(index.metas()))
-    current = {}
-    if req.function is not None and req.text is not None:
-        current = {req.function.id: function_hash(req.text, req.function)}
-    runs = []
-    for meta in metas:
-        stale = None
-        if req.function is not None and req.function.id in (meta.source_hashes or {}):
-            stale = meta.source_hashes[req.function.id] != current.get(req.function.id)
-        runs.append(run_summary(meta, stale))
-    return {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
+    return runs_payload(metas, req.function, req.text)
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:
@@ -61,18 +52,19 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
     """
     def build(req: PayloadRequest) -> dict:
         from .. import views
+        from ..services.run_data import build_view
         if req.run_dir is None:  # only the stage graph exists before a run
             if req.function is None:
                 return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
             return views.stage_graph_of(req.function)
         worker = req.state.worker if req.state.options.trusted else None
-        return views.build(kind, req.run_dir, text=req.text, worker=worker)
+        return build_view(kind, req.run_dir, text=req.text, worker=worker)
     return build
 
 
 def hotspots_payload(req: PayloadRequest) -> dict:
     """``asight/hotspots``: the run's profile (measured once, cached in the run) matched to the source."""
-    from ..commands.hotspots import collect
+    from ..services.hotspots import collect
     from ..errors import AsightError
     if not req.state.options.trusted and not (req.run_dir / "profile.msgpack").exists():
         return P.unavailable(P.SCHEMA_HOTSPOTS, "hotspots need a profile, and profiling is disabled in an "
@@ -130,7 +122,7 @@ def _code_params(params: dict) -> tuple[str, int | None]:
 
 # method -> builder; None = not built yet (answers "unavailable").
 BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
-    P.REQ_RUNS: runs_payload,
+    P.REQ_RUNS: runs_request,
     P.REQ_HOTSPOTS: hotspots_payload,
     P.REQ_SEARCH_SPACE: view("searchSpace"),
     P.REQ_LOOP_VIEW: view("loopView"),
@@ -190,7 +182,7 @@ async def build_request(ls, params: dict) -> PayloadRequest:
         if run is None:
             raise JsonRpcInvalidParams(f"no run '{run_id}' in {state.index.runs_dir}")
     elif fn is not None and file is not None:
-        result = state.index.result(file, fn, None, with_details=False)
+        result = state.results.result(file, fn, None, with_details=False)
         run = result.meta if result else None
     return PayloadRequest(params, run, state.index.run_dir(run.id) if run else None, file, text, fn, state)
 

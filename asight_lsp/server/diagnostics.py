@@ -14,7 +14,7 @@ import json
 
 from lsprotocol import types
 
-from ..tvmscript.diagnostics import problem_to_diagnostic, static_diagnostics, worker_units
+from ..tvmscript.diagnostics import static_diagnostics, tvm_diagnostics, worker_units
 from ..errors import WorkerError
 from ..tvmscript.ranges import make_range
 from ..tvmscript.outline import Outline, Unit
@@ -46,33 +46,14 @@ def checkable_units(docout: DocumentOutline) -> list[Unit]:
     return [u for u in worker_units(docout.outline) if u.name not in docout.fallback]
 
 
-def tvm_check(worker, text: str, outline: Outline, units: list[Unit]) -> dict[str, list[dict]]:
-    """TVM diagnostics of ``units`` (blocking; run it in a thread): unit name -> diagnostics.
-
-    Raises ``WorkerError`` when the worker cannot answer (it restarts for the next request).
-    """
-    params = {"text": text, "constants": outline.constants, "aliases": outline.aliases,
-              "units": [{"name": u.name, "start_line": u.start_line, "end_line": u.end_line, "kind": u.kind}
-                        for u in units]}
-    found: dict[str, list[dict]] = {u.name: [] for u in units}
-    reply = worker.request("check", params)
-    lines = text.splitlines()
-    by_name = {u.name: u for u in units}
-    for problem in reply.get("problems", []):
-        unit = by_name.get(problem.get("unit"))
-        if unit is not None:
-            found[unit.name].append(problem_to_diagnostic(problem, unit, lines))
-    return found
-
-
 def check_and_store(worker, doc: DocState, text: str, outline: Outline, units: list[Unit],
                     keys: dict[str, str]) -> list[dict]:
-    """``tvm_check`` and keep the result per unit key (unit-relative lines); forget dead keys.
+    """``tvm_diagnostics`` and keep the result per unit key (unit-relative lines); forget dead keys.
 
     A worker failure is returned as one diagnostic and not cached: the next edit tries again.
     """
     try:
-        found = tvm_check(worker, text, outline, units)
+        found, _ = tvm_diagnostics(worker, text, outline, units)
     except WorkerError as err:
         first = units[0]
         return [{"range": make_range(first.start_line, 0, first.start_line, 1), "severity": "error",

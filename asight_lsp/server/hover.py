@@ -11,8 +11,10 @@ from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.ranges import contains
 from ..tvmscript.outline import Block, Function, Loop, Outline
 from .convert import to_range
-from ..store.index import FunctionResult, format_latency, format_speedup, relative_time
-from ..services.space_results import document_spaces, site_at, space_result
+from ..services.results import FunctionResult
+from ..views.text import format_latency, format_speedup, relative_time
+from ..tvmscript.design_spaces import site_at
+from .state import document_spaces, space_result_of
 
 KIND_WORDS = {"S": "spatial", "R": "reduce", "C": "scan", "O": "opaque"}
 
@@ -174,7 +176,7 @@ def space_hover(index, doc, line: int, character: int) -> tuple[str, dict] | Non
     if found is None:
         return None
     space, site = found
-    result = space_result(index, doc, space)
+    result = space_result_of(index, doc, space)
     label = f"`{site.label()}` in design space `{space.name}`"
     if result is None:
         return f"{label}\n\nNo run with this space yet: *Tune with this space* above the function.", site.range

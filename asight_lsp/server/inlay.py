@@ -9,8 +9,8 @@ from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.outline import Function
 from .hover import choice_text
-from ..store.index import FunctionResult
-from ..services.space_results import document_spaces, space_result
+from ..services.results import FunctionResult
+from .state import document_spaces, space_result_of
 
 
 def _end_of_line(lines: list[str], line: int) -> int:
@@ -62,7 +62,7 @@ def space_hints(index, doc) -> list[tuple[int, str, str]]:
     of the best candidate of the latest (fresh) run with that space (docs/spaces.md)."""
     out = []
     for space in document_spaces(doc):
-        result = space_result(index, doc, space)
+        result = space_result_of(index, doc, space)
         if result is None or result.stale:
             continue
         for line, stats in result.by_line.items():

@@ -9,8 +9,9 @@ from lsprotocol import types
 from .. import protocol as P
 from ..tvmscript.outline import Function, Outline
 from .convert import RawJSON
-from ..store.index import FunctionResult, format_latency, result_lens_title
-from ..services.space_results import document_spaces, space_result
+from ..services.results import FunctionResult
+from ..views.text import format_latency, format_speedup, relative_time
+from .state import document_spaces, space_result_of
 
 
 RETUNE_MIN_TRIALS = 20  # analysis.principles.MIN_RUN: fewer measured candidates give no principle
@@ -121,7 +122,7 @@ def lens_list_json(ls, doc, outline: Outline):
     lines = doc.lines
     parts = [ls.raw_json([to_code_lens(*lens) for lens in module_lenses(doc.uri, outline, lines)])[1:-1]]
     for space in document_spaces(doc):
-        result = space_result(ls.state.index, doc, space, stats=False)
+        result = space_result_of(ls.state.index, doc, space, stats=False)
         parts.append(ls.raw_json([to_code_lens(*lens) for lens in space_lenses(doc.uri, space, result)])[1:-1])
     for fn in outline.functions:
         line = lens_line(fn, lines)
@@ -134,3 +135,24 @@ def lens_list_json(ls, doc, outline: Outline):
         if result is not None:
             parts.append(ls.raw_json([to_code_lens(*lens) for lens in result_lenses(doc.uri, fn, result, line)])[1:-1])
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
+
+
+def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
+    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale marks)."""
+    m = result.meta
+    if result.running:
+        best = f" · best {format_latency(m.best_us)}" if m.best_us else ""
+        return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
+    parts = [format_latency(m.best_us)] if m.best_us else []
+    if result.speedup:
+        parts.append(f"{format_speedup(result.speedup)} vs untuned")
+    parts.append(f"{m.trials_done} trials")
+    when = relative_time(m.finished or m.started or m.created, now)
+    if when:
+        parts.append(when)
+    title = " · ".join(parts)
+    if m.state in ("cancelled", "failed"):
+        title = f"{m.state}: {title}"
+    if result.stale:
+        title = f"⚠ stale (source changed since run) · {title}"
+    return title

@@ -20,7 +20,10 @@ from ..store.runs import default_store_root, function_hash
 from ..tvmscript.outline import Function, Outline
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
-from ..store.index import FunctionResult, RunIndex
+from ..services.results import FunctionResult, Results
+from ..services.space_results import SpaceResult, space_result
+from ..tvmscript.design_spaces import SpaceFunction, find_spaces, space_hash
+from ..store.index import RunIndex
 
 
 class Status(str, enum.Enum):
@@ -77,6 +80,7 @@ class ServerState:
         self.status = Status.STARTING
         self._worker = None
         self._index: RunIndex | None = None
+        self._results: Results | None = None
         self._index_root: str | None = None
         self._freeze_handle: asyncio.TimerHandle | None = None
 
@@ -95,7 +99,14 @@ class ServerState:
         if self._index is None or self._index_root != self.store_root:
             self._index_root = self.store_root
             self._index = RunIndex(self._index_root)
+            self._results = Results(self._index)
         return self._index
+
+    @property
+    def results(self) -> Results:
+        """Which run speaks for which function (over ``index``; rebuilt with it)."""
+        index = self.index
+        return self._results if self._results is not None and self._results.index is index else Results(index)
 
     @property
     def worker(self):
@@ -194,7 +205,7 @@ class ServerState:
         return doc.hashes[fn.id]
 
     def result(self, doc: DocState, fn: Function, details: bool = True) -> FunctionResult | None:
-        return self.index.result(doc.path, fn, self.hash_of(doc, fn), with_details=details)
+        return self.results.result(doc.path, fn, self.hash_of(doc, fn), with_details=details)
 
     def uri_of(self, path: str) -> str:
         for uri, doc in self.docs.items():
@@ -217,3 +228,28 @@ def find_function(outline: Outline, name: str | None, line: int | None = None) -
             if fn.range["start"]["line"] <= line <= fn.range["end"]["line"]:
                 return fn
     return outline.functions[0] if len(outline.functions) == 1 else None
+
+
+def document_spaces(doc) -> list[SpaceFunction]:
+    """The document's space functions, memoised per text."""
+    cached = doc.memo.get("spaces")
+    if cached is None or cached[0] is not doc.text:
+        found = find_spaces(doc.text, doc.path) if ".sample_" in doc.text else []   # most files: no parse
+        cached = doc.memo["spaces"] = (doc.text, found)
+    return cached[1]
+
+
+def document_space_hash(doc, space: SpaceFunction) -> str:
+    """``spaces.space_hash`` of one of the document's spaces, memoised per text: it parses the whole
+    file, and hovers and inlay hints ask for it on every request."""
+    cached = doc.memo.get("spaceHashes")
+    if cached is None or cached[0] is not doc.text:
+        cached = doc.memo["spaceHashes"] = (doc.text, {})
+    if space.name not in cached[1]:
+        cached[1][space.name] = space_hash(doc.text, space)
+    return cached[1][space.name]
+
+
+def space_result_of(index, doc: DocState, space: SpaceFunction, stats: bool = True) -> SpaceResult | None:
+    """The latest run of one of the document's design spaces (``services.space_results``)."""
+    return space_result(index, doc.path, space, document_space_hash(doc, space), stats)

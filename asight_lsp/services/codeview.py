@@ -1,7 +1,7 @@
 """The code view (TVM-free core): a function's generated code linked line by line to its source.
 
 ``code_view`` picks the record (a trial of a run, the run's best record, or none = untuned), asks
-the worker's ``code`` handler (``worker/codeview.py``) for the text at one level, and turns the
+the worker's ``code`` handler (``worker/generated_code.py``) for the text at one level, and turns the
 span tags / DWARF lines into links (``analysis.codelinks``).  Where the run has a cached profile
 of the record shown, each linked line gets its source block's measured latency share.
 ``code_diff`` compares two candidates (or the best records of two runs): scheduled code, trace
@@ -12,14 +12,19 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from ..analysis.attribution import profile_blocks
 from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
+from ..engine import wire
+from ..engine.client import borrowed
 from ..errors import AsightError
-from ..tvmscript.selection import check_selection, select
-from .profiling import (_check_run_function, _prepare_run, _unit_params, _worker, check_unit, latest_run, load_profile, profile_blocks)
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
+from ..store.caches import load_profile
 from ..store.runs import Run, RunStore, function_hash, read_records
+from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
+from ..tvmscript.selection import check_selection, select
+from .lookup import check_run_function, latest_run, prepare_run
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
@@ -58,14 +63,14 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         raise AsightError("--candidate needs a run (--run R)")
     records = read_records(found.path) if found else []
     record = _record(found, records, candidate) if candidate is not None else None
-    params = {**_unit_params(text, outline, selection), "level": level,
+    params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None,
-              "target": _prepare_run(found).target if found else None,
+              "target": prepare_run(found).target if found else None,
               "trace": _trace(record, serial), "serial": serial}
-    with _worker(worker) as client:
+    with borrowed(worker) as client:
         if check:
-            check_unit(text, path, selection, client)
-        reply = client.request("code", params, timeout=300)
+            require_parsed(text, path, selection.unit, client)
+        reply = client.request(wire.CODE, params, timeout=300)
     payload, record = _payload(path, selection, found, records, record, reply)
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
@@ -96,7 +101,7 @@ def _find_run(path: str, run: str | None, selection, store_root: str | None) -> 
     if run is None:
         return latest_run(store, path, selection)
     found = store.get(run)
-    _check_run_function(found, selection)
+    check_run_function(found, selection)
     return found
 
 
@@ -207,7 +212,7 @@ def code_diff(path: str, a: dict, b: dict, function: str | None = None, store_ro
     ``a`` and ``b`` are ``{"run": R, "candidate": K or None}``; K None = that run's best record.
     """
     text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
-    with _worker(worker) as client:
+    with borrowed(worker) as client:
         views = [_view(path, side.get("run"), side.get("candidate"), "scheduled", function, store_root,
                        client, text, k == 0, False) for k, side in enumerate((a, b))]
     outline = build_outline(text, path)

@@ -79,7 +79,7 @@ def plan_guidance(store: RunStore, guided_by: str, function: str, principles_fil
         raise AsightError(f"run {base.id} has no records to learn principles from")
     chosen = load_user_principles(principles_file) if principles_file else []
     if not chosen:
-        from ..views import build
+        from .run_data import build_view as build
         payload = build("principles", base.path, worker=worker)
         # A short base run seldom proves a principle; steer by its tentative ranges then, labelled.
         chosen = faster_principles(payload) or faster_principles(payload, kind="tentative")

@@ -1,7 +1,6 @@
-"""Design spaces of a document and the results of their latest runs (for lenses, hints, hovers).
+"""The results of a design space's latest run (for lenses, hints, hovers).
 
-Pure glue over ``spaces.find_spaces`` (static, per text) and ``analysis.spacestats`` (per run and
-records file size).  A run speaks for a space function when it was tuned with it
+Glue over the run index and ``analysis.spacestats`` (cached per run and records file size).  A run speaks for a space function when it was tuned with it
 (``extra.space.function``); it is *fresh* when the function's text hash is the one tuned, and then
 the recorded lines are moved by how far the function moved.
 """
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 
 from ..analysis.spacestats import SiteStats, site_stats
 from ..store.runs import DB_RECORDS, RunMeta, read_records
-from ..tvmscript.design_spaces import SampleSite, SpaceFunction, find_spaces, space_hash
+from ..tvmscript.design_spaces import SpaceFunction
 from ..store.index import RunIndex
 
 _STATS: dict[str, tuple] = {}   # run dir -> (records file size, stats by recorded line)
@@ -28,38 +27,18 @@ class SpaceResult:
     by_line: dict               # current 0-based line -> SiteStats (empty when stale)
 
 
-def document_spaces(doc) -> list[SpaceFunction]:
-    """The document's space functions, memoised per text."""
-    cached = doc.memo.get("spaces")
-    if cached is None or cached[0] is not doc.text:
-        found = find_spaces(doc.text, doc.path) if ".sample_" in doc.text else []   # most files: no parse
-        cached = doc.memo["spaces"] = (doc.text, found)
-    return cached[1]
-
-
-def document_space_hash(doc, space: SpaceFunction) -> str:
-    """``spaces.space_hash`` of one of the document's spaces, memoised per text: it parses the whole
-    file, and hovers and inlay hints ask for it on every request."""
-    cached = doc.memo.get("spaceHashes")
-    if cached is None or cached[0] is not doc.text:
-        cached = doc.memo["spaceHashes"] = (doc.text, {})
-    if space.name not in cached[1]:
-        cached[1][space.name] = space_hash(doc.text, space)
-    return cached[1][space.name]
-
-
 def space_runs(index: RunIndex, path: str, name: str) -> list[RunMeta]:
     """Runs of ``path`` tuned with the space function ``name``, newest first."""
     return [m for m in reversed(index.for_file(path)) if (m.extra.get("space") or {}).get("function") == name]
 
 
-def space_result(index: RunIndex, doc, space: SpaceFunction, stats: bool = True) -> SpaceResult | None:
-    """The latest run with this space (a fresh one with records first) and, with ``stats``, its
-    per-line statistics."""
-    runs = space_runs(index, doc.path, space.name)
+def space_result(index: RunIndex, path: str, space: SpaceFunction, current: str,
+                 stats: bool = True) -> SpaceResult | None:
+    """The latest run of ``path`` with this space (a fresh one with records first: ``current`` is the
+    space's hash now) and, with ``stats``, its per-line statistics."""
+    runs = space_runs(index, path, space.name)
     if not runs:
         return None
-    current = document_space_hash(doc, space)
     fresh = [m for m in runs if m.extra["space"].get("hash") == current]
     meta = next((m for m in fresh if m.trials_done), None) or (fresh[0] if fresh else runs[0])
     stale = meta.extra["space"].get("hash") != current
@@ -86,13 +65,3 @@ def _stats(run_dir, mapping: dict) -> dict[int, SiteStats]:
     with _STATS_LOCK:
         _STATS[key] = (size, stats)
     return stats
-
-
-def site_at(spaces: list[SpaceFunction], line: int, character: int) -> tuple[SpaceFunction, SampleSite] | None:
-    """The sampling call under a position."""
-    for space in spaces:
-        for site in space.sites:
-            start, end = site.range["start"], site.range["end"]
-            if (start["line"], start["character"]) <= (line, character) <= (end["line"], end["character"]):
-                return space, site
-    return None

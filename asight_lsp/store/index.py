@@ -1,13 +1,10 @@
-"""Which run speaks for which function, and what its best schedule did (TVM-free, cached).
+"""The run index: every run of a store by file and function, with each run's best record per
+workload (TVM-free, cached).
 
-Runs are found in the run store by file and function id; a run is *fresh* for a function when the
-function's current source hash equals the one the run recorded, *stale* otherwise.  Everything the
-editor shows (lenses, hovers, inlay hints) is recomputed from the current outline by stable id, so
-ranges follow the text and edits to other functions leave a function's results alone.
-
-The index is cheap to ask often: ``run.json`` files are re-read only when their mtime changes, the
-records database is read incrementally (it is append-only) keeping the best record per workload,
-and trace summaries are cached per record.
+The index is cheap to ask often: ``run.json`` files are re-read only when their mtime changes and
+the records database is read incrementally (it is append-only) keeping the best record per
+workload.  Which run speaks for a function, and what its best schedule did, is
+``services/results.py``.
 """
 from __future__ import annotations
 
@@ -16,54 +13,11 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.trace_summary import source_blocks, summarize_trace
 from ..errors import AsightError
-from ..services.profiling import profile_blocks
-from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 from ..tvmscript.outline import Function
-
-LIVE_STATES = ("queued", "running")
-PROFILE_FILE = "profile.msgpack"   # written by asight_lsp.services.profiling
-
-
-@dataclass
-class FunctionResult:
-    """The run shown for one function, with its best record and what that record did."""
-    function_id: str
-    meta: RunMeta
-    run_dir: Path
-    stale: bool
-    best: dict | None = None          # {"latency_us", "insts", "decisions", "trial", "workload"}
-    summary: dict | None = None       # trace_summary.summarize_trace(...) of ``best``
-    profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
-
-    @property
-    def running(self) -> bool:
-        return self.meta.state in LIVE_STATES
-
-    @property
-    def speedup(self) -> float | None:
-        m = self.meta
-        return m.baseline_us / m.best_us if m.baseline_us and m.best_us else None
-
-    def block(self, name: str) -> dict | None:
-        return (self.summary or {}).get("blocks", {}).get(name)
-
-
-def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
-    """``protocol.RunSummary`` of a run."""
-    speedup = meta.baseline_us / meta.best_us if meta.baseline_us and meta.best_us else None
-    out = {"id": meta.id, "file": meta.file, "function": meta.function, "state": meta.state,
-           "trialsRequested": meta.trials_requested, "trialsDone": meta.trials_done,
-           "baselineUs": meta.baseline_us, "bestUs": meta.best_us, "speedup": speedup,
-           "target": meta.target_label or str(meta.target or ""), "created": meta.created,
-           "finished": meta.finished, "error": meta.error}
-    if stale is not None:
-        out["stale"] = stale
-    return out
+from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 
 
 class _Records:
@@ -123,8 +77,6 @@ class RunIndex:
         self._checked = 0.0
         self._records: dict[str, _Records] = {}
         self._workload_names: dict[str, tuple[int, list[set[str]]]] = {}
-        self._summaries: dict[tuple, dict] = {}
-        self._profiles: dict[str, tuple[int, dict | None]] = {}
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self.version = 0   # bumped whenever a run appears, changes or goes
@@ -198,60 +150,6 @@ class RunIndex:
         runs = [m for m in self.for_file(file) if function_id in (m.source_hashes or {}) or m.function == function_id]
         return list(reversed(runs))
 
-    # -- results
-    def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True) -> FunctionResult | None:
-        """The run to show for ``fn``: a live one, else the newest fresh one with results, else the
-        newest stale one with results."""
-        runs = self.for_function(file, fn.id)
-        if not runs:
-            return None
-
-        def fresh(meta: RunMeta) -> bool:
-            recorded = (meta.source_hashes or {}).get(fn.id)
-            return recorded is None or current_hash is None or recorded == current_hash
-
-        useful = [m for m in runs if m.best_us is not None or m.trials_done]
-        chosen = (next((m for m in runs if m.state in LIVE_STATES and fresh(m)), None)
-                  or next((m for m in useful if fresh(m)), None)
-                  or next((m for m in useful), None)
-                  or runs[0])
-        result = FunctionResult(fn.id, chosen, self.run_dir(chosen.id), stale=not fresh(chosen))
-        if with_details:
-            self.fill_details(result, fn)
-        return result
-
-    def fill_details(self, result: FunctionResult, fn: Function) -> None:
-        """The best record of the function's workload and its trace summary."""
-        with self.lock:
-            self._fill_details(result, fn)
-
-    def _fill_details(self, result: FunctionResult, fn: Function) -> None:
-        best = self.best_record(result.meta.id, fn)
-        result.best = best
-        if best is not None and fn.kind == "prim_func":
-            key = (result.meta.id, best["workload"], best["trial"], fn.id, _blocks_key(fn))
-            if key not in self._summaries:
-                self._summaries[key] = summarize_trace(best["insts"], best["decisions"], source_blocks(fn))
-            result.summary = self._summaries[key]
-        result.profile = self.block_profile(result.meta.id, fn)
-
-    def block_profile(self, run_id: str, fn: Function) -> dict | None:
-        """Per source block latency of the run's cached profile (``profiles.load_profile``), if any."""
-        path = self.run_dir(run_id) / PROFILE_FILE
-        try:
-            mtime = path.stat().st_mtime_ns
-        except OSError:
-            return None
-        cached = self._profiles.get(run_id)
-        if cached is None or cached[0] != mtime:
-            try:
-                from ..services.profiling import load_profile  # TVM-free; optional module
-                profile = load_profile(Run(self.run_dir(run_id)))
-            except ImportError:
-                profile = None
-            cached = self._profiles[run_id] = (mtime, profile)
-        return profile_blocks(cached[1], fn)
-
     def best_record(self, run_id: str, fn: Function | None = None) -> dict | None:
         with self.lock:
             return self._best_record(run_id, fn)
@@ -296,10 +194,6 @@ class RunIndex:
         return names
 
 
-def _blocks_key(fn: Function) -> tuple:
-    return tuple((b.name, tuple(b.loops), tuple(b.reads), tuple(b.writes)) for b in fn.blocks)
-
-
 def _workload_strings(line: str) -> set[str]:
     """The string constants (function, block and buffer names) of one serialized workload."""
     try:
@@ -311,54 +205,3 @@ def _workload_strings(line: str) -> set[str]:
         return set()
 
 
-def relative_time(then: float | None, now: float | None = None) -> str:
-    """``just now``, ``3 min ago``, ``2 h ago``, ``5 d ago``."""
-    if not then:
-        return ""
-    delta = max((now or time.time()) - then, 0)
-    if delta < 45:
-        return "just now"
-    if delta < 3600:
-        return f"{max(round(delta / 60), 1)} min ago"
-    if delta < 86400:
-        return f"{round(delta / 3600)} h ago"
-    return f"{round(delta / 86400)} d ago"
-
-
-def format_latency(us: float | None) -> str:
-    """``5.9 µs``, ``0.20 ms``, ``12.3 ms``, ``1.20 s``."""
-    if us is None:
-        return "—"
-    if us < 100:
-        return f"{us:.1f} µs" if us < 10 else f"{us:.0f} µs"
-    if us < 1e6:
-        ms = us / 1000
-        return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms"
-    return f"{us / 1e6:.2f} s"
-
-
-def format_speedup(speedup: float | None) -> str:
-    if not speedup:
-        return ""
-    return f"{speedup:.0f}×" if speedup >= 10 else f"{speedup:.1f}×"
-
-
-def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
-    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale marks)."""
-    m = result.meta
-    if result.running:
-        best = f" · best {format_latency(m.best_us)}" if m.best_us else ""
-        return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
-    parts = [format_latency(m.best_us)] if m.best_us else []
-    if result.speedup:
-        parts.append(f"{format_speedup(result.speedup)} vs untuned")
-    parts.append(f"{m.trials_done} trials")
-    when = relative_time(m.finished or m.started or m.created, now)
-    if when:
-        parts.append(when)
-    title = " · ".join(parts)
-    if m.state in ("cancelled", "failed"):
-        title = f"{m.state}: {title}"
-    if result.stale:
-        title = f"⚠ stale (source changed since run) · {title}"
-    return title

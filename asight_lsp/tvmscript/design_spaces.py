@@ -255,3 +255,13 @@ def function_for_space(outline: Outline, space: SpaceFunction) -> str | None:
     wanted = set(space.blocks)
     matching = [f for f in prims if wanted <= {b.name for b in f.blocks}]
     return matching[0].id if len(matching) == 1 else None
+
+
+def site_at(spaces: list[SpaceFunction], line: int, character: int) -> tuple[SpaceFunction, SampleSite] | None:
+    """The sampling call under a position."""
+    for space in spaces:
+        for site in space.sites:
+            start, end = site.range["start"], site.range["end"]
+            if (start["line"], start["character"]) <= (line, character) <= (end["line"], end["character"]):
+                return space, site
+    return None

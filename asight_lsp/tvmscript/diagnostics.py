@@ -10,7 +10,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from ..errors import WorkerError
+from ..engine import wire
+from ..errors import InputError, WorkerError
 from .ranges import line_range, make_range, node_range
 from .outline import Outline, Unit, build_outline, parse_tree
 
@@ -51,21 +52,38 @@ def check_text(text: str | bytes, path: str = "<text>", worker=None) -> CheckRes
     if worker is None or not units:
         return _sorted(result)
     source = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
-    params = {"text": source, "constants": outline.constants, "aliases": outline.aliases,
-              "units": [{"name": u.name, "start_line": u.start_line, "end_line": u.end_line, "kind": u.kind}
-                        for u in units]}
     try:
-        reply = worker.request("check", params)
+        found, result.parsed_units = tvm_diagnostics(worker, source, outline, units)
     except WorkerError as err:
         result.diagnostics.append({"range": units[0].range, "severity": "error", "source": "asight",
                                    "message": f"could not check with TVM: {err}"})
         return _sorted(result)
-    lines = source.splitlines()
-    by_name = {u.name: u for u in units}
-    for problem in reply["problems"]:
-        result.diagnostics.append(problem_to_diagnostic(problem, by_name.get(problem.get("unit")), lines))
-    result.parsed_units = [name for name, info in reply["units"].items() if info.get("ok")]
+    for diags in found.values():
+        result.diagnostics.extend(diags)
     return _sorted(result)
+
+
+def tvm_diagnostics(worker, text: str, outline: Outline, units: list[Unit]) -> tuple[dict[str, list[dict]], list[str]]:
+    """TVM's parse and well-formedness problems of ``units`` as diagnostics, per unit name, and the
+    names of the units that parsed.  Blocking; ``WorkerError`` when the worker cannot answer."""
+    reply = worker.request(wire.CHECK, wire.check_params(text, outline, units))
+    lines = text.splitlines()
+    by_name = {u.name: u for u in units}
+    found: dict[str, list[dict]] = {u.name: [] for u in units}
+    for problem in reply.get("problems", []):
+        unit = by_name.get(problem.get("unit"))
+        if unit is not None:
+            found[unit.name].append(problem_to_diagnostic(problem, unit, lines))
+    parsed = [name for name, info in reply.get("units", {}).items() if info.get("ok")]
+    return found, parsed
+
+
+def require_parsed(text: str, path: str, unit: Unit, worker) -> None:
+    """Refuse a unit TVM cannot parse or verify: ``InputError`` (CLI exit 1) at its first error."""
+    for diag in check_text(text, path, worker).diagnostics:
+        start = diag["range"]["start"]
+        if diag["severity"] == "error" and unit.start_line <= start["line"] <= unit.end_line:
+            raise InputError(f"{path}:{start['line'] + 1}:{start['character'] + 1}: {diag['message']}")
 
 
 def problem_to_diagnostic(problem: dict, unit: Unit | None, lines: list[str]) -> dict:

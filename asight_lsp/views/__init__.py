@@ -9,18 +9,14 @@ asight.stageGraph/1    ``loops.stage_graph``         ``asight/stageGraph``
 asight.principles/1    ``principles.principles``     ``asight/principles``
 =====================  ==========================  =====================================
 
-Each builder takes a ``RunData`` (``context.load_run``); ``stage_graph_of(function)`` needs only a
-``sourcemap.Function`` (a stage graph before any run).  ``build(kind, run_dir)`` is the one-call
-entry point for the language server: it loads the run (features from the cache; pass a worker to
-extract missing ones) and returns the payload.  Every payload has ``schema``, ``status``
+Each builder takes a ``context.RunData`` (``services.run_data.load_run``); ``stage_graph_of(function)`` needs only a
+``tvmscript.outline.Function`` (a stage graph before any run); ``services.run_data.build_view``
+loads a run and builds one payload.  Every payload has ``schema``, ``status``
 (``ok`` / ``unavailable``), ``run`` and ``notes``; ``REQUIRED`` lists the keys an ``ok`` payload has.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..store.runs import Run
-from .context import RunData, load_run
+from .context import RunData
 from .loops import LOOP_VIEW_SCHEMA, STAGE_GRAPH_SCHEMA, loop_view, stage_graph, stage_graph_of
 from .principles import SCHEMA as PRINCIPLES_SCHEMA, principles
 from .searchspace import SCHEMA as SEARCH_SPACE_SCHEMA, search_space
@@ -46,12 +42,5 @@ def missing_keys(payload: dict) -> list[str]:
     return [k for k in REQUIRED.get(payload.get("schema"), COMMON) if k not in payload]
 
 
-def build(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0) -> dict:
-    """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run."""
-    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text)
-    builder = BUILDERS[kind]
-    return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
-
-
-__all__ = ["RunData", "load_run", "search_space", "loop_view", "stage_graph", "stage_graph_of", "principles", "build",
+__all__ = ["RunData", "search_space", "loop_view", "stage_graph", "stage_graph_of", "principles",
            "missing_keys", "SCHEMAS", "REQUIRED"]

@@ -1,19 +1,15 @@
-"""What every view of a run starts from: the run, its metadata, candidate table and source function.
-
-``load_run`` resolves ``--run`` (id, unique prefix, directory or ``latest``), reads the records,
-extracts missing feature vectors through the TVM worker when one is given (cached in the run dir)
-and finds the run's function in its source file.  The payload builders take the ``RunData``.
-"""
+"""What every view of a run starts from (``RunData``: the run, its metadata, candidate table and
+source function, loaded by ``services.run_data.load_run``) and the helpers every payload shares."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..analysis.candidates import CandidateTable, load_candidates, source_function
-from ..store.runs import Run, RunMeta, RunStore
+from ..analysis.candidates import CandidateTable
+from ..store.runs import Run, RunMeta
 from ..tvmscript.outline import Function
 
 
@@ -24,21 +20,6 @@ class RunData:
     table: CandidateTable
     function: Function | None
     notes: list[str] = field(default_factory=list)
-
-
-def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
-             text: str | None = None, on_event: Callable[[dict], None] | None = None) -> RunData:
-    """The data of one run (see module doc).  ``text``: the source to use instead of the file."""
-    run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
-    meta = run.load()
-    function = source_function(meta, run.path, text) if text is not None else None
-    table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event)
-    if function is None:
-        try:
-            function = source_function(meta, run.path)
-        except OSError:
-            function = None
-    return RunData(run, meta, table, function, notes)
 
 
 def run_info(data: RunData) -> dict:

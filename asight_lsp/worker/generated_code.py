@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from ..analysis.codelinks import tag
+from ..engine.wire import tag
 from ..protocol import CODE_LEVELS
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
 from .parse import parse_request

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from asight_lsp.analysis import featurelayout as fl
-from asight_lsp.analysis.candidates import (FEATURES_FILE, build_candidates, ensure_features, load_candidates, read_feature_cache, write_feature_cache)
+from asight_lsp.store.caches import FEATURES_FILE, read_feature_cache, write_feature_cache
+from asight_lsp.analysis.candidates import build_candidates
+from asight_lsp.services.run_data import ensure_features, load_candidates
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
 from asight_lsp.analysis.traces import TraceParser, block_infos, format_trace, label_sketches, parse_decisions
 from asight_lsp.store.runs import Run, read_records

@@ -1,5 +1,6 @@
 """Pure line-link parsing of generated code (no TVM): tagged TVMScript, LLVM IR, assembly, shares."""
-from asight_lsp.analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags, tag)
+from asight_lsp.analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags)
+from asight_lsp.engine.wire import tag
 
 TAGGED = f"""\
         C = T.alloc_buffer((128, 128))  # {tag(14, 14, False)}

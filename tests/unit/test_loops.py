@@ -16,7 +16,7 @@ from asight_lsp.store.runs import Run
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views import missing_keys
 from asight_lsp.views import loop_view as loop_view_payload, stage_graph
-from asight_lsp.views.context import load_run
+from asight_lsp.services.run_data import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "fixtures" / "runs" / "mbr128"

@@ -7,6 +7,11 @@ import shutil
 import pytest
 
 from asight_lsp.services import profiling as profiles
+from asight_lsp.analysis import attribution, block_origin, memory_model
+from asight_lsp.analysis import peak as peak_rules
+from asight_lsp.store import caches
+from asight_lsp.services import lookup
+from asight_lsp import errors as errors_mod
 from asight_lsp.commands import profile as profile_cmd
 from asight_lsp.tvmscript.selection import select
 from asight_lsp.store.runs import RunMeta, RunStore
@@ -34,15 +39,15 @@ def test_transformed_blocks_map_back_by_span_then_name():
     _, fn, blocks = _mbr()
     lines = {name: b.range["start"]["line"] + 1 for name, b in blocks.items()}  # 1-based like TVM spans
     # decompose_reduction keeps the update store's span; the init has its own store span
-    assert profiles.match_block("matmul_update", [lines["matmul"] + 4], None, fn.blocks)[0].name == "matmul"
+    assert block_origin.match_block("matmul_update", [lines["matmul"] + 4], None, fn.blocks)[0].name == "matmul"
     # a cache-write block has no span: the name prefix decides
-    blk, evidence = profiles.match_block("matmul_global", [], None, fn.blocks)
+    blk, evidence = block_origin.match_block("matmul_global", [], None, fn.blocks)
     assert (blk.name, evidence) == ("matmul", "name prefix")
     # a span wins over a misleading name
-    blk, evidence = profiles.match_block("relu", [lines["bias_add"] + 2], None, fn.blocks)
+    blk, evidence = block_origin.match_block("relu", [lines["bias_add"] + 2], None, fn.blocks)
     assert (blk.name, evidence) == ("bias_add", "store span")
-    assert profiles.match_block("bias_add", [], None, fn.blocks)[1] == "name"
-    assert profiles.match_block("T_transpose", [], None, fn.blocks) == (None, "unmatched")
+    assert block_origin.match_block("bias_add", [], None, fn.blocks)[1] == "name"
+    assert block_origin.match_block("T_transpose", [], None, fn.blocks) == (None, "unmatched")
 
 
 def test_longest_prefix_wins():
@@ -58,7 +63,7 @@ def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
             vi = T.axis.remap("S", [i])
             B[vi] = A[vi]
 ''')
-    blk, _ = profiles.match_block("C_pack_global", [], None, outline.functions[0].blocks)
+    blk, _ = block_origin.match_block("C_pack_global", [], None, outline.functions[0].blocks)
     assert blk.name == "C_pack"
 
 
@@ -76,13 +81,13 @@ def test_stages_tie_to_source_blocks_and_sum():
     data = {"stages": [_stage(0, 90.0, ("matmul_init", [mm + 3]), ("matmul_update", [mm + 4])),
                        _stage(1, 6.0, ("bias_add", [])), _stage(2, 4.0, ("relu", []))],
             "sum_us": 100.0, "whole_us": 105.0, "ratio": 100 / 105, "calls": 50, "source": "rdtsc"}
-    mapped = profiles.map_stages(data, fn.blocks)
+    mapped = attribution.map_stages(data, fn.blocks)
     assert [s["source_blocks"] for s in mapped["stages"]] == [
         ["MatmulBiasRelu.main/matmul"], ["MatmulBiasRelu.main/bias_add"], ["MatmulBiasRelu.main/relu"]]
     assert mapped["stages"][0]["lines"] == [blocks["matmul"].range["start"]["line"],
                                             blocks["matmul"].range["end"]["line"]]
     assert mapped["outside_us"] == pytest.approx(5.0)
-    per_block = profiles.attribute_blocks(mapped["stages"], fn.blocks)
+    per_block = attribution.attribute_blocks(mapped["stages"], fn.blocks)
     assert [b["us"] for b in per_block] == [90.0, 6.0, 4.0]
     assert sum(b["share"] for b in per_block) == pytest.approx(1.0)
     assert all(b["attribution"] == "stage" for b in per_block)
@@ -92,8 +97,8 @@ def test_fused_stage_is_split_by_flops_and_inlined_block_points_to_consumer():
     _, fn, blocks = _mbr()
     # matmul with relu fused into its nest (reverse_compute_at); bias_add inlined into relu
     data = {"stages": [_stage(0, 100.0, ("matmul_update", []), ("relu", []))], "sum_us": 100.0, "whole_us": 100.0}
-    mapped = profiles.map_stages(data, fn.blocks)
-    per_block = {b["name"]: b for b in profiles.attribute_blocks(mapped["stages"], fn.blocks)}
+    mapped = attribution.map_stages(data, fn.blocks)
+    per_block = {b["name"]: b for b in attribution.attribute_blocks(mapped["stages"], fn.blocks)}
     mm_flops, relu_flops = blocks["matmul"].flops, blocks["relu"].flops
     assert per_block["matmul"]["us"] == pytest.approx(100.0 * mm_flops / (mm_flops + relu_flops))
     assert "split by FLOPs" in per_block["relu"]["attribution"]
@@ -107,13 +112,13 @@ def test_fused_stage_is_split_by_flops_and_inlined_block_points_to_consumer():
 
 def test_peak_formula_and_measured_reference():
     host = {"threads": 2, "tsc_hz": 2.5e9, "sgemm": {"gflops": 170.0, "source": "numpy sgemm"}}
-    peak = profiles.peak_figures(host, {"avx", "avx2", "fma", "sse2"})
+    peak = peak_rules.peak_figures(host, {"avx", "avx2", "fma", "sse2"})
     assert peak["formula"]["gflops"] == pytest.approx(32 * 2.5 * 2)
     assert "/proc/cpuinfo" in peak["formula"]["source"]
     assert peak["gflops"] == 170.0 and peak["source"] == "numpy sgemm"
-    slow = profiles.peak_figures({**host, "sgemm": {"gflops": 20.0, "source": "numpy sgemm"}}, {"avx512f", "fma"})
+    slow = peak_rules.peak_figures({**host, "sgemm": {"gflops": 20.0, "source": "numpy sgemm"}}, {"avx512f", "fma"})
     assert slow["gflops"] == pytest.approx(64 * 2.5 * 2) and slow["source"].startswith("formula")
-    assert profiles.peak_figures({"threads": 1}, set())["gflops"] is None
+    assert peak_rules.peak_figures({"threads": 1}, set())["gflops"] is None
 
 
 def test_memory_figures_decode_feature_rows():
@@ -127,7 +132,7 @@ def test_memory_figures_decode_feature_rows():
         row[base + 3], row[base + 4] = _slog(nbytes), _slog(unique)
         row[base + 7] = 1.0                              # reuse type: loop
         row[base + 12] = _slog(20)                       # reuse count
-    memory = profiles.memory_figures({"rows": [row], "stores": ["matmul_update"], "source": "PerStoreFeature"},
+    memory = memory_model.memory_figures({"rows": [row], "stores": ["matmul_update"], "source": "PerStoreFeature"},
                                      fn.blocks)
     entry = memory["rows"][0]
     assert entry["source"] == "MatmulBiasRelu.main/matmul"
@@ -144,7 +149,7 @@ def test_cachegrind_lines_sum_per_block():
     data = {"lines": [{"line": mm_line, "Ir": 10, "D1mr": 5}, {"line": mm_line - 1, "Ir": 1, "D1mr": 1},
                       {"line": relu_line, "Ir": 3, "D1mr": 0}, {"line": 0, "Ir": 7, "D1mr": 2}],
             "source": "cachegrind"}
-    out = profiles.cachegrind_by_block(data, fn.blocks)
+    out = memory_model.cachegrind_by_block(data, fn.blocks)
     by = {b["name"]: b for b in out["blocks"]}
     assert by["matmul"]["D1mr"] == 6 and by["matmul"]["Ir"] == 11 and by["relu"]["Ir"] == 3
     assert out["lines"][-1]["block"] is None
@@ -169,10 +174,10 @@ def _raw_tir(check_ok=True):
 
 def test_finish_profile_ties_kernel_to_source_and_derives_figures():
     outline, fn, _ = _mbr()
-    profile = profiles.finish_profile(_raw_tir(), outline, select(outline, None), None)
+    profile = attribution.finish_profile(_raw_tir(), outline, select(outline, None), None)
     kernel = profile["kernels"][0]
     assert kernel["function"] == "MatmulBiasRelu.main" and kernel["range"] == fn.range
-    assert kernel["flops"]["source"] == profiles.SOURCE_MAP_FLOPS
+    assert kernel["flops"]["source"] == attribution.SOURCE_MAP_FLOPS
     assert kernel["flops"]["value"] == sum(b.flops for b in fn.blocks if b.name != "root")
     assert kernel["speedup"] == pytest.approx(20.0)
     assert kernel["gflops"]["tuned"] == pytest.approx(kernel["flops"]["value"] / 100e-6 / 1e9)
@@ -194,7 +199,7 @@ def test_relax_tasks_tie_to_bindings():
                {"task": "fused_conv2d_relu", "call": 0, "vars": ["c1", "r1"], "us": 40.0, "flops": 4e5},
                {"task": "fused_conv2d_add_relu", "call": 0, "vars": ["c2", "s", "r2"], "us": 55.0, "flops": 5e5},
                {"task": "mean", "call": 0, "vars": ["p"], "us": 5.0, "flops": None}]}}}
-    out = profiles.finish_relax(raw, fn, {"gflops": 100.0})
+    out = attribution.finish_relax(raw, fn, {"gflops": 100.0})
     tasks = out["tasks"]["tuned"]["tasks"]
     assert tasks[0]["bindings"] == ["Net.main/c1", "Net.main/r1"]
     assert tasks[0]["lines"] == [line["c1"], line["r1"]]
@@ -257,10 +262,10 @@ def test_profile_of_latest_run_is_cached_until_inputs_change(store):
     first = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
     assert first["run"]["id"] == run.id and worker.calls[0][1]["run_dir"] == str(run.path)
     assert worker.calls[0][1]["target"] == {"kind": "llvm"}
-    assert (run.path / profiles.CACHE_FILE).exists()
+    assert (run.path / caches.PROFILE_FILE).exists()
     again = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
     assert len(worker.calls) == 1 and again.get("cached") is True
-    assert profiles.load_profile(run)["summary"]["speedup"] == pytest.approx(20.0)
+    assert caches.load_profile(run)["summary"]["speedup"] == pytest.approx(20.0)
     # new records invalidate the cache
     run.records_path.write_text('[0, [[[], []], [1e-4], {"kind": "llvm"}, []]]\n')
     profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
@@ -274,7 +279,7 @@ def test_profile_of_latest_run_is_cached_until_inputs_change(store):
 def test_a_run_of_another_function_is_refused(store):
     tmp, src, store_obj = store
     run = _make_run(store_obj, src, function="Other.main")
-    with pytest.raises(profiles.AsightError, match="tuned Other.main, not MatmulBiasRelu"):
+    with pytest.raises(errors_mod.AsightError, match="tuned Other.main, not MatmulBiasRelu"):
         profiles.profile_file(str(src), run=run.id, store_root=str(store_obj.root), worker=FakeWorker(_raw_tir()))
 
 
@@ -283,7 +288,7 @@ def test_a_unit_tvm_rejects_is_an_input_error(store):
     worker = FakeWorker(_raw_tir())
     worker.problems = [{"line": 17, "col": 13, "end_col": None, "message": "undefined name", "kind": "parse",
                         "unit": "MatmulBiasRelu"}]
-    with pytest.raises(profiles.InputError, match=r"matmul_bias_relu.py:17:13: undefined name"):
+    with pytest.raises(errors_mod.InputError, match=r"matmul_bias_relu.py:17:13: undefined name"):
         profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
     assert worker.calls == []
 
@@ -300,15 +305,15 @@ def test_profile_run_uses_the_runs_function(store):
 def test_latest_run_matches_unit_or_function_id(store):
     tmp, src, store_obj = store
     outline = build_outline(src.read_text(), str(src))
-    assert profiles.latest_run(store_obj, str(src), select(outline, None)) is None
+    assert lookup.latest_run(store_obj, str(src), select(outline, None)) is None
     run = _make_run(store_obj, src, function="MatmulBiasRelu.main")
-    assert profiles.latest_run(store_obj, str(src), select(outline, "main")).id == run.id
-    assert profiles.latest_run(store_obj, str(src), select(outline, "MatmulBiasRelu")).id == run.id
+    assert lookup.latest_run(store_obj, str(src), select(outline, "main")).id == run.id
+    assert lookup.latest_run(store_obj, str(src), select(outline, "MatmulBiasRelu")).id == run.id
 
 
 def test_cli_output_and_exit_code_on_mismatch(store, monkeypatch, capsys):
     outline, _, _ = _mbr()
-    bad = profiles.finish_profile(_raw_tir(check_ok=False), outline, select(outline, None), None)
+    bad = attribution.finish_profile(_raw_tir(check_ok=False), outline, select(outline, None), None)
     monkeypatch.setattr(profile_cmd, "profile_file", lambda *a, **k: bad)
     monkeypatch.setattr(profile_cmd, "WorkerClient", lambda *a: _NullClient())
     parser = __import__("asight_lsp.cli", fromlist=["build_parser"]).build_parser()
@@ -316,7 +321,7 @@ def test_cli_output_and_exit_code_on_mismatch(store, monkeypatch, capsys):
     assert args.run(args) == 1
     out = capsys.readouterr().out
     assert "OUTPUT MISMATCH" in out and "D: 7/16384 elements differ" in out
-    good = profiles.finish_profile(_raw_tir(), outline, select(outline, None), None)
+    good = attribution.finish_profile(_raw_tir(), outline, select(outline, None), None)
     text = profile_cmd.render(good)
     assert "speed-up 20.0x" in text and "MatmulBiasRelu.main/matmul" in text and "MISMATCH" not in text
 

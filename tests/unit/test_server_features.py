@@ -16,7 +16,7 @@ from asight_lsp.server.inlay import block_hints, loop_hints
 from asight_lsp.server.lens import function_lenses, lens_line
 from asight_lsp.server.options import ServerOptions
 from asight_lsp.tvmscript.outline_cache import OutlineCache
-from asight_lsp.store.index import FunctionResult
+from asight_lsp.services.results import FunctionResult
 from asight_lsp.server.state import DocState
 from asight_lsp.server.symbols import outline_nodes
 from asight_lsp.tvmscript.outline import build_outline

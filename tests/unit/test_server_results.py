@@ -1,4 +1,4 @@
-"""RunIndex: which run speaks for a function (fresh / stale / live), incremental records, text formats."""
+"""RunIndex and Results: which run speaks for a function (fresh / stale / live), incremental records, text formats."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.services.profiling import profile_blocks
+from asight_lsp.analysis.attribution import profile_blocks
 from asight_lsp.store.runs import Run, RunMeta, function_hash
-from asight_lsp.store.index import RunIndex, format_latency, relative_time, result_lens_title, run_summary
+from asight_lsp.services.results import Results
+from asight_lsp.store.index import RunIndex
+from asight_lsp.views.text import format_latency, relative_time
+from asight_lsp.server.lens import result_lens_title
+from asight_lsp.views.runs import run_summary
 from asight_lsp.tvmscript.outline import build_outline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +46,7 @@ def test_fresh_run_beats_newer_stale_and_live_beats_all(store):
     current = function_hash(text, fn)
     add_run(root, "old-fresh", source, fn.id, current, created=1000)
     add_run(root, "new-stale", source, fn.id, "0" * 16, created=2000)
-    index = RunIndex(root, min_interval=0)
+    index = Results(RunIndex(root, min_interval=0))
     result = index.result(str(source), fn, current)
     assert result.meta.id == "old-fresh" and not result.stale
     assert result.summary["blocks"]["matmul"]["splits"]["k"]  # the trace summary of its best record
@@ -63,7 +67,7 @@ def test_other_files_and_functions_are_ignored(store, tmp_path):
     root, source, text, fn = store
     add_run(root, "elsewhere", tmp_path / "other.py", fn.id, function_hash(text, fn))
     add_run(root, "other-fn", source, "Other.main", "1" * 16)
-    assert RunIndex(root, min_interval=0).result(str(source), fn, function_hash(text, fn)) is None
+    assert Results(RunIndex(root, min_interval=0)).result(str(source), fn, function_hash(text, fn)) is None
 
 
 def test_records_are_read_incrementally_and_a_torn_line_waits(store):
@@ -106,7 +110,7 @@ def test_formats():
 def test_result_lens_title_and_summary():
     meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=128, trials_requested=128,
                    best_us=200.0, baseline_us=21400.0, finished=time.time() - 180)
-    from asight_lsp.store.index import FunctionResult
+    from asight_lsp.services.results import FunctionResult
     result = FunctionResult("main", meta, Path("."), stale=False)
     assert result_lens_title(result) == "0.20 ms · 107× vs untuned · 128 trials · 3 min ago"
     result.stale = True

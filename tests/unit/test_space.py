@@ -17,7 +17,8 @@ from asight_lsp.analysis.synthetic import SOURCE, _row, synthetic_run
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views import missing_keys
-from asight_lsp.views.context import RunData, load_run
+from asight_lsp.views.context import RunData
+from asight_lsp.services.run_data import load_run
 from asight_lsp.views.searchspace import luminance, search_space
 
 ROOT = Path(__file__).resolve().parents[2]

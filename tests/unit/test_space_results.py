@@ -6,9 +6,8 @@ from pathlib import Path
 
 from asight_lsp.store.runs import DB_RECORDS, RunMeta, RunStore
 from asight_lsp.store.index import RunIndex
-from asight_lsp.services.space_results import document_spaces, site_at, space_hash, space_result
-from asight_lsp.server.state import DocState
-from asight_lsp.tvmscript.design_spaces import find_spaces
+from asight_lsp.server.state import DocState, document_spaces, space_result_of
+from asight_lsp.tvmscript.design_spaces import find_spaces, site_at, space_hash
 
 TEXT = (Path(__file__).resolve().parents[2] / "fixtures" / "matmul_space.py").read_text()
 SPACE = find_spaces(TEXT)[0]
@@ -42,21 +41,21 @@ def test_result_moves_with_the_function_and_goes_stale_when_it_changes(tmp_path)
     index = RunIndex(store.root)
     doc = _doc(file, TEXT)
     [space] = document_spaces(doc)
-    result = space_result(index, doc, space)
+    result = space_result_of(index, doc, space)
     assert result.meta.id == "r1" and not result.stale
     assert result.by_line[TILE_LINE].best == [(16, 4)]
     # three lines inserted above: same function text, hints move with it
     moved = "# a\n# b\n# c\n" + TEXT
     doc = _doc(file, moved)
     [space] = document_spaces(doc)
-    assert list(space_result(index, doc, space).by_line) == [TILE_LINE + 3]
+    assert list(space_result_of(index, doc, space).by_line) == [TILE_LINE + 3]
     assert site_at([space], TILE_LINE + 3, 20)[1].method == "sample_perfect_tile"
     assert site_at([space], TILE_LINE + 2, 0) is None
     # the function itself changed: stale, no statistics
     changed = TEXT.replace("max_innermost_factor=16)\n    j_tiles", "max_innermost_factor=32)\n    j_tiles")
     doc = _doc(file, changed)
     [space] = document_spaces(doc)
-    result = space_result(index, doc, space)
+    result = space_result_of(index, doc, space)
     assert result.stale and result.by_line == {}
 
 
@@ -66,10 +65,10 @@ def test_stats_follow_new_records_and_files_without_spaces_are_not_parsed(tmp_pa
     index = RunIndex(store.root)
     doc = _doc(file, TEXT)
     [space] = document_spaces(doc)
-    assert space_result(index, doc, space).by_line[TILE_LINE].best == [(8, 8)]
+    assert space_result_of(index, doc, space).by_line[TILE_LINE].best == [(8, 8)]
     with (store.runs_dir / "r1" / DB_RECORDS).open("a") as out:
         out.write(json.dumps(_record([2, 32], 1e-6)) + "\n")
-    assert space_result(index, doc, space).by_line[TILE_LINE].best == [(2, 32)]
+    assert space_result_of(index, doc, space).by_line[TILE_LINE].best == [(2, 32)]
     assert document_spaces(_doc(file, "def f(sch):\n    sch.split(1)\n")) == []
 
 

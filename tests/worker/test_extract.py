@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asight_lsp.analysis.candidates import FEATURES_FILE, decode_rows, ensure_features, read_feature_cache
+from asight_lsp.store.caches import FEATURES_FILE, read_feature_cache
+from asight_lsp.analysis.candidates import decode_rows
+from asight_lsp.services.run_data import ensure_features
 from asight_lsp.store.runs import Run
-from asight_lsp.views import build
+from asight_lsp.services.run_data import build_view as build
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "fixtures" / "runs" / "mbr128"

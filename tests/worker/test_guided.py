@@ -8,7 +8,7 @@ import sys
 from asight_lsp.analysis.constraints import trace_violations
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.store.runs import RunStore
-from asight_lsp.views import build
+from asight_lsp.services.run_data import build_view as build
 from tests.conftest import FIXTURES, ROOT
 
 

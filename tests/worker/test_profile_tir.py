@@ -7,6 +7,8 @@ import shutil
 import pytest
 
 from asight_lsp.services import profiling as profiles
+from asight_lsp.store import caches
+from asight_lsp.services import schedules
 from asight_lsp.cli import main as cli_main
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.services.profiling import ProfileOptions
@@ -64,12 +66,12 @@ def test_stage_latencies_sum_to_the_whole_and_map_to_source(mbr_run, worker):
     memory = kernel["memory"]["tuned"]["rows"]
     assert memory[0]["source"] == "MatmulBiasRelu.main/matmul" and memory[0]["bytes"] > memory[0]["unique_bytes"]
     # the profile is cached in the run for the LSP and reports
-    assert profiles.load_profile(run)["created"] == profile["created"]
+    assert caches.load_profile(run)["created"] == profile["created"]
 
 
 def test_apply_best_script_checks_out_and_a_wrong_program_is_caught(mbr_run, worker, tmp_path, capsys):
     src, store, run = mbr_run
-    best = profiles.apply_best(str(src), store_root=str(store), worker=worker)
+    best = schedules.apply_best(str(src), store_root=str(store), worker=worker)
     entry = best["entries"][0]
     assert entry["match"] == "structural" and "def apply_trace(sch" in entry["trace"]
     assert any("sample_perfect_tile" in line for line in entry["trace_lines"])

@@ -27,8 +27,8 @@ HOSTILE = {
 
 def payloads(run_dir: Path, source: Path) -> dict:
     sys.path.insert(0, str(REPO))
-    from asight_lsp.runs import Run
-    from asight_lsp.views.context import load_run
+    from asight_lsp.store.runs import Run
+    from asight_lsp.services.run_data import load_run
     from asight_lsp.views.loops import loop_view, stage_graph
     from asight_lsp.views.principles import principles
     from asight_lsp.views.searchspace import search_space

@@ -1,0 +1,250 @@
+"""A raw profile from the worker tied to the source (pure): stages -> source blocks, kernel calls ->
+Relax bindings, FLOPs and GFLOP/s, achieved vs peak.
+
+The worker reports what TVM sees (transformed block names, TVMScript line numbers from spans,
+task and variable names); ``finish_profile`` ties them to source ids and ranges:
+
+* each rdtsc stage of the untuned/tuned program -> the source blocks it runs (``block_origin``),
+  and from there per-source-block latency; blocks inlined by the schedule go to their consumer;
+* each Relax kernel call -> the source bindings it computes;
+* GFLOP/s (FLOPs from the source map, cross-checked with TVM's estimate), achieved vs peak,
+  modelled bytes and reuse and cachegrind misses (``memory_model``).
+
+Every figure carries a ``source`` saying where it came from.
+"""
+from __future__ import annotations
+
+from ..tvmscript.outline import Block, Function, Outline
+from ..tvmscript.selection import Selection
+from .block_origin import match_block
+from .memory_model import cachegrind_by_block, memory_figures
+from .peak import peak_figures
+
+PROFILE_SCHEMA = "asight.profile/1"
+
+
+SOURCE_MAP_FLOPS = "source map: per-block op count x iterations (sourcemap.Block.flops)"
+
+
+def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict | None = None) -> dict:
+    """The worker's raw measurements tied to source ids and ranges, with derived figures.
+
+    ``run`` is the summary of the run whose best schedule was measured (None: untuned only)."""
+    host = raw.get("host") or {}
+    peak = peak_figures(host, set(host.get("flags") or ()))
+    profile = {"schema": PROFILE_SCHEMA, "function": selection.label, "kind": raw.get("kind"),
+               "target": raw.get("target"), "host": host, "peak": peak,
+               "run": run, "options": raw.get("options"), "seconds": raw.get("seconds")}
+    if raw.get("kind") == "relax":
+        fn = _relax_function(outline, selection, raw["relax"].get("name"))
+        profile["relax"] = finish_relax(raw["relax"], fn, peak)
+        parts = [profile["relax"]]
+    else:
+        profile["kernels"] = [finish_kernel(k, _kernel_function(outline, selection, k["name"]), peak)
+                              for k in raw.get("kernels", [])]
+        parts = profile["kernels"]
+    profile["summary"] = summarize(parts, peak)
+    return profile
+
+
+def _kernel_function(outline: Outline, selection: Selection, name: str) -> Function | None:
+    if len(selection.functions) == 1:
+        return selection.functions[0]
+    return next((f for f in selection.functions if f.name == name), None)
+
+
+def _relax_function(outline: Outline, selection: Selection, name: str | None) -> Function | None:
+    relax_fns = [f for f in selection.functions if f.kind == "relax_function"]
+    return next((f for f in relax_fns if f.name == (name or "main")), relax_fns[0] if relax_fns else None)
+
+
+def summarize(parts: list[dict], peak: dict) -> dict:
+    """Whole-function figures: sums over kernels (one kernel: its own)."""
+    def total(label):
+        values = [p.get(label, {}) or {} for p in parts]
+        if not values or any("median_us" not in v for v in values):
+            return None
+        return sum(v["median_us"] for v in values)
+    base, tuned = total("baseline"), total("tuned")
+    flops = [p.get("flops", {}).get("value") for p in parts]
+    flops_total = sum(flops) if flops and all(f is not None for f in flops) else None
+    checks = [p["check"]["ok"] for p in parts if p.get("check")]
+    out = {"baseline_us": base, "tuned_us": tuned, "speedup": (base / tuned) if base and tuned else None,
+           "check_ok": all(checks) if checks else None, "flops": flops_total,
+           "source": "sum over kernels of the median single-call latency" if len(parts) > 1 else
+           "median single-call latency (tvm time_evaluator)"}
+    for label, us in (("baseline", base), ("tuned", tuned)):
+        out[f"gflops_{label}"] = flops_total / us / 1e3 if flops_total and us else None
+        out[f"peak_fraction_{label}"] = (out[f"gflops_{label}"] / peak["gflops"]
+                                         if out[f"gflops_{label}"] and peak.get("gflops") else None)
+    return out
+
+
+def finish_kernel(raw: dict, fn: Function | None, peak: dict) -> dict:
+    """One PrimFunc: latencies, check, FLOPs and GFLOP/s, stages and blocks tied to the source."""
+    blocks = [b for b in (fn.blocks if fn else []) if b.name != "root"]
+    flops = kernel_flops(blocks, raw.get("flops"))
+    out = {"name": raw["name"], "function": fn.id if fn else raw["name"], "range": fn.range if fn else None,
+           "baseline": raw.get("baseline"), "tuned": raw.get("tuned"), "best": raw.get("best"),
+           "check": raw.get("check"), "notes": list(raw.get("notes") or []), "flops": flops}
+    base, tuned = (raw.get("baseline") or {}).get("median_us"), (raw.get("tuned") or {}).get("median_us")
+    out["speedup"] = base / tuned if base and tuned else None
+    out["gflops"] = {label: (flops["value"] / us / 1e3 if flops["value"] and us else None)
+                     for label, us in (("baseline", base), ("tuned", tuned))}
+    out["gflops"]["source"] = "FLOPs / median latency"
+    out["peak_fraction"] = {label: (g / peak["gflops"] if g and peak.get("gflops") else None)
+                            for label, g in out["gflops"].items() if label != "source"}
+    out["stages"], out["blocks"] = {}, {}
+    for label, stage_data in (raw.get("stages") or {}).items():
+        if "error" in stage_data:
+            out["stages"][label] = stage_data
+            continue
+        out["stages"][label] = map_stages(stage_data, blocks)
+        out["blocks"][label] = attribute_blocks(out["stages"][label]["stages"], blocks, fn.id if fn else "")
+    out["memory"] = {label: (memory_figures(f, blocks) if "rows" in f else f)
+                     for label, f in (raw.get("features") or {}).items()}
+    if raw.get("cachegrind"):
+        out["cachegrind"] = {label: (cachegrind_by_block(c, blocks) if "lines" in c else c)
+                             for label, c in raw["cachegrind"].items()}
+    return out
+
+
+def kernel_flops(blocks: list[Block], tvm_estimate: float | None) -> dict:
+    """FLOPs of a function: the source map's per-block counts, else TVM's estimate."""
+    counted = [b.flops for b in blocks]
+    if counted and all(f is not None for f in counted):
+        return {"value": float(sum(counted)), "source": SOURCE_MAP_FLOPS, "tvm_estimate": tvm_estimate}
+    return {"value": tvm_estimate, "source": "tvm.s_tir.analysis.estimate_tir_flops", "tvm_estimate": tvm_estimate}
+
+
+def map_stages(data: dict, blocks: list[Block]) -> dict:
+    """Stage list with each transformed block tied to a source block id and 0-based lines."""
+    total = data.get("sum_us") or 0.0
+    stages = []
+    for stage in data["stages"]:
+        mapped, ids = [], []
+        for blk in stage["blocks"]:
+            src, evidence = match_block(blk["name"], blk.get("store_lines") or [], blk.get("realize_lines"), blocks)
+            mapped.append({"name": blk["name"], "source": src.id if src else None, "evidence": evidence})
+            if src is not None and src.id not in ids:
+                ids.append(src.id)
+        srcs = [b for b in blocks if b.id in ids]
+        lines = [min(b.range["start"]["line"] for b in srcs), max(b.range["end"]["line"] for b in srcs)] if srcs else None
+        stages.append({"index": stage["index"], "us": stage["us"], "p25_us": stage.get("p25_us"),
+                       "p75_us": stage.get("p75_us"), "share": stage["us"] / total if total else None,
+                       "blocks": mapped, "source_blocks": ids, "lines": lines, "loop_kinds": stage.get("loop_kinds")})
+    whole = data.get("whole_us")
+    return {"stages": stages, "sum_us": data.get("sum_us"), "whole_us": whole, "ratio": data.get("ratio"),
+            "plain_us": data.get("plain_us"), "intrusion": data.get("intrusion"),
+            "intrusion_source": data.get("intrusion_source"),
+            "outside_us": (whole - total) if whole is not None else None, "calls": data.get("calls"),
+            "source": data.get("source"), "whole_source": data.get("whole_source")}
+
+
+def attribute_blocks(stages: list[dict], blocks: list[Block], fn_id: str = "") -> list[dict]:
+    """Per source block: latency, share, stage and how it was attributed.
+
+    A stage that runs one source block gives it its time.  A stage that fused several (compute_at,
+    reverse_compute_at) splits its time by the blocks' FLOPs (an estimate, flagged).  A block found
+    in no stage was inlined: it points at the consumer block whose stage computes it.
+    """
+    total = sum(s["us"] for s in stages) or None
+    out: dict[str, dict] = {}
+    for stage in stages:
+        ids = stage["source_blocks"]
+        members = [b for b in blocks if b.id in ids]
+        weights = [max(b.flops or 0, 0) for b in members]
+        split = len(members) > 1
+        if not sum(weights):
+            weights = [1] * len(members)
+        for blk, weight in zip(members, weights):
+            us = stage["us"] * weight / sum(weights)
+            entry = out.setdefault(blk.id, {"id": blk.id, "name": blk.name, "range": blk.range, "stages": [],
+                                            "us": 0.0, "attribution": "stage"})
+            entry["stages"].append(stage["index"])
+            entry["us"] += us
+            if split:
+                entry["attribution"] = "stage shared with " + ", ".join(
+                    b.name for b in members if b.id != blk.id) + " (split by FLOPs)"
+    for blk in blocks:
+        if blk.id not in out:
+            consumer = _consumer(blk, blocks, out)
+            out[blk.id] = {"id": blk.id, "name": blk.name, "range": blk.range, "stages": [], "us": 0.0,
+                           "attribution": f"inlined into {consumer.name}" if consumer else "not found",
+                           "inlined_into": consumer.id if consumer else None}
+    ordered = [out[b.id] for b in blocks]
+    for entry in ordered:
+        entry["share"] = entry["us"] / total if total else None
+    return ordered
+
+
+def _consumer(blk: Block, blocks: list[Block], placed: dict, depth: int = 0) -> Block | None:
+    """The first block reading what ``blk`` writes that has a stage (following inlined chains)."""
+    if depth > len(blocks):
+        return None
+    for other in blocks:
+        if other.id != blk.id and set(other.reads) & set(blk.writes):
+            if other.id in placed:
+                return other
+            deeper = _consumer(other, blocks, placed, depth + 1)
+            if deeper is not None:
+                return deeper
+    return None
+
+
+def finish_relax(raw: dict, fn: Function | None, peak: dict) -> dict:
+    """Relax: end-to-end latency and each kernel call tied to the source bindings it computes."""
+    bindings = {b.name: b for b in (fn.bindings if fn else [])}
+    fn_id = fn.id if fn else raw.get("name", "main")
+    out = {"function": fn_id, "range": fn.range if fn else None, "baseline": raw.get("baseline"),
+           "tuned": raw.get("tuned"), "check": raw.get("check"), "notes": list(raw.get("notes") or []),
+           "flops": {"value": raw.get("flops"), "source": raw.get("flops_source")},
+           "task_records": raw.get("task_records"), "tasks": {}}
+    base, tuned = (raw.get("baseline") or {}).get("median_us"), (raw.get("tuned") or {}).get("median_us")
+    out["speedup"] = base / tuned if base and tuned else None
+    for label, data in (raw.get("tasks") or {}).items():
+        total = data.get("sum_us") or None
+        tasks = []
+        for task in data["tasks"]:
+            found = [bindings[v] for v in task.get("vars", []) if v in bindings]
+            lines = [b.range["start"]["line"] for b in found]
+            tasks.append({**task, "bindings": [f"{fn_id}/{b.name}" for b in found],
+                          "lines": [min(lines), max(b.range["end"]["line"] for b in found)] if found else None,
+                          "share": task["us"] / total if total else None,
+                          "gflops": task["flops"] / task["us"] / 1e3 if task.get("flops") and task["us"] else None})
+        out["tasks"][label] = {"tasks": tasks, "sum_us": data.get("sum_us"), "whole_us": data.get("whole_us"),
+                               "instrumented_run_us": data.get("instrumented_run_us"), "source": data.get("source")}
+        out.setdefault("bindings", {})[label] = _binding_latency(tasks, bindings, fn_id)
+    return out
+
+
+def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict]:
+    """Per source binding: the kernel call(s) that compute it and their latency."""
+    out = []
+    for name, b in bindings.items():
+        covering = [t for t in tasks if name in t.get("vars", [])]
+        out.append({"id": f"{fn_id}/{name}", "name": name, "range": b.range,
+                    "tasks": [f"{t['task']}#{t['call']}" for t in covering],
+                    "us": sum(t["us"] for t in covering),
+                    "fused_with": sorted({v for t in covering for v in t.get("vars", []) if v != name})})
+    return out
+
+
+def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
+    """``{block name: {us, share, source}}`` of one function in a profile (tuned program first)."""
+    if not isinstance(profile, dict):
+        return None
+    kernel = next((k for k in profile.get("kernels") or [] if k.get("function") in (fn.id, fn.name)), None)
+    if kernel is None:
+        return None
+    blocks = kernel.get("blocks") or {}
+    label = "tuned" if blocks.get("tuned") else "baseline"
+    entries = blocks.get(label) or []
+    stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
+    out = {}
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name"):
+            note = entry.get("attribution", "stage")
+            out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
+                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
+    return out or None

@@ -1,0 +1,92 @@
+"""The TVM worker's wire: its method names and the shapes of its messages (standard library only).
+
+Both sides import this module: the core (``engine/client.py`` and the services that call
+``client.request(METHOD, params)``) and the worker (``asight_lsp/worker/``, whose handler tables
+are keyed by these names).  A frame is a msgpack map (``engine/framing.py``):
+
+* request  ``{"id": int, "method": str, "params": {...}}``
+* event    ``{"id": int, "event": {...}}``  (progress before the reply; any number)
+* reply    ``{"id": int, "result": ...}`` or ``{"id": int, "error": {"type": str, "message": str}}``
+
+Most requests name one unit of a file (``SourceParams``): the worker parses the unit's lines with
+the others blanked, so TVM's line numbers are the file's.
+"""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+# --------------------------------------------------------------------------- methods
+PING = "ping"                    # {} -> {pid, tvm, threads}
+SHUTDOWN = "shutdown"            # {} -> (the worker exits)
+DEBUG_SLEEP = "debug.sleep"      # {seconds} -> {slept}: lets tests exercise timeouts
+CHECK = "check"                  # CheckParams -> {problems: [Problem], units: {name: {ok, functions, seconds}}}
+TARGET = "tuning.target"         # {target} -> {target: JSON, label}
+PROFILE = "profile"              # SourceParams + options + {run_dir, target, candidate?} -> raw profile
+APPLY_BEST = "apply_best"        # SourceParams + {run_dir, target} -> {entries: [{function, script, trace, ...}]}
+FEATURES = "features"            # {run_dir, trials, + SourceParams fallback} -> {records, baselines, ...}
+BLOCK_GRAPH = "block_graph"      # SourceParams + {run_dir, records} -> {source, transformed: [graph]}
+RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
+CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
+
+# Generated-code tags: the worker prints scheduled/lowered TIR with a comment ``asight:L<line>-<end>:<kind>``
+# on every statement that still has a span (``analysis/codelinks.py`` reads them back).
+TAG_PREFIX = "asight:L"
+
+
+def tag(line: int, end_line: int, block: bool) -> str:
+    """The annotation the worker attaches to a statement with span lines ``line..end_line`` (1-based)."""
+    return f"{TAG_PREFIX}{line}-{end_line}:{'b' if block else 's'}"
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+class UnitSpec(TypedDict):
+    """One unit of a file: 0-based inclusive lines, its name and kind (``prim_func`` / ``ir_module`` / ...)."""
+    name: str
+    start_line: int
+    end_line: int
+    kind: str
+
+
+class SourceParams(TypedDict, total=False):
+    """What a request about one unit carries: the whole text, the unit, the file's literal constants
+    and namespace aliases (``extra_vars`` of TVM's parser), and a member function of the unit."""
+    text: str
+    unit: UnitSpec
+    constants: dict
+    aliases: dict
+    function: str | None
+
+
+class CheckParams(TypedDict):
+    text: str
+    units: list[UnitSpec]
+    constants: dict
+    aliases: dict
+
+
+class Problem(TypedDict, total=False):
+    """A parse or well-formedness problem as TVM reports it (1-based line and column)."""
+    unit: str
+    line: int
+    col: int
+    end_col: int | None
+    message: str
+    kind: str                    # parse | well_formed
+
+
+def unit_spec(unit: Any) -> UnitSpec:
+    """The wire form of a ``tvmscript.outline.Unit``."""
+    return {"name": unit.name, "start_line": unit.start_line, "end_line": unit.end_line, "kind": unit.kind}
+
+
+def source_params(text: str, outline: Any, unit: Any, function: str | None = None) -> SourceParams:
+    """``SourceParams`` of one unit of an outlined text (``function``: a member of the unit, or None)."""
+    return {"text": text, "constants": outline.constants, "aliases": outline.aliases, "unit": unit_spec(unit),
+            "function": function}
+
+
+def check_params(text: str, outline: Any, units: list) -> CheckParams:
+    return {"text": text, "constants": outline.constants, "aliases": outline.aliases,
+            "units": [unit_spec(u) for u in units]}

@@ -1,0 +1,46 @@
+"""Two runs side by side (``asight.compareRuns``): their numbers and, per block, what each best
+schedule did (TVM-free: the trace summary of each run's best record)."""
+from __future__ import annotations
+
+from .. import protocol as P
+from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
+from ..errors import AsightError
+from ..store.index import RunIndex
+from ..store.runs import Run
+from ..tvmscript.outline import build_outline
+from ..views.runs import run_summary
+
+
+def compare_payload(index: RunIndex, ids: list[str]) -> dict:
+    """Both runs' numbers and, per block, what each best schedule did."""
+    metas = []
+    for run_id in ids:
+        meta = index.get(run_id)
+        if meta is None:
+            raise AsightError(f"no run '{run_id}'")
+        metas.append(meta)
+    blocks: dict[str, list] = {}
+    for k, meta in enumerate(metas):
+        summary = _run_summary_blocks(index, meta)
+        for name, block in summary.items():
+            blocks.setdefault(name, [None, None])[k] = {"headline": block_headline(block), "steps": block["steps"]}
+    a, b = metas
+    ratio = a.best_us / b.best_us if a.best_us and b.best_us else None
+    return {"schema": P.SCHEMA_COMPARE_RUNS, "status": P.STATUS_OK, "runs": [run_summary(m) for m in metas],
+            "speedupOfSecond": ratio, "blocks": [{"block": n, "runs": v} for n, v in blocks.items()]}
+
+
+def _run_summary_blocks(index: RunIndex, meta) -> dict:
+    try:
+        text = Run(index.run_dir(meta.id)).source_path.read_text()
+    except (OSError, AttributeError):
+        try:
+            text = open(meta.file, encoding="utf-8", errors="replace").read()
+        except OSError:
+            return {}
+    outline = build_outline(text, meta.file)
+    fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
+    best = index.best_record(meta.id, fn) if fn else None
+    if not best:
+        return {}
+    return summarize_trace(best["insts"], best["decisions"], source_blocks(fn))["blocks"]

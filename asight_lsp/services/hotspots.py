@@ -1,0 +1,102 @@
+"""Hotspots of a run (TVM-free orchestration): source blocks (TIR) or bindings (Relax) ranked by
+tuned latency.
+
+The latency is measured on the *tuned* program (``services/profiling.py``: rdtsc per stage, or the
+Relax VM's per-call timing); the worker describes the source and the tuned program as graphs
+(``block_graph`` / ``relax_graph``) and ``analysis.matching`` maps one onto the other, so each
+measured stage or kernel call lands on the source lines the user edits.  The CLI, the language
+server and the report share ``collect``.
+"""
+from __future__ import annotations
+
+from ..analysis.hotspot_ranking import relax_hotspots, tir_hotspots
+from ..analysis.matching import match_relax, match_tir
+from ..engine import wire
+from ..errors import AsightError
+from ..store.runs import RunStore
+from ..tvmscript.outline import build_outline
+from ..tvmscript.selection import check_selection, select
+from .lookup import read_text
+from .profiling import profile_file
+
+
+SCHEMA = "asight.hotspots/1"
+
+
+def collect(path: str, run_ref: str, function: str | None = None, store_root: str | None = None, worker=None,
+            use_cache: bool = True, text: str | None = None, profile: dict | None = None) -> dict:
+    """Hotspots of ``path`` for a run: profile (cached in the run), graphs, match, ranking."""
+    text = read_text(path) if text is None else text
+    run = RunStore(store_root).get(run_ref)
+    meta = run.load()
+    function = function or meta.function
+    outline = build_outline(text, path)
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    if profile is None:
+        profile = profile_file(path, function, str(run.path), store_root, worker, text=text, use_cache=use_cache)
+    unit = wire.source_params(text, outline, selection.unit)
+    out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
+           "parts": []}
+    if profile.get("kind") == "relax":
+        out["parts"].append(_relax_part(profile["relax"], unit, selection, outline, worker))
+    else:
+        for kernel in profile.get("kernels") or []:
+            out["parts"].append(_tir_part(kernel, unit, str(run.path), outline, worker))
+    return out
+
+
+def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker) -> dict:
+    stages = (kernel.get("stages") or {}).get("tuned")
+    if not stages or "stages" not in stages:
+        why = (stages or {}).get("error") or "the profile has no per-stage latency of the tuned program"
+        raise AsightError(f"{kernel['name']}: {why}")
+    reply = worker.request(wire.BLOCK_GRAPH, {**unit, "function": kernel["name"], "run_dir": run_dir,
+                                           "records": "best"}, timeout=300)
+    graphs = [g for g in reply["transformed"] if "error" not in g]
+    if not graphs:
+        errors = [g["error"] for g in reply["transformed"]]
+        raise AsightError(f"{kernel['name']}: the run's best schedule does not apply"
+                          + (f" ({errors[0]})" if errors else " (no successful record)"))
+    transformed = graphs[0]
+    match = match_tir(reply["source"], transformed)
+    part = tir_hotspots(reply["source"], match, stages["stages"])
+    fn = outline.function(kernel.get("function") or "")
+    ranges = {b.name: b.range for b in (fn.blocks if fn else [])}
+    for entry in part["entries"]:
+        entry["range"] = ranges.get(entry["name"])
+        entry["source_id"] = f"{fn.id}/{entry['name']}" if fn else entry["name"]
+    best = kernel.get("best") or {}
+    record = transformed.get("record") or {}
+    part.update(name=kernel["name"], function=fn.id if fn else kernel["name"], whole_us=stages.get("whole_us"),
+                record=record, match=_match_summary(match), workload_match=reply.get("workload_match"))
+    if best.get("latency_us") and record.get("latency_us") and abs(best["latency_us"] - record["latency_us"]) > 1e-6:
+        part["warning"] = "the profiled record and the matched record differ (the run changed in between?)"
+    return part
+
+
+def _relax_part(relax: dict, unit: dict, selection, outline, worker) -> dict:
+    calls = ((relax.get("tasks") or {}).get("tuned") or {}).get("tasks")
+    if not calls:
+        raise AsightError("the profile has no per-call latency of the tuned program (no tuned task yet?)")
+    fn_name = selection.member or "main"
+    reply = worker.request(wire.RELAX_GRAPH, {**unit, "function": fn_name}, timeout=300)
+    match = match_relax(reply["source"], reply["transformed"])
+    part = relax_hotspots(reply["source"], reply["transformed"], match, calls)
+    fn = next((f for f in outline.functions if f.kind == "relax_function" and f.name == fn_name
+               and f.unit == selection.unit.name), None)
+    ranges = {b.name: b.range for b in (fn.bindings if fn else [])}
+    for entry in part["entries"]:
+        entry["range"] = ranges.get(entry["name"])
+        entry["source_id"] = f"{fn.id}/{entry['name']}" if fn else entry["name"]
+    part.update(name=fn_name, function=fn.id if fn else fn_name,
+                whole_us=((relax.get("tasks") or {}).get("tuned") or {}).get("whole_us"),
+                match={"method": "anchored subgraph isomorphism per call site",
+                       "sites": [{k: s[k] for k in ("site", "function", "bindings", "match")} for s in match["sites"]],
+                       "unmatched": match["unmatched"], "unmatched_source": match["unmatched_source"]})
+    return part
+
+
+def _match_summary(match: dict) -> dict:
+    return {k: match.get(k) for k in ("method", "isomorphisms", "ambiguous", "inlined", "notes", "unmatched",
+                                      "unmatched_source", "trials")}

@@ -1,0 +1,66 @@
+"""Find the run a request means and the text it tuned (TVM-free, shared by the services).
+
+``latest_run`` picks the newest run of a file's selected function; ``check_run_function`` refuses a
+run given by id that tuned another function; ``run_source`` gives the text a run tuned (the file
+while its functions still hash as tuned, else the run's snapshot).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import AsightError
+from ..store.runs import Run, RunMeta, RunStore, function_hash
+from ..tvmscript.outline import build_outline, decode_source
+from ..tvmscript.selection import Selection
+from .jobs import LIVE_STATES
+
+
+def check_run_function(run: Run, selection: Selection) -> None:
+    """A run given by id must have tuned the selected function (or its unit)."""
+    tuned = run.load().function
+    names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
+    if tuned not in names:
+        raise AsightError(f"run {run.id} tuned {tuned}, not {selection.label}; pick the function with --func")
+
+
+def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
+    """The newest run of this file whose function is the selection (its label, a function id, the unit)."""
+    names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
+    metas = [m for m in (store.latest_for(path, name) for name in names) if m is not None]
+    if not metas:
+        return None
+    newest = max(metas, key=lambda m: m.created)
+    return Run(store.runs_dir / newest.id)
+
+
+def prepare_run(run: Run) -> RunMeta:
+    """Load the run; make a finished run's JSON DB loadable by TVM (drops a torn last line)."""
+    meta = run.load()
+    if meta.state not in LIVE_STATES:
+        run.repair_db()
+    return meta
+
+
+def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:
+    """(text, path): the file if its functions still hash as tuned, else the run's snapshot."""
+    try:
+        text = read_text(meta.file)
+        outline = build_outline(text, meta.file)
+        hashes = {f.id: function_hash(text, f) for f in outline.functions if f.id in meta.source_hashes}
+        if hashes == meta.source_hashes:
+            return text, meta.file
+    except AsightError:
+        pass
+    if run.source_path.exists():
+        return decode_source(run.source_path.read_bytes()), meta.file
+    raise AsightError(f"run {run.id}: {meta.file} changed since tuning and the run has no source snapshot")
+
+
+def read_text(path: str) -> str:
+    file = Path(path)
+    if not file.is_file():
+        raise AsightError(f"no such file: {path}" if not file.exists() else f"{path} is not a file")
+    try:
+        return decode_source(file.read_bytes())
+    except OSError as err:
+        raise AsightError(f"cannot read {path}: {err.strerror}") from None

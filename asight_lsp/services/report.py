@@ -1,0 +1,69 @@
+"""One self-contained HTML report of a run (TVM-free orchestration).
+
+Sections: hotspots (profiles the tuned program through the worker; skipped without a worker),
+search space (honeycomb + contours), loop view, stage graph, design principles, the best schedule
+and, for a guided run, its comparison with plain MetaSchedule.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..analysis.traces import format_trace
+from ..errors import AsightError, WorkerError
+from ..store.runs import RunStore
+from ..views import loop_view, principles, search_space, stage_graph
+from ..views.loops import best_summary
+from ..views.report import report_html
+from .guidance import compare_with_plain
+from .hotspots import collect
+from .lookup import read_text
+from .run_data import load_run
+
+
+def best_schedule(data) -> dict | None:
+    """The best candidate: trial, latency, per-block steps and its trace as text."""
+    best = data.table.best_index()
+    if best is None:
+        return None
+    rec = data.table.records[best]
+    steps = {name: s.get("steps", []) for name, s in best_summary(data).items()}
+    return {"trial": int(rec["trial"]), "latency_us": rec["latency_us"], "steps": steps,
+            "trace": format_trace(rec["insts"], rec["decisions"])}
+
+
+def build_report(file: str, run_ref: str, store_root: str | None = None, worker=None, text: str | None = None,
+                 hotspots: bool = True, seed: int = 0) -> str:
+    """The report page of a run.  Without a worker: cached features only, no hotspots."""
+    text = read_text(file) if text is None else text
+    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text)
+    for note in data.notes:
+        print(f"asight: note: {note}", file=sys.stderr)
+    payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
+                "stageGraph": stage_graph(data), "principles": principles(data, seed=seed)}
+    hot, hot_error = None, None
+    if hotspots:
+        if worker is None:
+            hot_error = "the TVM worker was not started (--no-extract)"
+        else:
+            try:
+                hot = collect(file, str(data.run.path), None, store_root, worker, text=text)
+            except (AsightError, WorkerError) as err:
+                hot_error = str(err)
+    guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
+    return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided)
+
+
+def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,
+                 hotspots: bool = True, seed: int = 0) -> Path:
+    """Build the report and write it atomically to ``output`` (what ``asight demo`` can call)."""
+    page = build_report(file, run_ref, store_root, worker, hotspots=hotspots, seed=seed)
+    out = Path(output)
+    try:
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as err:
+        raise AsightError(f"cannot write {output}: {err.strerror}") from None
+    return out

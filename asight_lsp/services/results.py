@@ -1,0 +1,108 @@
+"""Which run speaks for which function, and what its best schedule did (TVM-free, cached).
+
+Runs are found in the run index by file and function id; a run is *fresh* for a function when the
+function's current source hash equals the one the run recorded, *stale* otherwise.  Everything the
+editor shows (lenses, hovers, inlay hints) is recomputed from the current outline by stable id, so
+ranges follow the text and edits to other functions leave a function's results alone.  Trace
+summaries are cached per record, block profiles per profile file.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..analysis.attribution import profile_blocks
+from ..analysis.trace_summary import source_blocks, summarize_trace
+from ..store.caches import PROFILE_FILE, load_profile
+from ..store.index import RunIndex
+from ..store.runs import Run, RunMeta
+from ..tvmscript.outline import Function
+from .jobs import LIVE_STATES
+
+
+@dataclass
+class FunctionResult:
+    """The run shown for one function, with its best record and what that record did."""
+    function_id: str
+    meta: RunMeta
+    run_dir: Path
+    stale: bool
+    best: dict | None = None          # {"latency_us", "insts", "decisions", "trial", "workload"}
+    summary: dict | None = None       # trace_summary.summarize_trace(...) of ``best``
+    profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
+
+    @property
+    def running(self) -> bool:
+        return self.meta.state in LIVE_STATES
+
+    @property
+    def speedup(self) -> float | None:
+        m = self.meta
+        return m.baseline_us / m.best_us if m.baseline_us and m.best_us else None
+
+    def block(self, name: str) -> dict | None:
+        return (self.summary or {}).get("blocks", {}).get(name)
+
+
+class Results:
+    """Function results over a ``RunIndex``; its caches live as long as the index."""
+
+    def __init__(self, index: RunIndex):
+        self.index = index
+        self._summaries: dict[tuple, dict] = {}
+        self._profiles: dict[str, tuple[int, dict | None]] = {}
+        self.lock = threading.RLock()   # payload builders ask from worker threads
+
+    def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True) -> FunctionResult | None:
+        """The run to show for ``fn``: a live one, else the newest fresh one with results, else the
+        newest stale one with results."""
+        runs = self.index.for_function(file, fn.id)
+        if not runs:
+            return None
+
+        def fresh(meta: RunMeta) -> bool:
+            recorded = (meta.source_hashes or {}).get(fn.id)
+            return recorded is None or current_hash is None or recorded == current_hash
+
+        useful = [m for m in runs if m.best_us is not None or m.trials_done]
+        chosen = (next((m for m in runs if m.state in LIVE_STATES and fresh(m)), None)
+                  or next((m for m in useful if fresh(m)), None)
+                  or next((m for m in useful), None)
+                  or runs[0])
+        result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen))
+        if with_details:
+            self.fill_details(result, fn)
+        return result
+
+    def fill_details(self, result: FunctionResult, fn: Function) -> None:
+        """The best record of the function's workload and its trace summary."""
+        with self.lock:
+            self._fill_details(result, fn)
+
+    def _fill_details(self, result: FunctionResult, fn: Function) -> None:
+        best = self.index.best_record(result.meta.id, fn)
+        result.best = best
+        if best is not None and fn.kind == "prim_func":
+            key = (result.meta.id, best["workload"], best["trial"], fn.id, _blocks_key(fn))
+            if key not in self._summaries:
+                self._summaries[key] = summarize_trace(best["insts"], best["decisions"], source_blocks(fn))
+            result.summary = self._summaries[key]
+        result.profile = self.block_profile(result.meta.id, fn)
+
+    def block_profile(self, run_id: str, fn: Function) -> dict | None:
+        """Per source block latency of the run's cached profile (``store.caches.load_profile``), if any."""
+        path = self.index.run_dir(run_id) / PROFILE_FILE
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            return None
+        cached = self._profiles.get(run_id)
+        if cached is None or cached[0] != mtime:
+            profile = load_profile(Run(self.index.run_dir(run_id)))
+            cached = self._profiles[run_id] = (mtime, profile)
+        return profile_blocks(cached[1], fn)
+
+
+def _blocks_key(fn: Function) -> tuple:
+    return tuple((b.name, tuple(b.loops), tuple(b.reads), tuple(b.writes)) for b in fn.blocks)

@@ -1,0 +1,143 @@
+"""Everything a view of a run starts from (TVM-free orchestration): records, feature rows, source.
+
+``load_run`` resolves a run reference (id, unique prefix, directory or ``latest``), reads its
+records, extracts missing feature vectors through the TVM worker when one is given (cached in the
+run directory, ``store/caches.py``) and finds the run's function in its source file; the payload
+builders of ``views/`` take the resulting ``views.context.RunData``.  ``build_view`` is the
+one-call entry point of the language server and reports.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..analysis import featurelayout as fl
+from ..analysis.candidates import CandidateTable, build_candidates
+from ..engine import wire
+from ..errors import AsightError, WorkerError
+from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
+from ..store.runs import Run, RunMeta, RunStore, read_records
+from ..tvmscript.outline import Function, build_outline
+from ..views import BUILDERS
+from ..views.context import RunData
+
+
+def source_params(meta: RunMeta, run_dir: Path) -> dict:
+    """Source text and unit of the run's function, for the worker's fallback (empty if unreadable)."""
+    path = resolve_source(meta.file, run_dir)
+    if path is None:
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    outline = build_outline(text, str(path))
+    fn = outline.function(meta.function)
+    unit = next((u for u in outline.units if (fn and fn.id in u.functions) or u.name == meta.function), None)
+    if unit is None or not unit.safe:
+        return {}
+    return {"text": text, "unit": {"start_line": unit.start_line, "end_line": unit.end_line},
+            "constants": outline.constants, "aliases": outline.aliases, "function": meta.function}
+
+
+def ensure_features(run: Run, worker=None, records: list[dict] | None = None, timeout: float | None = None,
+                    on_event: Callable[[dict], None] | None = None) -> dict | None:
+    """The feature cache of a run, extracting missing trials through ``worker`` (a WorkerClient).
+
+    Without a worker, returns what is cached (or None).  A worker failure raises ``WorkerError``;
+    the cache on disk is left as it was.
+    """
+    cache = read_feature_cache(run.path)
+    records = records if records is not None else read_records(run.path)
+    have = set(cache["records"]) if cache else set()
+    missing = [r["trial"] for r in records if r["trial"] not in have]
+    if not missing or worker is None:
+        return cache
+    params = {"run_dir": str(run.path), "trials": missing}
+    try:
+        params.update(source_params(run.load(), run.path))
+    except (AsightError, OSError):
+        pass
+    reply = worker.request(wire.FEATURES, params, timeout=timeout or 60 + 0.05 * len(missing), on_event=on_event)
+    merged = cache or {"schema": FEATURES_SCHEMA, "records": {}, "baselines": {}}
+    merged["records"].update({int(k): v for k, v in reply.get("records", {}).items()})
+    for key, value in reply.get("baselines", {}).items():
+        if int(key) not in merged["baselines"] or merged["baselines"][int(key)].get("error"):
+            merged["baselines"][int(key)] = value
+    merged["feature_length"] = reply.get("feature_length", fl.LENGTH)
+    merged["tvm"] = reply.get("tvm")
+    write_feature_cache(run.path, merged)
+    return merged
+
+
+def resolve_source(file: str | None, run_dir: Path) -> Path | None:
+    """The run's source file: absolute, relative to the cwd, or to the run dir and its parents."""
+    if not file:
+        return None
+    path = Path(file)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    for base in [Path.cwd(), run_dir, *run_dir.resolve().parents]:
+        if (base / path).is_file():
+            return base / path
+    return None
+
+
+def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
+    """The run's function in its source file (``sourcemap.Function``), or None."""
+    if text is None:
+        path = resolve_source(meta.file, run_dir)
+        if path is None:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    outline = build_outline(text, meta.file or "<run>")
+    fn = outline.function(meta.function)
+    if fn is None:
+        unit = next((u for u in outline.units if u.name == meta.function), None)
+        if unit and len(unit.functions) >= 1:
+            fn = outline.function(unit.functions[0])
+    return fn
+
+
+def load_candidates(run: Run, worker=None, function: Function | None = None, extract: bool = True,
+                    on_event: Callable[[dict], None] | None = None) -> tuple[CandidateTable, list[str]]:
+    """The candidate table of a run and notes on what is missing (e.g. features not extracted)."""
+    meta = run.load()
+    records = read_records(run.path)
+    notes = []
+    cache = read_feature_cache(run.path)
+    if extract and worker is not None and records:
+        try:
+            cache = ensure_features(run, worker, records, on_event=on_event)
+        except WorkerError as err:
+            notes.append(f"feature extraction failed ({err}); using sampled decisions instead")
+    if function is None:
+        try:
+            function = source_function(meta, run.path)
+        except OSError:
+            function = None
+    if function is None:
+        notes.append(f"source of {meta.function} not found ({meta.file}): blocks are named from the trace only")
+    table = build_candidates(records, cache, meta, function)
+    if records and not table.has_features:
+        notes.append("no feature vectors cached for this run; the layout uses sampled decisions")
+    return table, notes
+
+
+def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
+             text: str | None = None, on_event: Callable[[dict], None] | None = None) -> RunData:
+    """The data of one run (see module doc).  ``text``: the source to use instead of the file."""
+    run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
+    meta = run.load()
+    function = source_function(meta, run.path, text) if text is not None else None
+    table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event)
+    if function is None:
+        try:
+            function = source_function(meta, run.path)
+        except OSError:
+            function = None
+    return RunData(run, meta, table, function, notes)
+
+
+def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0) -> dict:
+    """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run."""
+    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text)
+    builder = BUILDERS[kind]
+    return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
