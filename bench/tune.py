@@ -40,7 +40,7 @@ t0 = time.perf_counter()
 mode, src, wd, trials = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.worker.parse import parse_unit
-from asight_lsp.worker import tuning as tu
+from asight_lsp.worker import metaschedule as tu
 from asight_lsp.worker.compat import ms, stub_tensor_intrin
 text = open(src).read(); outline = build_outline(text); unit = outline.units[0]
 mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
@@ -72,7 +72,7 @@ run_dir, src = sys.argv[1], sys.argv[2]
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.worker.parse import parse_unit
 from asight_lsp.worker.compat import ms, tvm
-from asight_lsp.worker import tuning as tu
+from asight_lsp.worker import metaschedule as tu
 text = open(src).read(); outline = build_outline(text); unit = outline.units[0]
 mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
                  outline.constants, outline.aliases)

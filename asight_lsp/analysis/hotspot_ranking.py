@@ -1,6 +1,6 @@
 """Rank source blocks (TIR) or bindings (Relax) by the latency measured on the tuned program.
 
-Pure functions over plain data: the graphs of ``asight_lsp.worker.graphs``, a match from
+Pure functions over plain data: the graphs of ``asight_lsp.worker.tir_graphs`` / ``relax_graphs``, a match from
 ``asight_lsp.analysis.matching`` and the per-stage / per-call latencies of a profile
 (``asight_lsp.services.profiling``: a stage names the transformed blocks it runs; a Relax call names its kernel
 and which call of that kernel it is).

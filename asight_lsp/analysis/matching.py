@@ -1,6 +1,6 @@
 """Match a tuned (transformed) program to its source by labelled dataflow graphs (no TVM).
 
-Input is the plain graph data of ``asight_lsp.worker.graphs``: nodes with labels (iterator kinds,
+Input is the plain graph data of ``asight_lsp.worker.tir_graphs`` / ``relax_graphs``: nodes with labels (iterator kinds,
 op mix, written buffer shape/dtype, op pattern) and evidence (names, TVMScript lines), edges
 producer → consumer.  Output says, for every source block or binding, which transformed blocks or
 kernel calls came from it and how that was decided.

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import AsightError
 from ..services.tuning import TuneRequest, start_tune
 from .common import print_json
-from .tune import follow, fmt_us, print_summary, speedup
+from .tune import follow, print_summary, speedup
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "matmul_bias_relu.py"

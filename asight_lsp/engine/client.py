@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
+from . import wire
 from .framing import FrameError, read_frame, write_frame
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -89,7 +90,7 @@ class WorkerClient:
         """Ask the worker to exit, then make sure it did."""
         if self._proc and self._proc.poll() is None:
             try:
-                write_frame(self._proc.stdin, {"id": -1, "method": "shutdown", "params": {}})
+                write_frame(self._proc.stdin, {"id": -1, "method": wire.SHUTDOWN, "params": {}})
                 self._proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 pass

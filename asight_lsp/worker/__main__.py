@@ -9,6 +9,7 @@ import traceback
 def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # TVM and user prints must never corrupt the frame stream
+    from ..engine import wire
     from ..engine.framing import FrameError, read_frame, write_frame
     from .handlers import HANDLERS
 
@@ -18,7 +19,7 @@ def main() -> int:
         except FrameError:
             return 0
         rid, method = request.get("id"), request.get("method")
-        if method == "shutdown":
+        if method == wire.SHUTDOWN:
             return 0
         handler = HANDLERS.get(method)
         if handler is None:

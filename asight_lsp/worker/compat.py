@@ -8,14 +8,21 @@ import types
 import tvm  # noqa: F401  (0.8 s, 190 MiB: paid once per worker process)
 import tvm.script
 import tvm_ffi
-from tvm import relax, s_tir, tirx
+from tvm import relax, rpc, s_tir, tirx
 from tvm.error import DiagnosticError
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir as task_loggers
+from tvm.s_tir.meta_schedule.utils import fork_seed
 from tvm.s_tir.schedule import Trace
+from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
+from tvm.support.tar import tar
 
-__all__ = ["tvm", "tvm_ffi", "relax", "s_tir", "tirx", "ms", "Trace", "DiagnosticError",
-           "derived_object", "script_globals", "stub_tensor_intrin", "normalize_mod", "host_target", "parse_script"]
+__all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
+           "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
+           "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
+           "parse_script", "builder_job"]
 
 
 def script_globals(constants: dict | None = None, aliases: dict | None = None) -> dict:
@@ -46,6 +53,18 @@ def stub_tensor_intrin() -> None:
     pkg.__path__ = [os.path.join(os.path.dirname(s_tir.__file__), "tensor_intrin")]
     sys.modules["tvm.s_tir.tensor_intrin"] = pkg
     import tvm.s_tir.tensor_intrin.x86  # noqa: F401
+
+
+def import_tensor_intrin() -> None:
+    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~19 s, once per process)."""
+    import tvm.s_tir.tensor_intrin  # noqa: F401
+
+
+def builder_job(f_build, item) -> tuple:
+    """``(function, args)`` that builds one ``BuilderInput`` in a pool worker exactly as MetaSchedule's
+    ``LocalBuilder`` does (its worker function and parameter serialisation are private in 0.27)."""
+    from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
+    return _worker_func, (f_build, None, item.mod, item.target, _serialize_params(item.params))
 
 
 def normalize_mod(func):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..store.runs import read_json_lines, read_records
+from ..engine import wire
 from .compat import ms, normalize_mod, s_tir, stub_tensor_intrin, tirx, tvm
 
 FEATURES_SCHEMA = "asight.features/1"
@@ -79,7 +80,7 @@ def _prim_func(mod):
     raise ValueError("the workload holds no PrimFunc")
 
 
-def _entry(rows, sch) -> dict:
+def _feature_entry(rows, sch) -> dict:
     blocks, stores = loop_nests(_prim_func(sch.mod))
     rows = np.asarray(rows, dtype="<f4")
     return {"n_rows": int(rows.shape[0]), "rows": rows.tobytes(), "stores": stores, "blocks": blocks,
@@ -164,7 +165,7 @@ def features(params: dict, emit=None) -> dict:
             chunk = cands[start:start + PROGRESS_EVERY]
             for trial, cand, rows in zip(trials[start:start + PROGRESS_EVERY], chunk,
                                          _extract_group(extractor, ctx, chunk)):
-                out[trial] = _failed(str(rows)) if isinstance(rows, Exception) else _entry(rows, cand.sch)
+                out[trial] = _failed(str(rows)) if isinstance(rows, Exception) else _feature_entry(rows, cand.sch)
             done += len(chunk)
             if emit:
                 emit({"type": "progress", "done": done, "total": len(records)})
@@ -180,9 +181,9 @@ def _baseline(extractor, ctx, workload, record) -> dict:
     try:
         sch = s_tir.Schedule(workload.mod)
         cand = ms.MeasureCandidate(sch, record.args_info)
-        return _entry(extractor.extract_from(ctx, [cand])[0].numpy(), sch)
+        return _feature_entry(extractor.extract_from(ctx, [cand])[0].numpy(), sch)
     except Exception as err:  # noqa: BLE001
         return _failed(f"baseline features: {err}")
 
 
-HANDLERS = {"features": features}
+HANDLERS = {wire.FEATURES: features}

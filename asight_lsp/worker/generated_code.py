@@ -22,16 +22,18 @@ import json
 
 from ..engine.wire import tag
 from ..protocol import CODE_LEVELS
+from ..engine import wire
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
 from .parse import parse_request
-from .measure import _database, _latency, _prim_funcs, _target, apply_record, best_record, fresh_copy
+from .programs import measuring_target, prim_funcs
+from .records import apply_record, best_record, fresh_copy, record_latency, run_database
 
 LEVELS = CODE_LEVELS
 
 
 def _function(params: dict):
     parsed = parse_request(params)
-    funcs = _prim_funcs(parsed, params.get("function"))
+    funcs = prim_funcs(parsed, params.get("function"))
     if len(funcs) != 1:
         names = ", ".join(name for name, _ in funcs)
         raise ValueError(f"the code view shows one PrimFunc at a time; name one of: {names}")
@@ -46,14 +48,14 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
         sch = s_tir.Schedule(mod)
         Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
         return sch.mod, {"source": "the requested record's trace"}
-    db = _database(params.get("run_dir"))
+    db = run_database(params.get("run_dir"))
     if db is None:
         return mod, {"source": "untuned (no run)"}
     record, match = best_record(db, func)
     if record is None:
         raise ValueError(match)
     sch = apply_record(func, record, serial=bool(params.get("serial")))
-    return sch.mod, {"source": "best record of the run", "match": match, "latency_us": _latency(record) * 1e6}
+    return sch.mod, {"source": "best record of the run", "match": match, "latency_us": record_latency(record) * 1e6}
 
 
 def annotations(mod) -> dict:
@@ -93,7 +95,7 @@ def code(params: dict, emit=None) -> dict:
     if level == "scheduled":
         out.update(text=mod.script(obj_to_annotate=annotations(mod)), format="tagged-tvmscript")
         return out
-    target = _target(params.get("target"))
+    target = measuring_target(params.get("target"))
     out["target"] = str(target)
     if level == "lowered":
         low = lowered(mod, target)
@@ -105,4 +107,4 @@ def code(params: dict, emit=None) -> dict:
     return out
 
 
-HANDLERS = {"code": code}
+HANDLERS = {wire.CODE: code}

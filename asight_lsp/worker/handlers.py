@@ -9,9 +9,10 @@ import importlib
 import os
 import time
 
+from ..engine import wire
 from .compat import tvm
 
-MODULES = ["parse", "metaschedule", "measure", "extract", "graphs", "generated_code"]
+MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code"]   # each has HANDLERS
 
 
 def ping(params: dict, emit=None) -> dict:
@@ -25,7 +26,7 @@ def debug_sleep(params: dict, emit=None) -> dict:
 
 
 def _collect() -> dict:
-    handlers = {"ping": ping, "debug.sleep": debug_sleep}
+    handlers = {wire.PING: ping, wire.DEBUG_SLEEP: debug_sleep}
     for name in MODULES:
         try:
             module = importlib.import_module(f".{name}", __package__)

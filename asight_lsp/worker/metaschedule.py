@@ -14,15 +14,18 @@ this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intri
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 
 from ..engine.targets import TargetError, target_config
-from .compat import derived_object, host_target, ms, normalize_mod, relax, stub_tensor_intrin, tirx, tvm
+from ..engine import wire
+from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object,
+                     fork_seed, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin,
+                     task_loggers, tirx, tvm)
+from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
+from .relax_pipeline import fuse
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
@@ -37,7 +40,6 @@ def fast_build(mod, target, _params):
 
     ``tvm.tirx.build`` (not ``tvm.compile``) returns a module that the default export can save.
     """
-    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
     mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
     return tvm.tirx.build(mod, target=target)
 
@@ -81,17 +83,14 @@ class PooledBuilder(ms.builder.PyBuilder):
 
     def _executor(self):
         if self._pool is None:
-            from tvm.support.popen_pool import PopenPoolExecutor
             self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec,
                                            maximum_process_uses=self.max_uses)
         return self._pool
 
     def build(self, build_inputs: list) -> list:
-        from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
-        from tvm.support.popen_pool import StatusKind
-        jobs = [(fast_build, None, item.mod, item.target, _serialize_params(item.params)) for item in build_inputs]
+        jobs = [builder_job(fast_build, item) for item in build_inputs]
         results = []
-        for outcome in self._executor().map_with_error_catching(lambda args: _worker_func(*args), jobs):
+        for outcome in self._executor().map_with_error_catching(lambda job: job[0](*job[1]), jobs):
             if outcome.status == StatusKind.COMPLETE:
                 results.append(ms.builder.BuilderResult(outcome.value, None))
             elif outcome.status == StatusKind.TIMEOUT:
@@ -133,7 +132,6 @@ def rpc_servers(host: str, port: int, key: str) -> int:
     Raises a one-line ConnectionError when the tracker cannot be reached.
     """
     import socket
-    from tvm import rpc as tvm_rpc
     try:   # TVM's own connect retries for 60 s; a refused port should fail at once
         socket.create_connection((host, port), timeout=5).close()
     except OSError as err:
@@ -229,14 +227,6 @@ class Plan:
         return [{"name": t.name, "weight": t.weight, "functions": t.functions} for t in self.tasks]
 
 
-RELAX_PIPELINE = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR")
-
-
-def fuse_relax(mod):
-    """Legalize and fuse a Relax module the way ``compile_relax`` does before applying a DB."""
-    return tvm.transform.Sequential([getattr(relax.transform, name)() for name in RELAX_PIPELINE])(mod)
-
-
 def plan_for(parsed, function: str | None, target) -> Plan:
     """Tasks for a parsed unit.
 
@@ -253,7 +243,7 @@ def plan_for(parsed, function: str | None, target) -> Plan:
         return Plan("tir", [Task(function, normalize_mod(funcs[function]), 1.0, [function])], funcs[function])
     if any(isinstance(f, relax.Function) for f in funcs.values()):
         entry = function if function in funcs and isinstance(funcs[function], relax.Function) else "main"
-        fused = fuse_relax(parsed)
+        fused = fuse(parsed, target)
         tasks = [Task(t.task_name, t.dispatched[0], float(t.weight), [t.task_name])
                  for t in ms.relax_integration.extract_tasks(fused, target)]
         if not tasks:
@@ -286,10 +276,8 @@ def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: 
     """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them; with ``constraints`` (a
     guided run) the design space carries the principle guard (``worker/guidance.py``); ``space`` (a
     SpaceGenerator: the user's design space, ``worker/userspace.py``) replaces the default one."""
-    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
-    from tvm.s_tir.meta_schedule.utils import fork_seed
     names = [t.name for t in plan.tasks]
-    loggers = get_loggers_from_work_dir(work_dir, names)
+    loggers = task_loggers(work_dir, names)
     contexts = []
     for task, logger, rand_state in zip(plan.tasks, loggers, fork_seed(seed, n=len(plan.tasks))):
         generator = space or (guided_space(target, constraints) if constraints else "post-order-apply")
@@ -393,7 +381,7 @@ def prepare_intrinsics(target) -> None:
     """Tensor intrinsics the target's design space rules need: the x86 stub on CPU (0.2 s), the real
     module on GPU (its spaces need the CUDA intrinsics; 19 s, once)."""
     if target.kind.name in GPU_KINDS:
-        import tvm.s_tir.tensor_intrin  # noqa: F401
+        import_tensor_intrin()
     else:
         stub_tensor_intrin()
 
@@ -413,125 +401,6 @@ def trials_per_iter(trials: int, n_tasks: int = 1) -> int:
 # --------------------------------------------------------------------------- measurement
 
 
-def random_args(params: list[tuple[tuple, str]], device, seed: int = 0) -> list:
-    """Random inputs for ``[(shape, dtype), ...]`` on ``device``."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for shape, dtype in params:
-        if "float" in dtype:
-            data = rng.uniform(-1, 1, size=shape).astype(dtype)
-        elif dtype == "bool":
-            data = rng.integers(0, 2, size=shape).astype(dtype)
-        else:
-            data = rng.integers(0, 8, size=shape).astype(dtype)
-        out.append(tvm.runtime.tensor(data, device))
-    return out
-
-
-def prim_func_params(func) -> list[tuple[tuple, str]]:
-    """(shape, dtype) of every parameter (as MetaSchedule's runner allocates them)."""
-    out = []
-    for info in ms.arg_info.ArgInfo.from_prim_func(func):
-        kind, dtype, shape = info.as_json()[:3]
-        if kind != "TENSOR":
-            raise ValueError(f"cannot make inputs for a {kind} parameter")
-        out.append((tuple(_static(d) for d in shape), str(dtype)))
-    return out
-
-
-def relax_params(func) -> list[tuple[tuple, str]]:
-    """(shape, dtype) of a Relax function's tensor parameters (TVM 0.27: ``param.ty``)."""
-    out = []
-    for param in func.params:
-        info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
-        shape = getattr(info, "shape", None)
-        if shape is None or not hasattr(info, "dtype"):
-            raise ValueError(f"parameter {param.name} is not a tensor of known shape")
-        dims = shape.values if hasattr(shape, "values") else shape
-        out.append((tuple(_static(d) for d in dims), str(info.dtype)))
-    return out
-
-
-def _static(dim) -> int:
-    if isinstance(dim, (int, np.integer)):
-        return int(dim)
-    if hasattr(dim, "value"):
-        return int(dim.value)
-    raise ValueError(f"dynamic shape dimension {dim}")
-
-
-def measure_prim(func, target, device=None, seed: int = 0) -> float:
-    """Untuned latency (µs) of one PrimFunc built as is for ``target``."""
-    device = device or device_for(target)
-    mod = normalize_mod(func)
-    ex = tvm.compile(mod, target=target)
-    args = random_args(prim_func_params(mod["main"]), device, seed)
-    return _evaluate(ex.jit() if hasattr(ex, "jit") else ex, "main", args, device)
-
-
-def _evaluate(module, name: str, args: list, device) -> float:
-    start = time.perf_counter()
-    module[name](*args)
-    device.sync()
-    return _median_us(module.time_evaluator, name, device, args, time.perf_counter() - start)
-
-
-def _median_us(time_evaluator, name: str, device, args: list, once_s: float) -> float:
-    """Median over repeats; slow programs get fewer repeats (an untuned 1024^3 matmul takes ~1.5 s)."""
-    repeat = 1 if once_s > 0.5 else 3 if once_s > 0.05 else 5
-    number, min_ms = (1, 0) if once_s > 0.005 else (NUMBER, MIN_REPEAT_MS)
-    evaluator = time_evaluator(name, device, number=number, repeat=repeat, min_repeat_ms=min_ms)
-    return float(evaluator(*args).median) * 1e6
-
-
-def measure_relax(ex, entry: str, func, device, seed: int = 0) -> float:
-    """End-to-end latency (µs) of a Relax VM executable's ``entry`` on random inputs."""
-    vm = relax.VirtualMachine(ex, device)
-    args = random_args(relax_params(func), device, seed)
-    start = time.perf_counter()
-    vm[entry](*args)
-    return _median_us(vm.time_evaluator, entry, device, args, time.perf_counter() - start)
-
-
-def measure_prim_rpc(func, target, rpc: str, seed: int = 0) -> float:
-    """Untuned latency (µs) of a PrimFunc measured on a device from the RPC tracker."""
-    import tempfile
-    from tvm import rpc as tvm_rpc
-    from tvm.support.tar import tar
-    host, port, key = parse_rpc(rpc)
-    session = tvm_rpc.connect_tracker(host, port).request(key, priority=0, session_timeout=60)
-    mod = normalize_mod(func)
-    lib = tvm.tirx.build(mod, target=target)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "baseline.tar")
-        lib.export_library(path, fcompile=tar)
-        session.upload(path)
-    remote = session.load_module("baseline.tar")
-    device = session.device(target.kind.name, 0) if target.kind.name != "llvm" else session.cpu()
-    args = random_args(prim_func_params(mod["main"]), device, seed)
-    return _evaluate(remote, "main", args, device)
-
-
-def baseline_us(plan: Plan, target, rpc: str | None = None) -> tuple[float | None, dict]:
-    """Untuned latency of what the plan tunes: (total µs or None, per-task/per-function µs)."""
-    if plan.kind == "relax":
-        if rpc:
-            return None, {"note": "untuned Relax latency is not measured over RPC"}
-        ex = tvm.compile(plan.program, target=target)
-        return measure_relax(ex, plan.entry, plan.program[plan.entry], device_for(target)), {}
-    per = {}
-    for task in plan.tasks:
-        func = task.mod["main"]
-        per[task.name] = measure_prim_rpc(func, target, rpc) if rpc else measure_prim(func, target)
-    return sum(per.values()), per
-
-
-def tuned_relax_us(plan: Plan, database, target) -> float:
-    """End-to-end latency of the Relax program compiled with the tuned database (raw module, §6)."""
-    ex = ms.relax_integration.compile_relax(database, plan.program, target, params=None)
-    return measure_relax(ex, plan.entry, plan.program[plan.entry], device_for(target))
-
-
 # --------------------------------------------------------------------------- worker handlers
 
 
@@ -541,4 +410,4 @@ def handle_target(params: dict, emit=None) -> dict:
     return {"target": target_json(target), "label": str(target)}
 
 
-HANDLERS = {"tuning.target": handle_target}
+HANDLERS = {wire.TARGET: handle_target}

@@ -10,6 +10,7 @@ import re
 import time
 from collections import OrderedDict
 
+from ..engine import wire
 from .compat import DiagnosticError, parse_script, relax, tirx
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
@@ -94,4 +95,4 @@ def check(params: dict, emit=None) -> dict:
     return {"problems": problems, "units": units}
 
 
-HANDLERS = {"check": check}
+HANDLERS = {wire.CHECK: check}

@@ -115,6 +115,7 @@ class Job:
         return 0
 
     def tune(self, meta: RunMeta) -> None:
+        from . import baseline
         from . import metaschedule as tuning
         from ..store.runs import read_records
         parsed, member = self.parse(meta)
@@ -138,7 +139,7 @@ class Job:
         self.baseline_us = meta.baseline_us
         if self.baseline_us is None:
             self.event("status", stage="baseline", message="measuring the untuned latency")
-            self.baseline_us, detail = tuning.baseline_us(plan, target, meta.rpc)
+            self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         remaining = max(meta.trials_requested - before, 0)
         tracker = tuning.BestTracker(plan, before)
@@ -176,7 +177,7 @@ class Job:
             extra["best_tasks_sum_us"] = self.best_us
             extra["untuned_tasks"] = [t.name for t, b in zip(plan.tasks, tracker.best) if b is None]
             self.event("status", stage="tuned", message="measuring the tuned program end to end")
-            self.best_us = tuning.tuned_relax_us(plan, database, target)
+            self.best_us = baseline.tuned_relax_us(plan, database, target)
         meta = self.run.load()
         self.update(best_us=self.best_us, extra={**meta.extra, **extra})
 

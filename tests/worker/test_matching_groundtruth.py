@@ -20,7 +20,7 @@ pytest.importorskip("tvm")
 
 from asight_lsp.analysis import matching  # noqa: E402
 from asight_lsp.tvmscript.outline import build_outline  # noqa: E402
-from asight_lsp.worker import graphs  # noqa: E402
+from asight_lsp.worker import relax_graphs, tir_graphs  # noqa: E402
 from asight_lsp.worker.compat import normalize_mod, s_tir  # noqa: E402
 from asight_lsp.worker.parse import parse_unit  # noqa: E402
 
@@ -88,7 +88,7 @@ def _params(text: str, sblock_alloc: bool = False) -> dict:
 
 def _func(params: dict):
     parsed = parse_unit(params["text"].splitlines(), params["unit"], params["constants"], params["aliases"])
-    return graphs.fresh_copy(parsed if not hasattr(parsed, "functions") else parsed["main"])
+    return tir_graphs.fresh_copy(parsed if not hasattr(parsed, "functions") else parsed["main"])
 
 
 def _fixture(name: str, sblock_alloc: bool = False) -> dict:
@@ -100,8 +100,8 @@ def _match(params: dict, schedule) -> tuple[dict, dict, dict]:
     func = _func(params)
     sch = s_tir.Schedule(normalize_mod(func))
     schedule(sch)
-    source = graphs.tir_graph(_func(params))
-    transformed = graphs.tir_graph(sch.mod["main"])
+    source = tir_graphs.tir_graph(_func(params))
+    transformed = tir_graphs.tir_graph(sch.mod["main"])
     return source, transformed, matching.match_tir(source, transformed)
 
 
@@ -297,7 +297,7 @@ def test_symmetric_branches_are_told_apart_by_names_and_spans():
 
 
 def test_relax_cnn_tasks_map_to_their_bindings():
-    reply = graphs.relax_graph(_fixture("relax_cnn"))
+    reply = relax_graphs.relax_graph(_fixture("relax_cnn"))
     result = matching.match_relax(reply["source"], reply["transformed"])
     sites = {s["function"]: s["bindings"] for s in result["sites"]}
     assert sites == {"fused_conv2d_relu": ["c1", "r1"], "fused_conv2d_add_relu": ["c2", "s", "r2"],
@@ -309,7 +309,7 @@ def test_relax_cnn_tasks_map_to_their_bindings():
 
 
 def test_relax_match_survives_renamed_transformed_vars():
-    reply = graphs.relax_graph(_fixture("relax_cnn"))
+    reply = relax_graphs.relax_graph(_fixture("relax_cnn"))
     for node in reply["transformed"]["nodes"]:
         if node["kind"] == "call":
             node["name"] = f"lv{abs(hash(node['id'])) % 1000}"
@@ -321,7 +321,7 @@ def test_relax_match_survives_renamed_transformed_vars():
 def test_relax_deduplicated_kernel_calls_are_told_apart_by_dataflow():
     """FuseOps turns three identical residual blocks into ONE function called three times; its inner
     variable names are those of the first block, so names point all three calls at a1..a4."""
-    reply = graphs.relax_graph(_params(RESIDUAL_CHAIN))
+    reply = relax_graphs.relax_graph(_params(RESIDUAL_CHAIN))
     functions = [s["function"] for s in reply["transformed"]["sites"]]
     assert functions[:3] == ["fused_conv2d_add_relu_add1"] * 3
     result = matching.match_relax(reply["source"], reply["transformed"])
@@ -336,7 +336,7 @@ def test_relax_deduplicated_kernel_calls_are_told_apart_by_dataflow():
 
 
 def _all_records_mapped(params: dict, run_dir: str) -> set:
-    reply = graphs.block_graph({**params, "run_dir": run_dir, "records": "all"})
+    reply = tir_graphs.block_graph({**params, "run_dir": run_dir, "records": "all"})
     assert reply["workload_match"] == "structural hash"
     assert len(reply["transformed"]) >= 4
     roles = set()

@@ -108,7 +108,7 @@ def test_profile_without_run_is_untuned_only(worker, tmp_path):
 
 
 def test_cachegrind_parser_and_missing_valgrind(monkeypatch):
-    from asight_lsp.worker import measure as profiling
+    from asight_lsp.worker import cachegrind as profiling
     text = "\n".join(["events: Ir Dr Dw D1mr D1mw DLmr DLmw", "fl=./IRModule.CodeGenLLVM", "fn=(1) default_function",
                       "12 100 50 10 5 1 0 0", "12 10 5 1 0 0 0 0", "fl=(2) /usr/lib/libc.so", "fn=(2) memcpy",
                       "7 999 999 999 0 0 0 0", "fl=./IRModule.CodeGenLLVM", "fn=(1)", "15 4 2 2"])

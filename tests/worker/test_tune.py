@@ -86,7 +86,7 @@ APPLY = textwrap.dedent('''
     sys.path.insert(0, sys.argv[2])
     from matmul64 import matmul64
     from asight_lsp.worker.compat import ms, tvm, tvm_ffi, normalize_mod, s_tir
-    from asight_lsp.worker.metaschedule import _evaluate, prim_func_params, random_args
+    from asight_lsp.worker.baseline import _evaluate, prim_func_params, random_args
     meta = json.load(open(sys.argv[1] + "/run.json"))
     target = tvm.target.Target(meta["target"])
     db = ms.database.JSONDatabase(work_dir=sys.argv[1], allow_missing=False)

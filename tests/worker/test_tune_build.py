@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent('''
     sys.path.insert(0, sys.argv[1])
     import cloudpickle
     from matmul64 import matmul64
-    from asight_lsp.worker import tuning as tu
+    from asight_lsp.worker import metaschedule as tu
     from asight_lsp.worker.compat import ms, normalize_mod
 
     def probe():   # defined in __main__: cloudpickle sends it by value to a builder worker

@@ -1,0 +1,82 @@
+"""Small helpers about the programs the worker measures: target, entry name, PrimFuncs of a unit,
+parameter shapes, FLOPs estimate, and optional steps that fail alone."""
+from __future__ import annotations
+
+import json
+
+from .compat import host_target, relax, s_tir, tirx, tvm
+
+SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
+
+
+def measuring_target(spec):
+    """The measuring target: the run's target (JSON dict/text or string) or the host CPU."""
+    if spec in (None, "", "host"):
+        return host_target()
+    if isinstance(spec, str) and spec.strip().startswith("{"):
+        spec = json.loads(spec)
+    target = tvm.target.Target(spec)
+    if target.kind.name != "llvm":
+        raise ValueError(f"profiling measures on this machine's CPU; the target is {target.kind.name}")
+    return target
+
+
+def target_label(target) -> str:
+    """``llvm -mcpu=znver3 -num-cores=2``: the target as a short command-line style label."""
+    attrs = getattr(target, "attrs", {}) or {}
+    parts = [target.kind.name] + [f"-{key}={attrs[key]}" for key in ("mcpu", "num-cores")
+                                  if attrs.get(key) not in (None, "")]
+    return " ".join(parts)
+
+
+def is_relax(parsed) -> bool:
+    return isinstance(parsed, tvm.IRModule) and any(
+        isinstance(parsed[gv], relax.Function) for gv in parsed.get_global_vars())
+
+
+def prim_funcs(parsed, function: str | None) -> list[tuple[str, object]]:
+    """(name, PrimFunc) pairs to profile: the named function, or every PrimFunc of the unit."""
+    if isinstance(parsed, tirx.PrimFunc):
+        return [(function or "main", parsed)]
+    names = [gv.name_hint for gv in parsed.get_global_vars() if isinstance(parsed[gv], tirx.PrimFunc)]
+    if function:
+        if function not in names:
+            raise ValueError(f"no PrimFunc '{function}' in the module (has: {', '.join(sorted(names))})")
+        names = [function]
+    return [(name, parsed[name]) for name in sorted(names)]
+
+
+def entry_name(mod) -> str:
+    func = mod["main"]
+    return str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
+
+
+def buffer_specs(func) -> list[tuple[str, tuple, str]]:
+    specs = []
+    for param in func.params:
+        try:
+            shape = tuple(int(x) for x in param.shape)
+        except (TypeError, AttributeError, ValueError):
+            raise ValueError(f"parameter '{param.name}' has no static shape; profiling needs one") from None
+        specs.append((param.name, shape, str(param.dtype)))
+    return specs
+
+
+def estimate_flops(mod) -> float | None:
+    try:
+        return float(s_tir.analysis.estimate_tir_flops(mod))
+    except Exception:  # TVM refuses some programs (e.g. data-dependent loops)
+        return None
+
+
+def optional_step(fn) -> dict:
+    """Optional measurements fail alone: their error becomes data, the profile goes on."""
+    try:
+        return fn()
+    except Exception as err:
+        return {"error": first_line(err)}
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
