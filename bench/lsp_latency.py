@@ -35,7 +35,7 @@ import pytest_lsp  # noqa: E402  (only for its recorded VS Code client capabilit
 
 from asight_lsp import protocol as P  # noqa: E402
 from asight_lsp.store.runs import Run  # noqa: E402
-from asight_lsp.store.runs import function_hash  # noqa: E402
+from asight_lsp.tvmscript.hashing import function_hash  # noqa: E402
 from asight_lsp.tvmscript.outline import build_outline  # noqa: E402
 
 SERVER = [sys.executable, "-m", "asight_lsp", "serve"]

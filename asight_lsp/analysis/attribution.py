@@ -14,7 +14,7 @@ Every figure carries a ``source`` saying where it came from.
 """
 from __future__ import annotations
 
-from ..tvmscript.outline import Block, Function, Outline
+from ..tvmscript.model import Block, Function, Outline
 from ..tvmscript.selection import Selection
 from .block_origin import match_block
 from .memory_model import cachegrind_by_block, memory_figures

@@ -6,7 +6,7 @@ generated block's stores or realize point at source lines; derived names (``C_in
 """
 from __future__ import annotations
 
-from ..tvmscript.outline import Block
+from ..tvmscript.model import Block
 
 
 def _contains(block: Block, line0: int) -> bool:

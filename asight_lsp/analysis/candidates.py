@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from . import featurelayout as fl
 from .traces import BlockInfo, Decision, TraceParser, block_infos, label_sketches
 

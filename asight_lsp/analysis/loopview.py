@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from .candidates import CandidateTable
-from .trace_summary import source_blocks, summarize_trace
+from .trace_replay import source_blocks
+from .trace_summary import summarize_trace
 
 TOP_VALUES = 12
 STRATEGIES = ("tile", "vectorize", "parallel", "unroll", "cache", "compute_at")

@@ -6,7 +6,7 @@ sums valgrind cachegrind's simulated counters per TVMScript line into the source
 """
 from __future__ import annotations
 
-from ..tvmscript.outline import Block
+from ..tvmscript.model import Block
 from . import featurelayout as fl
 from .block_origin import innermost, match_block
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 
 
 def build_graph(function: Function) -> nx.MultiDiGraph:

@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..errors import WorkerError
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from .convert import to_range
 from .lens import lens_line
 from .state import find_function

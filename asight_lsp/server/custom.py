@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..store.runs import RunMeta
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from ..views.runs import runs_payload
 from .state import ServerState, find_function
 

@@ -17,7 +17,7 @@ from lsprotocol import types
 from ..tvmscript.diagnostics import static_diagnostics, tvm_diagnostics, worker_units
 from ..errors import WorkerError
 from ..tvmscript.ranges import make_range
-from ..tvmscript.outline import Outline, Unit
+from ..tvmscript.model import Outline, Unit
 from .convert import to_diagnostic
 from ..tvmscript.outline_cache import DocumentOutline
 from .state import DocState

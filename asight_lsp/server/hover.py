@@ -9,7 +9,7 @@ from lsprotocol import types
 from ..analysis.spacestats import hover_markdown as space_markdown
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.ranges import contains
-from ..tvmscript.outline import Block, Function, Loop, Outline
+from ..tvmscript.model import Block, Function, Loop, Outline
 from .convert import to_range
 from ..services.results import FunctionResult
 from ..views.text import format_latency, format_speedup, relative_time

@@ -7,7 +7,7 @@ from lsprotocol import types
 
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from .hover import choice_text
 from ..services.results import FunctionResult
 from .state import document_spaces, space_result_of

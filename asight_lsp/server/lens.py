@@ -7,7 +7,7 @@ import time
 from lsprotocol import types
 
 from .. import protocol as P
-from ..tvmscript.outline import Function, Outline
+from ..tvmscript.model import Function, Outline
 from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..views.text import format_latency, format_speedup, relative_time

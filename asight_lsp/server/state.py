@@ -16,8 +16,9 @@ from typing import Any
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from ..store.runs import default_store_root, function_hash
-from ..tvmscript.outline import Function, Outline
+from ..store.runs import default_store_root
+from ..tvmscript.hashing import function_hash
+from ..tvmscript.model import Function, Outline
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
 from ..services.results import FunctionResult, Results

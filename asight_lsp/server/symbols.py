@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..tvmscript.outline import Function, Outline
+from ..tvmscript.model import Function, Outline
 from .convert import first_line_range, to_range
 
 K = types.SymbolKind

@@ -20,7 +20,8 @@ from ..engine.client import borrowed
 from ..errors import AsightError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
-from ..store.runs import Run, RunStore, function_hash, read_records
+from ..store.runs import Run, RunStore, read_records
+from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select

@@ -3,7 +3,8 @@ schedule did (TVM-free: the trace summary of each run's best record)."""
 from __future__ import annotations
 
 from .. import protocol as P
-from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
+from ..analysis.trace_summary import block_headline, summarize_trace
+from ..analysis.trace_replay import source_blocks
 from ..errors import AsightError
 from ..store.index import RunIndex
 from ..store.runs import Run

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import AsightError
-from ..store.runs import Run, RunMeta, RunStore, function_hash
-from ..tvmscript.outline import build_outline, decode_source
+from ..store.runs import Run, RunMeta, RunStore
+from ..tvmscript.hashing import function_hash
+from ..tvmscript.outline import build_outline
+from ..tvmscript.pysource import decode_source
 from ..tvmscript.selection import Selection
 from .jobs import LIVE_STATES
 

@@ -16,9 +16,11 @@ from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..engine import wire
 from ..engine.client import borrowed
 from ..store.caches import load_profile, store_profile
-from ..store.runs import Run, RunMeta, RunStore, function_hash
+from ..store.runs import Run, RunMeta, RunStore
+from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
-from ..tvmscript.outline import Outline, build_outline
+from ..tvmscript.model import Outline
+from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
 from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.attribution import profile_blocks
-from ..analysis.trace_summary import source_blocks, summarize_trace
+from ..analysis.trace_replay import source_blocks
+from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.index import RunIndex
 from ..store.runs import Run, RunMeta
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from .jobs import LIVE_STATES
 
 

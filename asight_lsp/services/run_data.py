@@ -17,7 +17,8 @@ from ..engine import wire
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
 from ..store.runs import Run, RunMeta, RunStore, read_records
-from ..tvmscript.outline import Function, build_outline
+from ..tvmscript.model import Function
+from ..tvmscript.outline import build_outline
 from ..views import BUILDERS
 from ..views.context import RunData
 

@@ -21,8 +21,10 @@ from pathlib import Path
 
 from ..engine.targets import target_config
 from ..errors import AsightError
-from ..store.runs import Run, RunMeta, RunStore, function_hash, read_records
-from ..tvmscript.outline import Outline, build_outline
+from ..store.runs import Run, RunMeta, RunStore, read_records
+from ..tvmscript.hashing import function_hash
+from ..tvmscript.model import Outline
+from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
 from .guidance import plan_guidance, seed_from
 from .jobs import LIVE_STATES, TuneJob, file_size, refresh_run, spawn

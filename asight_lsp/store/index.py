@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import AsightError
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 
 

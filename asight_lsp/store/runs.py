@@ -12,7 +12,6 @@ imports TVM, so the language server and the analysis can use it directly.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -23,7 +22,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import AsightError
-from ..tvmscript.outline import Function, function_text
 
 RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")
@@ -38,17 +36,6 @@ def default_store_root(workspace: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env)
     return Path(workspace or os.getcwd()) / ".asight"
-
-
-def source_hash(text: str) -> str:
-    """Hash of one function's source text, ignoring trailing spaces and blank lines."""
-    normal = "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
-    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
-
-
-def function_hash(text: str, fn: Function) -> str:
-    """The per-function source hash runs are keyed by (``RunMeta.source_hashes``)."""
-    return source_hash(function_text(text, fn))
 
 
 @dataclass

@@ -16,8 +16,10 @@ import ast
 from dataclasses import asdict, dataclass, field
 
 from .ranges import node_range
-from ..store.runs import source_hash
-from .outline import Outline, build_outline, parse_chunks
+from .hashing import source_hash
+from .model import Outline
+from .outline import build_outline
+from .pysource import parse_chunks
 
 # Schedule method -> the trace instruction kind it records.
 SAMPLING_METHODS = {

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from ..engine import wire
 from ..errors import InputError, WorkerError
 from .ranges import line_range, make_range, node_range
-from .outline import Outline, Unit, build_outline, parse_tree
+from .model import Outline, Unit
+from .outline import build_outline
+from .pysource import parse_tree
 
 
 @dataclass

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from .outline import Function, Outline, Unit, build_outline, split_chunks
+from .model import Function, Outline, Unit
+from .outline import build_outline
+from .pysource import split_chunks
 
 _UNIT_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 

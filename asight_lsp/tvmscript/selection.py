@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AsightError, InputError
-from .outline import Outline, Unit
+from .model import Outline, Unit
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..analysis.candidates import CandidateTable
 from ..store.runs import Run, RunMeta
-from ..tvmscript.outline import Function
+from ..tvmscript.model import Function
 
 
 @dataclass

@@ -5,7 +5,8 @@ import numpy as np
 
 from ..analysis.loopview import SOURCES, loop_view as compute_loop_view
 from ..analysis.stagegraph import build_graph, layered_positions
-from ..analysis.trace_summary import block_headline, source_blocks, summarize_trace
+from ..analysis.trace_summary import block_headline, summarize_trace
+from ..analysis.trace_replay import source_blocks
 from .context import RunData, clean, run_info
 
 LOOP_VIEW_SCHEMA = "asight.loopView/1"

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from .. import protocol as P
-from ..store.runs import RunMeta, function_hash
-from ..tvmscript.outline import Function
+from ..store.runs import RunMeta
+from ..tvmscript.hashing import function_hash
+from ..tvmscript.model import Function
 
 
 def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:

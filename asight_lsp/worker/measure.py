@@ -24,8 +24,7 @@ from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin,
 from .parse import parse_request
 from .cachegrind import cachegrind
 from .host import host_info
-from .programs import (SOURCE_FLOPS, buffer_specs, entry_name, estimate_flops, is_relax, first_line, prim_funcs, optional_step,
-                       measuring_target, target_label)
+from .programs import (SOURCE_FLOPS, buffer_specs, entry_name, estimate_flops, is_relax, first_line, prim_funcs, optional_step, measuring_target, target_label)
 from .records import run_database, record_latency, record_info, apply_record, best_record, fresh_copy
 from .relax_pipeline import fuse
 from .relax_profile import profile_relax

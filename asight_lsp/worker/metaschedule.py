@@ -20,9 +20,7 @@ from typing import Callable
 
 from ..engine.targets import TargetError, target_config
 from ..engine import wire
-from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object,
-                     fork_seed, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin,
-                     task_loggers, tirx, tvm)
+from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .relax_pipeline import fuse

@@ -104,7 +104,7 @@ def install_run(workspace: Path, source: Path, run: str = "mbr128", age_s: float
     The run is re-pointed at ``source`` and, when ``fresh``, at its current function hashes.
     """
     from asight_lsp.store.runs import Run
-    from asight_lsp.store.runs import function_hash
+    from asight_lsp.tvmscript.hashing import function_hash
     from asight_lsp.tvmscript.outline import build_outline
 
     dest = workspace / ".asight" / "runs" / run

@@ -14,8 +14,10 @@ from asight_lsp.services import jobs, tuning
 from asight_lsp.services.jobs import TuneJob, refresh_run
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.tvmscript.selection import select
-from asight_lsp.store.runs import Run, RunMeta, RunStore, source_hash
-from asight_lsp.tvmscript.outline import build_outline, function_text
+from asight_lsp.store.runs import Run, RunMeta, RunStore
+from asight_lsp.tvmscript.hashing import source_hash
+from asight_lsp.tvmscript.outline import build_outline
+from asight_lsp.tvmscript.hashing import function_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "fixtures"

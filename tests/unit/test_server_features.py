@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 from asight_lsp import protocol as P
-from asight_lsp.analysis.trace_summary import source_blocks, summarize_trace
+from asight_lsp.analysis.trace_replay import source_blocks
+from asight_lsp.analysis.trace_summary import summarize_trace
 from asight_lsp.errors import WorkerCrashed
 from asight_lsp.store.runs import RunMeta, read_records
 from asight_lsp.server import diagnostics as D

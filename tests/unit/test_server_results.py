@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from asight_lsp.analysis.attribution import profile_blocks
-from asight_lsp.store.runs import Run, RunMeta, function_hash
+from asight_lsp.store.runs import Run, RunMeta
+from asight_lsp.tvmscript.hashing import function_hash
 from asight_lsp.services.results import Results
 from asight_lsp.store.index import RunIndex
 from asight_lsp.views.text import format_latency, relative_time

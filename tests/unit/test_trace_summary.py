@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.analysis.trace_summary import (block_headline, loop_choices, parse_trace_json, source_blocks, summarize_trace)
+from asight_lsp.analysis.trace_summary import block_headline, loop_choices, summarize_trace
+from asight_lsp.analysis.trace_replay import parse_trace_json, source_blocks
 from asight_lsp.tvmscript.outline import build_outline
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

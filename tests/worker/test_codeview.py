@@ -26,7 +26,7 @@ def source_lines():
 def fresh_run(tmp_path) -> Path:
     """A copy of mbr128 keyed by the fixture's current function hash (as the LSP tests install it)."""
     from asight_lsp.store.runs import Run
-    from asight_lsp.store.runs import function_hash
+    from asight_lsp.tvmscript.hashing import function_hash
     from asight_lsp.tvmscript.outline import build_outline
     run = tmp_path / "mbr128"
     shutil.copytree(RUN, run)

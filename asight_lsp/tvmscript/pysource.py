@@ -1,0 +1,211 @@
+"""Python source as the outline reads it (standard library ``ast`` only, nothing executed): decoding,
+syntax errors as diagnostics, chunks of half-typed files, literal constants, TVMScript namespace
+aliases and decorators."""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from .model import DEFAULT_ALIASES, NAMESPACE_MODULES
+from .ranges import line_range, make_range
+
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+def decode_source(data: bytes | str) -> str:
+    """Text of a file; undecodable bytes become U+FFFD rather than an exception."""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
+
+
+def syntax_error_dict(err: BaseException, lines: list[str], line_offset: int = 0) -> dict:
+    """A diagnostic dict for a ``SyntaxError`` (or the errors ``ast.parse`` raises on garbage)."""
+    if isinstance(err, SyntaxError) and err.lineno:
+        line = err.lineno - 1 + line_offset
+        col = max((err.offset or 1) - 1, 0)
+        end_line = (err.end_lineno - 1 + line_offset) if err.end_lineno else line
+        end_col = max((err.end_offset or 0) - 1, col + 1) if err.end_lineno == err.lineno else col + 1
+        if end_line != line:
+            end_line, end_col = line, max(len(lines[line]) if 0 <= line < len(lines) else col + 1, col + 1)
+        message = f"syntax error: {err.msg}"
+        rng = make_range(line, col, end_line, end_col)
+    else:
+        message = f"cannot parse the file: {type(err).__name__}: {err}".rstrip(": ")
+        if isinstance(err, (RecursionError, MemoryError)):
+            message = "cannot parse the file: expressions nested too deeply"
+        rng = line_range(lines, line_offset if lines else 0)
+    return {"range": rng, "severity": "error", "message": message, "source": "python"}
+
+
+def parse_tree(text: str) -> ast.Module:
+    """``ast.parse`` that turns every parser failure into a ``SyntaxError``-like exception."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise
+    except Exception as err:  # pragma: no cover - defensive: the parser has odd failure modes
+        raise ValueError(str(err)) from err
+
+
+_TOP_DECORATOR = re.compile(r"^@")
+
+
+_TOP_STATEMENT = re.compile(r"^[A-Za-z_@]")
+
+
+def split_chunks(lines: list[str]) -> list[tuple[int, int]]:
+    """Split a file into top-level statement groups: each decorated def/class starts a chunk."""
+    starts = [0]
+    prev_decorator = False
+    for i, text in enumerate(lines):
+        if _TOP_DECORATOR.match(text):
+            if not prev_decorator and i:
+                starts.append(i)
+            prev_decorator = True
+        elif _TOP_STATEMENT.match(text):
+            if not prev_decorator and (text.startswith("def ") or text.startswith("class ")) and i:
+                starts.append(i)
+            prev_decorator = False
+    starts = sorted(set(starts))
+    return [(s, e - 1) for s, e in zip(starts, starts[1:] + [len(lines)])]
+
+
+def parse_chunks(text: str, lines: list[str]) -> tuple[list[tuple[ast.Module, int]], list[dict]]:
+    """Parse the file, or each chunk of it when the whole does not parse.
+
+    Returns ``[(tree, line_offset)]`` and the syntax-error diagnostics.
+    """
+    try:
+        return [(parse_tree(text), 0)], []
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        whole_error = syntax_error_dict(err, lines)
+    trees, errors = [], []
+    for start, end in split_chunks(lines):
+        chunk = "\n".join(lines[start:end + 1])
+        try:
+            trees.append((parse_tree(chunk), start))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            errors.append(syntax_error_dict(err, lines, start))
+    if not errors:
+        errors.append(whole_error)
+    return trees, errors
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``T.axis.remap`` for an Attribute chain rooted at a Name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def literal_value(node: ast.AST, constants: dict) -> Any:
+    """Value of a literal expression (numbers, strings, tuples, + - * // of those and constants).
+
+    Raises ``ValueError`` when the expression is not such a literal.
+    """
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)) or (
+            isinstance(node, ast.Constant) and node.value is None):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in constants:
+        return constants[node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [literal_value(e, constants) for e in node.elts]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = literal_value(node.operand, constants)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left, right = literal_value(node.left, constants), literal_value(node.right, constants)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
+            return _arith(node.op, left, right)
+    raise ValueError("not a literal")
+
+
+def _arith(op: ast.operator, left: float, right: float) -> float:
+    if isinstance(op, ast.Add):
+        return left + right
+    if isinstance(op, ast.Sub):
+        return left - right
+    if isinstance(op, ast.Mult):
+        return left * right
+    if isinstance(op, ast.FloorDiv) and right:
+        return left // right
+    if isinstance(op, ast.Mod) and right:
+        return left % right
+    if isinstance(op, ast.Pow) and abs(right) <= 64:
+        return left ** right
+    raise ValueError("not a literal")
+
+
+def value_or_text(node: ast.AST, constants: dict) -> Any:
+    """A literal's value, else its source text (for symbolic extents such as ``n``)."""
+    try:
+        return literal_value(node, constants)
+    except (ValueError, RecursionError):
+        try:
+            return ast.unparse(node)
+        except Exception:  # pragma: no cover
+            return "?"
+
+
+def module_constants(tree: ast.Module) -> dict:
+    """Top-level ``NAME = literal`` assignments, in order (later ones may use earlier ones)."""
+    constants: dict = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                constants[stmt.targets[0].id] = literal_value(stmt.value, constants)
+            except (ValueError, RecursionError):
+                constants.pop(stmt.targets[0].id, None)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            try:
+                constants[stmt.target.id] = literal_value(stmt.value, constants)
+            except (ValueError, RecursionError):
+                pass
+    return constants
+
+
+def namespace_aliases(tree: ast.Module) -> dict:
+    """Names the file binds to TVMScript namespaces: ``{"T": "T", "Tx": "T", ...}``."""
+    aliases = dict(DEFAULT_ALIASES)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module in ("tvm.script", "tvm.script.parser"):
+            for alias in stmt.names:
+                if alias.name in NAMESPACE_MODULES:
+                    aliases[alias.asname or alias.name] = NAMESPACE_MODULES[alias.name]
+    return aliases
+
+
+def decorator_kind(decorator: ast.AST, aliases: dict) -> str | None:
+    """``prim_func`` / ``ir_module`` / ``relax_function`` / ``macro`` for a TVMScript decorator."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = dotted_name(target)
+    if not name or "." not in name:
+        return None
+    root, attr = name.split(".", 1)
+    namespace = aliases.get(root)
+    if namespace == "T" and attr == "prim_func":
+        return "prim_func"
+    if namespace == "I" and attr == "ir_module":
+        return "ir_module"
+    if namespace == "R" and attr == "function":
+        return "relax_function"
+    if namespace in ("T", "R") and attr == "macro":
+        return "macro"
+    return None
+
+
+def unit_kind(node: ast.AST, aliases: dict) -> str:
+    kinds = [decorator_kind(d, aliases) for d in getattr(node, "decorator_list", [])]
+    for kind in ("ir_module", "prim_func", "relax_function", "macro"):
+        if kind in kinds:
+            return kind
+    return "unknown"
