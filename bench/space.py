@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 from asight_lsp.store.caches import write_feature_cache  # noqa: E402
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run  # noqa: E402
 from asight_lsp.store.runs import Run, RunMeta  # noqa: E402
-from asight_lsp.views import loop_view, principles, search_space  # noqa: E402
+from asight_lsp.views.loops import loop_view
+from asight_lsp.views.principles import principles
+from asight_lsp.views.searchspace import search_space  # noqa: E402
 from asight_lsp.services.run_data import load_run  # noqa: E402
 
 GOAL_S, GOAL_MB = 2.0, 500.0

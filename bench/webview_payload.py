@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from space import write_run  # noqa: E402  (bench/space.py: synthetic run directory)
 
-from asight_lsp.views import search_space  # noqa: E402
+from asight_lsp.views.searchspace import search_space  # noqa: E402
 from asight_lsp.services.run_data import load_run  # noqa: E402
 
 

@@ -17,6 +17,13 @@ if [ -z "${ASIGHT_SKIP_INSTALL:-}" ]; then
 fi
 mkdir -p test-artifacts
 status=0
+if [ $# -eq 0 ]; then
+  # The pure layer first, in processes where TVM cannot be imported (docs/architecture.md).
+  blocked="$(mktemp -d)"
+  for m in tvm tvm_ffi; do mkdir -p "$blocked/$m"; echo "raise ImportError('TVM is blocked for tests/unit')" > "$blocked/$m/__init__.py"; done
+  PYTHONPATH="$blocked${PYTHONPATH:+:$PYTHONPATH}" python -m pytest -q -p no:cacheprovider tests/unit || status=$?
+  rm -rf "$blocked"
+fi
 python -m pytest -q -p no:cacheprovider --junitxml=test-artifacts/pytest.xml "$@" || status=$?
 if [ -f vscode-extension/package.json ] && [ -z "${ASIGHT_SKIP_EXTENSION:-}" ] && [ $# -eq 0 ]; then
   (cd vscode-extension && npm test) || status=$?

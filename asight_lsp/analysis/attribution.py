@@ -230,21 +230,3 @@ def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict
     return out
 
 
-def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
-    """``{block name: {us, share, source}}`` of one function in a profile (tuned program first)."""
-    if not isinstance(profile, dict):
-        return None
-    kernel = next((k for k in profile.get("kernels") or [] if k.get("function") in (fn.id, fn.name)), None)
-    if kernel is None:
-        return None
-    blocks = kernel.get("blocks") or {}
-    label = "tuned" if blocks.get("tuned") else "baseline"
-    entries = blocks.get(label) or []
-    stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
-    out = {}
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("name"):
-            note = entry.get("attribution", "stage")
-            out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
-                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
-    return out or None

@@ -98,65 +98,81 @@ def loop_view(table: CandidateTable, function=None) -> list[dict]:
     has_nests = any(table.loops[i] for i in idx)
     out = []
     for block in stages:
-        counters = {s: Counter() for s in STRATEGIES}
-        tiles: dict[str, Counter] = defaultdict(Counter)
-        factors: dict[str, list[Counter]] = {}
-        kinds, loops_total, split_loops, source_loops, present = Counter(), 0, 0, 0, 0
+        tally = _StageTally(block)
         for i in idx:
-            for d in table.decisions[i]:
-                if d.block == block and d.inst == "SamplePerfectTile" and isinstance(d.value, list):
-                    var = d.loop_var or f"loop{d.loop}"
-                    tiles[var]["×".join(str(v) for v in d.value)] += 1
-                    per_pos = factors.setdefault(var, [Counter() for _ in d.value])
-                    for pos, value in enumerate(d.value[:len(per_pos)]):
-                        per_pos[pos][int(value)] += 1
-                    source_loops += 1
-                    split_loops += sum(1 for v in d.value if v > 1) > 1
-                elif d.block == block and d.inst == "SampleComputeLocation":
-                    counters["compute_at"][_location_label(d.value)] += 1
-            sk = structure.get(int(table.sketch[i]), {}).get(block, {})
-            counters["cache"][", ".join(sk.get("cache") or []) or "none"] += 1
-            if sk.get("compute_at") and not any(d.block == block and d.inst == "SampleComputeLocation"
-                                                for d in table.decisions[i]):
-                counters["compute_at"][sk["compute_at"]] += 1
-            nest = _nest_for(table.loops[i], block) if has_nests else None
-            if has_nests and nest is None:
-                counters["vectorize"]["inlined"] += 1
-                counters["parallel"]["inlined"] += 1
-                counters["unroll"]["inlined"] += 1
-                continue
-            if nest is not None:
-                present += 1
-                loops_total += len(nest)
-                kinds.update(kind for _, kind, _ in nest)
-                vec, par, unroll, under = _nest_strategies(nest)
-                kinds["under_unroll_pragma"] += under
-                counters["vectorize"][vec] += 1
-                counters["parallel"][par] += 1
-                counters["unroll"][unroll] += 1
-        n = len(idx)
-        for name in ("compute_at",):
-            missing = n - sum(counters[name].values())
-            if missing > 0:
-                counters[name]["root"] += missing
-        share = {}
-        if loops_total:
-            share = {"parallel": kinds["p"] / loops_total, "vectorized": kinds["v"] / loops_total,
-                     "unrolled": kinds["u"] / loops_total, "serial": kinds["s"] / loops_total,
-                     "under_unroll_pragma": kinds["under_unroll_pragma"] / loops_total}
-        if source_loops:
-            share["split"] = split_loops / source_loops
-        out.append({
-            "block": block, "candidates": int(n),
-            "iter_kinds": _iter_kinds(function, block),
-            "strategies": {
-                "tile": {var: _distribution(c, n) for var, c in tiles.items()},
-                "tile_factors": {var: [_distribution(c, n) for c in per_pos] for var, per_pos in factors.items()},
-                **{s: _distribution(counters[s], n) for s in STRATEGIES if s != "tile"}},
-            "loop_share": {k: round(v, 4) for k, v in share.items()},
-            "mean_loops": round(loops_total / present, 2) if present else None,
-        })
+            tally.add_decisions(table.decisions[i])
+            tally.add_sketch(structure.get(int(table.sketch[i]), {}).get(block, {}), table.decisions[i])
+            if has_nests:
+                tally.add_nest(_nest_for(table.loops[i], block))
+        out.append(tally.entry(len(idx), _iter_kinds(function, block)))
     return out
+
+
+class _StageTally:
+    """Counts of one stage's strategies over the candidates."""
+
+    def __init__(self, block: str):
+        self.block = block
+        self.counters = {s: Counter() for s in STRATEGIES}
+        self.tiles: dict[str, Counter] = defaultdict(Counter)
+        self.factors: dict[str, list[Counter]] = {}
+        self.kinds, self.loops_total, self.split_loops, self.source_loops, self.present = Counter(), 0, 0, 0, 0
+
+    def add_decisions(self, decisions: list) -> None:
+        for d in decisions:
+            if d.block == self.block and d.inst == "SamplePerfectTile" and isinstance(d.value, list):
+                var = d.loop_var or f"loop{d.loop}"
+                self.tiles[var]["×".join(str(v) for v in d.value)] += 1
+                per_pos = self.factors.setdefault(var, [Counter() for _ in d.value])
+                for pos, value in enumerate(d.value[:len(per_pos)]):
+                    per_pos[pos][int(value)] += 1
+                self.source_loops += 1
+                self.split_loops += sum(1 for v in d.value if v > 1) > 1
+            elif d.block == self.block and d.inst == "SampleComputeLocation":
+                self.counters["compute_at"][_location_label(d.value)] += 1
+
+    def add_sketch(self, sketch: dict, decisions: list) -> None:
+        """What the candidate's sketch fixed for this block (cache, a compute-at without a sample)."""
+        self.counters["cache"][", ".join(sketch.get("cache") or []) or "none"] += 1
+        if sketch.get("compute_at") and not any(d.block == self.block and d.inst == "SampleComputeLocation"
+                                                for d in decisions):
+            self.counters["compute_at"][sketch["compute_at"]] += 1
+
+    def add_nest(self, nest) -> None:
+        """The scheduled loop nest of the block in one candidate (None: the block was inlined)."""
+        if nest is None:
+            for name in ("vectorize", "parallel", "unroll"):
+                self.counters[name]["inlined"] += 1
+            return
+        self.present += 1
+        self.loops_total += len(nest)
+        self.kinds.update(kind for _, kind, _ in nest)
+        vec, par, unroll, under = _nest_strategies(nest)
+        self.kinds["under_unroll_pragma"] += under
+        self.counters["vectorize"][vec] += 1
+        self.counters["parallel"][par] += 1
+        self.counters["unroll"][unroll] += 1
+
+    def entry(self, n: int, iter_kinds: str | None) -> dict:
+        missing = n - sum(self.counters["compute_at"].values())
+        if missing > 0:
+            self.counters["compute_at"]["root"] += missing
+        share = {}
+        if self.loops_total:
+            share = {"parallel": self.kinds["p"] / self.loops_total, "vectorized": self.kinds["v"] / self.loops_total,
+                     "unrolled": self.kinds["u"] / self.loops_total, "serial": self.kinds["s"] / self.loops_total,
+                     "under_unroll_pragma": self.kinds["under_unroll_pragma"] / self.loops_total}
+        if self.source_loops:
+            share["split"] = self.split_loops / self.source_loops
+        return {
+            "block": self.block, "candidates": int(n), "iter_kinds": iter_kinds,
+            "strategies": {
+                "tile": {var: _distribution(c, n) for var, c in self.tiles.items()},
+                "tile_factors": {var: [_distribution(c, n) for c in per_pos] for var, per_pos in self.factors.items()},
+                **{s: _distribution(self.counters[s], n) for s in STRATEGIES if s != "tile"}},
+            "loop_share": {k: round(v, 4) for k, v in share.items()},
+            "mean_loops": round(self.loops_total / self.present, 2) if self.present else None,
+        }
 
 
 def _iter_kinds(function, block: str) -> str | None:

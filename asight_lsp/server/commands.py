@@ -21,7 +21,7 @@ from . import custom
 from .actions import ScheduleUnavailable, compute_schedule_edit
 from ..views.text import format_latency
 from ..views.runs import run_summary
-from .state import Job, ServerState, Status
+from .state import MonitoredJob, ServerState, Status
 
 
 class RequestFailed(JsonRpcException):
@@ -73,7 +73,7 @@ async def tune(ls, *args):
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot tune: {err}") from None
     meta = handle.run.load()
-    job = Job(meta.id, doc.uri, meta.function, handle)
+    job = MonitoredJob(meta.id, doc.uri, meta.function, handle)
     state.jobs[meta.id] = job
     if state.status != Status.ERRORED:
         state.status = Status.TUNING
@@ -125,7 +125,7 @@ def _cancel_requested(ls, token: str | None) -> bool:
     return bool(future is not None and future.cancelled())
 
 
-async def monitor(ls, job: Job) -> dict:
+async def monitor(ls, job: MonitoredJob) -> dict:
     """Follow a job until it ends: progress, cancel, runUpdated, refreshed lenses and hints."""
     state: ServerState = ls.state
     job.token = await begin_progress(ls, f"ASight: tuning {job.function}")

@@ -51,12 +51,12 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
     Missing feature vectors are extracted through the TVM worker only in a trusted workspace.
     """
     def build(req: PayloadRequest) -> dict:
-        from .. import views
         from ..services.run_data import build_view
+        from ..views.loops import stage_graph_of
         if req.run_dir is None:  # only the stage graph exists before a run
             if req.function is None:
                 return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
-            return views.stage_graph_of(req.function)
+            return stage_graph_of(req.function)
         worker = req.state.worker if req.state.options.trusted else None
         return build_view(kind, req.run_dir, text=req.text, worker=worker)
     return build

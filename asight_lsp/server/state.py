@@ -61,7 +61,7 @@ class DocState:
 
 
 @dataclass
-class Job:
+class MonitoredJob:
     """A tuning job started by this server."""
     run_id: str
     uri: str | None
@@ -77,7 +77,7 @@ class ServerState:
         self.options = options or ServerOptions()
         self.root: str = os.getcwd()
         self.docs: dict[str, DocState] = {}
-        self.jobs: dict[str, Job] = {}
+        self.jobs: dict[str, MonitoredJob] = {}
         self.status = Status.STARTING
         self._worker = None
         self._index: RunIndex | None = None

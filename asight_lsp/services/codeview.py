@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from ..analysis.attribution import profile_blocks
+from .results import profile_blocks
 from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire

@@ -13,7 +13,9 @@ from pathlib import Path
 from ..analysis.traces import format_trace
 from ..errors import AsightError, WorkerError
 from ..store.runs import RunStore
-from ..views import loop_view, principles, search_space, stage_graph
+from ..views.loops import loop_view, stage_graph
+from ..views.principles import principles
+from ..views.searchspace import search_space
 from ..views.loops import best_summary
 from ..views.report import report_html
 from .guidance import compare_with_plain

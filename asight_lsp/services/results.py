@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.attribution import profile_blocks
 from ..analysis.trace_replay import source_blocks
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
@@ -107,3 +106,23 @@ class Results:
 
 def _blocks_key(fn: Function) -> tuple:
     return tuple((b.name, tuple(b.loops), tuple(b.reads), tuple(b.writes)) for b in fn.blocks)
+
+
+def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
+    """``{block name: {us, share, source}}`` of one function in a profile (tuned program first)."""
+    if not isinstance(profile, dict):
+        return None
+    kernel = next((k for k in profile.get("kernels") or [] if k.get("function") in (fn.id, fn.name)), None)
+    if kernel is None:
+        return None
+    blocks = kernel.get("blocks") or {}
+    label = "tuned" if blocks.get("tuned") else "baseline"
+    entries = blocks.get(label) or []
+    stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
+    out = {}
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name"):
+            note = entry.get("attribution", "stage")
+            out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
+                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
+    return out or None

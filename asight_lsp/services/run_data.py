@@ -19,7 +19,7 @@ from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_ca
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..tvmscript.outline import build_outline
-from ..views import BUILDERS
+from ..views.registry import BUILDERS
 from ..views.context import RunData
 
 

@@ -96,67 +96,14 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     lay = hc.layout(Xs, seed=seed)
     timings["layout_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    m = len(lay.cells_qr)
-    cells_xy = lay.cells_xy
-    lat = table.latency_us[idx]
-    count = np.bincount(lay.cell_of, minlength=m)
-    mean_lat = np.bincount(lay.cell_of, weights=lat, minlength=m) / np.maximum(count, 1)
-    min_lat = np.full(m, np.inf)
-    np.minimum.at(min_lat, lay.cell_of, lat)
-    t, scale = _scale(mean_lat)
-    colors = color_for(t)
-    cats = table.sketch[idx]
-    cell_cat, cat_share = _majority(cats, lay.cell_of, m, len(table.sketches))
-    strat_labels = [_strategy(table.loops[i]) for i in idx] if any(table.loops[i] for i in idx) else None
-    if strat_labels:
-        names = sorted(set(strat_labels))
-        strat_codes = np.array([names.index(s) for s in strat_labels])
-        cell_strat, _ = _majority(strat_codes, lay.cell_of, m, len(names))
-    gains, gain_cats = ct.candidate_gains(table, idx, data.meta.target)
-    per_cell = {k: ct.cell_means(v, lay.cell_of, m) for k, v in gains.items()}
-    z, winner = ct.z_and_winner(per_cell)
-    speedup = ct.measured_speedup(table, idx)
-    speed_cell = ct.cell_means(speedup, lay.cell_of, m) if speedup is not None else None
-    members = np.argsort(lay.cell_of, kind="stable")
-    bounds = np.searchsorted(lay.cell_of[members], np.arange(m + 1))
-    trials = table.trials[idx]
-    cells = []
-    for c in range(m):
-        mine = members[bounds[c]:bounds[c + 1]]
-        best_local = mine[np.argmin(lat[mine])]
-        x, y = cells_xy[c]
-        cell = {"id": c, "q": int(lay.cells_qr[c, 0]), "r": int(lay.cells_qr[c, 1]), "x": round(float(x), 4),
-                "y": round(float(y), 4), "cluster": int(lay.cells_cluster[c]), "category": int(cell_cat[c]),
-                "category_share": round(float(cat_share[c]), 3), "count": int(count[c]),
-                "mean_latency_us": round(float(mean_lat[c]), 3), "min_latency_us": round(float(min_lat[c]), 3),
-                "color": colors[c], "best_trial": int(trials[best_local]),
-                "trials": trials[mine].tolist(),
-                "corners": np.round(hc.hex_corners(x, y, lay.size), 4).tolist()}
-        if strat_labels:
-            cell["strategy"] = names[int(cell_strat[c])]
-        if per_cell:
-            cell["gains"] = {k: (None if np.isnan(v[c]) else round(float(v[c]), 4)) for k, v in per_cell.items()}
-            cell["z"] = None if np.isnan(z[c]) else round(float(z[c]), 4)
-            cell["winner"] = winner[c]
-        if speed_cell is not None:
-            cell["speedup_log2"] = None if np.isnan(speed_cell[c]) else round(float(speed_cell[c]), 4)
-        cells.append(cell)
-    boundaries = [hc.shared_edge(cells_xy[a], cells_xy[b], lay.size)
-                  for a, b in hc.adjacent_pairs(lay.cells_qr) if cell_cat[a] != cell_cat[b]]
-    bi = int(np.argmin(lat))
-    best = {"trial": int(trials[bi]), "cell": int(lay.cell_of[bi]), "latency_us": round(float(lat[bi]), 3),
-            "x": round(float(cells_xy[lay.cell_of[bi], 0]), 4), "y": round(float(cells_xy[lay.cell_of[bi], 1]), 4),
-            "category": int(cats[bi])}
+    lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
+    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target)
+    cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
+    boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
+                  for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
     timings["cells_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    contour = {"metric": "z = max over hardware-metric categories of the mean log2 gain over the untuned program",
-               "unit": "log2 gain (1 = 2x better than untuned)", "categories": gain_cats,
-               "direction": "each line runs with higher z on its left; ticks point uphill (toward higher gain)",
-               "measured": dict(ct.MEASURED, available=speedup is not None), "levels": [], "lines": []}
-    if per_cell:
-        contour.update(ct.contour_lines(cells_xy, z, lay.size))
-    else:
-        contour["note"] = "no feature vectors or no baseline features: no modelled hardware metrics"
+    contour = _contour(lay, stats)
     timings["contour_s"] = time.perf_counter() - t0
     categories = [{"id": s["id"], "label": s["label"], "tags": s["tags"],
                    "count": int((cats == s["id"]).sum())} for s in table.sketches]
@@ -170,7 +117,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
                           "a cell holds at most `capacity` candidates"},
         "category_by": "sketch (design space of origin: non-sampling instructions before post-processing)",
         "categories": categories, "cells": cells, "boundaries": [[round(v, 4) for v in b] for b in boundaries],
-        "color_scale": scale, "best": best,
+        "color_scale": stats["scale"], "best": _best(lay, lat, cats, trials),
         "candidates": {"trial": trials.tolist(), "cell": lay.cell_of.tolist(), "x": column(lay.xy[:, 0]),
                        "y": column(lay.xy[:, 1]), "pca_x": column(lay.pca_xy[:, 0]),
                        "pca_y": column(lay.pca_xy[:, 1]), "latency_us": column(lat, 3), "category": cats.tolist(),
@@ -178,3 +125,71 @@ def search_space(data: RunData, seed: int = 0) -> dict:
         "failed_trials": table.trials[~table.valid].tolist(),
         "contour": clean(contour, 4), "timings": {k: round(v, 4) for k, v in timings.items()},
     }
+
+
+def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target) -> dict:
+    """Per cell: count, mean and min latency, colour, majority category and strategy, contour gains."""
+    m = len(lay.cells_qr)
+    count = np.bincount(lay.cell_of, minlength=m)
+    mean_lat = np.bincount(lay.cell_of, weights=lat, minlength=m) / np.maximum(count, 1)
+    min_lat = np.full(m, np.inf)
+    np.minimum.at(min_lat, lay.cell_of, lat)
+    t, scale = _scale(mean_lat)
+    cell_cat, cat_share = _majority(cats, lay.cell_of, m, len(table.sketches))
+    out = {"count": count, "mean_lat": mean_lat, "min_lat": min_lat, "scale": scale, "colors": color_for(t),
+           "cell_cat": cell_cat, "cat_share": cat_share, "strategies": None}
+    strat_labels = [_strategy(table.loops[i]) for i in idx] if any(table.loops[i] for i in idx) else None
+    if strat_labels:
+        names = sorted(set(strat_labels))
+        cell_strat, _ = _majority(np.array([names.index(s) for s in strat_labels]), lay.cell_of, m, len(names))
+        out["strategies"] = [names[int(s)] for s in cell_strat]
+    gains, out["gain_cats"] = ct.candidate_gains(table, idx, target)
+    out["per_cell"] = {k: ct.cell_means(v, lay.cell_of, m) for k, v in gains.items()}
+    out["z"], out["winner"] = ct.z_and_winner(out["per_cell"])
+    speedup = ct.measured_speedup(table, idx)
+    out["speed_cell"] = ct.cell_means(speedup, lay.cell_of, m) if speedup is not None else None
+    members = np.argsort(lay.cell_of, kind="stable")
+    out["members"], out["bounds"] = members, np.searchsorted(lay.cell_of[members], np.arange(m + 1))
+    return out
+
+
+def _cell(c: int, lay, s: dict, lat: np.ndarray, trials: np.ndarray) -> dict:
+    """One hex cell of the payload."""
+    mine = s["members"][s["bounds"][c]:s["bounds"][c + 1]]
+    best_local = mine[np.argmin(lat[mine])]
+    x, y = lay.cells_xy[c]
+    cell = {"id": c, "q": int(lay.cells_qr[c, 0]), "r": int(lay.cells_qr[c, 1]), "x": round(float(x), 4),
+            "y": round(float(y), 4), "cluster": int(lay.cells_cluster[c]), "category": int(s["cell_cat"][c]),
+            "category_share": round(float(s["cat_share"][c]), 3), "count": int(s["count"][c]),
+            "mean_latency_us": round(float(s["mean_lat"][c]), 3), "min_latency_us": round(float(s["min_lat"][c]), 3),
+            "color": s["colors"][c], "best_trial": int(trials[best_local]), "trials": trials[mine].tolist(),
+            "corners": np.round(hc.hex_corners(x, y, lay.size), 4).tolist()}
+    if s["strategies"]:
+        cell["strategy"] = s["strategies"][c]
+    if s["per_cell"]:
+        cell["gains"] = {k: (None if np.isnan(v[c]) else round(float(v[c]), 4)) for k, v in s["per_cell"].items()}
+        cell["z"] = None if np.isnan(s["z"][c]) else round(float(s["z"][c]), 4)
+        cell["winner"] = s["winner"][c]
+    if s["speed_cell"] is not None:
+        cell["speedup_log2"] = None if np.isnan(s["speed_cell"][c]) else round(float(s["speed_cell"][c]), 4)
+    return cell
+
+
+def _best(lay, lat: np.ndarray, cats: np.ndarray, trials: np.ndarray) -> dict:
+    bi = int(np.argmin(lat))
+    cell = int(lay.cell_of[bi])
+    return {"trial": int(trials[bi]), "cell": cell, "latency_us": round(float(lat[bi]), 3),
+            "x": round(float(lay.cells_xy[cell, 0]), 4), "y": round(float(lay.cells_xy[cell, 1]), 4),
+            "category": int(cats[bi])}
+
+
+def _contour(lay, s: dict) -> dict:
+    contour = {"metric": "z = max over hardware-metric categories of the mean log2 gain over the untuned program",
+               "unit": "log2 gain (1 = 2x better than untuned)", "categories": s["gain_cats"],
+               "direction": "each line runs with higher z on its left; ticks point uphill (toward higher gain)",
+               "measured": dict(ct.MEASURED, available=s["speed_cell"] is not None), "levels": [], "lines": []}
+    if s["per_cell"]:
+        contour.update(ct.contour_lines(lay.cells_xy, s["z"], lay.size))
+    else:
+        contour["note"] = "no feature vectors or no baseline features: no modelled hardware metrics"
+    return contour

@@ -34,7 +34,7 @@ class InputProblem(Exception):
         self.kind = kind
 
 
-class Job:
+class TuningProcess:
     """One job process working on one run directory."""
 
     def __init__(self, run_dir: str):
@@ -115,6 +115,36 @@ class Job:
         return 0
 
     def tune(self, meta: RunMeta) -> None:
+        from . import metaschedule as tuning
+        plan, target, space, meta, before = self.prepare(meta)
+        remaining = max(meta.trials_requested - before, 0)
+        tracker = tuning.BestTracker(plan, before)
+        database = tuning.open_database(str(self.run.path))
+        tracker.seed_from_db(database)
+        self.best_us = tracker.total_us()
+        self.event("started", run=self.run.id, trials=meta.trials_requested, baseline_us=self.baseline_us,
+                   trials_done=before, remaining=remaining, kind=plan.kind,
+                   tasks=[t.name for t in plan.tasks], target=str(target))
+
+        def on_batch(task_id: int, latencies: list, errors: int) -> None:
+            if not latencies:
+                return  # the search found nothing new for this task (small space exhausted)
+            tracker.add(task_id, latencies, errors)
+            self.best_us = tracker.total_us()
+            self.event("progress", trials_done=tracker.trials_done, trials=meta.trials_requested,
+                       best_us=self.best_us, batch_errors=errors, task=plan.tasks[task_id].name,
+                       task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
+            self.update(trials_done=tracker.trials_done, best_us=self.best_us)
+
+        started = time.perf_counter()
+        if remaining > 0:
+            tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
+                        on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
+                        space=space)
+        self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+
+    def prepare(self, meta: RunMeta):
+        """Parse, resolve the target, plan the tasks, check the device, measure the untuned baseline."""
         from . import baseline
         from . import metaschedule as tuning
         from ..store.runs import read_records
@@ -141,31 +171,11 @@ class Job:
             self.event("status", stage="baseline", message="measuring the untuned latency")
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
-        remaining = max(meta.trials_requested - before, 0)
-        tracker = tuning.BestTracker(plan, before)
-        database = tuning.open_database(str(self.run.path))
-        tracker.seed_from_db(database)
-        self.best_us = tracker.total_us()
-        self.event("started", run=self.run.id, trials=meta.trials_requested, baseline_us=self.baseline_us,
-                   trials_done=before, remaining=remaining, kind=plan.kind,
-                   tasks=[t.name for t in plan.tasks], target=str(target))
+        return plan, target, space, meta, before
 
-        def on_batch(task_id: int, latencies: list, errors: int) -> None:
-            if not latencies:
-                return  # the search found nothing new for this task (small space exhausted)
-            tracker.add(task_id, latencies, errors)
-            self.best_us = tracker.total_us()
-            self.event("progress", trials_done=tracker.trials_done, trials=meta.trials_requested,
-                       best_us=self.best_us, batch_errors=errors, task=plan.tasks[task_id].name,
-                       task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
-            self.update(trials_done=tracker.trials_done, best_us=self.best_us)
-
-        started = time.perf_counter()
-        if remaining > 0:
-            tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
-                        on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
-                        space=space)
-        tune_s = time.perf_counter() - started
+    def conclude(self, meta: RunMeta, plan, target, space, tracker, database, tune_s: float) -> None:
+        """The run's best after tuning (end to end for Relax) and what it took."""
+        from . import baseline
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()
         if space is not None and self.best_us is None:
@@ -256,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m asight_lsp.worker.tune_job RUN_DIR", file=sys.stderr)
         return 2
     os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
-    return Job(argv[0]).main()
+    return TuningProcess(argv[0]).main()
 
 
 if __name__ == "__main__":

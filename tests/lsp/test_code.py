@@ -10,6 +10,8 @@ from pytest_lsp import LanguageClient
 from asight_lsp import protocol as P
 from tests.lsp.conftest import CONFIG, initialize, open_doc, request
 
+pytestmark = pytest.mark.tvm
+
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
 FN = "MatmulBiasRelu.main"
 

@@ -14,8 +14,8 @@ from asight_lsp.analysis.stagegraph import build_graph, layered_positions
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
 from asight_lsp.store.runs import Run
 from asight_lsp.tvmscript.outline import build_outline
-from asight_lsp.views import missing_keys
-from asight_lsp.views import loop_view as loop_view_payload, stage_graph
+from asight_lsp.views.registry import missing_keys
+from asight_lsp.views.loops import loop_view as loop_view_payload, stage_graph
 from asight_lsp.services.run_data import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ def test_stage_graph_names_are_data_not_markup():
 
 
 def test_stage_graph_without_a_run():
-    from asight_lsp.views import stage_graph_of
+    from asight_lsp.views.loops import stage_graph_of
     fn = build_outline((ROOT / "fixtures" / "matmul_bias_relu.py").read_text()).functions[0]
     p = stage_graph_of(fn)
     assert p["status"] == "ok" and p["run"] is None and missing_keys(p) == []

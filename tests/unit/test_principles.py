@@ -12,7 +12,7 @@ from asight_lsp.analysis.principle_mining import benjamini_hochberg, mine
 from asight_lsp.analysis.synthetic import SOURCE, synthetic_run
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.outline import build_outline
-from asight_lsp.views import missing_keys
+from asight_lsp.views.registry import missing_keys
 from asight_lsp.views.context import RunData
 from asight_lsp.services.run_data import load_run
 from asight_lsp.views.principles import principles

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asight_lsp.analysis.attribution import profile_blocks
+from asight_lsp.services.results import profile_blocks
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.hashing import function_hash
 from asight_lsp.services.results import Results

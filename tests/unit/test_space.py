@@ -16,7 +16,7 @@ from asight_lsp.analysis.candidates import build_candidates
 from asight_lsp.analysis.synthetic import SOURCE, _row, synthetic_run
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.outline import build_outline
-from asight_lsp.views import missing_keys
+from asight_lsp.views.registry import missing_keys
 from asight_lsp.views.context import RunData
 from asight_lsp.services.run_data import load_run
 from asight_lsp.views.searchspace import luminance, search_space

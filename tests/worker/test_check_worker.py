@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from asight_lsp.tvmscript.diagnostics import check_text
 from asight_lsp.errors import WorkerCrashed, WorkerTimeout
+from asight_lsp.tvmscript.diagnostics import check_text
 from tests.conftest import FIXTURES, ROOT, fixture_text
+
+pytestmark = pytest.mark.tvm
 
 CLEAN = ["matmul.py", "matmul64.py", "matmul_bias_relu.py", "conv2d_nhwc.py", "depthwise_conv2d.py",
          "batch_matmul.py", "softmax.py", "relax_cnn.py"]

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.tvm
 
 
 def test_demo_tunes_profiles_and_writes_a_report(tmp_path):

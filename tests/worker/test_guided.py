@@ -5,11 +5,15 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from asight_lsp.analysis.constraints import trace_violations
+from asight_lsp.services.run_data import build_view as build
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.store.runs import RunStore
-from asight_lsp.services.run_data import build_view as build
 from tests.conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.tvm
 
 
 def test_guided_run_honours_its_constraints(tmp_path):
