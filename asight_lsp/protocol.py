@@ -2,7 +2,7 @@
 
 One dependency-free module (standard library only) with the LSP command ids, the custom request
 and notification methods, the payload schema names and the shapes of the custom messages.  The
-VS Code extension mirrors this file in TypeScript (``vscode-extension/src/protocol.ts``); change
+VS Code extension mirrors this file in TypeScript (``vscode-extension/src/shared/protocol.ts``); change
 both together.
 
 Conventions

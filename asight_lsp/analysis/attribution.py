@@ -23,7 +23,7 @@ from .peak import peak_figures
 PROFILE_SCHEMA = "asight.profile/1"
 
 
-SOURCE_MAP_FLOPS = "source map: per-block op count x iterations (sourcemap.Block.flops)"
+SOURCE_MAP_FLOPS = "source map: per-block op count x iterations (tvmscript.model.Block.flops)"
 
 
 def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict | None = None) -> dict:

@@ -23,7 +23,7 @@ def match_block(name: str, store_lines: list[int], realize_lines: list[int] | No
     """The source block a (possibly transformed) block comes from, and the evidence.
 
     Lines are TVMScript's 1-based span lines.  Order: a store statement's span (spans survive
-    MetaSchedule, tvm-notes §1), the block realize's span, the exact name, then the longest source
+    MetaSchedule, docs/tvm.md §1), the block realize's span, the exact name, then the longest source
     name that prefixes it (``C_init``/``C_update``/``C_global``/``C_local`` -> ``C``).
     """
     for line in store_lines or []:

@@ -8,7 +8,7 @@ spans several lines (``# asight:L17-21:b`` then ``with T.sblock("matmul_update")
 ``strip_tags`` removes the tags and returns the clean text with one link per generated line.
 
 LLVM IR and assembly carry DWARF line info whose lines are TVMScript lines (the codegen emits
-them from the statement spans, tvm-notes §5): ``!dbg !N`` + ``!N = !DILocation(line: L, ...)`` in
+them from the statement spans, docs/tvm.md §5): ``!dbg !N`` + ``!N = !DILocation(line: L, ...)`` in
 LLVM IR and ``.loc FILE LINE COL`` directives in assembly.
 
 Every link is ``{"line": generated line, "sourceLine": source line}`` with 0-based lines (LSP
@@ -121,7 +121,7 @@ def drop_parallel(insts: list, decisions: list) -> tuple[list, list]:
     """A recorded trace without its ``Parallel`` instructions (decision indices renumbered).
 
     Parallel loop bodies become ``__tvm_parallel_lambda`` functions without debug info, so their
-    assembly has no ``.loc`` lines; the serial variant keeps them (tvm-notes §5).
+    assembly has no ``.loc`` lines; the serial variant keeps them (docs/tvm.md §5).
     """
     keep = [i for i, inst in enumerate(insts) if not (isinstance(inst, list) and inst and inst[0] == "Parallel")]
     renumber = {old: new for new, old in enumerate(keep)}

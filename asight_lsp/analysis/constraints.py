@@ -9,7 +9,7 @@ A constraint is the machine-readable form of a principle (``analysis.principles.
 ``max``/``min`` bound a tile factor (``index`` of the ``n`` factors of the tile of loop ``loop``)
 or a numeric decision; ``in`` lists allowed values.  A candidate that has no decision the
 constraint names (another sketch, another block) is not constrained by it.  The tuning job
-applies the same check inside MetaSchedule (``worker/guidance.py``), so a guided run can never
+applies the same check inside MetaSchedule (``worker/constraint_guard.py``), so a guided run can never
 measure a candidate that violates a hard constraint.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Contour background of the honeycomb: gain over the untuned program per hardware-metric category.
 
-This CPU has no performance counters (tvm-notes §7), so the categories are modelled from
+This CPU has no performance counters (docs/tvm.md §7), so the categories are modelled from
 MetaSchedule's per-store features of each candidate and of the untuned program (the baseline
 rows the worker extracts), and each says so in its ``source``:
 

@@ -63,7 +63,7 @@ class SourceBlock:
 
 
 def source_blocks(function: Any) -> list[SourceBlock]:
-    """``SourceBlock``s of a ``sourcemap.Function`` (program order), loop vars flattened."""
+    """``SourceBlock``s of a ``tvmscript.model.Function`` (program order), loop vars flattened."""
     loops = {lp.id: lp for lp in function.loops}
     out = []
     for blk in function.blocks:

@@ -51,7 +51,7 @@ class BlockInfo:
 
 
 def block_infos(function: Any) -> dict[str, BlockInfo]:
-    """``BlockInfo`` per block of a ``sourcemap.Function`` (loop vars outermost first)."""
+    """``BlockInfo`` per block of a ``tvmscript.model.Function`` (loop vars outermost first)."""
     loops = {lp.id: lp for lp in function.loops}
     out = {}
     for blk in function.blocks:

@@ -27,7 +27,7 @@ _EOF = object()
 
 
 def worker_env(base: dict | None = None) -> dict:
-    """Environment for TVM processes: all cores for TVM's thread pool (tvm-notes §0)."""
+    """Environment for TVM processes: all cores for TVM's thread pool (docs/tvm.md §0)."""
     env = dict(os.environ if base is None else base)
     env.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                           else os.cpu_count() or 1))

@@ -1,7 +1,7 @@
 """Target text as users write it -> the input of ``tvm.target.Target`` (TVM-free).
 
 Shared by the core (``jobs.check_target`` catches typos before a job starts) and the tuning job
-(``worker/tuning.make_target`` builds the real Target from the same reading).
+(``worker/metaschedule.resolve_target`` builds the real Target from the same reading).
 """
 from __future__ import annotations
 

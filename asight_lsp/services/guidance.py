@@ -2,7 +2,7 @@
 
 ``plan_guidance`` reads the design principles of run R (``views.principles``), keeps those that go
 with *lower* latency (plus any the user passes as JSON), and returns the constraints the tuning
-job enforces through MetaSchedule's post-processor hook (``worker/guidance.py``).  The guided run
+job enforces through MetaSchedule's post-processor hook (``worker/constraint_guard.py``).  The guided run
 starts from R's measured records (copied into its own database), so the evolutionary search is
 seeded with R's best candidates and R's trials count toward the guided run's total budget: a
 guided run of ``N`` new trials after R is compared with plain MetaSchedule given ``len(R) + N``.

@@ -82,7 +82,7 @@ def resolve_source(file: str | None, run_dir: Path) -> Path | None:
 
 
 def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
-    """The run's function in its source file (``sourcemap.Function``), or None."""
+    """The run's function in its source file (``tvmscript.model.Function``), or None."""
     if text is None:
         path = resolve_source(meta.file, run_dir)
         if path is None:

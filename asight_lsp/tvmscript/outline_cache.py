@@ -1,6 +1,6 @@
 """The outline of an open document, with the last good outline standing in for half-typed units.
 
-``sourcemap.build_outline`` is incremental (per-chunk cache), so it runs on every version.  While
+``tvmscript.outline.build_outline`` is incremental (per-chunk cache), so it runs on every version.  While
 a unit is half-typed its chunk does not parse and the unit vanishes from the outline; here the
 last good outline of the unit with the same name stands in, moved to where the unit starts now,
 so symbols, lenses, hovers and inlay hints keep their places.  ``DocumentOutline.fallback`` names

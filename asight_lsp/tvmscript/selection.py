@@ -18,7 +18,7 @@ class Selection:
     unit: Unit
     member: str | None             # function name inside the unit's IRModule, or None = whole unit
     label: str                     # RunMeta.function: function id, or unit name for a whole module
-    functions: list               # sourcemap Functions whose text the run depends on
+    functions: list               # tvmscript Functions whose text the run depends on
 
 
 def select(outline: Outline, name: str | None) -> Selection:

@@ -45,7 +45,7 @@ def stub_tensor_intrin() -> None:
     """Register only the x86 tensor intrinsics instead of importing ``tvm.s_tir.tensor_intrin``.
 
     The full import takes ~19 s (its CUDA part 15 s); MetaSchedule's TuneContext does it once and
-    the default builder does it in every builder worker (tvm-notes §0).
+    the default builder does it in every builder worker (docs/tvm.md §0).
     """
     if "tvm.s_tir.tensor_intrin" in sys.modules:
         return

@@ -7,7 +7,7 @@ source ids and ranges, so the mapping is testable without TVM.
 
 * ``profile``    — untuned vs best latency (median and spread), allclose of the outputs, FLOPs,
                    per-stage latency (rdtsc around the top-level stages of the root block,
-                   tvm-notes §5) or per-task latency for Relax (VM instrument hook, §6),
+                   docs/tvm.md §5) or per-task latency for Relax (VM instrument hook, §6),
                    PerStoreFeature rows, optional cachegrind per TVMScript line (§7).
 * ``apply_best`` — per workload: the best record's scheduled TVMScript and its trace.
 
@@ -51,7 +51,7 @@ DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-4   # atol is scaled by max(1, max |refere
 
 def feature_rows(sch_or_mod, target) -> dict:
     """PerStoreFeature rows (164 each, one per written buffer) and the blocks that store them."""
-    stub_tensor_intrin()  # TuneContext would import all tensor intrinsics (19 s, tvm-notes §0)
+    stub_tensor_intrin()  # TuneContext would import all tensor intrinsics (19 s, docs/tvm.md §0)
     sch = sch_or_mod if isinstance(sch_or_mod, s_tir.Schedule) else s_tir.Schedule(fresh_copy(sch_or_mod))
     mod = sch.mod
     ctx = ms.TuneContext(mod=mod, target=target, task_name="main")

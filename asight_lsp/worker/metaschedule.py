@@ -4,9 +4,9 @@ The tuning job (``tune_job``) drives this module; the long-lived worker only use
 ``HANDLERS``.  What it tunes:
 
 * one PrimFunc, or every PrimFunc of an IRModule (one task per PrimFunc, as ``ms.tune_tir``);
-* a Relax module: tasks are extracted from the legalized and fused module (tvm-notes §6).
+* a Relax module: tasks are extracted from the legalized and fused module (docs/tvm.md §6).
 
-Speed (tvm-notes §0/§2): ``stub_tensor_intrin`` instead of the 19 s ``tvm.s_tir.tensor_intrin``
+Speed (docs/tvm.md §0/§2): ``stub_tensor_intrin`` instead of the 19 s ``tvm.s_tir.tensor_intrin``
 import, and ``fast_build`` as the builder's ``f_build``.  ``fast_build`` is defined here, in an
 importable module, so cloudpickle sends it to the builder workers *by reference*: a worker imports
 this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intrinsics.
@@ -152,7 +152,7 @@ def resolve_target(spec: str | None):
 
     ``None``/``"host"`` -> the host CPU (real ``mcpu``, ``num-cores``).  ``llvm`` without ``mcpu``
     or ``mtriple`` also means this host and gets the host's ``mcpu`` and ``num-cores`` (a bare
-    ``llvm`` is generic x86-64: 2-3x slower kernels, tvm-notes §0).  Accepted forms: Target JSON
+    ``llvm`` is generic x86-64: 2-3x slower kernels, docs/tvm.md §0).  Accepted forms: Target JSON
     (``{"kind": ...}``), the classic ``"llvm -mcpu=... -num-cores=4"`` string (TVM 0.27 dropped
     that form; it is converted here), a kind or a tag (``cuda``, ``nvidia/...``).  GPU targets get
     the host CPU as their host.
@@ -272,7 +272,7 @@ def search_strategy(per_iter: int):
 def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32,
                   constraints: list | None = None, space=None) -> list:
     """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them; with ``constraints`` (a
-    guided run) the design space carries the principle guard (``worker/guidance.py``); ``space`` (a
+    guided run) the design space carries the principle guard (``worker/constraint_guard.py``); ``space`` (a
     SpaceGenerator: the user's design space, ``worker/userspace.py``) replaces the default one."""
     names = [t.name for t in plan.tasks]
     loggers = task_loggers(work_dir, names)

@@ -59,7 +59,7 @@ def apply_record(func, record, serial: bool = False):
     """A Schedule of ``func`` with the record's trace replayed (postprocessors included).
 
     ``serial`` drops the ``Parallel`` instructions: parallel loop bodies become lambdas without
-    symbols or line info, so cachegrind/perf attribution needs the serial variant (tvm-notes §5).
+    symbols or line info, so cachegrind/perf attribution needs the serial variant (docs/tvm.md §5).
     """
     sch = s_tir.Schedule(fresh_copy(normalize_mod(func)))
     trace = record.trace

@@ -33,7 +33,7 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
 
     LegalizeOps drops spans but keeps binding names 1:1.  FuseOps keeps the inner names of each
     group except its output (renamed ``gv``); the output is the legalized binding that calls the
-    same PrimFunc on a member of the group (tvm-notes §6, relaxmap.py).
+    same PrimFunc on a member of the group (docs/tvm.md §6).
     """
     legal = bindings(legalize(mod, target)[fn])
     if not fused:

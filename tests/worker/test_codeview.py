@@ -103,7 +103,7 @@ def test_llvm_and_asm_links(worker, tmp_path, source_lines):
 
 def test_asm_of_the_parallel_schedule_needs_the_serial_variant(worker, tmp_path, source_lines):
     parallel = _view(worker, tmp_path, "asm")
-    assert parallel["links"] == []          # __tvm_parallel_lambda bodies carry no .loc (tvm-notes §5)
+    assert parallel["links"] == []          # __tvm_parallel_lambda bodies carry no .loc (docs/tvm.md §5)
     serial = code_view(str(SOURCE), str(RUN), None, "asm", None, str(tmp_path / "store"), worker, serial=True)
     assert serial["serial"] and "serial variant" in serial["note"] and serial["candidate"]["trial"] == 36
     linked = {source_lines[item["sourceLine"]].strip().split("[")[0] for item in serial["bySource"]}

@@ -65,20 +65,21 @@ def _absorb(units: dict, owner: dict, into: str, gone: str, role: str) -> None:
     dst.names += [n for n in src.names if n not in dst.names]
 
 
-def _writers(units: dict, alias: dict) -> dict:
+def _by_buffer(units: dict, alias: dict, access: str) -> dict:
+    """Buffer (through its aliases) -> the units that ``access`` (``reads`` / ``writes``) it."""
     out: dict[str, list[str]] = {}
     for uid, unit in units.items():
-        for b in unit.writes:
+        for b in getattr(unit, access):
             out.setdefault(alias_of(alias, b), []).append(uid)
     return out
+
+
+def _writers(units: dict, alias: dict) -> dict:
+    return _by_buffer(units, alias, "writes")
 
 
 def _readers(units: dict, alias: dict) -> dict:
-    out: dict[str, list[str]] = {}
-    for uid, unit in units.items():
-        for b in unit.reads:
-            out.setdefault(alias_of(alias, b), []).append(uid)
-    return out
+    return _by_buffer(units, alias, "reads")
 
 
 def _fold_inits(units: dict, owner: dict, notes: list) -> None:
