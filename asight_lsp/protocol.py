@@ -108,9 +108,13 @@ class RunSummary(TypedDict, total=False):
     state: str               # queued | running | done | cancelled | failed
     trialsRequested: int
     trialsDone: int
-    baselineUs: float | None
-    bestUs: float | None
-    speedup: float | None
+    baselineUs: float | None  # the measurement record's untuned median (docs/measurement.md)
+    bestUs: float | None      # its tuned median; while tuning, the best the runner saw so far
+    speedup: float | None     # untuned / tuned of the record (None before it exists)
+    speedupCi: list | None    # [low, high], 95 % bootstrap interval over paired rounds
+    verdict: str | None       # faster | slower | same (the interval contains 1)
+    noisy: bool               # the machine was busy while measuring
+    headline: str             # the one line every client shows for the run
     target: str
     created: float
     finished: float | None

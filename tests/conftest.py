@@ -15,6 +15,21 @@ def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
+def measured(base_us: float, tuned_us: float | None, rounds: int = 9, busy: bool = False, spread: float = 0.01,
+             by: str = "test", scope: str = "function") -> dict:
+    """A measurement record (analysis/measurement.py) of synthetic interleaved rounds around the
+    given medians: what the harness would have produced."""
+    from asight_lsp.analysis.measurement import comparison_record
+    wobble = [1.0 + spread * ((r * 7) % 5 - 2) for r in range(rounds)]
+    samples = {"untuned": [base_us * w for w in wobble]}
+    if tuned_us is not None:
+        samples["tuned"] = [tuned_us * w for w in reversed(wobble)]
+    raw = {"samples_us": samples, "calls_per_repeat": {k: 2 for k in samples}, "rounds": rounds, "seconds": 1.0,
+           "threads": 2, "method": "interleaved rounds",
+           "load": {"other_cores": 0.9 if busy else 0.0, "steal": 0.0, "loadavg": [0.1, 0.1]}}
+    return comparison_record(raw, ["untuned"], ["tuned"] if tuned_us is not None else [], by, scope, 0.0)
+
+
 @pytest.fixture(scope="module")
 def worker():
     from asight_lsp.engine.client import WorkerClient

@@ -26,25 +26,39 @@ PROFILE_SCHEMA = "asight.profile/1"
 SOURCE_MAP_FLOPS = "source map: per-block op count x iterations (tvmscript.model.Block.flops)"
 
 
-def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict | None = None) -> dict:
+def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict | None = None,
+                   record: dict | None = None) -> dict:
     """The worker's raw measurements tied to source ids and ranges, with derived figures.
 
-    ``run`` is the summary of the run whose best schedule was measured (None: untuned only)."""
+    ``run`` is the summary of the run whose best schedule was measured (None: untuned only);
+    ``record`` the measurement record (docs/measurement.md) every latency figure is read from."""
     host = raw.get("host") or {}
-    peak = peak_figures(host, set(host.get("flags") or ()))
+    peak = peak_figures(host)
     profile = {"schema": PROFILE_SCHEMA, "function": selection.label, "kind": raw.get("kind"),
-               "target": raw.get("target"), "host": host, "peak": peak,
+               "target": raw.get("target"), "host": host, "peak": peak, "measurement": record,
                "run": run, "options": raw.get("options"), "seconds": raw.get("seconds")}
+    check = (record or {}).get("check") or (raw.get("headline") or {}).get("check")
     if raw.get("kind") == "relax":
         fn = _relax_function(outline, selection, raw["relax"].get("name"))
-        profile["relax"] = finish_relax(raw["relax"], fn, peak)
+        profile["relax"] = finish_relax(raw["relax"], fn, record)
         parts = [profile["relax"]]
     else:
-        profile["kernels"] = [finish_kernel(k, _kernel_function(outline, selection, k["name"]), peak)
-                              for k in raw.get("kernels", [])]
+        kernels = raw.get("kernels", [])
+        profile["kernels"] = [finish_kernel(k, _kernel_function(outline, selection, k["name"]), peak,
+                                            _timing(record, k["name"], len(kernels) == 1)) for k in kernels]
         parts = profile["kernels"]
-    profile["summary"] = summarize(parts, peak)
+    profile["summary"] = summarize(parts, peak, record, check)
     return profile
+
+
+def _timing(record: dict | None, name: str, only: bool) -> dict:
+    """A kernel's untuned and tuned figures in the record (the whole record when it is the only one)."""
+    if not record:
+        return {}
+    if only:
+        return {"baseline": record.get("untuned"), "tuned": record.get("tuned")}
+    parts = record.get("parts") or {}
+    return {"baseline": parts.get(f"untuned {name}"), "tuned": parts.get(f"tuned {name}")}
 
 
 def _kernel_function(outline: Outline, selection: Selection, name: str) -> Function | None:
@@ -58,21 +72,17 @@ def _relax_function(outline: Outline, selection: Selection, name: str | None) ->
     return next((f for f in relax_fns if f.name == (name or "main")), relax_fns[0] if relax_fns else None)
 
 
-def summarize(parts: list[dict], peak: dict) -> dict:
-    """Whole-function figures: sums over kernels (one kernel: its own)."""
-    def total(label):
-        values = [p.get(label, {}) or {} for p in parts]
-        if not values or any("median_us" not in v for v in values):
-            return None
-        return sum(v["median_us"] for v in values)
-    base, tuned = total("baseline"), total("tuned")
+def summarize(parts: list[dict], peak: dict, record: dict | None, check: dict | None) -> dict:
+    """Whole-function figures, all from the measurement record."""
+    record = record or {}
+    base = (record.get("untuned") or {}).get("median_us")
+    tuned = (record.get("tuned") or {}).get("median_us")
     flops = [p.get("flops", {}).get("value") for p in parts]
     flops_total = sum(flops) if flops and all(f is not None for f in flops) else None
-    checks = [p["check"]["ok"] for p in parts if p.get("check")]
-    out = {"baseline_us": base, "tuned_us": tuned, "speedup": (base / tuned) if base and tuned else None,
-           "check_ok": all(checks) if checks else None, "flops": flops_total,
-           "source": "sum over kernels of the median single-call latency" if len(parts) > 1 else
-           "median single-call latency (tvm time_evaluator)"}
+    speedup = record.get("speedup") or {}
+    out = {"baseline_us": base, "tuned_us": tuned, "speedup": speedup.get("estimate"), "ci": speedup.get("ci"),
+           "verdict": record.get("verdict"), "check_ok": check.get("ok") if check else None, "flops": flops_total,
+           "busy": (record.get("load") or {}).get("busy"), "source": "the run's measurement record"}
     for label, us in (("baseline", base), ("tuned", tuned)):
         out[f"gflops_{label}"] = flops_total / us / 1e3 if flops_total and us else None
         out[f"peak_fraction_{label}"] = (out[f"gflops_{label}"] / peak["gflops"]
@@ -80,18 +90,19 @@ def summarize(parts: list[dict], peak: dict) -> dict:
     return out
 
 
-def finish_kernel(raw: dict, fn: Function | None, peak: dict) -> dict:
-    """One PrimFunc: latencies, check, FLOPs and GFLOP/s, stages and blocks tied to the source."""
+def finish_kernel(raw: dict, fn: Function | None, peak: dict, timing: dict | None = None) -> dict:
+    """One PrimFunc: latencies (from the record), FLOPs and GFLOP/s, stages and blocks tied to the source."""
+    timing = timing or {}
     blocks = [b for b in (fn.blocks if fn else []) if b.name != "root"]
     flops = kernel_flops(blocks, raw.get("flops"))
     out = {"name": raw["name"], "function": fn.id if fn else raw["name"], "range": fn.range if fn else None,
-           "baseline": raw.get("baseline"), "tuned": raw.get("tuned"), "best": raw.get("best"),
-           "check": raw.get("check"), "notes": list(raw.get("notes") or []), "flops": flops}
-    base, tuned = (raw.get("baseline") or {}).get("median_us"), (raw.get("tuned") or {}).get("median_us")
+           "baseline": timing.get("baseline"), "tuned": timing.get("tuned"), "best": raw.get("best"),
+           "notes": list(raw.get("notes") or []), "flops": flops}
+    base, tuned = (out["baseline"] or {}).get("median_us"), (out["tuned"] or {}).get("median_us")
     out["speedup"] = base / tuned if base and tuned else None
     out["gflops"] = {label: (flops["value"] / us / 1e3 if flops["value"] and us else None)
                      for label, us in (("baseline", base), ("tuned", tuned))}
-    out["gflops"]["source"] = "FLOPs / median latency"
+    out["gflops"]["source"] = "FLOPs / median latency of the measurement record"
     out["peak_fraction"] = {label: (g / peak["gflops"] if g and peak.get("gflops") else None)
                             for label, g in out["gflops"].items() if label != "source"}
     out["stages"], out["blocks"] = {}, {}
@@ -100,7 +111,8 @@ def finish_kernel(raw: dict, fn: Function | None, peak: dict) -> dict:
             out["stages"][label] = stage_data
             continue
         out["stages"][label] = map_stages(stage_data, blocks)
-        out["blocks"][label] = attribute_blocks(out["stages"][label]["stages"], blocks, fn.id if fn else "")
+        whole = base if label == "baseline" else tuned
+        out["blocks"][label] = attribute_blocks(out["stages"][label]["stages"], blocks, fn.id if fn else "", whole)
     out["memory"] = {label: (memory_figures(f, blocks) if "rows" in f else f)
                      for label, f in (raw.get("features") or {}).items()}
     if raw.get("cachegrind"):
@@ -141,12 +153,14 @@ def map_stages(data: dict, blocks: list[Block]) -> dict:
             "source": data.get("source"), "whole_source": data.get("whole_source")}
 
 
-def attribute_blocks(stages: list[dict], blocks: list[Block], fn_id: str = "") -> list[dict]:
+def attribute_blocks(stages: list[dict], blocks: list[Block], fn_id: str = "", whole_us: float | None = None) -> list[dict]:
     """Per source block: latency, share, stage and how it was attributed.
 
     A stage that runs one source block gives it its time.  A stage that fused several (compute_at,
     reverse_compute_at) splits its time by the blocks' FLOPs (an estimate, flagged).  A block found
-    in no stage was inlined: it points at the consumer block whose stage computes it.
+    in no stage was inlined: it points at the consumer block whose stage computes it.  With
+    ``whole_us`` (the measurement record's latency of the program) a block's ``us`` is its share of
+    it, so the blocks add up to the headline; the instrumented time stays in ``stage_us``.
     """
     total = sum(s["us"] for s in stages) or None
     out: dict[str, dict] = {}
@@ -175,6 +189,9 @@ def attribute_blocks(stages: list[dict], blocks: list[Block], fn_id: str = "") -
     ordered = [out[b.id] for b in blocks]
     for entry in ordered:
         entry["share"] = entry["us"] / total if total else None
+        entry["stage_us"] = entry["us"]
+        if whole_us is not None and entry["share"] is not None:
+            entry["us"] = entry["share"] * whole_us
     return ordered
 
 
@@ -192,16 +209,17 @@ def _consumer(blk: Block, blocks: list[Block], placed: dict, depth: int = 0) -> 
     return None
 
 
-def finish_relax(raw: dict, fn: Function | None, peak: dict) -> dict:
-    """Relax: end-to-end latency and each kernel call tied to the source bindings it computes."""
+def finish_relax(raw: dict, fn: Function | None, record: dict | None = None) -> dict:
+    """Relax: the end-to-end figures of the record and each kernel call tied to the source bindings
+    it computes (per call, with its share of the calls of that build)."""
+    record = record or {}
     bindings = {b.name: b for b in (fn.bindings if fn else [])}
     fn_id = fn.id if fn else raw.get("name", "main")
-    out = {"function": fn_id, "range": fn.range if fn else None, "baseline": raw.get("baseline"),
-           "tuned": raw.get("tuned"), "check": raw.get("check"), "notes": list(raw.get("notes") or []),
+    out = {"function": fn_id, "range": fn.range if fn else None, "baseline": record.get("untuned"),
+           "tuned": record.get("tuned"), "applied": record.get("applied"), "notes": list(raw.get("notes") or []),
            "flops": {"value": raw.get("flops"), "source": raw.get("flops_source")},
            "task_records": raw.get("task_records"), "tasks": {}}
-    base, tuned = (raw.get("baseline") or {}).get("median_us"), (raw.get("tuned") or {}).get("median_us")
-    out["speedup"] = base / tuned if base and tuned else None
+    out["speedup"] = (record.get("speedup") or {}).get("estimate")
     for label, data in (raw.get("tasks") or {}).items():
         total = data.get("sum_us") or None
         tasks = []
@@ -212,7 +230,7 @@ def finish_relax(raw: dict, fn: Function | None, peak: dict) -> dict:
                           "lines": [min(lines), max(b.range["end"]["line"] for b in found)] if found else None,
                           "share": task["us"] / total if total else None,
                           "gflops": task["flops"] / task["us"] / 1e3 if task.get("flops") and task["us"] else None})
-        out["tasks"][label] = {"tasks": tasks, "sum_us": data.get("sum_us"), "whole_us": data.get("whole_us"),
+        out["tasks"][label] = {"tasks": tasks, "sum_us": data.get("sum_us"),
                                "instrumented_run_us": data.get("instrumented_run_us"), "source": data.get("source")}
         out.setdefault("bindings", {})[label] = _binding_latency(tasks, bindings, fn_id)
     return out

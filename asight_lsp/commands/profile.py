@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import InputError
+from ..analysis.measurement import how_text, speedup_text
+from ..errors import AsightError, InputError
 from ..services.profiling import ProfileOptions, profile_file
 from ..engine.client import WorkerClient
 from .common import print_json
@@ -16,7 +17,10 @@ def add_parser(sub):
     p.add_argument("--run", dest="run_ref", help="run id, id prefix, run directory or 'latest' (default: newest run of the function)")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
     p.add_argument("--candidate", metavar="FILE", help="compare against this scheduled version instead of a run")
-    p.add_argument("--repeats", type=int, default=10, help="timed calls at least (more when fast; default 10)")
+    p.add_argument("--remeasure", action="store_true", help="time untuned vs tuned again (the run's record is "
+                   "replaced; the old one is kept in its history)")
+    p.add_argument("--budget", type=float, metavar="SECONDS", help="time for the untuned vs tuned comparison "
+                   "(default 1.5 s; at least 5 interleaved rounds whatever the budget)")
     p.add_argument("--cachegrind", action="store_true", help="also simulate caches with valgrind (slow)")
     p.add_argument("--no-stages", action="store_true", help="skip per-stage (rdtsc) timing")
     p.add_argument("--no-cache", action="store_true", help="measure again even if the run has a cached profile")
@@ -26,7 +30,10 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    options = ProfileOptions(repeats=max(args.repeats, 1), cachegrind=args.cachegrind, stages=not args.no_stages)
+    if args.budget is not None and args.budget <= 0:
+        raise AsightError("--budget must be a positive number of seconds")
+    options = ProfileOptions(remeasure=args.remeasure, budget_s=args.budget, cachegrind=args.cachegrind,
+                             stages=not args.no_stages)
     try:
         with WorkerClient(args.python) as worker:
             profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker, options,
@@ -73,34 +80,54 @@ def render(profile: dict) -> str:
     if profile.get("note"):
         lines.append(f"note: {profile['note']}")
     if profile.get("cached"):
-        lines.append("(cached profile; --no-cache measures again)")
-    summary, peak = profile["summary"], profile["peak"]
+        lines.append("(cached profile; --no-cache profiles again, --remeasure also times untuned vs tuned again)")
+    lines += _headline_lines(profile.get("measurement") or {}, profile["summary"])
+    peak = profile["peak"]
     parts = profile.get("kernels") or [profile["relax"]]
     for part in parts:
-        lines += _part_lines(part, peak)
-    if summary.get("speedup") and len(parts) > 1:
-        lines.append(f"total: untuned {_us(summary['baseline_us'])}, tuned {_us(summary['tuned_us'])}, "
-                     f"speed-up {summary['speedup']:.1f}x")
+        lines += _part_lines(part, peak, len(parts) > 1)
     if peak.get("gflops"):
         lines.append(f"peak {peak['gflops']:.0f} GFLOP/s [{peak['source']}]")
-    if summary.get("check_ok") is False:
+    if profile["summary"].get("check_ok") is False:
         lines.append("!!! OUTPUT MISMATCH: the tuned program does not compute what the untuned one does !!!")
     return "\n".join(lines) + "\n"
 
 
-def _part_lines(part: dict, peak: dict) -> list[str]:
+def _headline_lines(record: dict, summary: dict) -> list[str]:
+    """The measurement record: untuned vs tuned, the speed-up with its interval, how and under what load."""
+    if not record.get("untuned"):
+        return ["headline: not measured" + (f" ({record['error']})" if record.get("error") else "")]
+    scope = {"program": " end to end", "module": " (sum of the PrimFuncs)"}.get(record.get("scope"), "")
+    if record.get("tuned"):
+        out = [f"headline{scope}: untuned {_spread(record['untuned'])} -> tuned {_spread(record['tuned'])}",
+               f"  {speedup_text(record)}"]
+    else:
+        out = [f"headline{scope}: untuned {_spread(record['untuned'])}"]
+    out.append(f"  how: {how_text(record)}")
+    if summary.get("busy"):
+        out.append("  the machine was busy while measuring: the figures are noisy (--remeasure when it is quiet)")
+    out += _check_lines(record.get("check"))
+    applied = record.get("applied")
+    if applied:
+        out.append(f"  tuned build: {len(applied['from_records'])} of {applied['kernels']} kernels from the run's "
+                   f"records ({len(applied['tasks_with_records'])} tasks tuned"
+                   + (f"; not applied: {', '.join(applied['missing'])}" if applied.get("missing") else "") + ")")
+    return out
+
+
+def _part_lines(part: dict, peak: dict, several: bool) -> list[str]:
     out = ["", f"== {part['function']}"]
     base, tuned = part.get("baseline"), part.get("tuned")
-    out.append(f"  untuned  {_spread(base)}")
-    if tuned:
-        speed = f"   speed-up {part['speedup']:.1f}x" if part.get("speedup") else ""
-        out.append(f"  tuned    {_spread(tuned)}{speed}")
+    if several and base:
+        out.append(f"  untuned  {_spread(base)}")
+        if tuned:
+            speed = f"   {part['speedup']:.1f}x" if part.get("speedup") else ""
+            out.append(f"  tuned    {_spread(tuned)}{speed}")
     best = part.get("best")
     if best and best.get("latency_us") is not None:
-        out.append(f"  best record {_us(best['latency_us'])} when tuned (match: {best['match']})")
+        out.append(f"  record: {best['match']}; {_us(best['latency_us'])} while tuning")
     for note in part.get("notes") or []:
         out.append(f"  note: {note}")
-    out += _check_lines(part.get("check"))
     gflops = part.get("gflops")
     if gflops and part["flops"].get("value"):
         frac = part.get("peak_fraction") or {}
@@ -140,8 +167,8 @@ def _block_lines(part: dict) -> list[str]:
         ratio = f", stage sum / whole call {stages['ratio']:.2f}" if stages.get("ratio") else ""
         if stages.get("intrusion"):
             ratio += f", instrumented / plain {stages['intrusion']:.2f}"
-        out.append(f"  per-block latency, {'untuned' if label == 'baseline' else 'tuned'} "
-                   f"(rdtsc around stages{ratio}):")
+        out.append(f"  per-block latency, {'untuned' if label == 'baseline' else 'tuned'}: each block's share of "
+                   f"the headline (shares from rdtsc around stages{ratio}):")
         out.append(f"    {'block':<28} {'lines':>9} {'latency':>11} {'share':>6}  how")
         for blk in part["blocks"][label]:
             rng = blk["range"]
@@ -157,7 +184,8 @@ def _task_lines(part: dict) -> list[str]:
         data = part["tasks"].get(label)
         if not data:
             continue
-        out.append(f"  per-task latency, {'untuned' if label == 'baseline' else 'tuned'} (VM instrument):")
+        out.append(f"  per call, {'untuned' if label == 'baseline' else 'tuned'} build (VM instrument hook; "
+                   "share of the calls' sum, not of the headline):")
         out.append(f"    {'kernel':<28} {'latency':>11} {'share':>6}  source bindings")
         for task in data["tasks"]:
             share = f"{task['share'] * 100:.0f}%" if task.get("share") is not None else "-"

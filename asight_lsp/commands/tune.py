@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..services.jobs import TuneJob, failure_message
 from ..services.tuning import TuneRequest, start_tune
 from ..store.runs import RunMeta
+from ..analysis.measurement import how_text, speedup_text
 from .common import print_json
 
 EXIT_CANCELLED = 130
@@ -87,11 +88,11 @@ def _print_events(job: TuneJob, out) -> None:
         elif kind == "started":
             done = event.get("trials_done") or 0
             resumed = f", resuming with {done} records" if done else ""
-            print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}; untuned "
-                  f"{fmt_us(event.get('baseline_us'))}", file=out, flush=True)
+            base = f"; untuned {fmt_us(event['baseline_us'])}" if event.get("baseline_us") else ""
+            print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}{base}", file=out, flush=True)
         elif kind == "progress":
             errors = event.get("batch_errors") or 0
-            print(f"  trials {event['trials_done']}/{event['trials']}  best {fmt_us(event.get('best_us'))}"
+            print(f"  trials {event['trials_done']}/{event['trials']}  best so far {fmt_us(event.get('best_us'))}"
                   f"  [{event.get('task')}]" + (f"  ({errors} failed in batch)" if errors else ""),
                   file=out, flush=True)
 
@@ -100,11 +101,11 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     out = out or sys.stdout
     print(f"run      {meta.id}  ({job.run.path})", file=out)
     print(f"state    {meta.state}" + (f": {meta.error}" if meta.error else ""), file=out)
-    print(f"trials   {meta.trials_done} of {meta.trials_requested}", file=out)
-    print(f"untuned  {fmt_us(meta.baseline_us)}", file=out)
-    ratio = speedup(meta)
-    versus = "" if not ratio else f"  ({ratio:.1f}x faster)" if ratio >= 1 else f"  ({1 / ratio:.2f}x slower than untuned)"
-    print(f"best     {fmt_us(meta.best_us)}{versus}", file=out)
+    failed = (meta.extra.get("tuning") or {}).get("failed")
+    print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
+          file=out)
+    for line in headline_lines(meta):
+        print(line, file=out)
     space = meta.extra.get("space")
     if space:
         print(f"space    {space['function']} ({space['mode']})", file=out)
@@ -116,10 +117,36 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
             print(f"           {principle['text']}", file=out)
 
 
+def headline_lines(meta: RunMeta) -> list[str]:
+    """The run's measurement record in words: what was measured, how, and under what load."""
+    record = meta.measurement or {}
+    tuning = meta.extra.get("tuning") or {}
+    lines = []
+    if record.get("tuned"):
+        scope = "end to end" if record.get("scope") == "program" else "sum of its PrimFuncs" \
+            if record.get("scope") == "module" else ""
+        lines.append(f"measured untuned {fmt_us(record['untuned']['median_us'])} -> tuned "
+                     f"{fmt_us(record['tuned']['median_us'])}{' (' + scope + ')' if scope else ''}: "
+                     f"{speedup_text(record)}")
+        lines.append(f"         how: {how_text(record)}")
+        if (record.get("load") or {}).get("busy"):
+            lines.append(f"         the machine was busy: the figures are noisy; re-measure later with "
+                         f"`asight profile {meta.file} --run {meta.id} --remeasure`")
+        if record.get("check") and not record["check"].get("ok"):
+            lines.append("         !!! the tuned program's outputs differ from the untuned one's !!!")
+    elif record.get("error"):
+        lines.append(f"measured not re-measured: {record['error']}")
+    elif meta.baseline_us:
+        lines.append(f"untuned  {fmt_us(meta.baseline_us)} (before tuning)")
+    if tuning.get("best_us"):
+        lines.append(f"while tuning: best {fmt_us(tuning['best_us'])} [MetaSchedule's runner, builders loading "
+                     "the cores; not the headline]")
+    return lines
+
+
 def speedup(meta: RunMeta) -> float | None:
-    if meta.baseline_us and meta.best_us:
-        return meta.baseline_us / meta.best_us
-    return None
+    """The measured speed-up (untuned / tuned) of the run's measurement record."""
+    return ((meta.measurement or {}).get("speedup") or {}).get("estimate")
 
 
 def exit_code(job: TuneJob, meta: RunMeta) -> int:

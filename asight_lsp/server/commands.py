@@ -19,7 +19,7 @@ from ..store.runs import Run
 from ..services.compare import compare_payload
 from . import custom
 from .actions import ScheduleUnavailable, compute_schedule_edit
-from ..views.text import format_latency
+from ..views.text import format_latency, measurement_text
 from ..views.runs import run_summary
 from .state import MonitoredJob, ServerState, Status
 
@@ -158,7 +158,7 @@ async def monitor(ls, job: MonitoredJob) -> dict:
         meta = await asyncio.to_thread(job.handle.wait, 10)
         if job.token:
             ls.work_done_progress.end(job.token, types.WorkDoneProgressEnd(
-                message=f"{meta.state}: {meta.trials_done} trials, best {format_latency(meta.best_us)}"))
+                message=f"{meta.state}: {meta.trials_done} trials · {run_summary(meta)['headline']}"))
         state.jobs.pop(job.run_id, None)
         if state.status != Status.ERRORED:
             state.status = Status.TUNING if state.jobs else Status.RUNNING
@@ -167,7 +167,7 @@ async def monitor(ls, job: MonitoredJob) -> dict:
         refresh_views(ls)
     status = "ok" if meta.state == "done" else meta.state
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": status,
-            "message": meta.error or f"{meta.trials_done} trials, best {format_latency(meta.best_us)}",
+            "message": meta.error or f"{meta.trials_done} trials · {run_summary(meta)['headline']}",
             "run": run_summary(meta)}
 
 
@@ -227,9 +227,7 @@ async def profile(ls, *args):
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
     state.index.invalidate()
     refresh_views(ls)
-    summary = data.get("summary") or {}
-    message = (f"untuned {format_latency(summary.get('baseline_us'))}, tuned {format_latency(summary.get('tuned_us'))}"
-               if summary else "profiled")
+    message = measurement_text(data.get("measurement"))
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_PROFILE, "status": "ok", "message": message,
             "run": None, "data": data}
 

@@ -12,7 +12,8 @@ from ..tvmscript.ranges import contains
 from ..tvmscript.model import Block, Function, Loop, Outline
 from .convert import to_range
 from ..services.results import FunctionResult
-from ..views.text import format_latency, format_speedup, relative_time
+from ..analysis.measurement import speedup_text
+from ..views.text import format_latency, relative_time
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
 
@@ -96,10 +97,17 @@ def loop_facts(fn: Function, loop: Loop) -> list[str]:
 def run_line(result: FunctionResult) -> str:
     m = result.meta
     when = relative_time(m.finished or m.started or m.created)
-    speed = f" · {format_speedup(result.speedup)} vs untuned ({format_latency(m.baseline_us)})" if result.speedup else ""
+    record = result.measurement
+    if record.get("tuned"):
+        figures = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
+                   f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}")
+        if (record.get("load") or {}).get("busy"):
+            figures += " (measured on a busy machine: noisy)"
+    else:
+        figures = f"best {format_latency(m.best_us)} while tuning (not re-measured)"
     stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
     return (f"**run `{m.id}`** ({m.state}, {m.trials_done} trials{', ' + when if when else ''}): "
-            f"best {format_latency(m.best_us)}{speed}{stale}")
+            f"{figures}{stale}")
 
 
 def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:

@@ -10,7 +10,8 @@ from .. import protocol as P
 from ..tvmscript.model import Function, Outline
 from .convert import RawJSON
 from ..services.results import FunctionResult
-from ..views.text import format_latency, format_speedup, relative_time
+from ..analysis.measurement import how_text, short_speedup, speedup_text
+from ..views.text import format_latency, relative_time
 from .state import document_spaces, space_result_of
 
 
@@ -32,11 +33,11 @@ def static_lenses(uri: str, fn: Function, line: int) -> list[tuple[int, str, str
             (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
 
 
-def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict]:
-    """The run's result (or live progress: a click cancels it)."""
+def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple:
+    """The run's result (or live progress: a click cancels it), with how it was measured as tooltip."""
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
     command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
-    return (line, result_lens_title(result), command, arg)
+    return (line, result_lens_title(result), command, arg, result_lens_tooltip(result))
 
 
 def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
@@ -94,9 +95,10 @@ def space_lenses(uri: str, space, result) -> list[tuple[int, str, str, dict]]:
     return out
 
 
-def to_code_lens(line: int, title: str, command: str, arg: dict) -> types.CodeLens:
+def to_code_lens(line: int, title: str, command: str, arg: dict, tooltip: str | None = None) -> types.CodeLens:
     rng = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
-    return types.CodeLens(range=rng, command=types.Command(title=title, command=command, arguments=[arg]))
+    return types.CodeLens(range=rng, command=types.Command(title=title, command=command, arguments=[arg],
+                                                           tooltip=tooltip))
 
 
 def register(server) -> None:
@@ -138,21 +140,39 @@ def lens_list_json(ls, doc, outline: Outline):
 
 
 def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
-    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale marks)."""
+    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale / noisy marks)."""
     m = result.meta
     if result.running:
-        best = f" · best {format_latency(m.best_us)}" if m.best_us else ""
+        best = f" · best so far {format_latency(m.best_us)}" if m.best_us else ""
         return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
-    parts = [format_latency(m.best_us)] if m.best_us else []
-    if result.speedup:
-        parts.append(f"{format_speedup(result.speedup)} vs untuned")
+    record = result.measurement
+    if record.get("tuned"):
+        parts = [format_latency(record["tuned"]["median_us"]), short_speedup(record)]
+        if (record.get("load") or {}).get("busy"):
+            parts.append("noisy")
+    elif m.best_us:
+        parts = [f"best {format_latency(m.best_us)} while tuning (not re-measured)"]
+    else:
+        parts = []
     parts.append(f"{m.trials_done} trials")
     when = relative_time(m.finished or m.started or m.created, now)
     if when:
         parts.append(when)
-    title = " · ".join(parts)
+    title = " · ".join(p for p in parts if p)
     if m.state in ("cancelled", "failed"):
         title = f"{m.state}: {title}"
     if result.stale:
         title = f"⚠ stale (source changed since run) · {title}"
     return title
+
+
+def result_lens_tooltip(result: FunctionResult) -> str | None:
+    """How the lens's figures were measured (and whether the machine was busy)."""
+    record = result.measurement
+    if not record.get("tuned"):
+        return None
+    text = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
+            f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}. Measured {how_text(record)}.")
+    if (record.get("load") or {}).get("busy"):
+        text += " The machine was busy: the figures are noisy; run `asight profile --remeasure` when it is quiet."
+    return text

@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
+from ..analysis.measurement import comparison_record, is_current
 from ..engine import wire
 from ..engine.client import borrowed
 from ..store.caches import load_profile, store_profile
@@ -30,8 +31,9 @@ from .lookup import check_run_function, latest_run, prepare_run, read_text, run_
 @dataclass
 class ProfileOptions:
     """What to measure (the CLI flags; the LSP uses the defaults)."""
-    repeats: int = 10          # single calls at least; more when they fit in budget_ms
-    budget_ms: float = 300.0   # time per program for the headline timing
+    remeasure: bool = False        # time untuned vs tuned again although the run has a current record
+    budget_s: float | None = None  # time for that comparison (None: the harness's default, docs/measurement.md)
+    budget_ms: float = 300.0       # time per program for the per-stage timing
     check: bool = True
     stages: bool = True
     features: bool = True
@@ -44,6 +46,7 @@ class ProfileOptions:
     def worker_params(self) -> dict:
         params = asdict(self)
         params.pop("timeout")
+        params.pop("remeasure")
         return params
 
 
@@ -93,29 +96,66 @@ def profile_run(run: Run, worker) -> dict:
 def _profile(text: str, path: str, outline: Outline, selection: Selection, run: Run | None, worker,
              options: ProfileOptions, candidate: str | None, use_cache: bool) -> dict:
     meta = prepare_run(run) if run is not None else None
-    key = _cache_key(text, selection, run, options)
-    if run is not None and use_cache:
+    fresh = meta is not None and candidate is None and _fresh(meta, text, selection)
+    record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
+    measure = record is None or options.remeasure
+    key = _cache_key(text, selection, run, options, record)
+    if run is not None and use_cache and not measure:
         cached = _cached(run, key)
         if cached is not None:
             return cached
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
-              "run_dir": str(run.path) if run else None, "target": meta.target if meta else None}
+              "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
+              "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
+    params["choose"] = bool(run is not None and candidate is None and not params["chosen"])
     started = time.time()
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)
         if candidate is not None:
             params["candidate"] = _candidate_params(candidate, client)
         raw = client.request(wire.PROFILE, params, timeout=options.timeout)
-    profile = finish_profile(raw, outline, selection, _run_summary(run, meta))
+    if measure:
+        record = _new_record(raw, params, started, run if fresh else None)
+        key = _cache_key(text, selection, run, options, record)
+    profile = finish_profile(raw, outline, selection, _run_summary(run, meta), record)
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
                    candidate=os.path.abspath(candidate) if candidate else None)
+    _notes(profile, candidate, run, meta, fresh)
+    if run is not None and candidate is None:
+        store_profile(run, {"key": key, "profile": profile})
+    return profile
+
+
+def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
+    """The selection's functions still hash as the run tuned them."""
+    return all(meta.source_hashes.get(f.id) in (None, function_hash(text, f)) for f in selection.functions)
+
+
+def _new_record(raw: dict, params: dict, started: float, run: Run | None) -> dict | None:
+    """The measurement record of the worker's headline; a current run keeps it as its headline."""
+    headline = raw.get("headline") or {}
+    if not headline.get("raw"):
+        return None
+    chosen = raw.get("chosen") or params.get("chosen")
+    extra = {"check": headline.get("check"), "chosen": chosen, "applied": headline.get("applied")}
+    scope = "program" if raw.get("kind") == "relax" else "function" if len(raw.get("kernels") or []) == 1 else "module"
+    if run is not None:
+        extra["trials"] = len(run.records())
+    record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], "asight profile", scope,
+                               started, {k: v for k, v in extra.items() if v is not None})
+    if run is not None and record.get("tuned"):
+        run.set_measurement(record)
+    return record
+
+
+def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta | None, fresh: bool) -> None:
     if candidate is None and run is None:
         profile["note"] = "no tuning run of this function: untuned only (tune it with `asight tune`)"
     elif meta is not None and meta.state in LIVE_STATES:
         profile["note"] = f"run {meta.id} is still tuning: best schedule so far"
-    if run is not None and candidate is None:
-        store_profile(run, {"key": key, "profile": profile})
-    return profile
+    elif run is not None and candidate is None and not fresh:
+        profile["note"] = (f"the function changed since run {meta.id}: measured now with its best trace, "
+                           "not kept as the run's headline")
 
 
 def _candidate_params(path: str, worker) -> dict:
@@ -130,12 +170,14 @@ def _candidate_params(path: str, worker) -> dict:
 # --------------------------------------------------------------------------- cache
 
 
-def _cache_key(text: str, selection: Selection, run: Run | None, options: ProfileOptions) -> dict:
+def _cache_key(text: str, selection: Selection, run: Run | None, options: ProfileOptions,
+               record: dict | None) -> dict:
     records = run.records_path if run is not None else None
     stat = records.stat() if records is not None and records.exists() else None
     return {"function": selection.label,
             "source": {f.id: function_hash(text, f) for f in selection.functions},
             "records": [stat.st_size, stat.st_mtime_ns] if stat else None,
+            "measurement": (record or {}).get("taken"),
             "options": options.worker_params(), "schema": PROFILE_SCHEMA}
 
 

@@ -25,8 +25,12 @@ from .run_data import load_run
 
 
 def best_schedule(data) -> dict | None:
-    """The best candidate: trial, latency, per-block steps and its trace as text."""
-    best = data.table.best_index()
+    """The best candidate (the one the run's measurement chose, else the fastest while tuning): trial,
+    latency, per-block steps and its trace as text."""
+    chosen = (data.meta.measurement or {}).get("chosen") or []
+    trials = [int(r["trial"]) for r in data.table.records]
+    best = trials.index(chosen[0]["trial"]) if len(chosen) == 1 and chosen[0]["trial"] in trials \
+        else data.table.best_index()
     if best is None:
         return None
     rec = data.table.records[best]
@@ -54,7 +58,8 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
             except (AsightError, WorkerError) as err:
                 hot_error = str(err)
     guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
-    return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided)
+    return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided,
+                       measurement=data.run.load().measurement)
 
 
 def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,

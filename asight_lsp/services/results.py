@@ -37,9 +37,15 @@ class FunctionResult:
         return self.meta.state in LIVE_STATES
 
     @property
+    def measurement(self) -> dict:
+        """The run's measurement record (docs/measurement.md), ``{}`` before one exists."""
+        record = self.meta.measurement or {}
+        return record if record.get("untuned") else {}
+
+    @property
     def speedup(self) -> float | None:
-        m = self.meta
-        return m.baseline_us / m.best_us if m.baseline_us and m.best_us else None
+        """Untuned / tuned as the measurement record has it (None before a measurement)."""
+        return (self.measurement.get("speedup") or {}).get("estimate")
 
     def block(self, name: str) -> dict | None:
         return (self.summary or {}).get("blocks", {}).get(name)

@@ -54,8 +54,9 @@ class RunMeta:
     started: float | None = None
     finished: float | None = None
     pid: int | None = None
-    baseline_us: float | None = None
-    best_us: float | None = None
+    baseline_us: float | None = None   # the headline: measurement["untuned"] when measured (docs/measurement.md)
+    best_us: float | None = None       # measurement["tuned"]; while tuning, the best the runner saw
+    measurement: dict | None = None    # the run's measurement record (analysis/measurement.py)
     error: str | None = None
     rpc: str | None = None
     tasks: list = field(default_factory=list)          # [{name, weight, functions}] for Relax / multi-func
@@ -119,6 +120,20 @@ class Run:
         meta = self.load()
         for key, value in changes.items():
             setattr(meta, key, value)
+        self.save(meta)
+        return meta
+
+    def set_measurement(self, record: dict) -> RunMeta:
+        """Make ``record`` the run's headline (``measurement``, ``baseline_us``, ``best_us``); the
+        records it replaces stay in ``extra.measurement_history`` (newest last, at most 5)."""
+        meta = self.load()
+        if meta.measurement:
+            meta.extra["measurement_history"] = (meta.extra.get("measurement_history") or [])[-4:] + [meta.measurement]
+        meta.measurement = record
+        if record.get("untuned"):
+            meta.baseline_us = record["untuned"]["median_us"]
+        if record.get("tuned"):
+            meta.best_us = record["tuned"]["median_us"]
         self.save(meta)
         return meta
 

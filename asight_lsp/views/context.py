@@ -11,6 +11,7 @@ import numpy as np
 from ..analysis.candidates import CandidateTable
 from ..store.runs import Run, RunMeta
 from ..tvmscript.model import Function
+from .text import headline_text
 
 
 @dataclass
@@ -23,16 +24,21 @@ class RunData:
 
 
 def run_info(data: RunData) -> dict:
-    """The run summary every payload carries."""
+    """The run summary every payload carries: the headline is the run's measurement record; the
+    fastest latency seen while tuning (MetaSchedule's runner) is kept apart, labelled."""
     m = data.meta
     lat = data.table.latency_us
     ok = np.isfinite(lat)
-    best = float(np.nanmin(lat)) if ok.any() else None
+    tuning_best = float(np.nanmin(lat)) if ok.any() else None
+    record = m.measurement if (m.measurement or {}).get("untuned") else {}
     return clean({"id": data.run.id or m.id, "file": m.file, "function": m.function, "state": m.state,
                   "target": m.target_label or (m.target if isinstance(m.target, str) else None),
                   "trials": len(lat), "measured": int(ok.sum()), "failed": int((~ok).sum()),
-                  "baseline_us": m.baseline_us, "best_us": best,
-                  "speedup": (m.baseline_us / best) if (m.baseline_us and best) else None})
+                  "baseline_us": (record.get("untuned") or {}).get("median_us"),
+                  "best_us": (record.get("tuned") or {}).get("median_us"),
+                  "speedup": (record.get("speedup") or {}).get("estimate"), "verdict": record.get("verdict"),
+                  "headline": headline_text(record, tuning_best), "tuning_best_us": tuning_best,
+                  "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy"))})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

@@ -13,7 +13,9 @@ import json
 import secrets
 from typing import Any
 
+from ..analysis.measurement import how_text
 from .searchspace import COLOR_STOPS
+from .text import measurement_text
 
 E = html.escape  # every piece of text below goes through this
 
@@ -316,8 +318,10 @@ def _guided_section(g: dict | None) -> str:
 
 
 def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None = None,
-                hotspots_error: str | None = None, title: str | None = None, guided: dict | None = None) -> str:
-    """The report page.  ``payloads``: searchSpace, loopView, stageGraph, principles (any may be None)."""
+                hotspots_error: str | None = None, title: str | None = None, guided: dict | None = None,
+                measurement: dict | None = None) -> str:
+    """The report page.  ``payloads``: searchSpace, loopView, stageGraph, principles (any may be None);
+    ``measurement``: the run's measurement record, the figures the header states."""
     nonce = secrets.token_urlsafe(18)
     space = payloads.get("searchSpace")
     run = next((p["run"] for p in payloads.values() if p and p.get("run")), {})
@@ -325,9 +329,12 @@ def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None 
     csp = (f"default-src 'none'; img-src data:; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
            f"base-uri 'none'; form-action 'none'")
     meta = (f"run {E(str(run.get('id', '')))} · {E(str(run.get('file', '')))} · target {E(str(run.get('target', '')))}"
-            f" · {run.get('measured', 0)} measured / {run.get('trials', 0)} trials · untuned "
-            f"{E(_fmt_us(run.get('baseline_us')))} → best {E(_fmt_us(run.get('best_us')))}"
-            + (f" ({run['speedup']:.1f}×)" if run.get("speedup") else ""))
+            f" · {run.get('measured', 0)} measured / {run.get('trials', 0)} trials<br>"
+            f"<span class=\"headline\">{E(measurement_text(measurement))}</span>"
+            + (f"<br><span class=\"how\">measured {E(how_text(measurement))}</span>" if (measurement or {}).get("untuned")
+               else "")
+            + (f"<br>fastest seen while tuning: {E(_fmt_us(run['tuning_best_us']))} (MetaSchedule's runner, "
+               "builders loading the cores; not the headline)" if run.get("tuning_best_us") else ""))
     notes = "".join(f"<li>{E(n)}</li>" for p in payloads.values() if p for n in p.get("notes", []))
     data = {k: v for k, v in payloads.items() if v is not None}
     return f"""<!DOCTYPE html>

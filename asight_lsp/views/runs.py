@@ -5,14 +5,19 @@ from .. import protocol as P
 from ..store.runs import RunMeta
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Function
+from .text import headline_text
 
 
 def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
-    """``protocol.RunSummary`` of a run."""
-    speedup = meta.baseline_us / meta.best_us if meta.baseline_us and meta.best_us else None
+    """``protocol.RunSummary`` of a run: its figures are the measurement record's (docs/measurement.md)."""
+    record = meta.measurement if (meta.measurement or {}).get("untuned") else {}
+    speedup = record.get("speedup") or {}
     out = {"id": meta.id, "file": meta.file, "function": meta.function, "state": meta.state,
            "trialsRequested": meta.trials_requested, "trialsDone": meta.trials_done,
-           "baselineUs": meta.baseline_us, "bestUs": meta.best_us, "speedup": speedup,
+           "baselineUs": meta.baseline_us, "bestUs": meta.best_us, "speedup": speedup.get("estimate"),
+           "speedupCi": speedup.get("ci"), "verdict": record.get("verdict"),
+           "noisy": bool((record.get("load") or {}).get("busy")),
+           "headline": headline_text(record, meta.best_us if meta.state != "done" or not record else None),
            "target": meta.target_label or str(meta.target or ""), "created": meta.created,
            "finished": meta.finished, "error": meta.error}
     if stale is not None:

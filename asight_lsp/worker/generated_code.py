@@ -51,7 +51,7 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
     db = run_database(params.get("run_dir"))
     if db is None:
         return mod, {"source": "untuned (no run)"}
-    record, match = best_record(db, func)
+    record, match = best_record(db, func, params.get("run_dir"), params.get("chosen"))
     if record is None:
         raise ValueError(match)
     sch = apply_record(func, record, serial=bool(params.get("serial")))

@@ -16,9 +16,32 @@ _SGEMM: dict | None = None
 
 
 def host_info() -> dict:
-    """TSC frequency, TVM threads, and a measured fp32 reference peak (numpy/OpenBLAS sgemm)."""
+    """TSC frequency, TVM threads, the CPU (LLVM's name, model, SIMD flags) and a measured fp32
+    reference peak (numpy/OpenBLAS sgemm)."""
+    model, flags = cpu_model_and_flags()
     return {"tsc_hz": tsc_hz(), "threads": int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1),
-            "cpu": str(tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()), "sgemm": sgemm_peak()}
+            "cpu": str(tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()), "model": model,
+            "flags": flags, "sgemm": sgemm_peak()}
+
+
+SIMD_FLAGS = ("sse2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile")
+
+
+def cpu_model_and_flags(path: str = "/proc/cpuinfo") -> tuple[str | None, list[str]]:
+    """The CPU model name and the SIMD flags the peak rule needs, from ``/proc/cpuinfo``."""
+    model, flags = None, []
+    try:
+        with open(path, errors="replace") as stream:
+            for line in stream:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model is None:
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = [f for f in value.split() if f in SIMD_FLAGS]
+                    break
+    except OSError:
+        pass
+    return model, flags
 
 
 def sgemm_peak(n: int = 512, repeats: int = 7) -> dict:

@@ -1,15 +1,18 @@
-"""Profiling on the host CPU (TVM side): untuned vs best schedule, output check, per-stage and
-per-task latency, MetaSchedule features, cachegrind.
+"""Profiling on the host CPU (TVM side): the untuned vs tuned headline through the harness, and
+the detail behind it: per-stage latency, MetaSchedule features, cachegrind, per-call Relax times.
 
 Handlers take and return plain data.  They report what TVM sees (transformed block names, TVMScript
-line numbers from spans, task and variable names); the core (``asight_lsp.services.profiling``) ties those to
-source ids and ranges, so the mapping is testable without TVM.
+line numbers from spans, task and variable names); the core (``services/profiling.py``,
+``analysis/attribution.py``) ties those to source ids and ranges, so the mapping is testable
+without TVM.
 
-* ``profile``    — untuned vs best latency (median and spread), allclose of the outputs, FLOPs,
-                   per-stage latency (rdtsc around the top-level stages of the root block,
-                   docs/tvm.md §5) or per-task latency for Relax (VM instrument hook, §6),
-                   PerStoreFeature rows, optional cachegrind per TVMScript line (§7).
-* ``apply_best`` — per workload: the best record's scheduled TVMScript and its trace.
+* ``profile``    — ``headline`` (``remeasure.compare_tir`` / ``compare_relax``: raw interleaved
+                   samples, applied-kernel check, output check) when ``timing`` is asked for, else
+                   only the output check; per-stage latency (rdtsc, docs/tvm.md §5) or per-call
+                   latency for Relax (VM instrument hook, §6), PerStoreFeature rows, cachegrind (§7).
+                   The tuned program is the record the run's measurement chose (``chosen``), else
+                   the fastest while tuning.
+* ``apply_best`` — per workload: that record's scheduled TVMScript and its trace.
 
 (PerStoreFeature rows of *every* record of a run: ``features`` in ``extract.py``.)
 """
@@ -20,33 +23,19 @@ import time
 import numpy as np
 
 from ..engine import wire
-from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm
-from .parse import parse_request
 from .cachegrind import cachegrind
+from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin, tirx
 from .host import host_info
-from .programs import (SOURCE_FLOPS, buffer_specs, entry_name, estimate_flops, is_relax, first_line, prim_funcs, optional_step, measuring_target, target_label)
-from .records import run_database, record_latency, record_info, apply_record, best_record, fresh_copy
+from .inputs import DEFAULT_ATOL, DEFAULT_RTOL
+from .parse import parse_request
+from .programs import (SOURCE_FLOPS, estimate_flops, first_line, is_relax, measuring_target, optional_step,
+                       prim_funcs, target_label)
+from .records import (apply_record, best_record, chosen_database, fresh_copy, read_trials, record_info,
+                      record_latency, run_database)
 from .relax_pipeline import fuse
 from .relax_profile import profile_relax
+from .remeasure import build_prim, choose_all, compare_relax, compare_tir, prim_inputs
 from .stages import profile_stages
-from .timing import compare_outputs, random_arrays, time_function
-
-DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-4   # atol is scaled by max(1, max |reference|)
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-# --------------------------------------------------------------------------- best record
-
-
-# --------------------------------------------------------------------------- measurement
-
-
-# --------------------------------------------------------------------------- stages (rdtsc)
-
-
-# --------------------------------------------------------------------------- features (§3)
 
 
 def feature_rows(sch_or_mod, target) -> dict:
@@ -83,14 +72,14 @@ def _store_blocks(func) -> list[str]:
 # --------------------------------------------------------------------------- TIR profile
 
 
-def tuned_variant(func, db, candidate=None) -> tuple[object | None, object | None, dict | None, list[str]]:
+def tuned_variant(func, db, run_dir, chosen, candidate=None) -> tuple[object | None, object | None, dict | None, list]:
     """The program to compare with the untuned one: (schedule, record, best info, notes)."""
     if candidate is not None:
         sch = s_tir.Schedule(fresh_copy(normalize_mod(candidate)))
         return sch, None, {"match": "candidate", "source": "candidate program given by the caller"}, []
     if db is None:
         return None, None, None, []
-    record, match = best_record(db, func)
+    record, match = best_record(db, func, run_dir, chosen)
     if record is None:
         return None, None, None, [match]
     try:
@@ -99,24 +88,16 @@ def tuned_variant(func, db, candidate=None) -> tuple[object | None, object | Non
         return None, None, None, [f"the best trace does not apply to this function: {first_line(err)}"]
 
 
-def measure_variant(mod, sch, target, arrays: list[np.ndarray], opts: dict, serial=None) -> dict:
-    """One program: outputs on ``arrays``, timing, and the optional stage/feature/cachegrind data.
+def detail(mod, sch, target, arrays: list[np.ndarray], opts: dict, serial=None) -> dict:
+    """Per-stage latency, features and cachegrind of one program (each optional step fails alone).
 
     ``sch`` (the Schedule behind ``mod``, or None) feeds the feature extractor; ``serial`` is the
     variant without parallel loops that cachegrind needs for line attribution (default ``mod``).
     """
-    dev = tvm.cpu(0)
-    rt = tvm.tirx.build(mod, target=target)
-    entry = entry_name(mod)
-    args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
-    rt[entry](*args)
-    out = {"outputs": [a.numpy() for a in args]}
-    timer_for = lambda number, repeat: rt.time_evaluator(entry, dev, number=number, repeat=repeat)  # noqa: E731
-    out["timing"] = time_function(timer_for, [tvm.runtime.tensor(a.copy(), dev) for a in arrays],
-                                  opts["repeats"], opts["budget_ms"])
+    out = {}
     if opts["stages"]:
-        out["stages"] = optional_step(lambda: profile_stages(mod, target, arrays, rt, out["timing"]["median_us"],
-                                                     opts["budget_ms"]))
+        rt = build_prim(mod, target)
+        out["stages"] = optional_step(lambda: profile_stages(mod, target, arrays, rt, None, opts["budget_ms"]))
     if opts["features"]:
         out["features"] = optional_step(lambda: feature_rows(sch if sch is not None else mod, target))
     if opts["cachegrind"]:
@@ -124,42 +105,31 @@ def measure_variant(mod, sch, target, arrays: list[np.ndarray], opts: dict, seri
     return out
 
 
-def profile_prim_func(name: str, func, target, db, opts: dict, candidate=None) -> dict:
-    """Untuned vs best (or ``candidate``) for one PrimFunc, measured on the same random inputs."""
+def profile_prim_func(name: str, func, target, db, opts: dict, run_dir=None, chosen=None, candidate=None) -> dict:
+    """The detail of one PrimFunc, untuned and tuned, and the pair the headline compares."""
     base_mod = normalize_mod(func)
-    sch, record, best, notes = tuned_variant(func, db, candidate)
+    sch, record, best, notes = tuned_variant(func, db, run_dir, chosen, candidate)
     out = {"name": name, "flops": estimate_flops(base_mod), "flops_source": SOURCE_FLOPS, "best": best,
-           "tuned": None, "check": None, "stages": {}, "features": {}, "notes": notes}
-    specs = buffer_specs(base_mod["main"])
-    arrays = random_arrays([(shape, dtype) for _, shape, dtype in specs], opts["seed"])
-    variants = {"baseline": measure_variant(base_mod, None, target, arrays, opts)}
+           "stages": {}, "features": {}, "notes": notes}
+    _, arrays = prim_inputs(base_mod, opts["seed"])
+    variants = {"baseline": detail(base_mod, None, target, arrays, opts)}
     if sch is not None:
         serial = apply_record(func, record, serial=True).mod if record is not None and opts["cachegrind"] else None
-        variants["tuned"] = measure_variant(sch.mod, sch, target, arrays, opts, serial)
+        variants["tuned"] = detail(sch.mod, sch, target, arrays, opts, serial)
     for label, data in variants.items():
-        out[label] = data["timing"]
-        for key in ("stages", "features", "cachegrind"):
-            if key in data:
-                out.setdefault(key, {})[label] = data[key]
-    if "tuned" in variants and opts["check"]:
-        out["check"] = compare_outputs([n for n, _, _ in specs], variants["baseline"]["outputs"],
-                                       variants["tuned"]["outputs"], opts["rtol"], opts["atol"])
-    return out
-
-
-# --------------------------------------------------------------------------- Relax profile (§6)
-
-
-# --------------------------------------------------------------------------- cachegrind (§7)
+        for key, value in data.items():
+            out.setdefault(key, {})[label] = value
+    return out, (name, base_mod, sch.mod if sch is not None else None)
 
 
 # --------------------------------------------------------------------------- handlers
 
 
 def _options(params: dict) -> dict:
-    return {"repeats": max(int(params.get("repeats") or 10), 1),
+    return {"seed": int(params.get("seed") or 0),
+            "timing": params.get("timing", True) is not False,
+            "budget_s": float(params["budget_s"]) if params.get("budget_s") else None,
             "budget_ms": float(params.get("budget_ms") or 300),
-            "seed": int(params.get("seed") or 0),
             "check": params.get("check", True) is not False,
             "stages": params.get("stages", True) is not False,
             "features": params.get("features", True) is not False,
@@ -173,27 +143,66 @@ def profile(params: dict, emit=None) -> dict:
     started = time.perf_counter()
     parsed = parse_request(params)
     target = measuring_target(params.get("target"))
-    db = run_database(params.get("run_dir"))
+    run_dir, chosen = params.get("run_dir"), params.get("chosen")
+    db = run_database(run_dir)
     opts = _options(params)
     result = {"kind": "relax" if is_relax(parsed) else "tir", "target": target_label(target), "host": host_info(),
               "has_run": db is not None, "options": opts}
-    candidate = None
-    if params.get("candidate"):
-        candidate = _candidate(params["candidate"], params.get("function"))
+    candidate = _candidate(params["candidate"]) if params.get("candidate") else None
+    if params.get("choose") and db is not None and candidate is None:
+        chosen = result["chosen"] = _choose(parsed, result["kind"], run_dir, target, params.get("function"))
     if result["kind"] == "relax":
-        stub_tensor_intrin()
-        result["relax"] = profile_relax(parsed, target, db, opts, params.get("function") or "main")
+        result["relax"], result["headline"] = _profile_relax(parsed, target, run_dir, chosen, opts,
+                                                             params.get("function") or "main")
     else:
-        result["kernels"] = []
+        result["kernels"], pairs = [], []
         for name, func in prim_funcs(parsed, params.get("function")):
             if emit:
                 emit({"type": "profile", "kernel": name})
-            result["kernels"].append(profile_prim_func(name, func, target, db, opts, candidate))
+            kernel, pair = profile_prim_func(name, func, target, db, opts, run_dir, chosen, candidate)
+            result["kernels"].append(kernel)
+            pairs.append(pair)
+        result["headline"] = _headline_tir(pairs, target, opts)
     result["seconds"] = time.perf_counter() - started
     return result
 
 
-def _candidate(spec: dict, function: str | None):
+def _headline_tir(pairs: list, target, opts: dict) -> dict:
+    """Untuned vs tuned through the harness (``timing``), or only the output check."""
+    if not opts["timing"]:
+        pairs = [(n, b, t) for n, b, t in pairs if t is not None]
+        if not pairs:
+            return {"check": None}
+        return {"check": compare_tir(pairs, target, opts["seed"], opts["check"], timed=False)["check"]}
+    return compare_tir(pairs, target, opts["seed"], opts["check"], opts["budget_s"])
+
+
+def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[dict, dict | None]:
+    stub_tensor_intrin()
+    trials = read_trials(run_dir) if run_dir else None
+    database = None
+    if trials is not None:
+        database = chosen_database(trials, chosen) if chosen else run_database(run_dir)
+    detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
+    tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
+    if not tuned:
+        return detail_out, None
+    return detail_out, compare_relax(mod, fn, database, target, tuned, opts["seed"], opts["check"],
+                                     opts["budget_s"], timed=opts["timing"])
+
+
+def _choose(parsed, kind: str, run_dir, target, function: str | None) -> list[dict]:
+    """The best per task by re-measurement (``remeasure.choose_all``) for a run without a record."""
+    if kind == "relax":
+        stub_tensor_intrin()
+        tasks = [(t.task_name, t.dispatched[0])
+                 for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)]
+    else:
+        tasks = [(name, normalize_mod(func)) for name, func in prim_funcs(parsed, function)]
+    return choose_all(read_trials(run_dir), tasks, target)
+
+
+def _candidate(spec: dict):
     parsed = parse_request(spec)
     funcs = prim_funcs(parsed, spec.get("function"))
     if len(funcs) != 1:
@@ -204,25 +213,27 @@ def _candidate(spec: dict, function: str | None):
 def apply_best(params: dict, emit=None) -> dict:
     """Per function (TIR) or tuned task (Relax): the best record's scheduled TVMScript and trace."""
     parsed = parse_request(params)
-    db = run_database(params.get("run_dir"))
+    run_dir, chosen = params.get("run_dir"), params.get("chosen")
+    db = run_database(run_dir)
     if db is None:
         raise ValueError("the run has no tuning records")
     entries = []
     if is_relax(parsed):
         target = measuring_target(params.get("target"))
-        fused = fuse(parsed, target)
-        for task in ms.relax_integration.extract_tasks(fused, target):
+        database = chosen_database(read_trials(run_dir), chosen) if chosen else db
+        for task in ms.relax_integration.extract_tasks(fuse(parsed, target), target):
             mod = task.dispatched[0]
-            if not db.has_workload(mod):
+            if not database.has_workload(mod):
                 continue
-            top = db.get_top_k(db.commit_workload(mod), 1)
+            top = database.get_top_k(database.commit_workload(mod), 1)
             if top and record_latency(top[0]) is not None:
                 sch = s_tir.Schedule(fresh_copy(mod))
                 top[0].trace.apply_to_schedule(sch, remove_postproc=False)
-                entries.append(_schedule_entry(task.task_name, top[0], sch, "structural"))
+                entries.append(_schedule_entry(task.task_name, top[0], sch,
+                                               "chosen by re-measurement" if chosen else "structural"))
     else:
         for name, func in prim_funcs(parsed, params.get("function")):
-            record, match = best_record(db, func)
+            record, match = best_record(db, func, run_dir, chosen)
             if record is None:
                 entries.append({"function": name, "error": match})
                 continue

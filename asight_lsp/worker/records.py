@@ -1,9 +1,12 @@
-"""A run's records on the TVM side: the JSON database, the best record of a function, a record's
-trace replayed on a fresh copy of the function."""
+"""A run's records on the TVM side: the JSON database, its trials by index, the best record of a
+function (the one chosen by re-measurement when the run has one), a record's trace replayed on a
+fresh copy of the function, and a database of the chosen records for building a model."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..store.runs import DB_RECORDS, DB_WORKLOADS, read_json_lines
 from .compat import Trace, ms, normalize_mod, s_tir, tvm, tvm_ffi
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
@@ -33,13 +36,19 @@ def _workload_records(db) -> dict[int, tuple[object, list]]:
     return groups
 
 
-def best_record(db, func) -> tuple[object | None, str]:
+def best_record(db, func, run_dir=None, chosen: list[dict] | None = None) -> tuple[object | None, str]:
     """The best valid record for ``func`` and how it was matched.
 
-    MetaSchedule keys workloads by structural hash of the normalised module (``tune_tir`` of a
-    PrimFunc adds ``tirx.noalias``; of an IRModule it does not), so both forms are tried.  A run of
-    one workload whose hash no longer matches (the source was edited) still answers, flagged.
+    The record the run's measurement chose by re-measurement (``chosen``, docs/measurement.md) wins;
+    else the fastest while tuning.  MetaSchedule keys workloads by structural hash of the normalised
+    module (``tune_tir`` of a PrimFunc adds ``tirx.noalias``; of an IRModule it does not), so both
+    forms are tried.  A run of one workload whose hash no longer matches (the source was edited)
+    still answers, flagged.
     """
+    if chosen and run_dir:
+        picked = _chosen_record(func, run_dir, chosen)
+        if picked is not None:
+            return picked, "chosen by re-measurement"
     for label, mod in (("structural", normalize_mod(func)), ("structural", tvm.IRModule({"main": func}))):
         if db.has_workload(mod):
             top = db.get_top_k(db.commit_workload(mod), 1)
@@ -83,3 +92,74 @@ def fresh_copy(mod):
 def record_info(record, match: str) -> dict:
     return {"latency_us": record_latency(record) * 1e6, "match": match,
             "instructions": len(record.trace.insts), "source": "best record of the run's JSON database"}
+
+
+@dataclass
+class Trials:
+    """The trials of a run by index (the JSON database in append order)."""
+    workloads: list                      # ms.database.Workload (None where TVM cannot read one)
+    hashes: list[str]                    # each workload's structural hash, as the file stores it
+    rows: list[tuple[int, list]] = field(default_factory=list)   # trial -> (workload index, raw record)
+
+    def record(self, trial: int):
+        workload, raw = self.rows[trial]
+        return ms.database.TuningRecord.from_json(raw, self.workloads[workload])
+
+    def valid(self, workload: int) -> list[tuple[int, float]]:
+        """``(trial, in-tuning seconds)`` of a workload's successful trials, fastest first."""
+        out = []
+        for trial, (w, raw) in enumerate(self.rows):
+            secs = [float(s) for s in (raw[1] or [])] if w == workload else []
+            if secs and max(secs) < FAILED_SECONDS:
+                out.append((trial, sum(secs) / len(secs)))
+        return sorted(out, key=lambda item: item[1])
+
+    def workload_of(self, mod) -> int | None:
+        """The index of the workload ``mod`` (as MetaSchedule tunes it) is stored under."""
+        shash = str(tvm_ffi.structural_hash(mod))
+        if shash in self.hashes:
+            return self.hashes.index(shash)
+        for i, workload in enumerate(self.workloads):
+            if workload is not None and tvm_ffi.structural_equal(workload.mod, mod):
+                return i
+        return None
+
+
+def read_trials(run_dir: str | Path) -> Trials:
+    """Every trial of a run, readable one by one (a torn or unreadable line is skipped)."""
+    workloads, hashes = [], []
+    for row in read_json_lines(Path(run_dir) / DB_WORKLOADS):
+        try:
+            workloads.append(ms.database.Workload.from_json(row))
+        except Exception:  # noqa: BLE001 - a workload TVM cannot read: its trials cannot be replayed
+            workloads.append(None)
+        hashes.append(str(row[0]) if isinstance(row, list) and row else "")
+    trials = Trials(workloads, hashes)
+    for row in read_json_lines(Path(run_dir) / DB_RECORDS):
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int) and row[0] < len(workloads):
+            trials.rows.append((row[0], row[1]))
+    return trials
+
+
+def chosen_database(trials: Trials, chosen: list[dict]):
+    """A database holding one record per workload: the trial chosen by re-measurement (its
+    re-measured latency as run_secs), so every build from it applies exactly those schedules."""
+    database = ms.database.MemoryDatabase()
+    for entry in chosen:
+        record = trials.record(entry["trial"])
+        workload = database.commit_workload(record.workload.mod)
+        secs = [tvm.tirx.FloatImm("float32", entry.get("measured_us", entry.get("tuning_us", 1.0)) / 1e6)]
+        database.commit_tuning_record(ms.database.TuningRecord(record.trace, workload, secs, record.target,
+                                                               record.args_info))
+    return database
+
+
+def _chosen_record(func, run_dir, chosen: list[dict]):
+    """The record ``chosen`` names for ``func``'s workload, or None."""
+    trials = read_trials(run_dir)
+    by_hash = {c.get("workload_hash"): c for c in chosen}
+    for mod in (normalize_mod(func), tvm.IRModule({"main": func})):
+        workload = trials.workload_of(mod)
+        if workload is not None and trials.hashes[workload] in by_hash:
+            return trials.record(int(by_hash[trials.hashes[workload]]["trial"]))
+    return None

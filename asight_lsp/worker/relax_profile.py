@@ -1,5 +1,6 @@
-"""Relax programs (TVM side): untuned vs tuned end to end, and each kernel call tied to the source
-variables it computes (VM instrument hook, docs/tvm.md)."""
+"""Relax programs (TVM side): each kernel call of the untuned and the tuned program tied to the
+source variables it computes (VM instrument hook, docs/tvm.md §6).  The end-to-end comparison is
+``remeasure.compare_relax``."""
 from __future__ import annotations
 
 import time
@@ -9,8 +10,7 @@ import numpy as np
 from .compat import ms, relax, tirx, tvm
 from .programs import estimate_flops
 from .relax_pipeline import bindings, fuse, group, legalize
-from .records import record_latency
-from .timing import compare_outputs, random_arrays, time_function
+from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
 
@@ -53,23 +53,6 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
         elif _callee(value):
             sites.append({"callee": _callee(value), "vars": [b.var.name]})
     return sites
-
-
-def _relax_inputs(func, seed: int) -> tuple[list[str], list[np.ndarray]]:
-    specs, names = [], []
-    for param in func.params:
-        ty = param.ty
-        if not hasattr(ty, "shape") or ty.shape is None or not hasattr(ty.shape, "values"):
-            raise ValueError(f"parameter '{param.name}' is not a tensor of static shape")
-        specs.append((tuple(int(x) for x in ty.shape.values), str(ty.dtype)))
-        names.append(param.name)
-    return names, random_arrays(specs, seed)
-
-
-def _flatten(value) -> list[np.ndarray]:
-    if hasattr(value, "numpy"):
-        return [value.numpy()]
-    return [a for item in value for a in _flatten(item)]
 
 
 def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], list[float]]:
@@ -122,65 +105,68 @@ def _prim_flops(mod) -> dict[str, float | None]:
             for gv in mod.get_global_vars() if isinstance(mod[gv], tirx.PrimFunc)}
 
 
-def _task_records(db, fused, target) -> dict[str, dict]:
-    """Per extracted task: whether the run tuned it, and its best measured latency."""
+def task_records(trials, chosen: list[dict] | None, fused, target) -> dict[str, dict]:
+    """Per extracted task: whether the run has a record for it, and the latency of the record a
+    tuned build applies (the one chosen by re-measurement, else the fastest while tuning)."""
+    by_hash = {c["workload_hash"]: c for c in chosen or []}
     out = {}
     for task in ms.relax_integration.extract_tasks(fused, target):
-        mod = task.dispatched[0]
-        info = {"weight": int(task.weight), "tuned": False, "best_us": None}
-        if db is not None and db.has_workload(mod):
-            top = db.get_top_k(db.commit_workload(mod), 1)
-            if top and record_latency(top[0]) is not None:
-                info.update(tuned=True, best_us=record_latency(top[0]) * 1e6)
+        info = {"weight": int(task.weight), "tuned": False, "best_us": None, "trials": 0, "failed": 0}
+        workload = trials.workload_of(task.dispatched[0]) if trials is not None else None
+        if workload is not None:
+            valid = trials.valid(workload)
+            info["trials"] = sum(1 for w, _ in trials.rows if w == workload)
+            info["failed"] = info["trials"] - len(valid)
+            pick = by_hash.get(trials.hashes[workload])
+            if pick is not None:
+                info.update(tuned=True, best_us=pick["measured_us"], trial=pick["trial"], source="re-measured")
+            elif valid:
+                info.update(tuned=True, best_us=valid[0][1] * 1e6, trial=valid[0][0], source="while tuning")
         out[task.task_name] = info
     return out
 
 
-def measure_vm(executable, arrays: list[np.ndarray], opts: dict, sites: list[dict], flops: dict,
-               records: dict) -> dict:
-    """One Relax build: outputs, end-to-end timing, and per-kernel-call latency tied to call sites."""
+def per_call(executable, arrays: list[np.ndarray], sites: list[dict], flops: dict, records: dict,
+             budget_s: float = 0.5) -> dict:
+    """Each kernel call of one Relax build tied to its call site (VM instrument hook), in µs per call."""
     dev = tvm.cpu(0)
     vm = relax.VirtualMachine(executable, dev)
     args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
-    out = {"outputs": _flatten(vm["main"](*args))}
-    timer_for = lambda number, repeat: vm.time_evaluator("main", dev, number=number, repeat=repeat)  # noqa: E731
-    out["timing"] = time_function(timer_for, args, opts["repeats"], opts["budget_ms"])
-    whole = out["timing"]["median_us"]
-    runs = int(np.clip(opts["budget_ms"] * 1e3 / max(whole, 1.0), max(opts["repeats"], 10), 200))
+    t0 = time.perf_counter()
+    vm["main"](*args)
+    once = time.perf_counter() - t0
+    runs = int(np.clip(budget_s / max(once, 1e-6), 5, 200))
     per_run, walls = _time_calls(vm, args, runs=runs)
     tasks = task_latencies(per_run, sites, flops)
     for task in tasks:
         task.update(records.get(task["task"], {}))
-    out["tasks"] = {"tasks": tasks, "sum_us": sum(t["us"] for t in tasks), "whole_us": whole,
-                    "instrumented_run_us": float(np.median(walls)), "runs": runs, "source": SOURCE_TASKS}
-    return out
+    total = sum(t["us"] for t in tasks)
+    for task in tasks:
+        task["share"] = task["us"] / total if total else None
+    return {"tasks": tasks, "sum_us": total, "instrumented_run_us": float(np.median(walls)), "runs": runs,
+            "source": SOURCE_TASKS}
 
 
-def profile_relax(mod, target, db, opts: dict, fn: str = "main") -> dict:
-    """Untuned (``tvm.compile``) vs tuned (``compile_relax`` on the *unfused* module, §6) Relax program."""
-    _, arrays = _relax_inputs(mod[fn], opts["seed"])
-    out = {"name": fn, "tuned": None, "check": None, "tasks": {}, "notes": [],
+def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts: dict, fn: str = "main") -> dict:
+    """Per-call latency of the untuned and the tuned Relax program (detail; the headline is
+    ``remeasure.compare_relax``)."""
+    arrays = relax_inputs(mod[fn], opts["seed"])
+    out = {"name": fn, "tasks": {}, "notes": [],
            "var_lines": {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
                          for b in bindings(mod[fn])}}
     fused = fuse(mod, target)
-    records = _task_records(db, fused, target) if db is not None else {}
+    records = task_records(trials, chosen, fused, target) if trials is not None else {}
     legal_flops = _prim_flops(legalize(mod, target))
-    variants = {"baseline": measure_vm(tvm.compile(mod, target=target), arrays, opts,
-                                       call_sites(mod, target, False, fn), legal_flops, {})}
+    out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
+                                        call_sites(mod, target, False, fn), legal_flops, {})
     if any(r["tuned"] for r in records.values()):
-        executable = ms.relax_integration.compile_relax(db, mod, target, params=None)
-        variants["tuned"] = measure_vm(executable, arrays, opts, call_sites(mod, target, True, fn),
-                                       _prim_flops(fused), records)
-    elif db is not None:
+        executable = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn),
+                                         _prim_flops(fused), records)
+    elif trials is not None:
         out["notes"].append("the run has no successful record for any task of this module")
-    for label, data in variants.items():
-        out[label], out["tasks"][label] = data["timing"], data["tasks"]
     call_flops = [t.get("flops") for t in out["tasks"]["baseline"]["tasks"]]
     out["flops"] = float(sum(call_flops)) if call_flops and None not in call_flops else None
     out["flops_source"] = "sum over kernel calls of estimate_tir_flops (legalized PrimFuncs)"
     out["task_records"] = records
-    if "tuned" in variants and opts["check"]:
-        base, tuned = variants["baseline"]["outputs"], variants["tuned"]["outputs"]
-        out["check"] = compare_outputs([f"output{i}" for i in range(len(base))], base, tuned,
-                                       opts["rtol"], opts["atol"])
     return out

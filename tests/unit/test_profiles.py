@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from asight_lsp.services import profiling as profiles
-from asight_lsp.analysis import attribution, block_origin, memory_model
+from asight_lsp.analysis import attribution, block_origin, measurement, memory_model
 from asight_lsp.analysis import peak as peak_rules
 from asight_lsp.store import caches
 from asight_lsp.services import lookup
@@ -110,15 +110,38 @@ def test_fused_stage_is_split_by_flops_and_inlined_block_points_to_consumer():
 # --------------------------------------------------------------------------- figures
 
 
+AVX2 = ["sse2", "avx", "avx2", "fma"]
+AVX512 = AVX2 + ["avx512f", "avx512bw", "avx512vl"]
+
+
 def test_peak_formula_and_measured_reference():
-    host = {"threads": 2, "tsc_hz": 2.5e9, "sgemm": {"gflops": 170.0, "source": "numpy sgemm"}}
-    peak = peak_rules.peak_figures(host, {"avx", "avx2", "fma", "sse2"})
+    host = {"threads": 2, "tsc_hz": 2.5e9, "cpu": "znver3", "flags": AVX2,
+            "sgemm": {"gflops": 170.0, "source": "numpy sgemm"}}
+    peak = peak_rules.peak_figures(host)
     assert peak["formula"]["gflops"] == pytest.approx(32 * 2.5 * 2)
-    assert "/proc/cpuinfo" in peak["formula"]["source"]
-    assert peak["gflops"] == 170.0 and peak["source"] == "numpy sgemm"
-    slow = peak_rules.peak_figures({**host, "sgemm": {"gflops": 20.0, "source": "numpy sgemm"}}, {"avx512f", "fma"})
+    assert "znver3" in peak["formula"]["source"] and "2 x 256-bit FMA" in peak["formula"]["source"]
+    assert peak["gflops"] == 170.0 and peak["source"] == "numpy sgemm"    # the larger one is used
+    slow = peak_rules.peak_figures({**host, "cpu": "skylake-avx512", "flags": AVX512,
+                                    "sgemm": {"gflops": 20.0, "source": "numpy sgemm"}})
     assert slow["gflops"] == pytest.approx(64 * 2.5 * 2) and slow["source"].startswith("formula")
-    assert peak_rules.peak_figures({"threads": 1}, set())["gflops"] is None
+    assert peak_rules.peak_figures({"threads": 1})["gflops"] is None
+
+
+def test_peak_rule_follows_the_microarchitecture_not_only_the_flags():
+    """AVX-512 is 64 FLOP/cycle only with two 512-bit FMA pipes: Zen 4 runs it as two 256-bit halves."""
+    rule = peak_rules.flops_per_cycle
+    assert rule("znver4", set(AVX512))[0] == 32          # AVX-512 flags, double-pumped
+    assert rule("znver5", set(AVX512))[0] == 64
+    assert rule("sapphirerapids", set(AVX512))[0] == 64
+    assert rule("icelake-client", set(AVX512))[0] == 32  # one 512-bit FMA port on client cores
+    assert rule("znver3", set(AVX2))[0] == 32 and rule("haswell", set(AVX2))[0] == 32
+    assert rule("znver1", set(AVX2))[0] == 16
+    # an unknown CPU name: the flags, counting AVX-512 conservatively as one 512-bit pipe
+    assert rule("mystery", set(AVX512)) == (32, peak_rules.FLAG_FALLBACK[0][2])
+    assert rule(None, set(AVX2))[0] == 32 and rule(None, {"sse2"})[0] == 8 and rule(None, set()) is None
+    for cpu, flags in (("znver3", AVX2), ("znver4", AVX512), ("skylake-avx512", AVX512)):
+        host = {"threads": 2, "tsc_hz": 3e9, "cpu": cpu, "flags": flags}
+        assert peak_rules.peak_figures(host)["gflops"] == pytest.approx(rule(cpu, set(flags))[0] * 3 * 2)
 
 
 def test_memory_figures_decode_feature_rows():
@@ -158,34 +181,67 @@ def test_cachegrind_lines_sum_per_block():
 # --------------------------------------------------------------------------- whole profiles
 
 
-def _raw_tir(check_ok=True):
+def _check(ok=True):
+    return {"ok": ok, "rtol": 1e-3, "atol": 1e-4, "atol_scaled_by": "max", "source": "numpy.isclose",
+            "buffers": [{"name": "D", "ok": ok, "mismatched": 0 if ok else 7, "elements": 16384,
+                         "max_abs_err": 0.0 if ok else 3.5}]}
+
+
+def _headline(base_us=2000.0, tuned_us=100.0, rounds=9, check_ok=True, busy=False, labels=("main",)):
+    """What the worker's harness returns: per-round per-call means of every program, and the load."""
+    wobble = [1.0 + 0.01 * ((r * 7) % 5 - 2) for r in range(rounds)]
+    samples = {}
+    for name in labels:
+        samples[f"untuned {name}"] = [base_us / len(labels) * w for w in wobble]
+        if tuned_us is not None:
+            samples[f"tuned {name}"] = [tuned_us / len(labels) * w for w in reversed(wobble)]
+    raw = {"samples_us": samples, "calls_per_repeat": {k: 2 for k in samples}, "rounds": rounds, "seconds": 1.0,
+           "threads": 2, "method": "interleaved rounds",
+           "load": {"other_cores": 0.9 if busy else 0.0, "steal": 0.0, "loadavg": [0.1, 0.1]}}
+    return {"raw": raw, "untuned": [f"untuned {n}" for n in labels],
+            "tuned": [f"tuned {n}" for n in labels] if tuned_us is not None else [],
+            "check": _check(check_ok) if tuned_us is not None else None}
+
+
+def _raw_tir(check_ok=True, tuned_us=100.0, busy=False):
     stages = {"stages": [_stage(0, 2000.0, ("matmul", [20, 21])), _stage(1, 2.0, ("bias_add", [26])),
                          _stage(2, 3.0, ("relu", [30]))], "sum_us": 2005.0, "whole_us": 2010.0, "ratio": 0.997}
-    timing = lambda us: {"median_us": us, "p25_us": us, "p75_us": us, "repeats": 10}  # noqa: E731
     return {"kind": "tir", "target": "llvm -mcpu=znver3", "options": {}, "seconds": 1.0,
-            "host": {"threads": 2, "tsc_hz": 2.4e9, "sgemm": {"gflops": 160.0, "source": "numpy"}},
-            "kernels": [{"name": "main", "flops": 4227072.0, "baseline": timing(2000.0), "tuned": timing(100.0),
-                         "best": {"latency_us": 110.0, "match": "structural"}, "notes": [],
-                         "check": {"ok": check_ok, "rtol": 1e-3, "buffers": [
-                             {"name": "D", "ok": check_ok, "mismatched": 0 if check_ok else 7, "elements": 16384,
-                              "max_abs_err": 0.0 if check_ok else 3.5}]},
-                         "stages": {"baseline": stages}, "features": {}}]}
+            "host": {"threads": 2, "tsc_hz": 2.4e9, "cpu": "znver3", "flags": ["avx2", "fma"],
+                     "sgemm": {"gflops": 160.0, "source": "numpy"}},
+            "kernels": [{"name": "main", "flops": 4227072.0, "best": {"latency_us": 110.0, "match": "structural"},
+                         "notes": [], "stages": {"baseline": stages}, "features": {}}],
+            "headline": _headline(tuned_us=tuned_us, check_ok=check_ok, busy=busy)}
 
 
-def test_finish_profile_ties_kernel_to_source_and_derives_figures():
+def _record(raw):
+    head = raw["headline"]
+    return measurement.comparison_record(head["raw"], head["untuned"], head["tuned"], "test", "function", 0.0,
+                                         {"check": head["check"]})
+
+
+def test_finish_profile_reads_every_latency_from_the_record():
     outline, fn, _ = _mbr()
-    profile = attribution.finish_profile(_raw_tir(), outline, select(outline, None), None)
+    raw = _raw_tir()
+    record = _record(raw)
+    profile = attribution.finish_profile(raw, outline, select(outline, None), None, record)
     kernel = profile["kernels"][0]
     assert kernel["function"] == "MatmulBiasRelu.main" and kernel["range"] == fn.range
     assert kernel["flops"]["source"] == attribution.SOURCE_MAP_FLOPS
     assert kernel["flops"]["value"] == sum(b.flops for b in fn.blocks if b.name != "root")
-    assert kernel["speedup"] == pytest.approx(20.0)
-    assert kernel["gflops"]["tuned"] == pytest.approx(kernel["flops"]["value"] / 100e-6 / 1e9)
+    assert kernel["baseline"] is record["untuned"] and kernel["tuned"] is record["tuned"]
+    assert kernel["speedup"] == pytest.approx(20.0, rel=0.02)
+    assert kernel["gflops"]["tuned"] == pytest.approx(kernel["flops"]["value"] / record["tuned"]["median_us"] / 1e3)
     assert kernel["peak_fraction"]["tuned"] == pytest.approx(kernel["gflops"]["tuned"] / 160.0)
-    assert [b["id"] for b in kernel["blocks"]["baseline"]][0] == "MatmulBiasRelu.main/matmul"
+    blocks = kernel["blocks"]["baseline"]
+    assert blocks[0]["id"] == "MatmulBiasRelu.main/matmul"
+    # block latencies are shares of the headline: they add up to it, the instrumented time is kept apart
+    assert sum(b["us"] for b in blocks) == pytest.approx(record["untuned"]["median_us"])
+    assert blocks[0]["stage_us"] == pytest.approx(2000.0)
     summary = profile["summary"]
-    assert summary["speedup"] == pytest.approx(20.0) and summary["check_ok"] is True
-    assert profile["peak"]["source"] == "numpy"
+    assert summary["speedup"] == record["speedup"]["estimate"] and summary["ci"] == record["speedup"]["ci"]
+    assert summary["verdict"] == "faster" and summary["check_ok"] is True and summary["busy"] is False
+    assert profile["peak"]["source"] == "numpy" and profile["measurement"] is record
 
 
 def test_relax_tasks_tie_to_bindings():
@@ -193,13 +249,14 @@ def test_relax_tasks_tie_to_bindings():
     outline = build_outline(text)
     fn = outline.function("Net.main")
     line = {b.name: b.range["start"]["line"] for b in fn.bindings}
-    raw = {"name": "main", "baseline": {"median_us": 3000.0}, "tuned": {"median_us": 100.0}, "check": None,
-           "flops": 1e6, "flops_source": "x", "task_records": {}, "notes": [],
-           "tasks": {"tuned": {"sum_us": 100.0, "whole_us": 104.0, "tasks": [
+    raw = {"name": "main", "flops": 1e6, "flops_source": "x", "task_records": {}, "notes": [],
+           "tasks": {"tuned": {"sum_us": 100.0, "tasks": [
                {"task": "fused_conv2d_relu", "call": 0, "vars": ["c1", "r1"], "us": 40.0, "flops": 4e5},
                {"task": "fused_conv2d_add_relu", "call": 0, "vars": ["c2", "s", "r2"], "us": 55.0, "flops": 5e5},
                {"task": "mean", "call": 0, "vars": ["p"], "us": 5.0, "flops": None}]}}}
-    out = attribution.finish_relax(raw, fn, {"gflops": 100.0})
+    head = _headline(3000.0, 100.0, labels=("",))
+    record = measurement.comparison_record(head["raw"], head["untuned"], head["tuned"], "test", "program", 0.0)
+    out = attribution.finish_relax(raw, fn, record)
     tasks = out["tasks"]["tuned"]["tasks"]
     assert tasks[0]["bindings"] == ["Net.main/c1", "Net.main/r1"]
     assert tasks[0]["lines"] == [line["c1"], line["r1"]]
@@ -208,7 +265,7 @@ def test_relax_tasks_tie_to_bindings():
     by = {b["name"]: b for b in out["bindings"]["tuned"]}
     assert by["s"]["us"] == 55.0 and by["s"]["fused_with"] == ["c2", "r2"]
     assert by["d"]["tasks"] == []
-    assert out["speedup"] == pytest.approx(30.0)
+    assert out["speedup"] == pytest.approx(30.0, rel=0.02) and out["baseline"] is record["untuned"]
 
 
 # --------------------------------------------------------------------------- orchestration and cache
@@ -246,34 +303,57 @@ def _make_run(store_obj, src, function="MatmulBiasRelu"):
 
 def test_profile_without_run_says_untuned_only(store):
     tmp, src, store_obj = store
-    raw = _raw_tir()
-    raw["kernels"][0].update(tuned=None, best=None, check=None)
+    raw = _raw_tir(tuned_us=None)
+    raw["kernels"][0].update(best=None)
     worker = FakeWorker(raw)
     out = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
     assert "untuned only" in out["note"] and out["run"] is None
-    assert worker.calls[0][1]["run_dir"] is None and worker.calls[0][1]["function"] is None
-    assert out["summary"]["speedup"] is None and out["summary"]["baseline_us"] == 2000.0
+    params = worker.calls[0][1]
+    assert params["run_dir"] is None and params["function"] is None and params["timing"] is True
+    assert out["summary"]["speedup"] is None
+    assert out["summary"]["baseline_us"] == pytest.approx(out["measurement"]["untuned"]["median_us"])
 
 
-def test_profile_of_latest_run_is_cached_until_inputs_change(store):
+def test_a_run_without_a_record_is_measured_once_and_keeps_it(store):
+    """The first profile of a run measures (interleaved) and the record becomes the run's headline;
+    the next profiles read it, until a trial is added or --remeasure asks again."""
     tmp, src, store_obj = store
     run = _make_run(store_obj, src)
     worker = FakeWorker(_raw_tir())
     first = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
-    assert first["run"]["id"] == run.id and worker.calls[0][1]["run_dir"] == str(run.path)
-    assert worker.calls[0][1]["target"] == {"kind": "llvm"}
+    params = worker.calls[0][1]
+    assert first["run"]["id"] == run.id and params["run_dir"] == str(run.path) and params["timing"] is True
+    assert params["choose"] is True and params["target"] == {"kind": "llvm"}
+    meta = run.load()
+    assert meta.measurement["by"] == "asight profile" and meta.measurement["trials"] == 0
+    assert meta.best_us == meta.measurement["tuned"]["median_us"] == first["summary"]["tuned_us"]
+    assert meta.baseline_us == first["summary"]["baseline_us"]
     assert (run.path / caches.PROFILE_FILE).exists()
     again = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
     assert len(worker.calls) == 1 and again.get("cached") is True
-    assert caches.load_profile(run)["summary"]["speedup"] == pytest.approx(20.0)
-    # new records invalidate the cache
-    run.records_path.write_text('[0, [[[], []], [1e-4], {"kind": "llvm"}, []]]\n')
-    profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
-    assert len(worker.calls) == 2
-    # so does an edit of the function
-    src.write_text(src.read_text().replace("T.max(E[vi, vj], T.float32(0))", "T.max(E[vi, vj], T.float32(1))"))
-    profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
-    assert len(worker.calls) == 3
+    # the cache goes, the record stays: a new profile does not time untuned vs tuned again
+    (run.path / caches.PROFILE_FILE).unlink()
+    worker.raw = {**_raw_tir(), "headline": {"check": _check()}}
+    third = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert worker.calls[1][1]["timing"] is False and third["measurement"] == meta.measurement
+    # --remeasure replaces the record and keeps the old one in the history
+    worker.raw = _raw_tir(tuned_us=50.0)
+    profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker,
+                          options=profiles.ProfileOptions(remeasure=True))
+    later = run.load()
+    assert later.measurement["tuned"]["median_us"] == pytest.approx(50.0, rel=0.03)
+    assert later.extra["measurement_history"] == [meta.measurement]
+
+
+def test_an_edited_function_is_measured_but_not_kept_as_the_runs_headline(store):
+    tmp, src, store_obj = store
+    run = _make_run(store_obj, src)
+    outline = build_outline(src.read_text(), str(src))
+    run.update(source_hashes={f.id: "0" * 16 for f in outline.functions})
+    worker = FakeWorker(_raw_tir())
+    out = profiles.profile_file(str(src), store_root=str(store_obj.root), worker=worker)
+    assert "changed since run" in out["note"] and run.load().measurement is None
+    assert worker.calls[0][1]["chosen"] is None and out["summary"]["speedup"] is not None
 
 
 def test_a_run_of_another_function_is_refused(store):
@@ -313,7 +393,8 @@ def test_latest_run_matches_unit_or_function_id(store):
 
 def test_cli_output_and_exit_code_on_mismatch(store, monkeypatch, capsys):
     outline, _, _ = _mbr()
-    bad = attribution.finish_profile(_raw_tir(check_ok=False), outline, select(outline, None), None)
+    raw = _raw_tir(check_ok=False)
+    bad = attribution.finish_profile(raw, outline, select(outline, None), None, _record(raw))
     monkeypatch.setattr(profile_cmd, "profile_file", lambda *a, **k: bad)
     monkeypatch.setattr(profile_cmd, "WorkerClient", lambda *a: _NullClient())
     parser = __import__("asight_lsp.cli", fromlist=["build_parser"]).build_parser()
@@ -321,9 +402,10 @@ def test_cli_output_and_exit_code_on_mismatch(store, monkeypatch, capsys):
     assert args.run(args) == 1
     out = capsys.readouterr().out
     assert "OUTPUT MISMATCH" in out and "D: 7/16384 elements differ" in out
-    good = attribution.finish_profile(_raw_tir(), outline, select(outline, None), None)
-    text = profile_cmd.render(good)
-    assert "speed-up 20.0x" in text and "MatmulBiasRelu.main/matmul" in text and "MISMATCH" not in text
+    raw = _raw_tir(busy=True)
+    text = profile_cmd.render(attribution.finish_profile(raw, outline, select(outline, None), None, _record(raw)))
+    assert "20× faster (95% CI" in text and "MatmulBiasRelu.main/matmul" in text and "MISMATCH" not in text
+    assert "9 interleaved rounds" in text and "busy" in text and "noisy" in text
 
 
 class _NullClient:

@@ -22,6 +22,8 @@ from asight_lsp.server.state import DocState
 from asight_lsp.server.symbols import outline_nodes
 from asight_lsp.tvmscript.outline import build_outline
 
+from tests.conftest import measured
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MBR = (FIXTURES / "matmul_bias_relu.py").read_text()
 
@@ -31,7 +33,7 @@ def mbr_result(stale: bool = False) -> FunctionResult:
     records = read_records(FIXTURES / "runs" / "mbr128")
     best = min((r for r in records if r["latency_us"]), key=lambda r: r["latency_us"])
     meta = RunMeta(id="mbr128", file="x.py", function=fn.id, state="done", trials_done=40, best_us=115.5,
-                   baseline_us=2706.0, finished=time.time() - 10)
+                   baseline_us=2706.0, measurement=measured(2706.0, 115.5), finished=time.time() - 10)
     return FunctionResult(fn.id, meta, Path("."), stale, best, summarize_trace(best["insts"], best["decisions"],
                                                                                source_blocks(fn)),
                           {"matmul": {"us": 100.0, "share": 0.87, "source": "tuned program, rdtsc"}})
@@ -71,7 +73,7 @@ def test_hover_markdown_static_and_with_a_run():
     assert "4,194,304 FLOPs (add 1, mult 1 per iteration)" in facts and "192.0 KiB" in facts
     text = hover_markdown("block", fn, matmul, mbr_result())
     assert "latency: 0.10 ms (87 % of the function) — tuned program, rdtsc" in text
-    assert "split k →" in text and "**run `mbr128`** (done, 40 trials, just now): best 0.12 ms · 23× vs untuned" in text
+    assert "split k →" in text and "**run `mbr128`** (done, 40 trials, just now): untuned 2.71 ms → tuned 0.12 ms: 23× faster (95% CI" in text
     loop = hover_markdown("loop", fn, fn.loops[0], mbr_result())
     assert "`k` in `matmul`: split" in loop and "loop order in `matmul`: i0 j0 i1 j1 k0" in loop
     assert "⚠ **stale**" in hover_markdown("function", fn, fn, mbr_result(stale=True))

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import measured
+
 from asight_lsp.services.results import profile_blocks
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.hashing import function_hash
@@ -109,8 +111,9 @@ def test_formats():
 
 
 def test_result_lens_title_and_summary():
+    record = measured(21400.0, 200.0)
     meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=128, trials_requested=128,
-                   best_us=200.0, baseline_us=21400.0, finished=time.time() - 180)
+                   best_us=200.0, baseline_us=21400.0, measurement=record, finished=time.time() - 180)
     from asight_lsp.services.results import FunctionResult
     result = FunctionResult("main", meta, Path("."), stale=False)
     assert result_lens_title(result) == "0.20 ms · 107× vs untuned · 128 trials · 3 min ago"
@@ -118,6 +121,28 @@ def test_result_lens_title_and_summary():
     assert result_lens_title(result).startswith("⚠ stale (source changed since run) · 0.20 ms")
     summary = run_summary(meta, stale=True)
     assert summary["speedup"] == pytest.approx(107.0) and summary["stale"] is True and summary["bestUs"] == 200.0
+    assert summary["headline"] == "0.20 ms · 107× vs untuned" and summary["verdict"] == "faster"
+    assert summary["speedupCi"][0] < 107.0 < summary["speedupCi"][1] and summary["noisy"] is False
+
+
+def test_lens_says_what_the_record_says_and_how_it_was_taken():
+    from asight_lsp.server.lens import result_lens_tooltip
+    from asight_lsp.services.results import FunctionResult
+
+    def lens(record, **meta_fields):
+        meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=32, trials_requested=32,
+                       measurement=record, finished=time.time(), **meta_fields)
+        result = FunctionResult("main", meta, Path("."), stale=False)
+        return result_lens_title(result), result_lens_tooltip(result)
+
+    title, tip = lens(measured(57.0, 56.5, spread=0.05))   # no measurable difference
+    assert title.startswith("56 µs · ≈ untuned (no measurable difference)") and "95% CI" in tip
+    title, tip = lens(measured(27.0, 57.0))                # really slower: said plainly
+    assert "2.1× slower than untuned" in title and "keep the untuned build" in tip
+    title, tip = lens(measured(2000.0, 100.0, busy=True))
+    assert "· noisy ·" in title and "busy" in tip and "--remeasure" in tip
+    title, tip = lens(None, best_us=61.0)                  # cancelled before the re-measurement
+    assert title.startswith("best 61 µs while tuning (not re-measured)") and tip is None
 
 
 def test_profile_blocks_prefers_the_tuned_program():

@@ -106,8 +106,9 @@ export function statusBarText(live: TrackedRun[]): { text: string; tooltip: stri
 /** The message shown when a run ends, and whether it is an error. */
 export function resultText(run: RunSummary): { text: string; level: "info" | "warning" | "error" } {
   const fn = run.function ?? "the function";
-  const parts = [formatLatency(run.bestUs)];
-  const speedup = formatSpeedup(run.speedup);
+  // The server's headline is the one line every place shows for a run (its measurement record).
+  const parts = run.headline ? [run.headline] : [formatLatency(run.bestUs)];
+  const speedup = run.headline ? "" : formatSpeedup(run.speedup);
   if (speedup) parts.push(`${speedup} vs untuned`);
   parts.push(`${run.trialsDone ?? 0} trials`);
   switch (run.state) {

@@ -2,15 +2,10 @@
 import { formatLatency, formatSpeedup } from "../shared/format";
 import type * as P from "../shared/protocol";
 
-/** One line for a profile result (the server's message, or its numbers when it sends them). */
+/** One line for a profile result: the server's message, which states the run's measurement record
+ *  (the same figures as the lens, the CLI and the report); "profiled" when there is none. */
 export function profileText(result: P.CommandResult | undefined): string {
-  const d = (result?.data ?? {}) as Record<string, unknown>;
-  const base = typeof d.baseline_us === "number" ? d.baseline_us : (d.baseline as { median_us?: number })?.median_us;
-  const tuned = typeof d.tuned_us === "number" ? d.tuned_us : (d.tuned as { median_us?: number })?.median_us;
-  if (typeof base === "number" && typeof tuned === "number") {
-    return `untuned ${formatLatency(base)} → tuned ${formatLatency(tuned)} (${formatSpeedup(base / tuned)})`;
-  }
-  return result?.message ?? "profiled";
+  return result?.message || "profiled";
 }
 
 const md = (s: unknown) => String(s ?? "").replace(/[\\`*_{}[\]()#+|<>!-]/g, (c) => `\\${c}`);

@@ -109,9 +109,13 @@ export interface RunSummary {
   state?: RunState | string;
   trialsRequested?: number;
   trialsDone?: number;
-  baselineUs?: number | null;
-  bestUs?: number | null;
-  speedup?: number | null;
+  baselineUs?: number | null; // the measurement record's untuned median (docs/measurement.md)
+  bestUs?: number | null; // its tuned median; while tuning, the best the runner saw so far
+  speedup?: number | null; // untuned / tuned of the record (null before it exists)
+  speedupCi?: number[] | null; // [low, high], 95 % bootstrap interval over paired rounds
+  verdict?: "faster" | "slower" | "same" | string | null; // "same": the interval contains 1
+  noisy?: boolean; // the machine was busy while measuring
+  headline?: string; // the one line every client shows for the run
   target?: string;
   created?: number;
   finished?: number | null;
@@ -119,7 +123,8 @@ export interface RunSummary {
   error?: string | null;
 }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
-  "baselineUs", "bestUs", "speedup", "target", "created", "finished", "stale", "error"] as const;
+  "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
+  "stale", "error"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {

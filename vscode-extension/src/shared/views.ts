@@ -15,9 +15,14 @@ export interface ViewRun {
   trials?: number;
   measured?: number;
   failed?: number;
-  baseline_us?: number | null;
-  best_us?: number | null;
+  baseline_us?: number | null; // the measurement record's untuned median
+  best_us?: number | null; // its tuned median
   speedup?: number | null;
+  verdict?: string | null;
+  headline?: string; // the one line every place shows for the run
+  tuning_best_us?: number | null; // fastest seen while tuning (MetaSchedule's runner), not the headline
+  measured_by?: string | null;
+  noisy?: boolean;
 }
 
 export interface ViewBase {

@@ -14,9 +14,13 @@ export function runOf(payload: unknown): ViewRun {
 /** `MatmulBiasRelu.main · run mbr128 · best 0.12 ms · 23× vs untuned · 40 trials` */
 export function runLine(run: ViewRun): string {
   const parts = [str(run.function), run.id ? `run ${str(run.id)}` : ""];
-  if (run.best_us) parts.push(`best ${formatLatency(run.best_us)}`);
-  const sp = formatSpeedup(run.speedup);
-  if (sp) parts.push(`${sp} vs untuned`);
+  if (run.headline) {
+    parts.push(str(run.headline)); // the run's measurement record, as every other place shows it
+  } else {
+    if (run.best_us) parts.push(`best ${formatLatency(run.best_us)}`);
+    const sp = formatSpeedup(run.speedup);
+    if (sp) parts.push(`${sp} vs untuned`);
+  }
   if (typeof run.trials === "number") parts.push(`${run.measured ?? run.trials} measured of ${run.trials} trials`);
   if (run.state && run.state !== "done") parts.push(str(run.state));
   return parts.filter(Boolean).join(" · ");

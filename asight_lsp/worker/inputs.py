@@ -1,9 +1,10 @@
-"""The timing harness of the worker: random inputs, per-call latency statistics, output checks."""
+"""What the measured programs are fed and how their outputs are compared: seeded random inputs
+(the same for the untuned and the tuned program) and an allclose per output buffer."""
 from __future__ import annotations
 
 import numpy as np
 
-SOURCE_TIME = "tvm time_evaluator, {calls} single calls (number=1)"
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-3, 1e-4   # atol is scaled by max(1, max |reference|)
 
 
 def random_arrays(specs: list[tuple[tuple, str]], seed: int) -> list[np.ndarray]:
@@ -21,33 +22,8 @@ def random_arrays(specs: list[tuple[tuple, str]], seed: int) -> list[np.ndarray]
     return out
 
 
-def stats(seconds: list[float], source: str, number: int | None = None) -> dict:
-    """Median and spread (µs) of per-repeat times."""
-    us = np.asarray(seconds, dtype=float) * 1e6
-    p25, p75 = np.percentile(us, [25, 75])
-    median = float(np.median(us))
-    return {"median_us": median, "mean_us": float(us.mean()), "std_us": float(us.std()),
-            "min_us": float(us.min()), "max_us": float(us.max()), "p25_us": float(p25), "p75_us": float(p75),
-            "cv": float(us.std() / us.mean()) if us.mean() else 0.0, "repeats": int(len(us)),
-            "number": number, "source": source}
-
-
-def time_function(timer_for, args, repeats: int, budget_ms: float) -> dict:
-    """Median and spread of single-call times (µs).
-
-    Each repeat is one call (``number=1``): on this shared 2-vCPU VM a call that gets preempted
-    is an outlier the median ignores, while a mean over many calls would absorb it.  The number
-    of calls is ``repeats`` at least, more when they fit in ``budget_ms`` (at most 2000).
-    """
-    probe = timer_for(1, 3)(*args).results
-    estimate = max(float(np.median(probe)), 1e-7)
-    calls = int(np.clip(budget_ms / 1e3 / estimate, repeats, 2000))
-    result = timer_for(1, calls)(*args)
-    return stats(list(result.results), SOURCE_TIME.format(calls=calls), number=1)
-
-
 def compare_outputs(names: list[str], reference: list[np.ndarray], candidate: list[np.ndarray],
-                    rtol: float, atol: float) -> dict:
+                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> dict:
     """allclose per buffer (the tuned program against the untuned one on the same inputs)."""
     buffers, ok = [], True
     for name, ref, got in zip(names, reference, candidate):

@@ -1,0 +1,122 @@
+"""The one timing harness (TVM side): programs timed in interleaved rounds, with the machine's load.
+
+Every latency ASight reports as a headline comes from here (docs/measurement.md):
+
+* each program is warmed up and calibrated, then timed in *repeats* of ``k`` calls run back to
+  back (``time_evaluator(number=k, repeat=1)``: the mean per call), with ``k`` large enough for a
+  repeat of ``REPEAT_S`` and never below ``MIN_CALLS`` (a slow program is not a single noisy call);
+* programs take turns within each round (A B, then B A, ...), so a load spike hits all of them;
+* at least ``MIN_ROUNDS`` rounds, more while the time budget lasts (``MAX_ROUNDS`` at most);
+* ``/proc/stat`` and ``/proc/loadavg`` are read around the rounds: how much CPU other processes
+  used and how much the hypervisor stole while measuring.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+REPEAT_S = 0.02
+MIN_CALLS = 2
+MIN_ROUNDS = 5
+MAX_ROUNDS = 40
+BUDGET_S = float(os.environ.get("ASIGHT_MEASURE_BUDGET_S", "1.5"))
+HARNESS = ("interleaved rounds: programs take turns (order alternating each round); a repeat = k calls "
+           "timed together (tvm time_evaluator number=k), the per-call mean; k >= 2 and a repeat >= 20 ms")
+
+
+@dataclass
+class Program:
+    """One program to time: ``timer(k)`` returns a callable that runs k calls and gives the mean
+    seconds per call."""
+    label: str
+    timer: Callable[[int], Callable[[], float]]
+
+
+def evaluator_timer(time_evaluator, name: str, device, args: list) -> Callable[[int], Callable[[], float]]:
+    """A ``Program.timer`` over a TVM ``time_evaluator`` (a runtime module's or a Relax VM's)."""
+    def make(calls: int):
+        evaluate = time_evaluator(name, device, number=calls, repeat=1, min_repeat_ms=0)
+        return lambda: float(evaluate(*args).results[0])
+    return make
+
+
+def time_rounds(programs: list[Program], budget_s: float | None = None, min_rounds: int = MIN_ROUNDS,
+                max_rounds: int = MAX_ROUNDS) -> dict:
+    """Time ``programs`` in interleaved rounds; per program the per-call mean of every repeat (µs).
+
+    Returns ``{"samples_us": {label: [...]}, "calls_per_repeat": {label: k}, "rounds", "seconds",
+    "load": {...}, "threads", "method"}``.  All lists have one entry per round.
+    """
+    budget_s = BUDGET_S if budget_s is None else budget_s
+    watch = LoadWatch()
+    per_call = {p.label: _calibrate(p) for p in programs}
+    calls = {label: max(MIN_CALLS, math.ceil(REPEAT_S / max(t, 1e-9))) for label, t in per_call.items()}
+    round_s = sum(calls[label] * per_call[label] for label in calls)
+    rounds = int(np.clip(budget_s / max(round_s, 1e-9), min_rounds, max_rounds))
+    timers = {p.label: p.timer(calls[p.label]) for p in programs}
+    samples: dict[str, list[float]] = {p.label: [] for p in programs}
+    started = time.perf_counter()
+    for r in range(rounds):
+        order = programs if r % 2 == 0 else list(reversed(programs))
+        for program in order:
+            samples[program.label].append(timers[program.label]() * 1e6)
+    return {"samples_us": samples, "calls_per_repeat": calls, "rounds": rounds,
+            "seconds": time.perf_counter() - started, "load": watch.stop(),
+            "threads": int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1), "method": HARNESS}
+
+
+def _calibrate(program: Program) -> float:
+    """Seconds per call after a warm-up (median of three single calls)."""
+    once = program.timer(1)
+    once()
+    return float(np.median([once() for _ in range(3)]))
+
+
+class LoadWatch:
+    """CPU used by other processes and stolen by the hypervisor between creation and ``stop``."""
+
+    def __init__(self):
+        self.start_stat, self.start_own, self.start_wall = _proc_stat(), _own_cpu_s(), time.monotonic()
+        self.loadavg_start = _loadavg()
+
+    def stop(self) -> dict:
+        stat, own, wall = _proc_stat(), _own_cpu_s(), time.monotonic() - self.start_wall
+        out = {"loadavg": [self.loadavg_start, _loadavg()], "seconds": wall, "other_cores": None, "steal": None,
+               "source": "/proc/stat deltas over the measurement minus this process's own CPU time"}
+        if stat is None or self.start_stat is None or wall <= 0:
+            return out
+        delta = [b - a for a, b in zip(self.start_stat, stat)]
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        total = sum(delta)
+        idle = delta[3] + (delta[4] if len(delta) > 4 else 0)
+        busy_s = (total - idle) / hz
+        out["other_cores"] = max(busy_s - (own - self.start_own), 0.0) / wall
+        out["steal"] = (delta[7] / total) if len(delta) > 7 and total else 0.0
+        return out
+
+
+def _proc_stat() -> list[int] | None:
+    try:
+        with open("/proc/stat") as stream:
+            fields = stream.readline().split()
+        return [int(x) for x in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _loadavg() -> float | None:
+    try:
+        with open("/proc/loadavg") as stream:
+            return float(stream.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None

@@ -1,0 +1,215 @@
+"""Measurements after tuning (TVM side): the best by re-measurement, and untuned vs tuned compared.
+
+* ``choose_best``: the top candidates of a workload by in-tuning latency (measured by MetaSchedule's
+  runner while builders loaded the cores) are built again and re-measured with the harness; the
+  fastest by re-measurement is the run's best for that workload.
+* ``compare_tir``: untuned vs tuned PrimFuncs (one, or every PrimFunc of a module: sums), one round
+  timing all of them; outputs compared on the same random inputs.
+* ``compare_relax``: the untuned program vs the program built with the chosen records, end to end,
+  after checking that the build really applied them (kernels marked ``tirx.is_scheduled`` against
+  the tasks that have a chosen record).
+
+Every timing goes through ``harness.time_rounds``; the statistics are ``analysis.measurement``.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..analysis.measurement import comparison_record
+from .compat import ms, relax, s_tir, tirx, tvm
+from .harness import Program, evaluator_timer, time_rounds
+from .inputs import compare_outputs, random_arrays
+from .programs import buffer_specs, entry_name
+from .records import Trials, chosen_database, fresh_copy, read_trials
+from .relax_pipeline import fuse
+
+TOP_K = 5
+CANDIDATE_BUDGET_S = 0.6
+
+
+def build_prim(mod, target):
+    """A runtime module of a PrimFunc module (``tvm.tirx.build``)."""
+    return tvm.tirx.build(mod, target=target)
+
+
+def scheduled(mod, record):
+    """``mod`` (a normalised PrimFunc module) with a record's trace replayed on a fresh copy."""
+    sch = s_tir.Schedule(fresh_copy(mod))
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch.mod
+
+
+def prim_inputs(mod, seed: int = 0) -> tuple[list[str], list[np.ndarray]]:
+    specs = buffer_specs(mod["main"])
+    return [name for name, _, _ in specs], random_arrays([(shape, dtype) for _, shape, dtype in specs], seed)
+
+
+def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = TOP_K) -> dict | None:
+    """Re-measure the ``k`` fastest trials (in-tuning) of one workload; the best by re-measurement.
+
+    Returns ``{"task", "workload", "workload_hash", "trial", "tuning_us", "measured_us",
+    "candidates": [{trial, tuning_us, measured_us | error}], "harness"}`` or None without a valid trial.
+    """
+    top = trials.valid(workload)[:k]
+    if not top:
+        return None
+    _, arrays = prim_inputs(mod)
+    dev = tvm.cpu(0)
+    programs, table = [], []
+    for trial, secs in top:
+        entry = {"trial": trial, "tuning_us": secs * 1e6}
+        try:
+            built = scheduled(mod, trials.record(trial))
+            rt = build_prim(built, target)
+            args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+            programs.append(Program(f"trial {trial}", evaluator_timer(rt.time_evaluator, entry_name(built), dev, args)))
+        except Exception as err:  # noqa: BLE001 - a trace that no longer builds is left out, with its reason
+            entry["error"] = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        table.append(entry)
+    if not programs:
+        return None
+    raw = time_rounds(programs, budget_s=CANDIDATE_BUDGET_S * len(programs))
+    for entry in table:
+        samples = raw["samples_us"].get(f"trial {entry['trial']}")
+        if samples:
+            entry["measured_us"] = float(np.median(samples))
+    best = min((e for e in table if "measured_us" in e), key=lambda e: e["measured_us"])
+    return {"task": name, "workload": workload, "workload_hash": trials.hashes[workload], "trial": best["trial"],
+            "tuning_us": best["tuning_us"], "measured_us": best["measured_us"], "candidates": table,
+            "harness": {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"], "load": raw["load"]}}
+
+
+def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K) -> list[dict]:
+    """``choose_best`` for every task that has a valid trial (``tasks``: (name, tuned module))."""
+    chosen = []
+    for name, mod in tasks:
+        workload = trials.workload_of(mod)
+        if workload is None:
+            continue
+        entry = choose_best(trials, workload, mod, target, name, k)
+        if entry is not None:
+            chosen.append(entry)
+    return chosen
+
+
+def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, check: bool = True,
+                budget_s: float | None = None, timed: bool = True) -> dict:
+    """Untuned vs tuned PrimFuncs in interleaved rounds: ``pairs`` = (name, untuned mod, tuned mod or
+    None); returns the harness result, the labels of each side, and the output check."""
+    dev = tvm.cpu(0)
+    programs, untuned, tuned, checks = [], [], [], []
+    for name, base_mod, tuned_mod in pairs:
+        names, arrays = prim_inputs(base_mod, seed)
+        outputs = {}
+        for side, mod in (("untuned", base_mod), ("tuned", tuned_mod)):
+            if mod is None:
+                continue
+            rt = build_prim(mod, target)
+            args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+            rt[entry_name(mod)](*args)
+            outputs[side] = [a.numpy() for a in args]
+            label = f"{side} {name}"
+            programs.append(Program(label, evaluator_timer(rt.time_evaluator, entry_name(mod), dev, args)))
+            (untuned if side == "untuned" else tuned).append(label)
+        if check and "tuned" in outputs:
+            checks.append({"function": name, **compare_outputs(names, outputs["untuned"], outputs["tuned"])})
+    if tuned:   # a function without a tuned variant runs untuned in the tuned module too
+        tuned = [f"tuned {n}" if t is not None else f"untuned {n}" for n, _, t in pairs]
+    raw = time_rounds(programs, budget_s=budget_s) if timed else None
+    return {"raw": raw, "untuned": untuned, "tuned": tuned, "check": _merge_checks(checks)}
+
+
+def _merge_checks(checks: list[dict]) -> dict | None:
+    """One check over several functions (buffers named ``function.buffer`` when there are several)."""
+    if not checks:
+        return None
+    several = len(checks) > 1
+    buffers = [{**b, "name": f"{c['function']}.{b['name']}" if several else b["name"]}
+               for c in checks for b in c["buffers"]]
+    first = checks[0]
+    return {"ok": all(c["ok"] for c in checks), "rtol": first["rtol"], "atol": first["atol"],
+            "atol_scaled_by": first["atol_scaled_by"], "buffers": buffers, "source": first["source"]}
+
+
+def applied_kernels(program, database, target) -> dict:
+    """Which fused kernels a build with ``database`` takes from records (``tirx.is_scheduled``)."""
+    fused = fuse(program, target)
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        applied = relax.transform.MetaScheduleApplyDatabase()(fused)
+    kernels = {gv.name_hint: bool(f.attrs and f.attrs.get("tirx.is_scheduled"))
+               for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc)}
+    return {"kernels": len(kernels), "from_records": sorted(k for k, v in kernels.items() if v),
+            "default": sorted(k for k, v in kernels.items() if not v)}
+
+
+def relax_inputs(func, seed: int = 0) -> list[np.ndarray]:
+    specs = []
+    for param in func.params:
+        info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
+        shape = getattr(info, "shape", None)
+        if shape is None or not hasattr(shape, "values"):
+            raise ValueError(f"parameter '{param.name}' is not a tensor of static shape")
+        specs.append((tuple(int(x) for x in shape.values), str(info.dtype)))
+    return random_arrays(specs, seed)
+
+
+def flatten(value) -> list[np.ndarray]:
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    return [a for item in value for a in flatten(item)]
+
+
+def compare_relax(program, entry: str, database, target, tasks_with_records: list[str], seed: int = 0,
+                  check: bool = True, budget_s: float | None = None, timed: bool = True) -> dict:
+    """The untuned program vs the program built with ``database``, end to end, interleaved.
+
+    Raises ``ValueError`` when the tuned build took none of the kernels that have records (a build
+    that silently ignored the database, docs/tvm.md §6)."""
+    applied = applied_kernels(program, database, target)
+    missing = sorted(set(tasks_with_records) - set(applied["from_records"]))
+    applied.update(tasks_with_records=sorted(tasks_with_records), missing=missing)
+    if tasks_with_records and not applied["from_records"]:
+        raise ValueError(f"the tuned build applied none of the {len(tasks_with_records)} tuned kernels")
+    dev = tvm.cpu(0)
+    arrays = relax_inputs(program[entry], seed)
+    executables = {"untuned": tvm.compile(program, target=target),
+                   "tuned": ms.relax_integration.compile_relax(database, program, target, params=None)}
+    programs, outputs = [], {}
+    for side, executable in executables.items():
+        vm = relax.VirtualMachine(executable, dev)
+        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+        outputs[side] = flatten(vm[entry](*args))
+        programs.append(Program(side, evaluator_timer(vm.time_evaluator, entry, dev, args)))
+    raw = time_rounds(programs, budget_s=budget_s) if timed else None
+    result = {"raw": raw, "untuned": ["untuned"], "tuned": ["tuned"], "applied": applied, "check": None}
+    if check:
+        result["check"] = compare_outputs([f"output{i}" for i in range(len(outputs["untuned"]))],
+                                          outputs["untuned"], outputs["tuned"])
+    return result
+
+
+def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by: str, *, program=None,
+                entry: str = "main", chosen: list[dict] | None = None, seed: int = 0) -> dict | None:
+    """The measurement record of a run: the best per task by re-measurement (unless ``chosen`` is
+    given), then untuned vs tuned through the harness.  ``tasks``: (name, module MetaSchedule tuned);
+    for Relax ``program`` is the raw module, measured end to end.  None when no task has a record."""
+    trials = read_trials(run_dir)
+    chosen = choose_all(trials, tasks, target) if chosen is None else chosen
+    if not chosen:
+        return None
+    extra = {"chosen": chosen, "trials": len(trials.rows)}
+    if kind == "relax":
+        result = compare_relax(program, entry, chosen_database(trials, chosen), target,
+                               [c["task"] for c in chosen], seed)
+        extra["applied"] = result["applied"]
+        scope = "program"
+    else:
+        by_task = {c["task"]: c for c in chosen}
+        pairs = [(name, mod, scheduled(mod, trials.record(by_task[name]["trial"])) if name in by_task else None)
+                 for name, mod in tasks]
+        result = compare_tir(pairs, target, seed)
+        scope = "function" if len(pairs) == 1 else "module"
+    extra["check"] = result["check"]
+    return comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
