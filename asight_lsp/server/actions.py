@@ -12,7 +12,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
-from ..errors import WorkerError
+from ..errors import AsightError
+from ..services.schedules import apply_best
 from ..tvmscript.model import Function
 from .convert import to_range
 from .lens import lens_line
@@ -104,12 +105,10 @@ async def compute_schedule_edit(ls, a: dict):
     if meta is None:
         raise ScheduleUnavailable(f"{fn.id} has no run yet: tune it first")
     unit = next(u for u in outline.units if u.name == fn.unit)
-    params = {"text": doc.text, "constants": outline.constants, "aliases": outline.aliases,
-              "unit": {"name": unit.name, "start_line": unit.start_line, "end_line": unit.end_line, "kind": unit.kind},
-              "run_dir": str(ls.state.index.run_dir(meta.id)), "function": fn.name, "target": meta.target}
     try:
-        reply = await asyncio.to_thread(ls.state.worker.request, "apply_best", params, 300)
-    except WorkerError as err:
+        reply = await asyncio.to_thread(apply_best, doc.path, fn.id, str(ls.state.index.run_dir(meta.id)),
+                                        ls.state.store_root, ls.state.worker, doc.text)
+    except AsightError as err:
         raise ScheduleUnavailable(f"cannot apply the best schedule of run {meta.id}: {err}") from None
     entries = reply.get("entries", [])
     entry = next((e for e in entries if e.get("function") in (fn.name, "main") and "script" in e), None)

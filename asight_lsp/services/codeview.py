@@ -25,7 +25,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
-from .lookup import check_run_function, latest_run, prepare_run
+from .lookup import check_run_function, chosen_records, latest_run, prepare_run
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
@@ -64,15 +64,15 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         raise AsightError("--candidate needs a run (--run R)")
     records = read_records(found.path) if found else []
     record = _record(found, records, candidate) if candidate is not None else None
+    meta = prepare_run(found) if found else None
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
-              "run_dir": str(found.path) if found else None,
-              "target": prepare_run(found).target if found else None,
-              "trace": _trace(record, serial), "serial": serial}
+              "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
+              "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial}
     with borrowed(worker) as client:
         if check:
             require_parsed(text, path, selection.unit, client)
         reply = client.request(wire.CODE, params, timeout=300)
-    payload, record = _payload(path, selection, found, records, record, reply)
+    payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
         payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "
@@ -124,7 +124,7 @@ def best_trial(records: list[dict], latency_us: float | None, workload: int | No
 
 
 def _payload(path: str, selection, run: Run | None, records: list[dict], record: dict | None,
-             reply: dict) -> tuple[dict, dict | None]:
+             reply: dict, chosen: list | None = None) -> tuple[dict, dict | None]:
     level = reply["level"]
     if reply.get("format") == "tagged-tvmscript":
         text, links = strip_tags(reply["text"])
@@ -136,7 +136,7 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
         record = best_trial(records, applied.get("latency_us"))
         best = True
     else:
-        best = record is not None and run is not None and _is_best(records, record)
+        best = record is not None and run is not None and _is_best(records, record, chosen)
     profile = load_profile(run) if run is not None and best else None
     shares = _shares(profile, selection)
     if shares:
@@ -154,7 +154,10 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
             "note": _note(run, best, shares, level)}, record
 
 
-def _is_best(records: list[dict], record: dict) -> bool:
+def _is_best(records: list[dict], record: dict, chosen: list | None = None) -> bool:
+    """The record the run's measurement chose for its workload (else the fastest while tuning)."""
+    if chosen:
+        return any(c.get("trial") == record["trial"] for c in chosen)
     valid = [r for r in records if r["latency_us"] is not None and r["workload"] == record["workload"]]
     return bool(valid) and record["latency_us"] is not None and record["latency_us"] <= min(r["latency_us"] for r in valid)
 

@@ -43,6 +43,11 @@ def prepare_run(run: Run) -> RunMeta:
     return meta
 
 
+def chosen_records(meta: RunMeta | None) -> list[dict] | None:
+    """The records the run's measurement chose by re-measurement (what builds and views use as best)."""
+    return ((meta.measurement or {}).get("chosen") or None) if meta is not None else None
+
+
 def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:
     """(text, path): the file if its functions still hash as tuned, else the run's snapshot."""
     try:

@@ -7,7 +7,7 @@ from ..errors import AsightError
 from ..store.runs import RunStore
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
-from .lookup import check_run_function, latest_run, prepare_run, read_text
+from .lookup import check_run_function, chosen_records, latest_run, prepare_run, read_text
 
 
 def apply_best(path: str, function: str | None = None, run: str | None = None, store_root: str | None = None,
@@ -24,7 +24,7 @@ def apply_best(path: str, function: str | None = None, run: str | None = None, s
     check_run_function(found, selection)
     meta = prepare_run(found)
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "run_dir": str(found.path),
-              "target": meta.target}
+              "target": meta.target, "chosen": chosen_records(meta)}
     with borrowed(worker) as client:
         reply = client.request(wire.APPLY_BEST, params, timeout=300)
     return {"run": found.id, "function": selection.label, **reply}

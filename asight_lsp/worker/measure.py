@@ -185,10 +185,9 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
         database = chosen_database(trials, chosen) if chosen else run_database(run_dir)
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
-    if not tuned:
-        return detail_out, None
-    return detail_out, compare_relax(mod, fn, database, target, tuned, opts["seed"], opts["check"],
-                                     opts["budget_s"], timed=opts["timing"])
+    headline = compare_relax(mod, fn, database if tuned else None, target, tuned, opts["seed"], opts["check"],
+                             opts["budget_s"], timed=opts["timing"])
+    return detail_out, headline
 
 
 def _choose(parsed, kind: str, run_dir, target, function: str | None) -> list[dict]:

@@ -189,10 +189,16 @@ class TuningProcess:
         if record is None and not meta.rpc and any(b is not None for b in tracker.best):
             self.event("status", stage="measure", message="re-measuring the best candidates, then untuned vs tuned")
             record = self.measure(plan, target)
+        self.update(extra={**self.run.load().extra, "tuning": tuning})
+        if record is not None and record.get("untuned") and record is not meta.measurement:
+            with self.lock:   # the run's new headline; the record it replaces goes to the history
+                if not self.finished:
+                    self.run.set_measurement(record)
+        elif record is not None and record.get("error"):
+            self.update(measurement=record)
         self.best_us = record["tuned"]["median_us"] if record and record.get("tuned") else tracker.total_us()
         self.baseline_us = record["untuned"]["median_us"] if record and record.get("untuned") else self.baseline_us
-        self.update(best_us=self.best_us, baseline_us=self.baseline_us, measurement=record,
-                    extra={**self.run.load().extra, "tuning": tuning})
+        self.update(best_us=self.best_us, baseline_us=self.baseline_us)
 
     def measure(self, plan, target) -> dict | None:
         """The run's measurement record (``worker/remeasure.measure_run``); a failure is recorded, not fatal."""

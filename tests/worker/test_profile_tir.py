@@ -15,7 +15,7 @@ from asight_lsp.services.profiling import ProfileOptions
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.tvm
-FAST = ProfileOptions(repeats=10, budget_ms=150.0)
+FAST = ProfileOptions(budget_s=0.3, budget_ms=150.0)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,11 @@ def test_stage_latencies_sum_to_the_whole_and_map_to_source(mbr_run, worker):
     assert all(0.85 <= r <= 1.15 for r in _ratios(kernel).values()), _ratios(kernel)
     for label in ("baseline", "tuned"):  # instrumenting costs little (binaries differ by ±20 % here)
         assert 0.6 <= kernel["stages"][label]["intrusion"] <= 1.5, kernel["stages"][label]
-    assert profile["run"]["id"] == run.id and kernel["best"]["match"] == "structural"
-    assert kernel["check"]["ok"] is True
+    assert profile["run"]["id"] == run.id and kernel["best"]["match"] == "chosen by re-measurement"
+    # the headline is the run's own record (the tuning job's), read, not measured again
+    record = run.load().measurement
+    assert profile["measurement"] == record and record["by"] == "tuning job" and record["check"]["ok"] is True
+    assert profile["summary"]["check_ok"] is True and profile["summary"]["tuned_us"] == record["tuned"]["median_us"]
     assert kernel["speedup"] > 3  # 16 trials already vectorize and parallelize the 128³ matmul
     ids = ["MatmulBiasRelu.main/matmul", "MatmulBiasRelu.main/bias_add", "MatmulBiasRelu.main/relu"]
     for label in ("baseline", "tuned"):
@@ -56,6 +59,8 @@ def test_stage_latencies_sum_to_the_whole_and_map_to_source(mbr_run, worker):
         blocks = kernel["blocks"][label]
         assert [b["id"] for b in blocks] == ids
         assert blocks[0]["share"] > 0.5  # the matmul dominates, untuned and tuned
+        side = record["untuned" if label == "baseline" else "tuned"]["median_us"]
+        assert sum(b["us"] for b in blocks) == pytest.approx(side)   # blocks add up to the headline
         # every source block is either timed in a stage or inlined into one
         assert all(b["stages"] or b.get("inlined_into") in ids for b in blocks)
     tuned_names = {blk["name"]: blk["source"] for s in kernel["stages"]["tuned"]["stages"] for blk in s["blocks"]}
@@ -73,21 +78,23 @@ def test_apply_best_script_checks_out_and_a_wrong_program_is_caught(mbr_run, wor
     src, store, run = mbr_run
     best = schedules.apply_best(str(src), store_root=str(store), worker=worker)
     entry = best["entries"][0]
-    assert entry["match"] == "structural" and "def apply_trace(sch" in entry["trace"]
+    assert entry["match"] == "chosen by re-measurement" and "def apply_trace(sch" in entry["trace"]
+    assert entry["latency_us"] == pytest.approx(next(c["tuning_us"] for c in run.load().measurement["chosen"]))
     assert any("sample_perfect_tile" in line for line in entry["trace_lines"])
     good = tmp_path / "scheduled.py"
     good.write_text("from tvm.script import ir as I\nfrom tvm.script import tirx as T\n\n" + entry["script"])
     ok = profiles.profile_file(str(src), worker=worker, options=FAST, candidate=str(good))
-    assert ok["kernels"][0]["check"]["ok"] is True and ok["summary"]["speedup"] > 1
+    assert ok["summary"]["check_ok"] is True and ok["summary"]["speedup"] > 1
+    assert ok["measurement"]["by"] == "asight profile" and run.load().measurement["by"] == "tuning job"
     # a "schedule" that changed the computation: relu became min(x, 0)
     wrong = tmp_path / "wrong.py"
     wrong.write_text((FIXTURES / "matmul_bias_relu.py").read_text().replace("T.max(E[vi, vj]", "T.min(E[vi, vj]"))
     bad = profiles.profile_file(str(src), worker=worker, options=FAST, candidate=str(wrong))
-    check = bad["kernels"][0]["check"]
+    check = bad["measurement"]["check"]
     assert check["ok"] is False and bad["summary"]["check_ok"] is False
     by_name = {b["name"]: b for b in check["buffers"]}
     assert not by_name["D"]["ok"] and by_name["D"]["mismatched"] > 0 and by_name["A"]["ok"]
-    code = cli_main(["profile", str(src), "--candidate", str(wrong), "--no-stages", "--repeats", "3"])
+    code = cli_main(["profile", str(src), "--candidate", str(wrong), "--no-stages", "--budget", "0.2"])
     out = capsys.readouterr().out
     assert code == 1 and "OUTPUT MISMATCH" in out
 
@@ -98,7 +105,8 @@ def test_profile_without_run_is_untuned_only(worker, tmp_path):
     profile = profiles.profile_file(str(src), store_root=str(tmp_path / ".asight"), worker=worker, options=FAST)
     kernel = profile["kernels"][0]
     assert "untuned only" in profile["note"] and profile["run"] is None
-    assert kernel["tuned"] is None and kernel["check"] is None and kernel["baseline"]["median_us"] > 0
+    assert kernel["tuned"] is None and profile["summary"]["check_ok"] is None and kernel["baseline"]["median_us"] > 0
+    assert profile["measurement"]["by"] == "asight profile" and "tuned" not in profile["measurement"]
     assert kernel["function"] == "matmul64"
     assert kernel["flops"]["value"] == 2 * 64 ** 3
     stages = kernel["stages"]["baseline"]
@@ -124,10 +132,11 @@ def test_edited_function_still_gets_the_runs_best_trace(mbr_run, worker, tmp_pat
     edited = tmp_path / "edited.py"
     edited.write_text(src.read_text().replace("T.max(E[vi, vj], T.float32(0))", "T.max(E[vi, vj], T.float32(0.5))"))
     profile = profiles.profile_file(str(edited), run=run.id, store_root=str(store), worker=worker,
-                                    options=ProfileOptions(repeats=5, budget_ms=50.0, stages=False, features=False))
+                                    options=ProfileOptions(budget_s=0.2, budget_ms=50.0, stages=False, features=False))
     kernel = profile["kernels"][0]
     assert kernel["best"]["match"].startswith("single-workload fallback")
-    assert kernel["check"]["ok"] is True and kernel["tuned"]["median_us"] > 0
+    assert profile["summary"]["check_ok"] is True and kernel["tuned"]["median_us"] > 0
+    assert "not kept as the run's headline" in profile["note"] and run.load().measurement["by"] == "tuning job"
 
 
 @pytest.mark.slow
@@ -136,7 +145,7 @@ def test_edited_function_still_gets_the_runs_best_trace(mbr_run, worker, tmp_pat
 def test_cachegrind_misses_land_on_the_update_line(worker, tmp_path):
     src = tmp_path / "matmul64.py"
     shutil.copy(FIXTURES / "matmul64.py", src)
-    options = ProfileOptions(repeats=3, budget_ms=20.0, stages=False, features=False, cachegrind=True)
+    options = ProfileOptions(budget_s=0.1, budget_ms=20.0, stages=False, features=False, cachegrind=True)
     kernel = profiles.profile_file(str(src), store_root=str(tmp_path / ".asight"), worker=worker,
                                    options=options)["kernels"][0]
     data = kernel["cachegrind"]["baseline"]
