@@ -64,6 +64,12 @@ def run(args) -> int:
     return 0
 
 
+def _best_how(best: dict) -> str:
+    if best.get("measured_us") is not None:
+        return f"chosen by re-measurement: {best['measured_us']:.1f} us; {best['latency_us']:.1f} us while tuning"
+    return f"fastest while tuning: {best['latency_us']:.1f} us"
+
+
 def render(p: dict) -> str:
     run, best = p["run"], p["best"]
     cats = {c["id"]: c["label"] for c in p["categories"]}
@@ -72,7 +78,7 @@ def render(p: dict) -> str:
              f"features: {p['features']['source']} ({p['features']['dims_used']} varying of {p['features']['dims']})",
              f"layout: {p['reduction']['method'].upper()} -> k={p['clustering']['k']} clusters "
              f"({p['clustering']['criterion']}) -> {len(p['cells'])} hex cells of up to {p['hex']['capacity']}",
-             f"best: trial {best['trial']} {best['latency_us']:.1f} us in cell {best['cell']} ({cats[best['category']]})"]
+             f"best: trial {best['trial']} ({_best_how(best)}) in cell {best['cell']} ({cats[best['category']]})"]
     lines.append("categories (sketch of origin):")
     for c in p["categories"]:
         lines.append(f"  {c['id']}: {c['label']}  ({c['count']} candidates)")

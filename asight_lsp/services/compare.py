@@ -41,7 +41,7 @@ def _run_summary_blocks(index: RunIndex, meta) -> dict:
             return {}
     outline = build_outline(text, meta.file)
     fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
-    best = index.best_record(meta.id, fn) if fn else None
+    best = index.best_record(meta.id, fn, (meta.measurement or {}).get("chosen")) if fn else None
     if not best:
         return {}
     return summarize_trace(best["insts"], best["decisions"], source_blocks(fn))["blocks"]

@@ -87,7 +87,7 @@ class Results:
             self._fill_details(result, fn)
 
     def _fill_details(self, result: FunctionResult, fn: Function) -> None:
-        best = self.index.best_record(result.meta.id, fn)
+        best = self.index.best_record(result.meta.id, fn, result.measurement.get("chosen"))
         result.best = best
         if best is not None and fn.kind == "prim_func":
             key = (result.meta.id, best["workload"], best["trial"], fn.id, _blocks_key(fn))

@@ -77,6 +77,7 @@ class RunIndex:
         self._checked = 0.0
         self._records: dict[str, _Records] = {}
         self._workload_names: dict[str, tuple[int, list[set[str]]]] = {}
+        self._trials: dict[tuple, dict | None] = {}
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self.version = 0   # bumped whenever a run appears, changes or goes
@@ -150,9 +151,32 @@ class RunIndex:
         runs = [m for m in self.for_file(file) if function_id in (m.source_hashes or {}) or m.function == function_id]
         return list(reversed(runs))
 
-    def best_record(self, run_id: str, fn: Function | None = None) -> dict | None:
+    def best_record(self, run_id: str, fn: Function | None = None, chosen: list | None = None) -> dict | None:
+        """The best record of ``fn``'s workload: the trial the run's measurement ``chosen`` by
+        re-measurement when there is one, else the fastest while tuning."""
         with self.lock:
-            return self._best_record(run_id, fn)
+            best = self._best_record(run_id, fn)
+            pick = next((c for c in chosen or [] if best is not None and c.get("workload") == best["workload"]), None)
+            return self._trial_record(run_id, int(pick["trial"])) or best if pick else best
+
+    def _trial_record(self, run_id: str, trial: int) -> dict | None:
+        """One trial's record, as ``_Records`` keeps the best ones (cached per records file size)."""
+        path = self.run_dir(run_id) / DB_RECORDS
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        key = (run_id, trial, size)
+        if key not in self._trials:
+            reader = _Records(path)
+            with path.open("rb") as stream:
+                for i, line in enumerate(stream):
+                    if i == trial:
+                        reader.count = trial
+                        reader._add(line)
+                        break
+            self._trials[key] = next(iter(reader.best.values()), None)
+        return self._trials[key]
 
     def _best_record(self, run_id: str, fn: Function | None) -> dict | None:
         records = self._records.get(run_id)

@@ -34,7 +34,7 @@ async def test_code_request_lens_and_diff(client, workspace, tuned):
     source = tuned.read_text().splitlines()
     payload = await request(client, P.REQ_CODE, {"uri": uri, "function": FN})
     assert payload["schema"] == P.SCHEMA_CODE and payload["run"] == "mbr128"
-    assert payload["candidate"]["trial"] == 36 and payload["candidate"]["best"]
+    assert payload["candidate"]["trial"] == 7 and payload["candidate"]["best"]   # chosen by re-measurement
     generated = payload["text"].splitlines()
     by_source = {item["sourceLine"]: item["lines"] for item in payload["bySource"]}
     update = next(i for i, s in enumerate(source) if s.strip().startswith("C[vi, vj] = C[vi, vj] +"))

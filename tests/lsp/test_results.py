@@ -52,8 +52,9 @@ async def test_lenses_show_commands_and_the_run_result(client, kind, workspace, 
                                                             P.CMD_SHOW_LOOP_VIEW]
     assert list(found[0].command.arguments) == [{"uri": uri, "function": "MatmulBiasRelu.main"}]
     assert all(lens.range.start.line == 7 for lens in found)  # above the @T.prim_func decorator
-    # 115.5 µs best, 2706 µs untuned: 23×; 40 trials; finished 3 minutes ago
-    assert titles[4] == "0.12 ms · 23× vs untuned · 40 trials · 3 min ago"
+    # the fixture run's measurement record: 34.9 µs tuned, 2438 µs untuned (70×); 40 trials; 3 minutes ago
+    assert titles[4] == "35 µs · 70× vs untuned · 40 trials · 3 min ago"
+    assert "interleaved rounds" in found[4].command.tooltip and "95% CI" in found[4].command.tooltip
     # a finished run of >= 20 trials offers a guided re-tune by its principles, then its code
     assert titles[5:] == ["Re-tune with principles", "Scheduled code"]
     assert found[5].command.command == P.CMD_TUNE and found[5].command.arguments[0]["guidedBy"] == "mbr128"
@@ -66,7 +67,7 @@ async def test_hover_on_block_has_static_facts_and_the_best_schedule(client, wor
     assert "**block `matmul`**" in text and "iterators `SSR`" in text
     assert "2,097,152 iterations" in text and "4,194,304 FLOPs" in text
     assert "reads: `C`, `A`, `B`" in text
-    assert "**run `mbr128`** (done, 40 trials" in text and "23× vs untuned" in text
+    assert "**run `mbr128`** (done, 40 trials" in text and "→ tuned 35 µs: 70× faster (95% CI" in text
     assert re.search(r"split i → \d+×\d+×\d+×\d+", text)
     assert "decompose reduction at k0" in text
     # the loop header: the chosen splits of each loop var
@@ -102,7 +103,7 @@ async def test_results_follow_edits(client, workspace, tuned):
     # an unrelated edit (a comment above the module) keeps the result and moves everything down
     replace_all(client, uri, "# a comment\n" + text, 2)
     moved = await lenses(client, uri)
-    assert moved[4].command.title.startswith("0.12 ms") and moved[0].range.start.line == 8
+    assert moved[4].command.title.startswith("35 µs") and moved[0].range.start.line == 8
     assert MATMUL_LOOP + 1 in {h.position.line for h in await hints(client, uri, 0, 40)}
     # editing the function itself makes the run stale: marked on the lens, no inlay hints
     replace_all(client, uri, text.replace("D[vi, vj] = T.max(E[vi, vj], T.float32(0))",
@@ -113,7 +114,7 @@ async def test_results_follow_edits(client, workspace, tuned):
     assert "stale" in (await hover(client, uri, MATMUL_BLOCK + 2)).contents.value
     # undoing the edit brings the fresh result back
     replace_all(client, uri, text, 4)
-    assert (await lenses(client, uri))[4].command.title.startswith("0.12 ms")
+    assert (await lenses(client, uri))[4].command.title.startswith("35 µs")
 
 
 async def test_half_typed_function_keeps_its_last_good_ranges(client, workspace, tuned):
