@@ -125,3 +125,21 @@ def relax_hotspots(source: dict, transformed: dict, match: dict, calls: list[dic
             entry["split"] = how
             entry["shared_with"] = [o for o in ids if o != sid]
     return _ranked("relax", list(entries.values()), unattributed, calls, total_us)
+
+
+def scale_to_headline(part: dict, headline_us: float | None) -> dict:
+    """A TIR part's latencies as shares of the measurement record's tuned latency (the stages were
+    timed instrumented): entries and unattributed stages then add up to the headline; the
+    instrumented times stay in ``stage_us``."""
+    measured = part.get("measured_us")
+    if not headline_us or not measured:
+        return part
+    factor = headline_us / measured
+    for item in part["entries"] + part["unattributed"]:
+        item["stage_us"] = item["us"]
+        item["us"] *= factor
+    part["unattributed_us"] *= factor
+    part.update(total_us=headline_us, headline_us=headline_us)
+    for entry in part["entries"]:
+        entry["share"] = entry["us"] / headline_us
+    return part

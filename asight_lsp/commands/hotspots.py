@@ -63,8 +63,12 @@ def _behind(entry: dict) -> str:
 def render(result: dict) -> str:
     lines = [f"hotspots of {result['function']} ({result['kind']}), run {result['run']}"]
     for part in result["parts"]:
-        lines.append(f"{part['name']}: {_us(part['measured_us'])} measured"
-                     + (f" (whole program {_us(part['whole_us'])})" if part.get("whole_us") else ""))
+        if part.get("headline_us"):
+            lines.append(f"{part['name']}: {_us(part['headline_us'])} tuned (the run's measurement record); "
+                         "each block's share from rdtsc around the stages")
+        else:
+            lines.append(f"{part['name']}: {_us(part['measured_us'])} summed over the kernel calls (per call, "
+                         "VM instrument hook; not the end-to-end latency)")
         lines.append(f"  {'#':>2}  {'source':<16} {'latency':>10} {'share':>6}  {'lines':<8} {'match':<14} behind it")
         for e in part["entries"]:
             share = f"{e['share'] * 100:5.1f}%" if e.get("share") is not None else "     -"

@@ -9,7 +9,7 @@ server and the report share ``collect``.
 """
 from __future__ import annotations
 
-from ..analysis.hotspot_ranking import relax_hotspots, tir_hotspots
+from ..analysis.hotspot_ranking import relax_hotspots, scale_to_headline, tir_hotspots
 from ..analysis.matching import match_relax, match_tir
 from ..engine import wire
 from ..errors import AsightError
@@ -42,11 +42,12 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
         out["parts"].append(_relax_part(profile["relax"], unit, selection, outline, worker))
     else:
         for kernel in profile.get("kernels") or []:
-            out["parts"].append(_tir_part(kernel, unit, str(run.path), outline, worker))
+            headline = (kernel.get("tuned") or {}).get("median_us")
+            out["parts"].append(_tir_part(kernel, unit, str(run.path), outline, worker, headline))
     return out
 
 
-def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker) -> dict:
+def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker, headline_us: float | None) -> dict:
     stages = (kernel.get("stages") or {}).get("tuned")
     if not stages or "stages" not in stages:
         why = (stages or {}).get("error") or "the profile has no per-stage latency of the tuned program"
@@ -60,7 +61,7 @@ def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker) -> dict:
                           + (f" ({errors[0]})" if errors else " (no successful record)"))
     transformed = graphs[0]
     match = match_tir(reply["source"], transformed)
-    part = tir_hotspots(reply["source"], match, stages["stages"])
+    part = scale_to_headline(tir_hotspots(reply["source"], match, stages["stages"]), headline_us)
     fn = outline.function(kernel.get("function") or "")
     ranges = {b.name: b.range for b in (fn.blocks if fn else [])}
     for entry in part["entries"]:
