@@ -106,7 +106,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
             return cached
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
-              "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
+              "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
     params["choose"] = bool(run is not None and candidate is None and not params["chosen"])
     started = time.time()
     with borrowed(worker) as client:

@@ -22,7 +22,7 @@ from tvm.support.tar import tar
 __all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
            "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
            "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
-           "parse_script", "builder_job"]
+           "parse_script", "builder_job", "onnx_importer", "torch_importer"]
 
 
 def script_globals(constants: dict | None = None, aliases: dict | None = None) -> dict:
@@ -65,6 +65,21 @@ def builder_job(f_build, item) -> tuple:
     ``LocalBuilder`` does (its worker function and parameter serialisation are private in 0.27)."""
     from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
     return _worker_func, (f_build, None, item.mod, item.target, _serialize_params(item.params))
+
+
+def onnx_importer():
+    """TVM's ONNX importer (``relax.frontend.onnx.from_onnx``) and ``onnx.load``; the onnx package
+    is a dependency of asight (docs/dependencies.md)."""
+    import onnx
+    from tvm.relax.frontend.onnx import from_onnx
+    return onnx.load, from_onnx
+
+
+def torch_importer():
+    """``torch.export.load`` and TVM's ``from_exported_program`` (only where PyTorch is installed)."""
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+    return torch.export.load, from_exported_program
 
 
 def normalize_mod(func):

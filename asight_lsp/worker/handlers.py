@@ -12,7 +12,8 @@ import time
 from ..engine import wire
 from .compat import tvm
 
-MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code"]   # each has HANDLERS
+MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code",
+           "model_import"]   # each has HANDLERS
 
 
 def ping(params: dict, emit=None) -> dict:

@@ -204,8 +204,10 @@ class TuningProcess:
         """The run's measurement record (``worker/remeasure.measure_run``); a failure is recorded, not fatal."""
         from . import remeasure
         try:
+            from ..engine.wire import weights_beside
             return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                         "tuning job", program=plan.program, entry=plan.entry)
+                                         "tuning job", program=plan.program, entry=plan.entry,
+                                         weights=weights_beside(self.run.load().file))
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -1,0 +1,110 @@
+"""A model built in code (two identical residual blocks) through TVM's real ONNX importer and
+`asight import`: the printed file checks, its weights are the model's, and every call of a
+repeated fused kernel maps to its own bindings (tune + profile through the real worker)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asight_lsp.cli import main as asight
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "fixtures" / "models"))
+onnx_build = pytest.importorskip("onnx_build")
+
+pytestmark = [pytest.mark.tvm]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """tiny_resnet.onnx imported with `asight import` (module-scoped: one import for the file)."""
+    base = tmp_path_factory.mktemp("model")
+    model = onnx_build.tiny_resnet(seed=3, size=8, width=4)
+    onnx_build.save(model, base / "tiny.onnx")
+    assert asight(["import", str(base / "tiny.onnx")]) == 0
+    return base, model
+
+
+def test_import_writes_a_file_every_command_accepts(imported, capsys):
+    base, model = imported
+    script = base / "tiny_relax.py"
+    text = script.read_text()
+    assert text.startswith("# Imported by `asight import tiny.onnx`")
+    assert "metadata[" not in text and '"params"' not in text    # the values went to the weights file
+    assert asight(["check", str(script)]) == 0
+    assert "no problems" in capsys.readouterr().out
+    from asight_lsp.tvmscript.outline import build_outline
+    fn = build_outline(text, str(script)).function("Module.main")
+    assert fn is not None and len(fn.bindings) >= 20
+    # weights: one array per parameter after the input, named as the file names them, values as in ONNX
+    weights = np.load(base / "tiny_relax.weights.npz")
+    params = [b.name for b in fn.buffers if b.kind == "param"]
+    assert params[0] == "input" and weights.files == params[1:]
+    from onnx import numpy_helper
+    init = {i.name.replace(".", "_"): numpy_helper.to_array(i) for i in model.graph.initializer}
+    for name in weights.files:
+        np.testing.assert_array_equal(weights[name], init[name])
+
+
+def test_import_refuses_to_overwrite_and_bad_models(imported, capsys):
+    base, _ = imported
+    assert asight(["import", str(base / "tiny.onnx")]) == 2
+    assert "exists (use --force" in capsys.readouterr().err
+    (base / "bad.onnx").write_bytes(b"not a protobuf")
+    assert asight(["import", str(base / "bad.onnx")]) == 2
+    assert "is not a readable ONNX model" in capsys.readouterr().err
+    assert not (base / "bad_relax.py").exists()
+    assert asight(["import", str(base / "tiny.onnx"), "-o", str(base / "x.py"), "--shape", "input=a"]) == 2
+    assert "integer dimensions" in capsys.readouterr().err
+
+
+def _call_sites(script: Path):
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import parse_unit
+    from asight_lsp.worker.programs import measuring_target
+    from asight_lsp.worker.relax_profile import call_sites
+    text = script.read_text()
+    outline = build_outline(text)
+    unit = outline.units[0]
+    mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
+                     outline.constants, outline.aliases)
+    return call_sites(mod, measuring_target(None), True)
+
+
+def test_each_call_of_a_repeated_kernel_has_its_own_bindings(imported):
+    sites = _call_sites(imported[0] / "tiny_relax.py")
+    by_callee: dict[str, list[list[str]]] = {}
+    for site in sites:
+        by_callee.setdefault(site["callee"], []).append(site["vars"])
+    repeated = {k: v for k, v in by_callee.items() if len(v) > 1 and k.startswith("fused_conv2d")}
+    assert len(repeated) == 2, by_callee        # conv+add+relu and conv+add+add+relu, twice each
+    for calls in repeated.values():
+        first, second = calls
+        assert first and second and not set(first) & set(second)
+    every = [v for s in sites for v in s["vars"]]
+    assert len(every) == len(set(every))        # no binding claimed by two calls
+
+
+@pytest.mark.slow
+def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
+    from asight_lsp.services.profiling import profile_file
+    from asight_lsp.services.tuning import TuneRequest, start_tune
+    monkeypatch.setenv("ASIGHT_TRIALS_PER_ITER", "1")
+    script = imported[0] / "tiny_relax.py"
+    job = start_tune(TuneRequest(file=str(script), function=None, trials=9, store_root=str(tmp_path), seed=0))
+    meta = job.wait(900)
+    assert meta.state == "done", meta.error
+    assert meta.measurement and meta.measurement["check"]["ok"] is True
+    profile = profile_file(str(script), run=meta.id, store_root=str(tmp_path))
+    assert profile["options"]["weights"] == str(imported[0] / "tiny_relax.weights.npz")
+    tuned = profile["relax"]["tasks"]["tuned"]["tasks"]
+    calls: dict[str, list] = {}
+    for call in tuned:
+        calls.setdefault(call["task"], []).append(call)
+    repeated = [c for c in calls.values() if len(c) > 1]
+    assert repeated
+    for first, second, *_ in repeated:
+        assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
