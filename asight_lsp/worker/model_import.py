@@ -56,7 +56,8 @@ def printed(mod) -> tuple[str, object]:
     return text, parse_script(text)
 
 
-def _inputs(func, num_input: int) -> list[dict]:
+def tensor_params(func, num_input: int) -> list[dict]:
+    """Name, shape and dtype of the first ``num_input`` parameters of a Relax function."""
     out = []
     for p in func.params[:num_input]:
         info = getattr(p, "ty", None) or getattr(p, "struct_info", None)
@@ -91,7 +92,7 @@ def import_model(params: dict, emit=None) -> dict:
     text = header + script
     with open(out, "w", encoding="utf-8") as handle:
         handle.write(text)
-    return {"script": out, "weights": weights_path, "importer": importer, "inputs": _inputs(func, num_input),
+    return {"script": out, "weights": weights_path, "importer": importer, "inputs": tensor_params(func, num_input),
             "params": len(weights), "weight_bytes": int(sum(w.nbytes for w in weights.values())),
             "lines": text.count("\n") + 1,
             "functions": sorted(gv.name_hint for gv in mod.get_global_vars())}

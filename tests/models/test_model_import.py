@@ -108,3 +108,25 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     assert repeated
     for first, second, *_ in repeated:
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
+    _export_runs(script, meta.id, tmp_path)
+
+
+def _export_runs(script: Path, run: str, store: Path):
+    """`asight export` writes a library that tvm.runtime.load_module + relax.VirtualMachine run."""
+    import json
+    import subprocess
+    lib = store / "model.so"
+    out = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "--run", run, "-o", str(lib),
+                          "--work-dir", str(store), "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout)
+    assert reply["check"]["ok"] is True and reply["bound_weights"] == 12
+    assert reply["applied"]["from_records"] and reply["applied"]["missing"] == []
+    assert [i["name"] for i in reply["inputs"]] == ["input"]
+    from asight_lsp.worker.compat import relax, tvm
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(lib)), tvm.cpu())
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")
+    assert vm["main"](tvm.runtime.tensor(x)).numpy().shape == (1, 10)
+    bad = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "-o", str(store / "y.so"),
+                          "--work-dir", str(store / "empty")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no tuning run" in bad.stderr

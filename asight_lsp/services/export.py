@@ -1,0 +1,65 @@
+"""Export a tuned Relax model (TVM-free orchestration): the run's chosen records + the weights
+beside the file -> a shared library, reloaded and checked against the untuned build by the worker
+(``worker/model_export.py``).  Decisions: docs/models.md."""
+from __future__ import annotations
+
+import os
+
+from ..engine import wire
+from ..engine.client import borrowed
+from ..errors import AsightError
+from ..store.runs import RunStore
+from ..tvmscript.diagnostics import require_parsed
+from ..tvmscript.outline import build_outline
+from ..tvmscript.selection import check_selection, select
+from .jobs import LIVE_STATES
+from .lookup import check_run_function, chosen_records, latest_run, prepare_run, read_text
+
+LOAD_SNIPPET = """import numpy as np, tvm
+from tvm import relax
+vm = relax.VirtualMachine(tvm.runtime.load_module("{library}"), tvm.cpu())
+{args}
+out = vm["{function}"]({names})"""
+
+
+def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
+                 store_root: str | None = None, worker=None, text: str | None = None) -> dict:
+    """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc)."""
+    text = read_text(path) if text is None else text
+    outline = build_outline(text, path)
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    store = RunStore(store_root)
+    found = store.get(run) if run else latest_run(store, path, selection)
+    if found is None:
+        raise AsightError(f"no tuning run of {selection.label}: tune it first (asight tune {path})")
+    if run:
+        check_run_function(found, selection)
+    meta = prepare_run(found)
+    if meta.kind != "relax":
+        raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
+                          "(asight code --level asm shows a PrimFunc's machine code)")
+    if meta.state in LIVE_STATES:
+        raise AsightError(f"run {meta.id} is still tuning; export when it is done (or cancel it)")
+    if not found.records():
+        raise AsightError(f"run {meta.id} has no records yet")
+    if os.path.isdir(out):
+        raise AsightError(f"{out} is a directory; name the library file (model.so)")
+    params = {**wire.source_params(text, outline, selection.unit, selection.member),
+              "run_dir": str(found.path), "target": meta.target, "chosen": chosen_records(meta),
+              "weights": wire.weights_beside(path), "out": os.path.abspath(out)}
+    entry = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
+    params["function"] = entry
+    with borrowed(worker) as client:
+        require_parsed(text, path, selection.unit, client)
+        reply = client.request(wire.EXPORT_MODEL, params, timeout=3600)
+    reply.update(run=meta.id, weights=params["weights"], load=load_snippet(reply))
+    return reply
+
+
+def load_snippet(reply: dict) -> str:
+    """Python that loads the library and calls it (the model's inputs as numpy arrays)."""
+    lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"))  # your input'
+             for i in reply["inputs"]]
+    return LOAD_SNIPPET.format(library=reply["library"], function=reply["function"], args="\n".join(lines),
+                               names=", ".join(i["name"] for i in reply["inputs"]))
