@@ -109,6 +109,18 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     for first, second, *_ in repeated:
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
     _export_runs(script, meta.id, tmp_path)
+    _code_of_a_task(script, meta.id, tmp_path, repeated[0])
+
+
+def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
+    """`asight code --task` shows that task's tuned kernel with every call site's bindings."""
+    from asight_lsp.services.codeview import code_view
+    task = calls[0]["task"]
+    view = code_view(str(script), run=run, store_root=str(store), task=task)
+    assert view["task"] == task and "T.prim_func" in view["text"] and view["candidate"]["trial"] is not None
+    assert [s["vars"] for s in view["callSites"]] == [c["vars"] for c in calls]
+    with pytest.raises(Exception, match="pick one with --task"):
+        code_view(str(script), run=run, store_root=str(store))
 
 
 def _export_runs(script: Path, run: str, store: Path):
