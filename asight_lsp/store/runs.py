@@ -151,6 +151,10 @@ class Run:
     def workloads(self) -> list[list]:
         return list(read_json_lines(self.path / DB_WORKLOADS))
 
+    def workload_hashes(self) -> list[str]:
+        """The structural hash of each workload, by index (what records' ``workload`` points at)."""
+        return [str(row[0]) if isinstance(row, list) and row else "" for row in self.workloads()]
+
     def repair_db(self) -> int:
         """Make MetaSchedule's JSON database loadable by TVM after a hard kill (see ``repair_json_lines``)."""
         return repair_json_lines(self.records_path) + repair_json_lines(self.path / DB_WORKLOADS)

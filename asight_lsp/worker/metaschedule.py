@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..engine.targets import TargetError, target_config
 from ..engine import wire
-from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
+from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .relax_pipeline import fuse
@@ -222,7 +222,8 @@ class Plan:
     entry: str = "main"
 
     def task_records(self) -> list[dict]:
-        return [{"name": t.name, "weight": t.weight, "functions": t.functions} for t in self.tasks]
+        return [{"name": t.name, "weight": t.weight, "functions": t.functions,
+                 "workload_hash": str(tvm_ffi.structural_hash(t.mod))} for t in self.tasks]
 
 
 def plan_for(parsed, function: str | None, target) -> Plan:

@@ -110,6 +110,23 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
     _export_runs(script, meta.id, tmp_path)
     _code_of_a_task(script, meta.id, tmp_path, repeated[0])
+    _views_are_per_task(meta, tmp_path)
+
+
+def _views_are_per_task(meta, store: Path):
+    """Honeycomb and loop view of a model run show one task's candidates, never kernels mixed."""
+    from asight_lsp.services.run_data import load_run
+    from asight_lsp.views.searchspace import search_space
+    hashes = {t["name"]: t["workload_hash"] for t in meta.tasks}
+    assert all(hashes.values())
+    data = load_run(meta.id, str(store), extract=False)
+    assert data.task in hashes and len(data.tasks) == len(meta.tasks)
+    assert len(set(data.table.workload.tolist())) == 1
+    other = next(name for name in hashes if name != data.task)
+    data2 = load_run(meta.id, str(store), extract=False, task=other)
+    assert data2.task == other and set(data2.table.workload.tolist()) != set(data.table.workload.tolist())
+    payload = search_space(data, seed=0)
+    assert payload["run"]["task"] == data.task
 
 
 def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
