@@ -114,7 +114,7 @@ def main() -> int:
     opts.intra_op_num_threads = threads
     session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
     contenders = {"onnxruntime": lambda x: session.run(None, {"input": x})[0]}
-    tuning_s = {}
+    tuning_s, budget_of = {}, {}
     for budget in [int(b) for b in args.budgets.split(",")]:
         lib = work / f"resnet18_{budget}.so"
         if budget == 0:
@@ -124,7 +124,9 @@ def main() -> int:
             asight("tune", str(script), "--trials", str(budget), "--new", "--work-dir", str(work / ".asight"), cwd=work)
             tuning_s[budget] = time.perf_counter() - started
             asight("export", str(script), "-o", str(lib), "--work-dir", str(work / ".asight"), cwd=work)
-        contenders[f"tvm {budget} trials" if budget else "tvm untuned"] = tvm_runner(lib)
+        name = f"tvm {budget} trials" if budget else "tvm untuned"
+        contenders[name] = tvm_runner(lib)
+        budget_of[name] = budget
     x = np.random.default_rng(1).standard_normal((1, 3, args.size, args.size)).astype("float32")
     reference = contenders["onnxruntime"](x)
     agree = {n: bool(np.allclose(fn(x), reference, rtol=1e-3, atol=1e-3)) for n, fn in contenders.items()}
@@ -138,7 +140,7 @@ def main() -> int:
     for name, values in per.items():
         med, p25, p75 = np.median(values), np.percentile(values, 25), np.percentile(values, 75)
         r, lo, hi = ratio_ci(values, per["onnxruntime"])
-        budget = int(name.split()[1]) if name.split()[1].isdigit() else None
+        budget = budget_of.get(name)
         tune = f"{tuning_s[budget] / 60:.0f} min" if budget in tuning_s else "-"
         print(f"{name:<18} {med / 1e3:>10.2f} {p25 / 1e3:>7.2f}-{p75 / 1e3:<7.2f} {r:>8.2f}x [{lo:.2f}-{hi:.2f}] "
               f"{tune:>8} {'match' if agree[name] else 'DIFFER'}")
