@@ -15,6 +15,18 @@ from .common import print_json
 EXIT_CANCELLED = 130
 
 
+def progress_line(event: dict) -> str:
+    """One progress line.  With several tasks, the batch's task and its own best come first; the sum
+    over tasks (best x calls, MetaSchedule's runner) is labelled as the estimate it is."""
+    head = f"  trials {event['trials_done']}/{event['trials']}"
+    task = event.get("task")
+    if task and task != "main" and event.get("task_best_us") is not None:
+        total = event.get("best_us")
+        rest = f"  (all tasks, runner estimate: {fmt_us(total)})" if total is not None else ""
+        return f"{head}  task {task}: best {fmt_us(event['task_best_us'])}{rest}"
+    return f"{head}  best so far {fmt_us(event.get('best_us'))}" + (f"  [{task}]" if task else "")
+
+
 def add_parser(sub):
     p = sub.add_parser("tune", help="tune a PrimFunc, an IRModule's PrimFuncs or a Relax module (MetaSchedule)")
     add_tune_arguments(p)
@@ -92,9 +104,7 @@ def _print_events(job: TuneJob, out) -> None:
             print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}{base}", file=out, flush=True)
         elif kind == "progress":
             errors = event.get("batch_errors") or 0
-            print(f"  trials {event['trials_done']}/{event['trials']}  best so far {fmt_us(event.get('best_us'))}"
-                  f"  [{event.get('task')}]" + (f"  ({errors} failed in batch)" if errors else ""),
-                  file=out, flush=True)
+            print(progress_line(event) + (f"  ({errors} failed in batch)" if errors else ""), file=out, flush=True)
 
 
 def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:

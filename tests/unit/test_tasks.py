@@ -28,3 +28,10 @@ def test_pick_checks_the_name_and_single_task_runs_need_none():
     with pytest.raises(ValueError, match="no task 'x' in this run .tasks: conv, mean"):
         pick_task(TASKS, workloads, RECORDS, None, "x")
     assert pick_task(TASKS, workloads, [{"workload": 0}], None, None) is None
+
+
+def test_tune_progress_of_a_model_names_the_task_and_labels_the_sum():
+    from asight_lsp.commands.tune import progress_line
+    line = progress_line({"trials_done": 3, "trials": 9, "best_us": 449.0, "task": "reshape", "task_best_us": 0.05})
+    assert "task reshape: best 0.05 us" in line and "runner estimate: 449.0 us" in line
+    assert "best so far 12.0 us" in progress_line({"trials_done": 1, "trials": 9, "best_us": 12.0, "task": "main"})
