@@ -8,12 +8,9 @@ import os
 from ..engine import wire
 from ..engine.client import borrowed
 from ..errors import AsightError
-from ..store.runs import RunStore
 from ..tvmscript.diagnostics import require_parsed
-from ..tvmscript.outline import build_outline
-from ..tvmscript.selection import check_selection, select
 from .jobs import LIVE_STATES
-from .lookup import check_run_function, chosen_records, latest_run, prepare_run, read_text
+from .lookup import chosen_records, tuned_file
 
 LOAD_SNIPPET = """import numpy as np, tvm
 from tvm import relax
@@ -25,17 +22,8 @@ out = vm["{function}"]({names})"""
 def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
                  store_root: str | None = None, worker=None, text: str | None = None) -> dict:
     """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc)."""
-    text = read_text(path) if text is None else text
-    outline = build_outline(text, path)
-    selection = select(outline, function)
-    check_selection(outline, selection)
-    store = RunStore(store_root)
-    found = store.get(run) if run else latest_run(store, path, selection)
-    if found is None:
-        raise AsightError(f"no tuning run of {selection.label}: tune it first (asight tune {path})")
-    if run:
-        check_run_function(found, selection)
-    meta = prepare_run(found)
+    tf = tuned_file(path, function, run, store_root, text)
+    found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
     if meta.kind != "relax":
         raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
                           "(asight code --level asm shows a PrimFunc's machine code)")

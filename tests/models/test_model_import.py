@@ -158,4 +158,4 @@ def _export_runs(script: Path, run: str, store: Path):
     assert vm["main"](tvm.runtime.tensor(x)).numpy().shape == (1, 10)
     bad = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "-o", str(store / "y.so"),
                           "--work-dir", str(store / "empty")], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "no tuning run" in bad.stderr
+    assert bad.returncode == 2 and "no run of" in bad.stderr
