@@ -45,3 +45,16 @@ def test_no_hints_without_a_relax_profile_of_that_function():
     fn = build_outline(SOURCE).function("M.main")
     assert profile_calls(None, fn) is None
     assert profile_calls({"relax": {"function": "Other.main", "tasks": {}}}, fn) is None
+
+
+def test_binding_hover_has_type_and_its_kernel_call():
+    from asight_lsp.server.hover import binding_lines
+    fn = build_outline(SOURCE).function("M.main")
+    calls = profile_calls(_profile(fn), fn)
+    result = FunctionResult(fn.id, meta=None, run_dir=None, stale=False, calls=calls)
+    item = next(b for b in fn.bindings if b.name == "c")
+    text = '            c: R.Tensor((1, 8), dtype="float32") = R.matmul(b, w)'
+    lines = binding_lines(item, result, text)
+    assert "- tensor: float32[1, 8]" in lines
+    assert any("`fused_matmul_relu#1` (tuned build): 2.0 us, 40% of the calls' sum" in line for line in lines)
+    assert any("no per-call profile" in line for line in binding_lines(item, FunctionResult(fn.id, None, None, False)))
