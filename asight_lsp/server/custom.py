@@ -126,6 +126,16 @@ def _code_params(params: dict) -> tuple[str, int | None]:
     return level, candidate
 
 
+def model_payload(req: PayloadRequest) -> dict:
+    """``asight/model``: per task of a tuned model, from the run's cached profile (the server makes
+    one when a model's tuning ends)."""
+    from ..store.caches import load_profile
+    from ..store.runs import Run
+    from ..views.model import model_view
+    from ..views.runs import run_summary
+    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run))
+
+
 # method -> builder; None = not built yet (answers "unavailable").
 BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_RUNS: runs_request,
@@ -136,8 +146,9 @@ BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_PRINCIPLES: view("principles"),
     P.REQ_CODE: code_payload,
     P.REQ_CODE_DIFF: code_diff_payload,
+    P.REQ_MODEL: model_payload,
 }
-NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES}
+NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES, P.REQ_MODEL}
 
 
 def plain(value: Any) -> Any:

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from asight_lsp import protocol as P
-from tests.lsp.conftest import ROOT, TUNING_CONFIG, ident, initialize, open_doc, wait_for, watch_runs
+from tests.lsp.conftest import ROOT, TUNING_CONFIG, ident, initialize, open_doc, plain, wait_for, watch_runs
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 OPTIONS = {"disabledFeatures": ["tvmDiagnostics"]}
@@ -68,3 +68,6 @@ async def test_tuned_model_gets_hints_per_call_without_a_profile_click(client: L
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=ident(uri), position=types.Position(line=second.position.line, character=14)))
     assert "#1` (tuned build)" in hover.contents.value and "- tensor: float32[" in hover.contents.value
+    model = plain(await client.protocol.send_request_async(P.REQ_MODEL, {"uri": uri, "function": "Module.main"}))
+    assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
+    assert any(len(t["calls"]) == 2 for t in model["tasks"])

@@ -108,6 +108,7 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     assert repeated
     for first, second, *_ in repeated:
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
+    _model_view_has_every_call(profile)
     _export_runs(script, meta.id, tmp_path)
     _code_of_a_task(script, meta.id, tmp_path, repeated[0])
     _views_are_per_task(meta, tmp_path)
@@ -138,6 +139,16 @@ def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
     assert [s["vars"] for s in view["callSites"]] == [c["vars"] for c in calls]
     with pytest.raises(Exception, match="pick one with --task"):
         code_view(str(script), run=run, store_root=str(store))
+
+
+def _model_view_has_every_call(profile: dict):
+    from asight_lsp.views.model import model_view
+    view = model_view(profile)
+    assert view["status"] == "ok" and abs(sum(t["share"] for t in view["tasks"]) - 1.0) < 1e-6
+    twice = [t for t in view["tasks"] if len(t["calls"]) == 2]
+    assert twice and all(t["calls"][0]["lines"] != t["calls"][1]["lines"] for t in twice)
+    assert all(t["untunedUs"] and t["trials"] for t in twice)
+    assert model_view({"kernels": []})["status"] == "unavailable"
 
 
 def _export_runs(script: Path, run: str, store: Path):
