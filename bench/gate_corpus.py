@@ -221,7 +221,7 @@ def asight_verdict(item: dict, worker: WorkerClient) -> dict:
             "units": len(result.outline.units)}
 
 
-def compare(tvm_says: dict, ours: dict) -> str | None:
+def compare(tvm_says: dict, ours: dict, item_first: int) -> str | None:
     """None when they agree, else the reason."""
     if ours["units"] != 1:
         return "ASight found no unit"
@@ -231,7 +231,10 @@ def compare(tvm_says: dict, ours: dict) -> str | None:
         return f"refused by ASight, parsed by TVM: {reason(ours['first'])}"
     if ours["ok"]:
         return f"parsed by ASight, refused by TVM: {tvm_says['kind']}"
-    if tvm_says["kind"] == "well_formed" or tvm_says.get("line") in ours["lines"]:
+    line = tvm_says.get("line")
+    if line is not None and line < item_first:  # TVM placed it before the unit: ASight puts it on the unit
+        line = item_first
+    if tvm_says["kind"] == "well_formed" or line in ours["lines"]:
         return None
     return f"both refuse, other line ({ours['source']}): {reason(ours['first'])}"
 
@@ -261,7 +264,7 @@ def run(items: list[dict], timeout: float, show: int) -> dict:
                 reasons[f"ASight crashed: {type(err).__name__}"] += 1
                 examples[f"ASight crashed: {type(err).__name__}"].append(f"{item['id']}: {err}")
                 continue
-            why = compare(tvm_says, ours)
+            why = compare(tvm_says, ours, item["first_line"])
             if why is None:
                 agree += 1
             else:

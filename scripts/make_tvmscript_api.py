@@ -10,15 +10,19 @@ through only when the whole dotted path is listed here.  What is listed (docs/sa
   module's ``__all__`` (or, without one, the names it defines itself), an object's public attributes;
 * sub-namespaces that TVMScript exports (``R.nn``, ``T.cuda``, ``T.cuda.wgmma`` ...) as *prefixes*
   (usable only as the start of a longer path, never as a value) and their members;
-* a class's own static members (``T.axis.spatial``).
+* a class's own static members (``T.axis.spatial``), an object's public attributes (``T.let.as_var``);
+* *chains*: objects whose every attribute is another such object (``T.ptx.cp`` ...``.async_``, PTX
+  instruction modifiers): any further identifier may follow them.
 
 Never listed: a module that is not a TVMScript sub-namespace (``T.entry``, ``Tx.functools``, ...),
-anything reached through one, underscore names, objects TVM does not define, and the members in
+anything reached through one, underscore names (but a device namespace's ``__shfl_sync``-style
+intrinsics, which its ``dir()`` lists), objects TVM does not define, and the members in
 ``SIDE_EFFECTS`` (they read files or start compilers while a file is parsed).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import sys
 import types
@@ -51,6 +55,8 @@ def namespaces() -> dict:
 
 
 def _defined_by_tvm(value) -> bool:
+    if isinstance(value, functools.partial):  # T.alloc_shared = partial(alloc_buffer, scope="shared")
+        value = value.func
     module = getattr(value, "__module__", None) or getattr(type(value), "__module__", "")
     return isinstance(module, str) and module.split(".")[0] in ("tvm", "tvm_ffi")
 
@@ -64,14 +70,25 @@ def _public_names(obj) -> list[str]:
     if inspect.isclass(obj):
         return sorted(n for n, v in vars(obj).items() if not n.startswith("_")
                       and isinstance(v, (staticmethod, classmethod, int, float, str, bool)))
-    return sorted(n for n in dir(obj) if not n.startswith("_"))
+    names = [n for n in dir(obj) if not n.startswith("_")]
+    if type(obj).__name__.endswith("Namespace"):  # device intrinsics spelled as in CUDA: T.cuda.__shfl_sync
+        names += [n for n in dir(obj) if n.startswith("__") and not n.endswith("__")]
+    return sorted(names)
 
 
 def _is_literal(value) -> bool:
     return value is None or isinstance(value, (int, float, str, bool))
 
 
-def _walk(obj, path: str, depth: int, members: set, prefixes: set, exports: set) -> None:
+def _is_open_chain(value) -> bool:
+    """An object whose every public attribute is another object of its type (``T.ptx.cp.async_`` ...):
+    ``__getattr__`` in the class, ``__slots__``, and no public name of its own."""
+    cls = type(value)
+    return "__getattr__" in vars(cls) and "__slots__" in vars(cls) and _defined_by_tvm(value) \
+        and not any(not n.startswith("_") for n in vars(cls))
+
+
+def _walk(obj, path: str, depth: int, found: dict, exports: set) -> None:
     for name in _public_names(obj):
         try:
             value = getattr(obj, name)
@@ -82,18 +99,20 @@ def _walk(obj, path: str, depth: int, members: set, prefixes: set, exports: set)
             continue
         if isinstance(value, types.ModuleType):
             if name in exports and value.__name__.startswith("tvm.") and depth < MAX_DEPTH:
-                prefixes.add(full)  # a TVMScript sub-namespace such as R.nn: a prefix, never a value
-                _walk(value, full, depth + 1, members, prefixes, set())
+                found["prefixes"].add(full)  # a TVMScript sub-namespace such as R.nn: a prefix, never a value
+                _walk(value, full, depth + 1, found, set())
             continue
         if not (_is_literal(value) or _defined_by_tvm(value)):
             continue
-        if type(value).__name__.endswith("Namespace"):
-            prefixes.add(full)
-        else:
-            members.add(full)
-        if not _is_literal(value) and depth < MAX_DEPTH and (inspect.isclass(value) or not callable(value)
-                                                              or type(value).__name__.endswith("Namespace")):
-            _walk(value, full, depth + 1, members, prefixes, set())
+        if _is_open_chain(value):
+            found["chains"].add(full)  # any further attribute is another chain (PTX instructions)
+            continue
+        namespace = type(value).__name__.endswith("Namespace")
+        found["prefixes" if namespace else "members"].add(full)
+        if namespace and "__getitem__" in vars(type(value)):
+            found["subscriptable"].add(full)
+        if not _is_literal(value) and not isinstance(value, functools.partial) and depth < MAX_DEPTH:
+            _walk(value, full, depth + 1, found, set())
 
 
 def value_classes() -> list:
@@ -123,13 +142,14 @@ def value_attributes() -> set:
 def derive() -> dict:
     """Everything the data module holds, from the installed TVM."""
     import tvm
-    members, prefixes = set(), set()
+    found = {"members": set(), "prefixes": set(), "chains": set(), "subscriptable": set()}
     for root, module in namespaces().items():
-        _walk(module, root, 1, members, prefixes, set(getattr(module, "__all__", [])))
-    members -= set(DECORATOR_MEMBERS)
+        _walk(module, root, 1, found, set(getattr(module, "__all__", [])))
+    found["members"] = {m for m in found["members"]
+                        if m not in DECORATOR_MEMBERS and m.rsplit(".", 1)[0] not in DECORATOR_MEMBERS}
     decorators = dict(DECORATOR_MEMBERS)
     decorators.update(_absolute_decorators())
-    return {"version": tvm.__version__, "members": sorted(members), "prefixes": sorted(prefixes),
+    return {"version": tvm.__version__, **{k: sorted(v) for k, v in found.items()},
             "decorators": dict(sorted(decorators.items())), "value_attributes": sorted(value_attributes()),
             "imports": {f"{m}:{n}": ns for (m, n), ns in sorted(IMPORT_SPELLINGS.items())},
             "parser_globals": sorted(_parser_globals())}
@@ -185,7 +205,8 @@ TVM_VERSION = "{data["version"]}"
 
 '''
     parts = [head]
-    for key, title in (("members", "MEMBERS"), ("prefixes", "PREFIXES"),
+    for key, title in (("members", "MEMBERS"), ("prefixes", "PREFIXES"), ("chains", "CHAINS"),
+                       ("subscriptable", "SUBSCRIPTABLE"),
                        ("value_attributes", "VALUE_ATTRIBUTES"), ("parser_globals", "PARSER_GLOBALS")):
         parts.append(f"{title} = frozenset((\n{_wrapped(data[key], '    ')}\n).split())\n\n")
     parts.append("DECORATORS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in data["decorators"].items())

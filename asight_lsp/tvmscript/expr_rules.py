@@ -101,12 +101,13 @@ class ExprRules:
         while isinstance(root, ast.Attribute):
             chain.insert(0, root)
             root = root.value
-        for attr in chain:
-            if attr.attr.startswith("_"):
-                self.found.refuse(attr, anchor, f"private or dunder attribute '.{attr.attr}'")
-                return
         names = [a.attr for a in chain]
         kind = scope.lookup(root.id) if isinstance(root, ast.Name) else None
+        underscored = next((a for a in chain if a.attr.startswith("_")), None)
+        if underscored is not None and not (kind and kind.startswith("ns:") and api.path_kind(
+                ".".join([kind[3:], *names])) == "member"):  # only an exactly listed T.cuda.__shfl_sync
+            self.found.refuse(underscored, anchor, f"private or dunder attribute '.{underscored.attr}'")
+            return
         if kind is not None and kind.startswith("ns:"):
             self._member(node, kind[3:], names, anchor)
         elif kind is not None and kind.startswith("module:"):
@@ -126,6 +127,8 @@ class ExprRules:
             self.found.refuse(node, anchor, f"'{namespace}.{'.'.join(names)}' is not part of TVMScript")
         elif kind == "decorator":
             self.found.refuse(node, anchor, f"'{path}' is used only as a decorator")
+        elif kind == "chain":
+            pass
         elif kind == "prefix":
             what = f"'{path}.{names[count]}' is not part of TVMScript" if count < len(names) \
                 else f"the namespace '{path}' used as a value"
@@ -191,7 +194,8 @@ class ExprRules:
         if is_reference(node) and scope.lookup(METADATA) is None:
             self.found.references.append((node, anchor, id(node) in self.params_refs))
             return
-        self.check(node.value, scope, anchor)
+        if not api.is_subscriptable(self._member_name(node.value, scope) or ""):
+            self.check(node.value, scope, anchor)
         self.check(node.slice, scope, anchor)
 
     def _Lambda(self, node: ast.Lambda, scope: Scope, anchor: ast.AST) -> None:

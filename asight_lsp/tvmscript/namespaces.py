@@ -4,6 +4,8 @@ A dotted path such as ``T.axis.spatial`` is one of:
 
 * ``member``: a function, type or constant TVMScript defines, usable as a value;
 * ``prefix``: a sub-namespace (``R.nn``, ``T.cuda``): only the start of a longer path;
+* ``chain``: an object whose every public attribute is another such object (``T.ptx.cp``, PTX
+  instruction modifiers): any identifier may follow it;
 * ``decorator``: an entry point (``T.prim_func``, ``R.function``, ``@tvm.script.ir_module``),
   allowed only as a decorator;
 * ``None``: not TVMScript.
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import builtins
 
-from .tvmscript_api import DECORATORS, IMPORTS, MEMBERS, PARSER_GLOBALS, PREFIXES, VALUE_ATTRIBUTES
+from .tvmscript_api import (CHAINS, DECORATORS, IMPORTS, MEMBERS, PARSER_GLOBALS, PREFIXES, SUBSCRIPTABLE,
+                            VALUE_ATTRIBUTES)
 
 NAMESPACES = ("T", "R", "I", "Tx")
 
@@ -31,18 +34,29 @@ def path_kind(path: str) -> str | None:
         return "member"
     if path in PREFIXES:
         return "prefix"
+    if path in CHAINS:
+        return "chain"
     if path in DECORATORS:
         return "decorator"
     return None
 
 
 def longest_listed(namespace: str, attrs: list[str]) -> tuple[int, str | None]:
-    """How many of ``attrs`` after ``namespace`` form a listed path, and that path's kind."""
+    """How many of ``attrs`` after ``namespace`` form a listed path, and that path's kind (a chain
+    takes every attribute after it)."""
+    for count in range(1, len(attrs) + 1):
+        if ".".join([namespace, *attrs[:count]]) in CHAINS:
+            return len(attrs), "chain"
     for count in range(len(attrs), 0, -1):
         kind = path_kind(".".join([namespace, *attrs[:count]]))
         if kind is not None:
             return count, kind
     return 0, None
+
+
+def is_subscriptable(path: str) -> bool:
+    """A sub-namespace TVMScript indexes (``T.ptx["st.weak.shared::cta.b32"]``)."""
+    return path in SUBSCRIPTABLE
 
 
 def decorator_of(path: str) -> str | None:

@@ -324,8 +324,12 @@ def output_names(body: list[ast.stmt]) -> list[str]:
 
 
 def last_bound(body: list[ast.stmt]) -> str | None:
-    """The name a Relax branch's last binding defines (what an ``if`` yields)."""
+    """The name a Relax branch's last binding defines (what an ``if`` yields); a dataflow block's
+    last binding when it is one of its outputs."""
     last = body[-1] if body else None
+    if isinstance(last, ast.With):
+        inner = last_bound(last.body[:-1] if last.body and isinstance(last.body[-1], ast.Expr) else last.body)
+        return inner if inner in output_names(last.body) else None
     target = last.targets[0] if isinstance(last, ast.Assign) and len(last.targets) == 1 else \
         last.target if isinstance(last, ast.AnnAssign) else None
     return target.id if isinstance(target, ast.Name) else None

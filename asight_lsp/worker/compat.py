@@ -78,7 +78,7 @@ def guard_shape_strings() -> None:
         if isinstance(expr, str):
             problem = code_string_problem(expr, _ALIASES.get() or {"T": "T", "R": "R", "I": "I", "Tx": "Tx"})
             if problem is not None:
-                raise ValueError(f"shape string {expr!r} not evaluated: {problem}")
+                raise ValueError(f"not evaluated: {problem}")
         return original(expr, dict_globals)
 
     _eval_shape.__wrapped__ = original

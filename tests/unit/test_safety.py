@@ -117,6 +117,19 @@ def test_refusal_points_at_the_offending_expression_on_the_reported_line():
             y = R.multiply(x, x)
         return y""", sig='x: R.Tensor((8,), "float32"), c: R.Tensor((), "bool")'),
     relax("return x", sig='x: R.Tensor((8,), "float32"), n: R.Prim("int64"), y: R.Tensor((8,), "float32")'),
+    relax("""
+        if c:
+            with R.dataflow():
+                t = R.add(x, x)
+                out = R.multiply(t, x)
+                R.output(out)
+        else:
+            with R.dataflow():
+                out = R.add(x, x)
+                R.output(out)
+        return out""", sig='x: R.Tensor((8,), "float32"), c: R.Prim("bool")'),
+    tir("mask = T.cuda.__activemask()\nT.evaluate(T.cuda.__shfl_sync(mask, 0, 0, 32))"),
+    tir("B = T.alloc_shared((8,), 'float32')\nB[0] = A[0]"),
 ])
 def test_tvmscript_constructs_pass(snippet):
     unit = unit_of(snippet)
@@ -179,6 +192,8 @@ def test_tile_namespace_alias():
     (tir("A[0] = T.float32(A.script())"), "attribute '.script'"),
     (tir("A[0] = T.float32(A.__class__)"), "dunder attribute"),
     (tir("A[0] = T._ffi_api"), "private or dunder attribute"),
+    (tir("A[0] = T.cuda.__class__"), "private or dunder attribute"),
+    (tir("A[0] = T.cuda.__activemask.__globals__"), "private or dunder attribute"),
     (tir("T.prim_func(A)"), "'T.prim_func' is used only as a decorator"),
     (tir("A[0] = T.float32(len('a'.join(['b'])))"), "attribute '.join'"),
     # 2. binding order: a name is bound after its binding, inside its frame
