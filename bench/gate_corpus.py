@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asight_lsp.engine.client import WorkerClient  # noqa: E402
 from asight_lsp.tvmscript.diagnostics import check_text  # noqa: E402
+from asight_lsp.tvmscript.model import DEFAULT_ALIASES  # noqa: E402
 from asight_lsp.tvmscript.pysource import decorator_keyword, module_constants, namespace_aliases, unit_kind  # noqa: E402
 
 MIRROR = "/work/.mirror/apache+tvm/repo"
@@ -65,7 +66,7 @@ def items_of(path: str, text: str, nested: bool = False) -> list[dict]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    aliases = {k: v for k, v in namespace_aliases(tree).items() if v in IMPORTS}
+    aliases = {k: v for k, v in {**DEFAULT_ALIASES, **namespace_aliases(tree)}.items() if v in IMPORTS}
     constants = module_constants(tree)
     module_names = _module_level_names(tree)
     header = ["import tvm"] + [IMPORTS[ns].format(name) for name, ns in sorted(aliases.items())]

@@ -7,7 +7,6 @@ import ast
 import re
 from typing import Any
 
-from .model import DEFAULT_ALIASES
 from .namespaces import decorator_of, import_namespace
 from .printed import METADATA, metadata_section, type_var_names
 from .ranges import line_range, make_range
@@ -176,9 +175,9 @@ def module_constants(tree: ast.Module) -> dict:
 
 
 def namespace_aliases(tree: ast.Module, line_offset: int = 0) -> dict:
-    """What the file's module-level names stand for in TVMScript: ``{"T": "T", "Tx": "Tx", "n": "TypeVar",
-    "metadata": "metadata:<digest>", ...}`` (see ``model.DEFAULT_ALIASES``)."""
-    aliases = dict(DEFAULT_ALIASES)
+    """What this tree's module-level names stand for in TVMScript: ``{"Tx": "T", "n": "TypeVar",
+    "metadata": "metadata:<digest>", ...}``; the outline starts from ``model.DEFAULT_ALIASES``."""
+    aliases: dict = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
             for alias in stmt.names:
