@@ -17,6 +17,7 @@ from ..analysis.measurement import comparison_record, is_current
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..store.caches import load_profile, store_profile
+from ..store.database import records_note
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
@@ -167,6 +168,9 @@ def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta 
     elif run is not None and candidate is None and not fresh:
         profile["note"] = (f"the function changed since run {meta.id}: measured now with its best trace, "
                            "not kept as the run's headline")
+    unread = records_note(run) if run is not None and candidate is None else None
+    if unread:
+        profile["note"] = f"{profile['note']}; {unread}" if profile.get("note") else unread
 
 
 def _candidate_params(path: str, worker) -> dict:
