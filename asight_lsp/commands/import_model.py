@@ -50,7 +50,7 @@ def run(args) -> int:
     if os.path.exists(out) and not args.force:
         raise AsightError(f"{out} exists (use --force to overwrite, or -o another file)")
     params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
-    with WorkerClient(args.python, default_timeout=1800) as worker:
+    with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
         reply = worker.request(wire.IMPORT_MODEL, params)
     if args.json:
         print_json(reply)

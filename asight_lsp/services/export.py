@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ..engine import wire
-from ..engine.client import borrowed
+from ..engine.client import borrowed, trusted
 from ..errors import AsightError
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
@@ -39,8 +39,9 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     entry = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     params["function"] = entry
     with borrowed(worker) as client:
-        require_parsed(text, path, selection.unit, client)
-        reply = client.request(wire.EXPORT_MODEL, params, timeout=3600)
+        require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
+    with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
+        reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600)
     reply.update(run=meta.id, weights=params["weights"], load=load_snippet(reply))
     return reply
 

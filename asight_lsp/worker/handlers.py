@@ -17,7 +17,9 @@ MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_g
 
 
 def ping(params: dict, emit=None) -> dict:
-    return {"pid": os.getpid(), "tvm": tvm.__version__, "threads": os.environ.get("TVM_NUM_THREADS")}
+    from .sandbox import STATUS
+    return {"pid": os.getpid(), "tvm": tvm.__version__, "threads": os.environ.get("TVM_NUM_THREADS"),
+            "sandbox": STATUS.to_dict()}
 
 
 def debug_sleep(params: dict, emit=None) -> dict:

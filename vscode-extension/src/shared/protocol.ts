@@ -169,9 +169,10 @@ export interface ServerStatus {
   jobs?: RunSummary[]; // jobs this server started and still follows
   features?: string[]; // enabled feature names
   tvmImported?: boolean; // whether the LSP process itself imported TVM (it must not)
+  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean } | null; // docs/sandbox.md
 }
 export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid", "workerRestarts", "jobs",
-  "features", "tvmImported"] as const;
+  "features", "tvmImported", "workerSandbox"] as const;
 
 /** Python TypedDict name -> key list (what the mirror test compares). */
 export const TYPED_DICTS = {
