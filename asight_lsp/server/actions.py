@@ -90,7 +90,7 @@ class ScheduleUnavailable(Exception):
 async def compute_schedule_edit(ls, a: dict):
     """``(WorkspaceEdit, RunMeta, apply_best entry)`` for ``{uri, function, mode, run?}``."""
     mode = a.get("mode", "trace")
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise JsonRpcInvalidParams("'mode' must be 'trace' or 'script'")
     uri = a.get("uri")
     doc = ls.doc(uri)
@@ -153,5 +153,5 @@ def register(server) -> None:
         try:
             action.edit = (await compute_schedule_edit(ls, action.data))[0]
         except ScheduleUnavailable as err:
-            action.disabled = types.CodeActionDisabledType(reason=str(err))
+            action.disabled = types.CodeActionDisabled(reason=str(err))
         return action

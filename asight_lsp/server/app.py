@@ -3,21 +3,20 @@ feature modules (each registers its own handlers; features in ``disabledFeatures
 registered, so they are not advertised either)."""
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
+import logging
 import sys
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
 from .. import protocol as P
 from . import actions, commands, custom, diagnostics, hover, inlay, lens, symbols
 from .convert import RawJSON
+from .jsonrpc import AsightProtocol, NotJsonFilter
 from .options import ServerOptions
 from ..views.runs import run_summary
 from .state import DocState, ServerState, Status, UnknownDocument
@@ -26,32 +25,21 @@ FEATURE_MODULES = {"documentSymbol": symbols, "hover": hover, "codeLens": lens, 
                    "codeAction": actions}
 
 
-class AsightProtocol(LanguageServerProtocol):
-    """pygls' protocol, plus results pre-serialized by a feature (``RawJSON``).
-
-    A 3,000-line file has ~500 code lenses; serializing them (cattrs + json) is most of a codeLens
-    request, so the lens feature keeps its last answer as JSON text while nothing changed.
-    """
-
-    def _send_data(self, data):
-        result = getattr(data, "result", None)
-        if not isinstance(result, RawJSON) or self.writer is None:
-            return super()._send_data(data)
-        head = json.dumps({"jsonrpc": self.VERSION, "id": data.id})
-        body = f'{head[:-1]}, "result": {result}}}'
-        if self._include_headers:
-            body = (f"Content-Length: {len(body)}\r\n"
-                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n" + body)
-        res = self.writer.write(body.encode(self.CHARSET))
-        if inspect.isawaitable(res):
-            asyncio.ensure_future(res)
-
-
 class AsightServer(LanguageServer):
     def __init__(self, options: ServerOptions | None = None):
         super().__init__(P.SERVER_NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=AsightProtocol)
         self.state = ServerState(options)
+        read_loop_log = logging.getLogger("pygls.server")
+        if not any(isinstance(f, NotJsonFilter) for f in read_loop_log.filters):
+            read_loop_log.addFilter(NotJsonFilter())
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A body that is not JSON gets a ParseError answer; other errors as pygls reports them."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol.answer_parse_error(error)
+            return
+        super().report_server_error(error, source)
 
     def raw_json(self, value) -> RawJSON:
         """``value`` (lsprotocol objects) serialized once, to be returned again and again."""

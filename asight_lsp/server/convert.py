@@ -13,10 +13,14 @@ SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.Diagnostic
             "info": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
 
 
+def to_position(pos: dict) -> types.Position:
+    """An LSP position; a negative line or character (a range computed wrongly) becomes 0 rather
+    than an exception that would cost the whole answer."""
+    return types.Position(line=max(pos["line"], 0), character=max(pos["character"], 0))
+
+
 def to_range(rng: dict) -> types.Range:
-    start, end = rng["start"], rng["end"]
-    return types.Range(start=types.Position(line=start["line"], character=start["character"]),
-                       end=types.Position(line=end["line"], character=end["character"]))
+    return types.Range(start=to_position(rng["start"]), end=to_position(rng["end"]))
 
 
 def to_diagnostic(diag: dict) -> types.Diagnostic:

@@ -20,7 +20,7 @@ RETUNE_MIN_TRIALS = 20  # analysis.principles.MIN_RUN: fewer measured candidates
 
 def lens_line(fn: Function, lines: list[str]) -> int:
     """The first decorator line above the function (lenses sit above the decorators)."""
-    line = fn.range["start"]["line"]
+    line = min(fn.range["start"]["line"], len(lines))
     while line > 0 and lines[line - 1].lstrip().startswith("@"):
         line -= 1
     return line

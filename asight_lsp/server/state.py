@@ -10,6 +10,7 @@ import asyncio
 import enum
 import gc
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,16 @@ class Status(str, enum.Enum):
 
 class UnknownDocument(LookupError):
     """A request named a document that is neither open nor a readable file."""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def editor_text(text: str) -> str:
+    """A document's text as the server keeps it: a lone surrogate (JSON can carry half a pair, as an
+    editor may send while typing) becomes U+FFFD.  Both are one UTF-16 code unit, so positions
+    hold, and the text encodes as UTF-8 wherever it goes (hashes, the TVM worker)."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 @dataclass
@@ -138,6 +149,7 @@ class ServerState:
 
     # -- documents
     def open(self, uri: str, text: str, version: int | None) -> DocState:
+        text = editor_text(text)
         doc = self.docs.get(uri)
         if doc is None or not doc.is_open:
             doc = DocState(uri, to_fs_path(uri) or uri, text, version)
@@ -150,7 +162,7 @@ class ServerState:
         doc = self.docs.get(uri)
         if doc is None:
             return self.open(uri, text, version)
-        doc.text, doc.version = text, version
+        doc.text, doc.version = editor_text(text), version
         return doc
 
     def close_document(self, uri: str) -> DocState | None:
@@ -165,12 +177,12 @@ class ServerState:
         if doc is not None:
             return doc
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        if not path or not Path(path).is_file():
-            raise UnknownDocument(f"unknown document: {uri}")
         try:
+            if not path or not Path(path).is_file():
+                raise UnknownDocument(f"unknown document: {uri[:300]}")
             text = Path(path).read_bytes().decode("utf-8", errors="replace")
-        except OSError as err:
-            raise UnknownDocument(f"cannot read {path}: {err.strerror}") from None
+        except (OSError, ValueError) as err:   # a name too long, a NUL in it, unreadable
+            raise UnknownDocument(f"cannot read {path[:300]}: {getattr(err, 'strerror', None) or err}") from None
         doc = DocState(uri, path, text, None, is_open=False)
         return doc
 

@@ -13,9 +13,13 @@ def function_text(text: str, fn: Function) -> str:
 
 
 def source_hash(text: str) -> str:
-    """Hash of one function's source text, ignoring trailing spaces and blank lines."""
+    """Hash of one function's source text, ignoring trailing spaces and blank lines.
+
+    Total over ``str``: a lone surrogate (half of a pair, as an editor may send while typing) is
+    hashed as its code point (``surrogatepass``) instead of failing.
+    """
     normal = "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
-    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def function_hash(text: str, fn: Function) -> str:

@@ -33,27 +33,63 @@ class _Good:
     functions: list[Function]
 
 
+def _line_holders(obj: Any, seen: set[int] | None = None):
+    """Every LSP range dict and every dataclass with ``start_line``/``end_line`` inside ``obj``, once
+    each (a dict shared by two fields must not move twice)."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        if isinstance(obj.get("start"), dict) and "line" in obj["start"] and isinstance(obj.get("end"), dict):
+            yield obj
+            return
+        for value in obj.values():
+            yield from _line_holders(value, seen)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _line_holders(value, seen)
+    elif is_dataclass(obj):
+        if isinstance(getattr(obj, "start_line", None), int):
+            yield obj
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            if isinstance(value, (dict, list)) or is_dataclass(value):
+                yield from _line_holders(value, seen)
+
+
 def shift_lines(obj: Any, delta: int) -> None:
     """Move every LSP range (and ``start_line``/``end_line``) inside ``obj`` by ``delta`` lines, in place."""
     if not delta:
         return
-    if isinstance(obj, dict):
-        if isinstance(obj.get("start"), dict) and "line" in obj["start"] and isinstance(obj.get("end"), dict):
-            obj["start"]["line"] += delta
-            obj["end"]["line"] += delta
-            return
-        for value in obj.values():
-            shift_lines(value, delta)
-    elif isinstance(obj, list):
-        for value in obj:
-            shift_lines(value, delta)
-    elif is_dataclass(obj):
-        for f in fields(obj):
-            value = getattr(obj, f.name)
-            if f.name in ("start_line", "end_line") and isinstance(value, int):
-                setattr(obj, f.name, value + delta)
-            elif isinstance(value, (dict, list)) or is_dataclass(value):
-                shift_lines(value, delta)
+    for holder in _line_holders(obj):
+        if isinstance(holder, dict):
+            holder["start"]["line"] += delta
+            holder["end"]["line"] += delta
+        else:
+            holder.start_line += delta
+            holder.end_line += delta
+
+
+def clamp_lines(obj: Any, lines: list[str], first: int, last: int) -> None:
+    """Keep every range inside ``obj`` within lines ``first..last`` (an older outline of a unit that
+    is shorter now must not reach past it, nor past the end of the file)."""
+    def clamp(line: int, character: int) -> tuple[int, int]:
+        if line < first:
+            return first, 0
+        if line > last:
+            return last, len(lines[last]) if 0 <= last < len(lines) else 0
+        return line, character
+    for holder in _line_holders(obj):
+        if isinstance(holder, dict):
+            start, end = holder["start"], holder["end"]
+            start["line"], start["character"] = clamp(start["line"], start["character"])
+            end["line"], end["character"] = clamp(end["line"], end["character"])
+            if (start["line"], start["character"]) > (end["line"], end["character"]):
+                start["line"], start["character"] = end["line"], end["character"]
+        else:
+            holder.start_line = min(max(holder.start_line, first), last)
+            holder.end_line = min(max(holder.end_line, holder.start_line), last)
 
 
 def chunk_name(lines: list[str], start: int, end: int) -> str | None:
@@ -71,8 +107,9 @@ class OutlineCache:
     def build(self, text: str, path: str = "<text>") -> DocumentOutline:
         outline = build_outline(text, path)
         present = {u.name for u in outline.units}
-        for unit in outline.units:
-            self._good[unit.name] = _Good(unit, [f for f in outline.functions if f.unit == unit.name])
+        for unit in outline.units:   # a name may be defined twice: only the functions inside this one
+            self._good[unit.name] = _Good(unit, [f for f in outline.functions if f.unit == unit.name
+                                                 and unit.start_line <= f.range["start"]["line"] <= unit.end_line])
         if not outline.syntax_errors:
             return DocumentOutline(outline)
         return self._with_fallbacks(outline, text.splitlines(), present)
@@ -91,6 +128,7 @@ class OutlineCache:
         for name, start, end in broken:
             good = copy.deepcopy(self._good[name])
             shift_lines(good, start - good.unit.start_line)
+            clamp_lines(good, lines, start, max(end, start))
             good.unit.problems = []
             merged.units.append(good.unit)
             merged.functions.extend(good.functions)

@@ -1,0 +1,190 @@
+"""The JSON-RPC side of the language server: pygls' LSP protocol, with every request answered.
+
+pygls turns a message into its lsprotocol type while ``json.loads`` decodes it (as the decoder's
+``object_hook``); when the params do not fit the method's schema (a negative or > 2**31-1
+position, a wrong type, a missing field) it logs the failure and never answers.  Here the decoder
+leaves every object a dict and ``handle_message`` structures the whole message once:
+
+* a request whose params do not fit gets InvalidParams, naming the fields at fault (never the body);
+* anything that is not a JSON-RPC 2.0 request, notification or response gets InvalidRequest (id
+  null when the message has no usable id), as does a request after ``shutdown``, a second
+  ``initialize``, and (ServerNotInitialized) a request before ``initialize``;
+* a notification that does not fit is dropped with one log line; a body that is not JSON gets a
+  ParseError answer (``AsightServer.report_server_error``).
+
+Errors a client caused (InvalidParams, RequestFailed, ...) are logged in one line, not as
+tracebacks; an InternalError keeps its traceback.  Results a feature serialized already
+(``RawJSON``) are sent as they are.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+from urllib.parse import unquote
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol,
+                            lsp_method)
+
+from .. import protocol as P
+from .convert import RawJSON
+
+logger = logging.getLogger(__name__)
+
+PARSE_ERROR, INVALID_REQUEST, SERVER_NOT_INITIALIZED = -32700, -32600, -32002
+BEFORE_INITIALIZE = {types.INITIALIZE, types.EXIT}
+
+
+def valid_id(value) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def describe(err: Exception, limit: int = 3) -> str:
+    """What did not fit, as JSON paths (``params.position.line: ...``), at most ``limit`` of them."""
+    def fmt(exc, type_):
+        if type(exc) is ValueError:   # lsprotocol's validators say which range was expected
+            return str(exc)[:120]
+        return cattrs.v.format_exception(exc, type_)
+    try:
+        found = cattrs.transform_error(err, format_exception=fmt) if isinstance(err, cattrs.BaseValidationError) \
+            else [f"{type(err).__name__}: {str(err)[:120]}"]
+    except Exception:  # pragma: no cover - describing must never fail
+        found = [type(err).__name__]
+    out = []
+    for item in found[:limit]:
+        text, _, path = item.rpartition(" @ $.")
+        path = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
+        out.append(f"{path}: {text}" if text else item)
+    return "; ".join(out) + (f" (+{len(found) - limit} more)" if len(found) > limit else "")
+
+
+class AsightProtocol(LanguageServerProtocol):
+    """pygls' protocol with every request answered (module docstring) and ``RawJSON`` results."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._initialize_seen = False
+
+    def structure_message(self, data):
+        """The decoder's hook: objects stay dicts (``handle_message`` structures the whole message)."""
+        return data
+
+    def handle_message(self, message) -> None:
+        refusal = self._refusal(message)
+        if refusal is not None:
+            self._answer_error(message, *refusal)
+            return
+        if "method" in message and "params" not in message:
+            message["params"] = None            # JSON-RPC lets a request leave its params out
+        try:
+            structured = self._converter.structure(message, self._message_type(message))
+        except Exception as err:
+            self._unfit(message, err)
+            return
+        if message.get("method") == types.INITIALIZE:
+            self._initialize_seen = True
+        super().handle_message(structured)
+
+    def _refusal(self, message) -> tuple[int, str] | None:
+        """``(code, text)`` when ``message`` is not something to structure and handle."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != self.VERSION:
+            return INVALID_REQUEST, "not a JSON-RPC 2.0 message"
+        has_id, method = "id" in message, message.get("method")
+        if has_id and not valid_id(message["id"]) and not (message["id"] is None and "error" in message):
+            return INVALID_REQUEST, "'id' must be a string or an integer"
+        if "method" in message and not isinstance(method, str):
+            return INVALID_REQUEST, "'method' must be a string"
+        if method is None and not has_id:
+            return INVALID_REQUEST, "neither a request, a notification nor a response"
+        if method is None or method == types.EXIT:
+            return None
+        if not self._initialize_seen and method not in BEFORE_INITIALIZE:
+            return SERVER_NOT_INITIALIZED, f"{method} before initialize"
+        if self._shutdown:
+            return INVALID_REQUEST, f"{method} after shutdown"
+        if method == types.INITIALIZE and self._initialize_seen:
+            return INVALID_REQUEST, "initialize was sent already"
+        return None
+
+    def _message_type(self, message: dict):
+        if "method" not in message:
+            if "error" in message:
+                return types.ResponseErrorMessage
+            return self._result_types.pop(message["id"], None) or JsonRPCResponseMessage
+        fallback = JsonRPCRequestMessage if "id" in message else JsonRPCNotification
+        return self.get_message_type(message["method"]) or fallback
+
+    def _answer_error(self, message, code: int, text: str) -> None:
+        """An error answer to a request (id null when it has none); notifications are only logged."""
+        is_request = isinstance(message, dict) and "method" in message and valid_id(message.get("id"))
+        is_notification = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" not in message
+        if is_notification:
+            logger.warning("ignored notification %s: %s", message["method"][:80], text)
+            return
+        logger.warning("refused a message: %s", text)
+        self._send_data({"jsonrpc": self.VERSION, "id": message["id"] if is_request else None,
+                         "error": {"code": code, "message": text}})
+
+    def _unfit(self, message: dict, err: Exception) -> None:
+        """A message whose params or result do not fit its schema."""
+        method, text = message.get("method"), describe(err)
+        if method is None:                      # a response of the client to one of our requests
+            logger.warning("a response to %r does not fit its schema: %s", message["id"], text)
+            self._handle_response(message["id"], None, types.ResponseError(
+                code=P.ERROR_INVALID_PARAMS, message=f"invalid response: {text}"))
+        else:
+            self._answer_error(message, P.ERROR_INVALID_PARAMS, f"invalid params for {method[:80]}: {text}")
+
+    def answer_parse_error(self, err: Exception) -> None:
+        """A body that is not JSON (or not UTF-8): ParseError, id null."""
+        logger.warning("a message is not JSON: %s", str(err)[:120])
+        self._send_data({"jsonrpc": self.VERSION, "id": None,
+                         "error": {"code": PARSE_ERROR, "message": f"parse error: {str(err)[:120]}"}})
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        """pygls' document sync, for open documents only (a change of another one is dropped)."""
+        if unquote(params.text_document.uri) not in self.workspace.text_documents:
+            logger.warning("ignored didChange of a document that is not open: %s", params.text_document.uri[:200])
+            return None
+        return (yield from super().lsp_text_document__did_change(params))
+
+    def _send_handler_result(self, future, *, msg_id) -> None:
+        """Errors a client caused are answered with one log line; InternalErrors as pygls does."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+            self._request_futures.pop(msg_id, None)
+            logger.info("request %s: %s", msg_id, error.message)
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+    def _send_data(self, data):
+        """``RawJSON`` results are sent as they are (a 3,000-line file has ~500 code lenses;
+        serializing them with cattrs + json is most of a codeLens request)."""
+        result = getattr(data, "result", None)
+        if not isinstance(result, RawJSON) or self.writer is None:
+            return super()._send_data(data)
+        head = json.dumps({"jsonrpc": self.VERSION, "id": data.id})
+        body = f'{head[:-1]}, "result": {result}}}'
+        if self._include_headers:
+            body = (f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n" + body)
+        res = self.writer.write(body.encode(self.CHARSET))
+        if inspect.isawaitable(res):
+            asyncio.ensure_future(res)
+
+
+class NotJsonFilter(logging.Filter):
+    """pygls' read loop logs a body that is not JSON as a traceback; one warning line says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if record.msg == "Unable to handle message" and isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            return False    # answered (and logged in one line) by AsightProtocol.answer_parse_error
+        return True
