@@ -110,9 +110,11 @@ APPLY = textwrap.dedent('''
     dev = tvm.cpu()
     lib = tvm.compile(sch.mod, target=target).jit()
     args = [tvm.runtime.tensor(np.random.default_rng(0).random((64, 64), dtype="float32"), dev) for _ in range(3)]
-    timer = lib.time_evaluator("main", dev, number=200, repeat=7)
-    runs = sorted(timer(*args).results)
-    print(json.dumps({"same_schedule": bool(same), "latency_us": runs[3] * 1e6, "min_us": runs[0] * 1e6}))
+    plain = tvm.compile(normalize_mod(matmul64), target=target).jit()
+    tuned_t = lib.time_evaluator("main", dev, number=200, repeat=1)
+    plain_t = plain.time_evaluator("main", dev, number=20, repeat=1)
+    ratios = [plain_t(*args).mean / tuned_t(*args).mean for _ in range(7)]   # interleaved, same load
+    print(json.dumps({"same_schedule": bool(same), "speedup": sorted(ratios)[3]}))
 ''')
 
 
@@ -125,11 +127,9 @@ def test_database_is_usable_by_tvm(tuned):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["same_schedule"]
-    # TVM's own top record (fastest while tuning) against the run's headline (the record chosen by
-    # re-measurement): two schedules of the same search, so close but not equal; a wide band, since
-    # a much slower one would mean TVM applied something else.
-    assert 0.3 * best < result["min_us"] < 3 * best, (result, best)
-    assert result["latency_us"] < data["baseline_us"] / 2
+    # TVM's build runs the tuned schedule: against the untuned function timed in turn with it (same
+    # load, so the ratio holds on a busy machine too), as the run's headline found it: much faster.
+    assert best is not None and result["speedup"] > 2, (result, best)
 
 
 def test_bad_input_exit_codes(tmp_path):
