@@ -23,6 +23,7 @@ from copy import deepcopy
 
 from .expr_rules import ExprRules, Findings, all_arguments, free_names, parse_code_string, shape_strings
 from .namespaces import decorator_of
+from .tvmscript_api import PARSER_GLOBALS
 from .scope import Scope, target_names
 
 REFUSED_STATEMENTS = {ast.Import: "import statements", ast.ImportFrom: "import statements",
@@ -115,8 +116,8 @@ class StatementRules:
             TirBody(self).body(node.body)
 
     def relax_function(self, node: ast.FunctionDef) -> None:
-        if is_recursive(node) and self.scope.lookup(node.name) is None:
-            self.scope.bind(node.name)
+        if is_recursive(node) and self.scope.lookup(node.name) is None and node.name not in PARSER_GLOBALS:
+            self.scope.bind(node.name)  # TVM binds it only when its var table has no such name
         with self.scope.frame():
             first_pass = self.scope.snapshot()  # TVM evaluates every annotation once before any parameter
             with first_pass.frame():
@@ -131,9 +132,10 @@ class StatementRules:
                 self.scope.bind(arg.arg)
             self.unbound_annotations(node)
             self.check(node.returns, node)
-            for stmt in node.body:  # TVM evaluates nested functions' decorators before the body
-                if isinstance(stmt, ast.FunctionDef) and stmt.decorator_list:
-                    self.check(stmt.decorator_list[-1], node, decorator=True)
+            for stmt in node.body:  # TVM evaluates nested functions' (last) decorators before the body
+                if isinstance(stmt, ast.FunctionDef):
+                    for decorator in stmt.decorator_list:
+                        self.check(decorator, node, decorator=True)
             RelaxBody(self).body(node.body)
 
     def unbound_annotations(self, node: ast.FunctionDef) -> None:
