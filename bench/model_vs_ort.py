@@ -59,7 +59,6 @@ def tvm_runner(lib: Path):
 def untuned_library(script: Path, out: Path) -> Path:
     """Budget 0: TVM's default schedules, weights bound as `asight export` binds them."""
     import tvm
-    from tvm import relax
     from asight_lsp.worker.compat import host_target
     from asight_lsp.worker.model_export import bind_weights
     lines = script.read_text().splitlines()

@@ -1,18 +1,13 @@
 """``asight export FILE [--run R] -o model.so``: the tuned model as a library a deployment loads."""
 from __future__ import annotations
 
-from .common import print_json
+from .common import add_file_run_options, print_json
 
 
 def add_parser(sub):
     p = sub.add_parser("export", help="build a tuned Relax model with its run's records into a .so")
-    p.add_argument("file")
+    add_file_run_options(p, "what was built and checked")
     p.add_argument("-o", "--output", required=True, help="library to write (model.so)")
-    p.add_argument("--run", dest="run_ref", help="run id, prefix or directory (default: the newest run of the model)")
-    p.add_argument("--func", help="unit or function (default: the file's only unit)")
-    p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
     return p
 
 

@@ -2,20 +2,12 @@
 lines, untuned and tuned latency, share of the tuned kernel time, trials and failures."""
 from __future__ import annotations
 
-import sys
-
-from ..errors import AsightError
-from .common import print_json
+from .common import add_file_run_options, show
 
 
 def add_parser(sub):
     p = sub.add_parser("model", help="per task of a tuned Relax model: calls, latency, share, trials")
-    p.add_argument("file")
-    p.add_argument("--run", dest="run_ref", help="run id, prefix or directory (default: the newest run)")
-    p.add_argument("--func", help="unit or function (default: the file's only unit)")
-    p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
-    p.add_argument("--json", action="store_true", help="print the asight.model/1 payload")
-    p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
+    add_file_run_options(p, "the asight.model/1 payload")
     return p
 
 
@@ -25,14 +17,7 @@ def run(args) -> int:
     from ..views.model import model_view
     with WorkerClient(args.python, default_timeout=3600) as worker:
         profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
-    payload = model_view(profile, profile.get("run"))
-    if payload["status"] != "ok":
-        raise AsightError(payload["message"])
-    if args.json:
-        print_json(payload)
-    else:
-        sys.stdout.write(render(payload))
-    return 0
+    return show(model_view(profile, profile.get("run")), args.json, render)
 
 
 def _us(value) -> str:
