@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import keyword
 import inspect
 import sys
 import types
@@ -88,8 +89,27 @@ def _is_open_chain(value) -> bool:
         and not any(not n.startswith("_") for n in vars(cls))
 
 
-def _walk(obj, path: str, depth: int, found: dict, exports: set) -> None:
-    for name in _public_names(obj):
+def _answered_names(obj, probes: set) -> list[str]:
+    """Names a namespace object answers through its own ``__getattr__`` that ``dir()`` does not show:
+    its root namespace's op names (``Tx.cta.copy``) and keyword escapes (``T.ptx.and_``)."""
+    if not ("__getattr__" in vars(type(obj)) and type(obj).__name__.endswith("Namespace")):
+        return []
+    candidates = set(probes) | {f"{n}_" for n in dir(obj) if keyword.iskeyword(n)}
+    found = []
+    for name in sorted(candidates):
+        try:
+            value = getattr(obj, name)
+        except Exception:  # noqa: BLE001 - not answered: not API
+            continue
+        if _defined_by_tvm(value) and not isinstance(value, types.ModuleType):
+            found.append(name)
+    return found
+
+
+def _walk(obj, path: str, depth: int, found: dict, exports: set, probes: set = frozenset()) -> None:
+    names = _public_names(obj)
+    names += [n for n in _answered_names(obj, probes) if n not in names]
+    for name in names:
         try:
             value = getattr(obj, name)
         except Exception:  # noqa: BLE001 - a lazy attribute that fails is simply not API
@@ -100,7 +120,7 @@ def _walk(obj, path: str, depth: int, found: dict, exports: set) -> None:
         if isinstance(value, types.ModuleType):
             if name in exports and value.__name__.startswith("tvm.") and depth < MAX_DEPTH:
                 found["prefixes"].add(full)  # a TVMScript sub-namespace such as R.nn: a prefix, never a value
-                _walk(value, full, depth + 1, found, set())
+                _walk(value, full, depth + 1, found, set(), probes)
             continue
         if not (_is_literal(value) or _defined_by_tvm(value)):
             continue
@@ -112,7 +132,7 @@ def _walk(obj, path: str, depth: int, found: dict, exports: set) -> None:
         if namespace and "__getitem__" in vars(type(value)):
             found["subscriptable"].add(full)
         if not _is_literal(value) and not isinstance(value, functools.partial) and depth < MAX_DEPTH:
-            _walk(value, full, depth + 1, found, set())
+            _walk(value, full, depth + 1, found, set(), probes)
 
 
 def value_classes() -> list:
@@ -144,7 +164,7 @@ def derive() -> dict:
     import tvm
     found = {"members": set(), "prefixes": set(), "chains": set(), "subscriptable": set()}
     for root, module in namespaces().items():
-        _walk(module, root, 1, found, set(getattr(module, "__all__", [])))
+        _walk(module, root, 1, found, set(getattr(module, "__all__", [])), set(_public_names(module)))
     found["members"] = {m for m in found["members"]
                         if m not in DECORATOR_MEMBERS and m.rsplit(".", 1)[0] not in DECORATOR_MEMBERS}
     decorators = dict(DECORATOR_MEMBERS)

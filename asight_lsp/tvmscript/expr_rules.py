@@ -203,7 +203,7 @@ class ExprRules:
             self.check(default, scope, anchor)
         inner = scope.snapshot()
         with inner.frame():
-            for arg in _all_args(node.args):
+            for arg in all_arguments(node.args):
                 inner.bind(arg.arg)
             self.check(node.body, inner, anchor)
 
@@ -230,14 +230,10 @@ class ExprRules:
         self._comprehension(node, scope, anchor, [node.key, node.value])
 
 
-def _all_args(args: ast.arguments) -> list[ast.arg]:
-    found = args.posonlyargs + args.args + args.kwonlyargs
-    return found + [a for a in (args.vararg, args.kwarg) if a is not None]
-
-
 def all_arguments(args: ast.arguments) -> list[ast.arg]:
     """Every parameter of a signature, in order (Python binds them all when it runs a function)."""
-    return _all_args(args)
+    found = args.posonlyargs + args.args + args.kwonlyargs
+    return found + [a for a in (args.vararg, args.kwarg) if a is not None]
 
 
 def shape_strings(call: ast.Call) -> list[ast.Constant]:

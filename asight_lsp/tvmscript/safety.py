@@ -38,13 +38,15 @@ class GateResult:
 
 
 def module_scope(aliases: dict, constants: dict) -> Scope:
-    """What a unit sees before its own bindings: namespaces, constants, printed symbols, metadata."""
-    base = {name: VALUE for name in constants}
+    """What a unit sees before its own bindings: namespaces, printed symbols, metadata, and literal
+    constants last (as ``worker/compat.script_globals`` gives them to the parser)."""
+    base = {}
     for name, what in aliases.items():
         if what in ("T", "R", "I", "Tx"):
             base[name] = f"ns:{what}"
         elif what == "TypeVar" or (name == METADATA and what.startswith("metadata:")):
             base[name] = VALUE
+    base.update({name: VALUE for name in constants})
     return Scope(base)
 
 

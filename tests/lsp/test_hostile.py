@@ -2,6 +2,8 @@
 command on it: no payload ever runs (no marker in the server's cwd, the workspace or the temp dir)."""
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,10 +22,10 @@ pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 
 MARKER = "ASIGHT_PWNED"
 HOSTILE = sorted((FIXTURES / "hostile").glob("*.py"))
-SERVER_CWD = Path(tempfile.mkdtemp(prefix="asight-hostile-cwd-"))
+SERVER_CWD = Path(tempfile.gettempdir()) / f"asight-hostile-cwd-{os.getpid()}"
 # the server (and the TVM worker it starts) runs in SERVER_CWD, where `touch ASIGHT_PWNED` would land
-CONFIG = ClientServerConfig(server_command=["sh", "-c", f'cd "{SERVER_CWD}" && exec "$0" -m asight_lsp serve',
-                                            sys.executable], server_env=server_env())
+CONFIG = ClientServerConfig(server_command=["sh", "-c", f'mkdir -p "{SERVER_CWD}" && cd "{SERVER_CWD}" && '
+                                            'exec "$0" -m asight_lsp serve', sys.executable], server_env=server_env())
 REQUESTS = [P.REQ_RUNS, P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_STAGE_GRAPH, P.REQ_PRINCIPLES,
             P.REQ_CODE]
 COMMANDS = [P.CMD_PROFILE, P.CMD_SHOW_SEARCH_SPACE, P.CMD_SHOW_LOOP_VIEW, P.CMD_SHOW_CODE, P.CMD_APPLY_BEST_SCHEDULE]
@@ -96,3 +98,4 @@ async def test_no_hostile_payload_runs_in_the_language_server(client: LanguageCl
     status = await request(client, P.REQ_STATUS)
     assert isinstance(status, dict)  # the server still answers after all of it
     assert not markers(SERVER_CWD, workspace, Path(tempfile.gettempdir()), ROOT)
+    shutil.rmtree(SERVER_CWD, ignore_errors=True)

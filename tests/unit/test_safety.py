@@ -190,6 +190,7 @@ def test_tile_namespace_alias():
     (relax("y = R.nn\nreturn x"), "the namespace 'R.nn' used as a value"),
     (tir("x = T\nA[0] = T.float32(0)"), "the namespace 'T' used as a value"),
     (tir("A[0] = T.float32(A.script())"), "attribute '.script'"),
+    ("R = 'x'\n" + relax("y = R.Tensor\nreturn x"), "attribute '.Tensor'"),  # a constant wins, as in the worker
     (tir("A[0] = T.float32(A.__class__)"), "dunder attribute"),
     (tir("A[0] = T._ffi_api"), "private or dunder attribute"),
     (tir("A[0] = T.cuda.__class__"), "private or dunder attribute"),
