@@ -251,6 +251,7 @@ def reason(message: str) -> str:
 def run(items: list[dict], timeout: float, show: int) -> dict:
     worker, tvm_side = WorkerClient(default_timeout=timeout), TvmVerdicts(timeout)
     apart, agree, crashes, reasons, examples = 0, 0, 0, collections.Counter(), collections.defaultdict(list)
+    verdicts = collections.Counter()
     started = time.perf_counter()
     try:
         for n, item in enumerate(items, 1):
@@ -265,6 +266,8 @@ def run(items: list[dict], timeout: float, show: int) -> dict:
                 reasons[f"ASight crashed: {type(err).__name__}"] += 1
                 examples[f"ASight crashed: {type(err).__name__}"].append(f"{item['id']}: {err}")
                 continue
+            verdicts["TVM parsed" if tvm_says["ok"] else "TVM refused"] += 1
+            verdicts["refused statically by the gate"] += ours["source"] in ("safety", "metadata")
             why = compare(tvm_says, ours, item["first_line"])
             if why is None:
                 agree += 1
@@ -282,7 +285,7 @@ def run(items: list[dict], timeout: float, show: int) -> dict:
     return {"items": len(items), "apart": apart, "compared": compared, "agree": agree,
             "agreement_pct": round(100.0 * agree / max(compared, 1), 2), "asight_crashes": crashes,
             "worker_restarts": worker.restarts, "tvm_no_answer": tvm_side.crashes,
-            "seconds": round(time.perf_counter() - started, 1),
+            "seconds": round(time.perf_counter() - started, 1), "verdicts": dict(verdicts),
             "disagreements": dict(reasons.most_common()), "examples": dict(examples)}
 
 
@@ -313,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
           f"ASight crashes {figures['asight_crashes']}, worker restarts {figures['worker_restarts']}, "
           f"TVM timeouts/crashes {figures['tvm_no_answer']}, {figures['seconds']} s, "
           f"load after {figures['load_after']:.2f}")
+    print("verdicts: " + ", ".join(f"{k} {v}" for k, v in figures["verdicts"].items()))
     for why, count in figures["disagreements"].items():
         print(f"{count:6d}  {why}")
         for example in figures["examples"].get(why, []):
