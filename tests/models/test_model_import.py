@@ -144,7 +144,7 @@ def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
 def _model_view_has_every_call(profile: dict):
     from asight_lsp.views.model import model_view
     view = model_view(profile)
-    assert view["status"] == "ok" and abs(sum(t["share"] for t in view["tasks"]) - 1.0) < 1e-6
+    assert view["status"] == "ok" and abs(sum(t["share"] for t in view["tasks"]) - 1.0) < 1e-3  # shares are rounded
     twice = [t for t in view["tasks"] if len(t["calls"]) == 2]
     assert twice and all(t["calls"][0]["lines"] != t["calls"][1]["lines"] for t in twice)
     assert all(t["untunedUs"] and t["trials"] for t in twice)
