@@ -113,7 +113,7 @@ def lineage(events: list[dict], sources: list[str]) -> list[dict]:
         for name in event.get("outputs") or []:
             if name and base is not None and name not in known:
                 touch(name, out_step, base)
-        if in_step:
+        if in_step and (kind == "Tensorize" or (inputs and len(inputs[0]) == 1)):
             for name in known if kind == "Tensorize" else known[:1]:
                 touch(name, in_step)
     return [{"block": name, "source": origin[name][0], "derivation": origin[name][1],
