@@ -151,6 +151,9 @@ class CodeLink(TypedDict, total=False):
     share: float             # that block's share of the measured latency (0..1)
     us: float                # that block's latency (µs)
     lineShare: float         # the source line's share of executed instructions (cachegrind), when profiled
+    derivedBlock: str | None  # the generated block a trace instruction derived (None: a loop the schedule made)
+    derivedFrom: str         # the source block it was derived from
+    derivation: str          # "sum — rfactor partial, init" (docs/codeview.md, lineage)
 
 
 class ServerStatus(TypedDict, total=False):

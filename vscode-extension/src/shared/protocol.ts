@@ -156,8 +156,21 @@ export interface CodeLink {
   share?: number; // that block's share of the measured latency (0..1)
   us?: number; // that block's latency (µs)
   lineShare?: number; // the source line's share of executed instructions (cachegrind), when profiled
+  derivedBlock?: string | null; // the generated block a trace instruction derived (null: a loop the schedule made)
+  derivedFrom?: string; // the source block it was derived from
+  derivation?: string; // "sum — rfactor partial, init" (docs/codeview.md, lineage)
 }
-export const CODE_LINK_KEYS = ["line", "sourceLine", "block", "share", "us", "lineShare"] as const;
+export const CODE_LINK_KEYS = [
+  "line",
+  "sourceLine",
+  "block",
+  "share",
+  "us",
+  "lineShare",
+  "derivedBlock",
+  "derivedFrom",
+  "derivation",
+] as const;
 
 /** `asight/status`: what the server is doing. */
 export interface ServerStatus {
