@@ -2,7 +2,13 @@
 
 Spans survive MetaSchedule on the statements that came from the source (docs/tvm.md), so a
 generated block's stores or realize point at source lines; derived names (``C_init``,
-``C_update``, ``C_global``) fall back to the longest source name that prefixes them.
+``C_update``, ``C_global``) fall back to the longest source name that prefixes them
+(``match_block``, used by profiling's attribution).
+
+``lineage`` is the trace's own account, used by the code view: TVM replays the trace and reports,
+per instruction, the blocks it acted on and the blocks it returned (``worker/lineage.py``); this
+module turns that into "``sum_rf_init`` comes from ``sum``: rfactor partial, init" without
+looking at how names read (docs/codeview.md, lineage).
 """
 from __future__ import annotations
 
