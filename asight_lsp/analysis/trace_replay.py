@@ -462,9 +462,15 @@ class _Replay:
         self.step(st.name, f"decompose reduction at {at or 'a loop'} → {st.name}_init / {st.name}_update")
 
     def do_RFactor(self, index, inputs, attrs, outputs):
+        """The rfactor block (TVM names it ``<block>_rf``) is new and placed before its block, so
+        later ``GetChildBlocks`` of the root count it (LayerNorm: 5 children, not 3)."""
         loop = self.loop(inputs[0])
         if loop is not None and loop.block:
             self.step(loop.block, f"rfactor over {' '.join(loop.labels)}")
+            rf = self._new_block(f"{loop.block}_rf", loop.block, after=False)
+            rf.loops = None
+            if outputs:
+                self.rvs[outputs[0]] = rf
 
     def do_EnterPostproc(self, index, inputs, attrs, outputs):
         self.in_postproc = True

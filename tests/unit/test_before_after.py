@@ -123,3 +123,17 @@ def test_report_and_cli_name_the_slowed_block():
     assert lines[0].startswith("  per-block latency, untuned → tuned")
     assert "   ⚠ relu 1.2 µs → 5.5 µs, 4.5× slower; schedule: fuse + parallel + vectorize" in lines
     assert any(line.startswith("     matmul 2.68 ms → 66 µs, 41× faster") for line in lines)
+
+
+def test_rfactor_blocks_count_among_the_roots_children_so_normalize_keeps_its_schedule():
+    """A real LayerNorm best record (fixtures/traces): after two rfactors the post-processor's
+    get_child_blocks(root) returns 5 blocks; the replay must count the _rf blocks to find
+    normalize's parallel + vectorize (it found nothing before)."""
+    import json
+    trace = json.loads((FIXTURES / "traces" / "layernorm_rfactor.json").read_text())
+    text = (Path(__file__).resolve().parents[2] / "bench" / "workloads" / "layernorm.py").read_text()
+    fn = build_outline(text).functions[0]
+    blocks = summarize_trace(trace["insts"], trace["decisions"], source_blocks(fn))["blocks"]
+    assert schedule_verbs(blocks["normalize"]["steps"]) == ["parallel", "vectorize"]
+    assert blocks["sum_rf"]["derived_from"] == "sum" and blocks["sqsum_rf"]["derived_from"] == "sqsum"
+    assert "rfactor" in schedule_verbs(blocks["sum"]["steps"])
