@@ -356,7 +356,7 @@ class _Replay:
             unroll = summary["unroll"] or {"loops": list(target.labels), "max_step": None, "explicit": False}
             unroll["max_step"] = value
             summary["unroll"] = unroll
-            self.step(target.block, f"unroll up to {value} steps at {' '.join(target.labels)}")
+            self.step(target.block, f"unroll up to {value} steps at {' '.join(target.labels) or 'the outer loop'}")
         elif key == "pragma_unroll_explicit" and isinstance(target, _Loop) and target.block:
             summary = self.summary(target.block)
             if summary["unroll"] is not None:
