@@ -79,6 +79,9 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     if reply.get("task"):
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
+    lineage_error = (reply.get("applied") or {}).get("lineage_error")
+    if lineage_error:
+        payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
         payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "

@@ -89,8 +89,15 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
 
 
 def _tied(func, sch, applied: dict) -> tuple[object, dict]:
-    """Replay ``sch``'s trace once more, noting the blocks each instruction made (``lineage.tie``)."""
-    mod, entries = tie(func, fresh_copy(normalize_mod(func)), sch.trace)
+    """Replay ``sch``'s trace once more, noting the blocks each instruction made (``lineage.tie``).
+
+    Lineage only adds links: if its replay fails, the code is shown with span links alone and
+    ``lineage_error`` says why.
+    """
+    try:
+        mod, entries = tie(func, fresh_copy(normalize_mod(func)), sch.trace)
+    except Exception as err:  # noqa: BLE001 - a TVM error of the second replay must not hide the code
+        return sch.mod, {**applied, "lineage": [], "lineage_error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
     return mod, {**applied, "lineage": entries}
 
 

@@ -163,3 +163,28 @@ def test_llvm_debug_lines_reach_the_rfactor_stores(worker, tmp_path, runs):
     source = SOURCE.read_text().splitlines()
     update = next(i for i, s in enumerate(source) if s.strip().startswith("total[vi] = total[vi] +"))
     assert any(link["sourceLine"] == update for link in view["links"])
+
+
+def test_a_failing_lineage_replay_still_shows_the_code(runs, monkeypatch):
+    """Lineage only adds links: when its replay fails, the code comes with span links and the reason."""
+    from asight_lsp.engine import wire
+    from asight_lsp.services.codeview import _payload
+    from asight_lsp.store.runs import Run, read_records
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.tvmscript.selection import select
+    from asight_lsp.worker import generated_code
+
+    def broken(*_args):
+        raise RuntimeError("replay went wrong\nmore detail")
+
+    monkeypatch.setattr(generated_code, "tie", broken)
+    text = SOURCE.read_text()
+    outline = build_outline(text, str(SOURCE))
+    selection = select(outline, "Lineage.matmul")
+    params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": "scheduled",
+              "run_dir": str(runs["matmul"])}
+    reply = generated_code.code(params)
+    assert reply["lineage"] == [] and reply["applied"]["lineage_error"] == "RuntimeError: replay went wrong"
+    assert 'T.sblock("matmul_init")' in reply["text"]
+    view = _payload(str(SOURCE), selection, Run(runs["matmul"]), read_records(runs["matmul"]), None, reply)[0]
+    assert view["links"] and all("derivation" not in link for link in view["links"])
