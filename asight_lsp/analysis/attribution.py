@@ -304,3 +304,12 @@ def schedule_verbs(steps: list[str] | None) -> list[str]:
         if verb and verb not in out:
             out.append(verb)
     return out
+
+
+def block_verbs(summary: dict | None) -> list[str]:
+    """What the schedule did to a block and the blocks derived from it (a ``trace_summary`` block
+    summary): post-processor loop rewrites included, so a parallel + vectorized block reads
+    ``fuse + split + parallel + vectorize``."""
+    if not summary:
+        return []
+    return schedule_verbs(summary.get("all_steps", summary.get("steps", [])) + summary.get("derived_steps", []))

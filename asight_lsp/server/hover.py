@@ -15,7 +15,7 @@ from ..tvmscript.model import Block, Function, Loop, Outline
 from .convert import to_range
 from ..services.results import FunctionResult
 from ..analysis.measurement import speedup_text
-from ..analysis.attribution import schedule_verbs
+from ..analysis.attribution import block_verbs
 from ..views.text import format_latency, ratio_text, relative_time, slowed_lines
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
@@ -139,7 +139,7 @@ def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:
     change = prof.get("change")
     if not change or change.get("before_us") is None:
         return [f"- latency: {format_latency(prof['us'])}{share}{source}"]
-    verbs = schedule_verbs((summary or {}).get("steps", []) + (summary or {}).get("derived_steps", []))
+    verbs = block_verbs(summary)
     lines = [f"- latency: untuned {format_latency(change['before_us'])} → tuned {format_latency(change['after_us'])}"
              + (f", {ratio_text(change['ratio'])}" if change.get("ratio") is not None else "") + f"{share}{source}"]
     lines.extend(f"- **{line}**" for line in slowed_lines([change], {name: verbs}))

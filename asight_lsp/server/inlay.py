@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..analysis.attribution import schedule_verbs
+from ..analysis.attribution import block_verbs
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.model import Function
@@ -41,8 +41,7 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
             if head:
                 parts.append(head)
         if parts:
-            steps = summary["steps"] + summary.get("derived_steps", []) if summary else []
-            flagged = slowed_lines([change], {blk.name: schedule_verbs(steps)}) if change.get("slower") else []
+            flagged = slowed_lines([change], {blk.name: block_verbs(summary)}) if change.get("slower") else []
             tip = "\n".join(flagged + (summary["steps"] if summary else []))
             out.append((blk.range["start"]["line"], " · ".join(parts), tip))
     return out

@@ -9,7 +9,7 @@ server and the report share ``collect``.
 """
 from __future__ import annotations
 
-from ..analysis.attribution import before_after, schedule_verbs
+from ..analysis.attribution import before_after, block_verbs
 from ..analysis.hotspot_ranking import relax_hotspots, scale_to_headline, tir_hotspots
 from ..analysis.trace_replay import source_blocks
 from ..analysis.trace_summary import summarize_trace
@@ -134,7 +134,7 @@ def schedule_of(run_dir: str, fn, latency_us: float | None) -> dict[str, list[st
     if record is None:
         return {}
     summary = summarize_trace(record["insts"], record["decisions"], source_blocks(fn))
-    return {name: schedule_verbs(s["steps"] + s.get("derived_steps", [])) for name, s in summary["blocks"].items()}
+    return {name: block_verbs(s) for name, s in summary["blocks"].items()}
 
 
 def add_changes(profile: dict, path: str, text: str | None = None) -> dict:
