@@ -259,6 +259,10 @@ async def show_loop_view(ls, *args):
     return await custom.dispatch(ls, P.REQ_LOOP_VIEW, command_args(args))
 
 
+async def show_model(ls, *args):
+    return await custom.dispatch(ls, P.REQ_MODEL, command_args(args))
+
+
 async def show_code(ls, *args):
     return await custom.dispatch(ls, P.REQ_CODE, command_args(args))
 
@@ -293,10 +297,36 @@ async def compare_runs(ls, *args):
         raise JsonRpcInvalidParams(str(err)) from None
 
 
+# --------------------------------------------------------------------------- export
+
+
+async def export_model(ls, *args):
+    """Build the file's tuned model into a library (``services/export.py``) off the event loop, with
+    work-done progress; the reply (library, applied records, output check, load snippet) is ``data``."""
+    a = command_args(args)
+    require_trust(ls, "exporting a model", "it builds the file's model with TVM")
+    doc = ls.doc(_required(a, "uri"))
+    from ..services import export  # TVM-free; imported on first use
+    out = a.get("output") if isinstance(a.get("output"), str) and a.get("output") else export.default_output(doc.path)
+    token = await begin_progress(ls, f"ASight: exporting {a.get('function') or doc.path}", cancellable=False)
+    try:
+        reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),
+                                        ls.state.store_root, ls.state.worker, doc.text)
+    except AsightError as err:
+        raise RequestFailed(f"ASight: cannot export: {err}") from None
+    finally:
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    status = "ok" if (reply.get("check") or {}).get("ok") else "failed"
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_EXPORT_MODEL, "status": status,
+            "message": export.export_summary(reply), "run": None, "data": reply}
+
+
 HANDLERS = {P.CMD_TUNE: tune, P.CMD_PROFILE: profile, P.CMD_CANCEL: cancel,
             P.CMD_SHOW_SEARCH_SPACE: show_search_space, P.CMD_SHOW_LOOP_VIEW: show_loop_view,
             P.CMD_APPLY_BEST_SCHEDULE: apply_best_schedule, P.CMD_COMPARE_RUNS: compare_runs,
-            P.CMD_SHOW_CODE: show_code}
+            P.CMD_SHOW_CODE: show_code, P.CMD_EXPORT_MODEL: export_model,
+            P.CMD_SHOW_MODEL: show_model}
 
 
 def register(server) -> None:
