@@ -53,7 +53,7 @@ function tableRow(row: ModelRow, msg: ShowMessage): HTMLElement {
   return h("tr", { class: row.slower ? "task-row slower" : "task-row", "data-task": row.task },
     taskCell(row, msg), h("td", {}, String(row.calls.length)), h("td", {}, formatLatency(row.untunedUs)),
     h("td", {}, formatLatency(row.tunedUs)), h("td", {}, pct(row.share)), h("td", {}, n(row.trials)),
-    h("td", {}, n(row.failed)), h("td", { class: "flag" }, row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : ""),
+    h("td", {}, n(row.failed)), h("td", { class: row.slower ? "flag slower" : "flag dim" }, row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : ""),
     viewButtons(row));
 }
 
