@@ -133,7 +133,7 @@ class RunUpdated(TypedDict, total=False):
     """``asight/runUpdated``: sent on every progress event and when a run ends."""
     schema: str              # SCHEMA_RUN_UPDATED
     uri: str | None
-    event: str               # started | progress | finished
+    event: str               # started | progress | finished | profiled (a model's per-call times are cached)
     run: RunSummary
 
 

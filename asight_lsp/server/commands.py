@@ -166,16 +166,17 @@ async def monitor(ls, job: MonitoredJob) -> dict:
         notify_run(ls, job.uri, "finished", meta)
         refresh_views(ls)
         if meta.state == "done" and meta.kind == "relax" and state.options.trusted:
-            asyncio.ensure_future(profile_model(ls, job.handle.run))
+            asyncio.ensure_future(profile_model(ls, job.handle.run, job.uri))
     status = "ok" if meta.state == "done" else meta.state
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": status,
             "message": meta.error or f"{meta.trials_done} trials · {run_summary(meta)['headline']}",
             "run": run_summary(meta)}
 
 
-async def profile_model(ls, run: Run) -> None:
+async def profile_model(ls, run: Run, uri: str | None = None) -> None:
     """After a model is tuned, time each kernel call at once (cached in the run) so the bindings get
-    their hints and hovers without a Profile click; a failure is logged, the run is untouched."""
+    their hints and hovers without a Profile click, and tell the client (``profiled``: a Model panel
+    of the run redraws); a failure is logged, the run is untouched."""
     from ..services.profiling import profile_run
     try:
         await asyncio.to_thread(profile_run, run, ls.state.worker)
@@ -184,6 +185,7 @@ async def profile_model(ls, run: Run) -> None:
                                                      f"ASight: per-call profile of {run.id} failed: {err}"))
         return
     ls.state.index.invalidate()
+    notify_run(ls, uri, "profiled", run.load())
     refresh_views(ls)
 
 

@@ -134,6 +134,27 @@ try {
   facts.taskSelector = found;
   step("task selector", found);
   await shot("task-space");
+
+  // "Scheduled code" lens on the Relax file: with the cursor on a call of a measured task, the
+  // quick pick offers that task first ("at the cursor"); its kernel opens beside the source and
+  // the call's bindings are selected.
+  const binding = /#\d+ (\w+)/.exec(measured.calls[0])[1];
+  const source = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "R.dataflow" }) }).first();
+  await source.locator(".view-line", { hasText: new RegExp(`^\\s*${binding}:\\sR\\.Tensor`) }).first().click();
+  await page.locator(".codelens-decoration a", { hasText: "Scheduled code" }).first().click();
+  const first = page.locator(".quick-input-list .monaco-list-row").first();
+  await first.waitFor({ timeout: 60000 });
+  facts.codePick = (await first.innerText()).replace(/\s+/g, " ").trim();
+  facts.codePickTitle = (await page.locator(".quick-input-title").innerText().catch(() => "")).trim();
+  step("code task pick", { first: facts.codePick });
+  await page.keyboard.press("Enter");
+  const codeTab = page.locator(".tabs-container .tab", { hasText: /\.scheduled\.py/ });
+  await codeTab.first().waitFor({ timeout: 120000 });
+  await page.locator(".monaco-editor .view-lines", { hasText: "T.prim_func" }).first().waitFor({ timeout: 30000 });
+  facts.codeTab = (await codeTab.first().innerText()).replace(/\s+/g, "");
+  facts.codeSelected = (await selectedLines()).lines;
+  step("task code", { tab: facts.codeTab, selected: facts.codeSelected.length });
+  await shot("task-code");
 } catch (err) {
   facts.error = String(err && err.stack || err).slice(0, 2000);
   await shot("failure").catch(() => undefined);

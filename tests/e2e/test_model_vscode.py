@@ -16,7 +16,7 @@ def reached(facts: dict, step: str) -> None:
 
 def test_model_panel_lists_every_task_with_its_calls(model_session):
     reached(model_session, "model panel")
-    assert "Model" in model_session["lenses"].split("|") or "Model" in model_session["lenses"], model_session["lenses"]
+    assert [t.strip() for t in model_session["lenses"].split("|")][-1] == "Model", model_session["lenses"]
     rows = model_session["rows"]
     tasks = {r["task"] for r in rows}
     assert {"fused_conv2d_add_relu", "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"} <= tasks, tasks
@@ -61,6 +61,16 @@ def test_task_search_space_has_a_task_selector(model_session):
     sel = model_session["taskSelector"]
     assert sel["value"] == model_session["spaceTask"], sel
     assert {r["task"] for r in model_session["rows"]} <= set(sel["options"]), sel
+
+
+def test_scheduled_code_lens_asks_for_the_task_under_the_cursor(model_session):
+    reached(model_session, "task code")
+    task = model_session["spaceTask"]
+    assert model_session["codePick"].startswith(f"{task} at the cursor"), model_session["codePick"]
+    assert re.fullmatch(r"Module\.main\.trial-\d+(-best)?\.scheduled\.py", model_session["codeTab"]), model_session["codeTab"]
+    row = next(r for r in model_session["rows"] if r["task"] == task)
+    binding = re.match(r"#\d+ (\w+)", row["calls"][0]).group(1)
+    assert any(line.startswith(f"{binding}: R.Tensor") for line in model_session["codeSelected"]), model_session["codeSelected"]
 
 
 def test_no_page_errors(model_session):

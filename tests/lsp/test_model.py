@@ -178,6 +178,8 @@ async def test_tuned_model_gets_hints_per_call_without_a_profile_click(client: L
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=ident(uri), position=types.Position(line=second.position.line, character=14)))
     assert "#1` (tuned build)" in hover.contents.value and "- tensor: float32[" in hover.contents.value
+    profiled = [u for u in client.run_updates if u["event"] == "profiled"]     # a Model panel redraws on it
+    assert len(profiled) == 1 and profiled[0]["uri"] == uri and profiled[0]["run"]["state"] == "done"
     model = plain(await client.protocol.send_request_async(P.REQ_MODEL, {"uri": uri, "function": "Module.main"}))
     assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
     assert any(len(t["calls"]) == 2 for t in model["tasks"])

@@ -33,7 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   server.onDidStartClient((client) => {
     context.subscriptions.push(client.onNotification(P.NOTIFY_RUN_UPDATED, (msg: P.RunUpdated) => {
-      tuning.onRunUpdated(msg);
+      if (msg.event !== "profiled") tuning.onRunUpdated(msg); // not a tuning event: no second "tuned" message
       panels.onRunUpdated(msg);
     }));
     panels.refreshAll();

@@ -231,7 +231,7 @@ export class PanelManager implements vscode.Disposable {
   onRunUpdated(msg: P.RunUpdated): void {
     const run = msg.run;
     if (!run?.id) return;
-    const ended = msg.event === "finished";
+    const ended = msg.event === "finished" || msg.event === "profiled";
     for (const p of this.panels.values()) {
       const a = p.state.args;
       const same = a.run ? a.run === run.id : (!a.uri || a.uri === msg.uri) && (!a.function || a.function === run.function);

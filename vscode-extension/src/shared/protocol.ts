@@ -136,7 +136,7 @@ export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsReque
 export interface RunUpdated {
   schema?: string; // SCHEMA_RUN_UPDATED
   uri?: string | null;
-  event?: "started" | "progress" | "finished" | string;
+  event?: "started" | "progress" | "finished" | "profiled" | string; // profiled: a model's per-call times are cached
   run?: RunSummary;
 }
 export const RUN_UPDATED_KEYS = ["schema", "uri", "event", "run"] as const;
