@@ -66,7 +66,7 @@ def test_task_search_space_has_a_task_selector(model_session):
 def test_scheduled_code_lens_asks_for_the_task_under_the_cursor(model_session):
     reached(model_session, "task code")
     task = model_session["spaceTask"]
-    assert model_session["codePick"].startswith(f"{task} at the cursor"), model_session["codePick"]
+    assert re.match(rf"{task}\s*at the cursor · \d+ calls?", model_session["codePick"]), model_session["codePick"]
     assert re.fullmatch(r"Module\.main\.trial-\d+(-best)?\.scheduled\.py", model_session["codeTab"]), model_session["codeTab"]
     row = next(r for r in model_session["rows"] if r["task"] == task)
     binding = re.match(r"#\d+ (\w+)", row["calls"][0]).group(1)
