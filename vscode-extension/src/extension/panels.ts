@@ -266,17 +266,20 @@ export async function selectCalls(uri: string | undefined, file: string | undefi
   const doc = await vscode.workspace.openTextDocument(sourceUri(uri, file));
   const editor = await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, preserveFocus: false });
   editor.selections = callSelections(doc, ranges);
-  editor.revealRange(editor.selections[0], vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  const first = editor.selections[0].active;
+  editor.revealRange(new vscode.Range(first, first), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }
 
-/** Selections over whole lines (clamped to the document), in the order given. */
+/**
+ * Selections over whole lines (clamped to the document), in the order given; each is reversed
+ * (cursor at its start) so the editor scrolls to the binding names, not to the ends of long lines.
+ */
 export function callSelections(doc: vscode.TextDocument, ranges: { line: number; endLine: number }[]): vscode.Selection[] {
   const last = Math.max(0, doc.lineCount - 1);
   return ranges.map((r) => {
     const start = Math.min(r.line, last);
     const end = Math.min(r.endLine, last);
-    const endLine = doc.lineAt(end);
-    return new vscode.Selection(start, doc.lineAt(start).firstNonWhitespaceCharacterIndex, end, endLine.range.end.character);
+    return new vscode.Selection(end, doc.lineAt(end).range.end.character, start, doc.lineAt(start).firstNonWhitespaceCharacterIndex);
   });
 }
 
