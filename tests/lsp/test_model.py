@@ -78,6 +78,8 @@ async def test_model_lens_panel_views_and_code_per_task(client: LanguageClient, 
     task = next(t["task"] for t in model["tasks"] if t["trials"])        # a task with a measured candidate
     space = plain(await client.protocol.send_request_async(P.REQ_SEARCH_SPACE, {**arg, "task": task}))
     assert space["run"]["task"] == task and task in space["run"]["tasks"]
+    loops = plain(await client.protocol.send_request_async(P.REQ_LOOP_VIEW, {**arg, "task": task}))
+    assert loops["run"]["task"] == task and loops["run"]["tasks"] == space["run"]["tasks"]   # the panels' selector
     code = await _command(client, P.CMD_SHOW_CODE, {**arg, "task": task})   # the Scheduled code lens + a task
     assert code["status"] == "ok" and code["task"] == task, code
     rows = next(t for t in model["tasks"] if t["task"] == task)
