@@ -126,7 +126,7 @@ def resolves_edits(ls) -> bool:
 
 def export_actions(ls, doc, outline, rng: types.Range) -> list[types.CodeAction]:
     """``ASight: export the tuned model`` on a Relax function whose run has records (runs
-    ``asight.exportModel``: the build takes minutes, so it is a command with progress, not an edit)."""
+    ``asight.exportModel``: a build of seconds to minutes, so a command with progress, not an edit)."""
     actions = []
     for fn in outline.functions:
         if fn.kind != "relax_function" or fn.range["end"]["line"] < rng.start.line \

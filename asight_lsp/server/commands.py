@@ -308,8 +308,11 @@ async def export_model(ls, *args):
     a = command_args(args)
     require_trust(ls, "exporting a model", "it builds the file's model with TVM")
     doc = ls.doc(_required(a, "uri"))
+    for key in ("run", "function", "output"):
+        if a.get(key) is not None and not isinstance(a[key], str):
+            raise JsonRpcInvalidParams(f"'{key}' must be a string")
     from ..services import export  # TVM-free; imported on first use
-    out = a.get("output") if isinstance(a.get("output"), str) and a.get("output") else export.default_output(doc.path)
+    out = a.get("output") or export.default_output(doc.path)
     token = await begin_progress(ls, f"ASight: exporting {a.get('function') or doc.path}", cancellable=False)
     try:
         reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),

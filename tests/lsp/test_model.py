@@ -128,6 +128,8 @@ async def test_export_errors_are_clear(client: LanguageClient, tuned_model, tmp_
         await _command(client, P.CMD_EXPORT_MODEL, {"uri": fresh, "function": "Module.main"})
     with pytest.raises(Exception, match="is a directory; name the library file"):
         await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main", "output": str(tmp_path)})
+    with pytest.raises(Exception, match="'run' must be a string"):
+        await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "run": 3})
     assert not list(tmp_path.glob("*.so"))
     weights = tuned_model.with_suffix(".weights.npz")
     weights.rename(tmp_path / "away.npz")                                # no weights beside the model:
