@@ -21,6 +21,7 @@ export interface CodeArgs {
   run?: string;
   candidate?: number;
   level?: P.CodeLevel;
+  task?: string; // a Relax run's kernel (docs/models.md)
   serial?: boolean; // drop the schedule's Parallel instructions (assembly of parallel loops has no line info)
 }
 
