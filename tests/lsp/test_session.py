@@ -17,10 +17,10 @@ async def client(lsp_client: LanguageClient):
 
 
 @pytest.mark.parametrize("kind", ["vscode", "neovim"])
-async def test_initialize_answers_fast_and_advertises_features(client: LanguageClient, kind, workspace):
+async def test_initialize_answers_without_tvm_and_advertises_features(client: LanguageClient, kind, workspace):
     seconds = await initialize(client, kind, workspace, {"disabledFeatures": ["tvmDiagnostics"]})
     print(f"initialize answered in {seconds:.3f} s ({kind})")
-    assert seconds < 3.0  # the ≤ 1 s goal is measured by bench/lsp_latency.py on a quiet machine
+    # No timing assert: the ≤ 1 s goal is measured by bench/lsp_latency.py, which prints the load.
     status = await request(client, P.REQ_STATUS)
     assert status["status"] == "running" and status["tvmImported"] is False
     assert "tvmDiagnostics" not in status["features"]
