@@ -21,6 +21,7 @@ export interface ModelTask {
   share?: number | null;
   trials?: number | null;
   failed?: number | null;
+  slower?: boolean; // the server's verdict (views/model.py): trials > 0 and ≥ 1.2× the untuned calls
   tuned?: boolean;
   recordUs?: number | null;
 }
@@ -59,9 +60,10 @@ export interface ModelRow {
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 const line = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 
-/** Slower than untuned: the same rule as `asight model` (more than 10 % over the untuned call time). */
-export function isSlower(tunedUs: number | null, untunedUs: number | null): boolean {
-  return tunedUs !== null && untunedUs !== null && untunedUs > 0 && tunedUs > 1.1 * untunedUs;
+/** Slower than untuned: the server decides (views/model.py: trials > 0 and ≥ 1.2× the untuned calls);
+ * a payload without the field is never flagged. */
+export function isSlower(flag: unknown): boolean {
+  return flag === true;
 }
 
 /** The lines of one call (null when the payload has none). */
@@ -93,7 +95,7 @@ export function modelRows(payload: ModelPayload | null | undefined): ModelRow[] 
     const untunedUs = num(t.untunedUs);
     return {
       task: t.task!, calls, ranges: callRanges(calls), tunedUs, untunedUs, share: num(t.share),
-      trials: num(t.trials), failed: num(t.failed), slower: isSlower(tunedUs, untunedUs),
+      trials: num(t.trials), failed: num(t.failed), slower: isSlower(t.slower),
     };
   });
 }

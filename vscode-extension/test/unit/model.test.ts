@@ -25,11 +25,12 @@ test("rows: one per task, every call of a repeated kernel with its own lines", (
   assert.match(callLabel(conv.calls[1]), /^#1 lv13, lv15, lv16 · lines \d+–\d+$/);
 });
 
-test("slower than untuned: the CLI's rule (tuned > 1.1 x untuned)", () => {
-  assert.equal(isSlower(11.1, 10), true);
-  assert.equal(isSlower(10.9, 10), false);
-  assert.equal(isSlower(5, null), false);
-  for (const r of modelRows(payload)) assert.equal(r.slower, r.tunedUs! > 1.1 * r.untunedUs!, r.task);
+test("slower than untuned: the server's flag, never recomputed in the client", () => {
+  assert.equal(isSlower(true), true);
+  assert.equal(isSlower(false), false);
+  assert.equal(isSlower("true"), false);
+  const flags = new Map((payload.tasks ?? []).map((t) => [t.task, t.slower === true]));
+  for (const r of modelRows(payload)) assert.equal(r.slower, flags.get(r.task), r.task);
 });
 
 test("bad rows and calls are skipped, never thrown on", () => {
