@@ -23,6 +23,7 @@ from ..engine import wire
 from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
+from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
 from .relax_pipeline import fuse
 
@@ -248,11 +249,24 @@ def plan_for(parsed, function: str | None, target) -> Plan:
                  for t in ms.relax_integration.extract_tasks(fused, target)]
         if not tasks:
             raise ValueError("the Relax module has no operator to tune (no task after legalize+fuse)")
-        return Plan("relax", tasks, parsed, entry)
+        return Plan("relax", heaviest_first(tasks), parsed, entry)
     prims = sorted((n, f) for n, f in funcs.items() if isinstance(f, tirx.PrimFunc))
     if not prims:
         raise ValueError("nothing to tune: the unit has no PrimFunc or Relax function")
     return Plan("tir", [Task(n, normalize_mod(f), 1.0, [n]) for n, f in prims], parsed)
+
+
+def heaviest_first(tasks: list[Task]) -> list[Task]:
+    """Tasks by estimated work (calls x FLOPs), most first; ties keep TVM's order.
+
+    MetaSchedule's gradient scheduler warms up round-robin in the order it is given, one batch per
+    task.  In TVM's order (graph order) a budget smaller than tasks x batch never reaches the last
+    tasks: ResNet-18 at 64 trials left three stride-2 convolutions untried, 62 % of the tuned
+    model's time.  Heaviest first spends a short budget where the time is.
+    """
+    def work(task: Task) -> float:
+        return -(task.weight * (estimate_flops(task.mod) or 0.0))
+    return sorted(tasks, key=work)
 
 
 def _symbol(func) -> str | None:
