@@ -3,6 +3,7 @@ product path -- `asight import`, `asight tune --trials B`, `asight export` -- ag
 the same machine, interleaved in one run, outputs compared.
 
     python bench/model_vs_ort.py --budgets 0,200,800 [--size 224] [--rounds 15] [--out DIR]
+                                 [--library NAME=old.so ...]   # earlier builds, timed in the same rounds
 
 Budget 0 is TVM's untuned build (default schedules).  onnxruntime is installed by this script
 (pip) when missing: it is not a dependency of asight.  Each round times every contender once with
@@ -98,6 +99,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_vs_ort"))
+    ap.add_argument("--library", action="append", default=[], metavar="NAME=PATH",
+                    help="also time a library built earlier (e.g. by another version), interleaved with the rest")
     args = ap.parse_args()
     ort = ensure_onnxruntime()
     import onnx_build
@@ -126,6 +129,9 @@ def main() -> int:
         name = f"tvm {budget} trials" if budget else "tvm untuned"
         contenders[name] = tvm_runner(lib)
         budget_of[name] = budget
+    for spec in args.library:
+        name, _, path = spec.partition("=")
+        contenders[name] = tvm_runner(Path(path))
     x = np.random.default_rng(1).standard_normal((1, 3, args.size, args.size)).astype("float32")
     reference = contenders["onnxruntime"](x)
     agree = {n: bool(np.allclose(fn(x), reference, rtol=1e-3, atol=1e-3)) for n, fn in contenders.items()}
