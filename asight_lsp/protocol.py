@@ -104,6 +104,14 @@ class UnavailablePayload(TypedDict):
     message: str
 
 
+class FailureGroup(TypedDict):
+    """Failed candidates of a tune with one reason (``analysis/failures.py``)."""
+    reason: str              # the error's own line, addresses and numbers masked
+    count: int
+    stage: str               # build | run
+    log: str | None          # the run's failures.log: every failed candidate's full message
+
+
 class RunSummary(TypedDict, total=False):
     id: str
     file: str
@@ -123,6 +131,7 @@ class RunSummary(TypedDict, total=False):
     finished: float | None
     stale: bool              # the function's source changed since the run
     error: str | None
+    failures: list           # [FailureGroup], largest first
 
 
 class RunUpdated(TypedDict, total=False):
