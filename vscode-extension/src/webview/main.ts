@@ -9,6 +9,7 @@ import { renderHotspots } from "./hotspots";
 import { renderLoopView } from "./loopView";
 import { renderSearchSpace } from "./searchSpace";
 import { renderStageGraph } from "./stageGraph";
+import { appendFailures } from "./failures";
 
 const root = document.getElementById("app")!;
 const bodyKind = document.body.dataset.kind as PanelKind;
@@ -38,6 +39,7 @@ function draw(msg: ShowMessage): void {
   } else {
     renderHotspots(root, msg);
   }
+  if (!isUnavailable(msg.payload)) appendFailures(root, msg.payload);
   document.body.dataset.rendered = String(Date.now());
   document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
 }
