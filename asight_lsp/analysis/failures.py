@@ -31,11 +31,30 @@ def reason(message: str | None) -> str:
     lines = [ln for ln in lines if not _HEADER.match(ln.strip())]
     if not lines:
         return "failed without a message"
-    errors = [ln for ln in lines if _ERROR_LINE.match(ln) and not ln.lstrip().startswith("File ")]
-    line = errors[-1] if errors else _first_meaningful(lines)
-    line = _NUMBER.sub("N", _HEX.sub("0x…", line.strip()))
+    errors = [k for k, ln in enumerate(lines) if _ERROR_LINE.match(ln) and not ln.lstrip().startswith("File ")]
+    line = lines[errors[-1]].strip() if errors else _first_meaningful(lines)
+    where = _innermost_frame(lines[:errors[-1]]) if errors else None
+    if where:
+        line += f" (in {where})"
+    line = _NUMBER.sub("N", _HEX.sub("0x…", line))
     line = _SPACE.sub(" ", line)
     return line if len(line) <= MAX_REASON else line[:MAX_REASON - 1] + "…"
+
+
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in (.+)$')
+_FUNC = re.compile(r"([A-Za-z_][\w:~<>]*)\s*\(")
+
+
+def _innermost_frame(lines: list[str]) -> str | None:
+    """The function of the last traceback frame before the error line (C++ signatures reduced to the
+    qualified name): "not implemented" says little, "in tvm::codegen::CodeGenLLVM::GetThreadIndex" more."""
+    for ln in reversed(lines):
+        m = _FRAME.match(ln)
+        if m:
+            func = m.group(1).strip()
+            names = _FUNC.findall(func)
+            return names[-1] if names else func
+    return None
 
 
 def _first_meaningful(lines: list[str]) -> str:

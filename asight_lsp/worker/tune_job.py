@@ -170,6 +170,15 @@ class TuningProcess:
                 meta = self.run.load()
                 self.run.update(extra={**meta.extra, "failures": fails.merge(meta.extra.get("failures") or [], groups)})
 
+    def top_failure(self) -> str:
+        """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
+        groups = self.run.load().extra.get("failures") or []
+        if not groups:
+            return ""
+        top = groups[0]
+        log = f" (full messages: {top['log']})" if top.get("log") else ""
+        return f"; most often ({top['count']} × {top['stage']}): {top['reason']}{log}"
+
     def prepare(self, meta: RunMeta):
         """Parse, resolve the target, plan the tasks, check the device (and, over RPC, the baseline)."""
         from . import rpc_baseline as baseline
@@ -220,7 +229,8 @@ class TuningProcess:
         tracker.seed_from_db(database)
         if space is not None and tracker.total_us() is None:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
-                               f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)")
+                               f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)"
+                               + self.top_failure())
         tuning = {"best_us": tracker.total_us(), "best_tasks_us": tracker.per_task_us(), "seconds": tune_s,
                   "failed": tracker.errors, "source": TUNING_SOURCE,
                   "repeats_skipped": self.budget.repeats_skipped if self.budget else 0}

@@ -11,8 +11,12 @@ tvm.error.InternalError: S_global has duplicate definitions at 0x7f3a12bc00
 """
 
 
-def test_reason_is_the_error_line_not_the_builder_header():
-    assert F.reason(TRACEBACK) == "tvm.error.InternalError: S_global has duplicate definitions at 0x…"
+def test_reason_is_the_error_line_not_the_builder_header_with_the_innermost_frame():
+    assert F.reason(TRACEBACK) == "tvm.error.InternalError: S_global has duplicate definitions at 0x… (in build)"
+    cpp = ('  File "/project/src/target/llvm/codegen_llvm.cc", line 429, in virtual llvm::Value* '
+           'tvm::codegen::CodeGenLLVM::GetThreadIndex(const tvm::tirx::IterVar&)\n'
+           'tvm.error.InternalError: not implemented\n')
+    assert F.reason(cpp) == "tvm.error.InternalError: not implemented (in tvm::codegen::CodeGenLLVM::GetThreadIndex)"
 
 
 def test_same_error_from_other_candidates_groups_numbers_and_addresses_masked():
@@ -50,5 +54,6 @@ def test_summary_lines_count_reasons_and_point_to_the_log():
     lines = F.summary_lines(groups)
     assert lines[0] == "17 candidate(s) failed; by reason:"
     assert "17 × build: tvm.error.InternalError: S_global has duplicate definitions" in lines[1]
+    assert "(in build)" in lines[1]
     assert lines[-1].endswith("/runs/r1/failures.log")
     assert F.summary_lines([]) == []
