@@ -57,3 +57,23 @@ def test_summary_lines_count_reasons_and_point_to_the_log():
     assert "(in build)" in lines[1]
     assert lines[-1].endswith("/runs/r1/failures.log")
     assert F.summary_lines([]) == []
+
+
+def test_lens_tooltip_names_the_failures_with_or_without_a_measurement():
+    import time
+    from pathlib import Path
+
+    from asight_lsp.server.lens import result_lens_tooltip
+    from asight_lsp.services.results import FunctionResult
+    from asight_lsp.store.runs import RunMeta
+
+    groups = F.group([{"stage": "build", "message": TRACEBACK}] * 17 +
+                     [{"stage": "run", "message": "RuntimeError: x"}] * 2, "/ws/.asight/runs/r/failures.log")
+    meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=32, trials_requested=32,
+                   best_us=61.0, finished=time.time(), extra={"failures": groups})
+    tip = result_lens_tooltip(FunctionResult("main", meta, Path("."), stale=False))
+    assert tip.startswith("19 candidate(s) failed; by reason:")
+    assert "17 × build: tvm.error.InternalError: S_global has duplicate definitions" in tip
+    assert "2 × run: RuntimeError: x" in tip and tip.endswith("full messages: /ws/.asight/runs/r/failures.log")
+    meta.extra = {}
+    assert result_lens_tooltip(FunctionResult("main", meta, Path("."), stale=False)) is None
