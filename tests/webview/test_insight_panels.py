@@ -12,6 +12,7 @@ import pytest
 
 from asight_lsp.services.run_data import load_run
 from asight_lsp.store.runs import Run
+from asight_lsp.views.principles import principles
 from asight_lsp.views.searchspace import search_space
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,14 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     meta.measurement = {**(meta.measurement or {}), "speedup": {"estimate": 0.5}}
     run.save(meta)
     contradicted = search_space(load_run(run, extract=False))
-    cases = {"agrees": {"kind": "searchSpace", "payload": agrees},
+    found = principles(load_run(run, extract=False))
+    short_dir = tmp / "r26"                       # the first 26 records: nothing significant yet
+    shutil.copytree(ROOT / "fixtures" / "runs" / "mbr128", short_dir)
+    db = short_dir / "database_tuning_record.json"
+    db.write_text("\n".join(db.read_text().splitlines()[:26]) + "\n")
+    unsettled = principles(load_run(Run(short_dir), extract=False))
+    cases = {"agrees": {"kind": "searchSpace", "payload": agrees, "extra": found},
+             "unsettled": {"kind": "searchSpace", "payload": agrees, "extra": unsettled},
              "contradicted": {"kind": "searchSpace", "payload": contradicted},
              "loopFailures": {"kind": "loopView", "payload": {**copy.deepcopy(_loop_fixture()), "run": agrees["run"]}}}
     path = tmp / "cases.json"
@@ -80,3 +88,14 @@ def test_failures_are_listed_by_reason_with_the_log_in_every_panel(drawn):
         assert "run" in f["failures"][1]
         assert f["failuresLog"] == "/ws/.asight/runs/r1/failures.log"
     assert (ARTIFACTS / "insight-contradicted.png").stat().st_size > 10_000
+
+
+def test_principles_show_next_steps_and_the_closest_ranges_with_estimates(drawn):
+    f, p = drawn["facts"]["agrees"], drawn["payloads"]["agrees"]["extra"]
+    assert len(f["nextSteps"]) == len(p["principles"]) > 0
+    assert "--guided-by" in f["nextSteps"][0] and f["nextSteps"][0].startswith("Next: re-tune")
+    f, p = drawn["facts"]["unsettled"], drawn["payloads"]["unsettled"]["extra"]
+    assert "Closest to significant" in f["principlesText"]
+    need = p["closest"][0]["settle"]["candidates_needed"]
+    assert f"≈ {need:,} measured candidates would settle it" in f["principlesText"]
+    assert len(f["nextSteps"]) == len(p["closest"]) and "--trials" in f["nextSteps"][0]

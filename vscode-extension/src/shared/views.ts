@@ -205,12 +205,22 @@ export interface Principle {
   n?: number;
   text?: string;
   importance?: number;
+  p_value?: number;
+  p_adjusted?: number; // closest ranges: Benjamini-Hochberg adjusted p
+  /** Closest ranges: a rough power estimate of the measured candidates that would settle it. */
+  settle?: { effect_size_d?: number; candidates_needed?: number | null; more_trials?: number | null;
+    alpha?: number; power?: number; method?: string; note?: string };
+  /** What to do with it and the command that does it (views/principles.next_step). */
+  next_step?: { kind?: string; text?: string; cli?: string; cli_alone?: string;
+    command?: { command?: string; args?: Record<string, unknown> } };
 }
 
 export interface PrinciplesPayload extends ViewBase {
   principles?: Principle[];
   /** Faster ranges not significant after the FDR correction; only a guided re-tune uses them. */
   tentative?: Principle[];
+  /** When nothing is significant: the faster ranges with the smallest p, with their estimates. */
+  closest?: Principle[];
   reason?: string | null;
   meaning?: string;
 }

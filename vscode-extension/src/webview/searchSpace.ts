@@ -10,6 +10,7 @@ import type { Category, Cell, PrinciplesPayload, SearchSpacePayload } from "../s
 import { header, notes, pct } from "./common";
 import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
+import { closestRanges, nextStep } from "./nextSteps";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
 export const CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -301,8 +302,9 @@ function principles(extra: unknown): HTMLElement | null {
   if (p.schema !== "asight.principles/1") return null;
   const list = arr(p.principles).map(obj);
   return h("section", { class: "principles" }, h("h2", {}, "Design principles"),
-    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`))))
+    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`), nextStep(x.next_step))))
       : h("p", { class: "hint" }, str(p.reason ?? p.message, "No principle has enough evidence yet.")),
+    list.length ? null : closestRanges(p),
     p.meaning ? h("p", { class: "hint" }, str(p.meaning)) : null);
 }
 
