@@ -378,8 +378,7 @@ def pack_centres(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: 
 
 def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     """The honeycomb of standardised features ``X`` (n, d)."""
-    import sklearn.cluster  # noqa: F401  (load its OpenMP runtime *before* limiting the thread pools:
-    from threadpoolctl import threadpool_limits  # threadpoolctl only limits libraries already loaded)
+    from threadpoolctl import threadpool_limits  # numpy's BLAS (eigh, matrix products); no scikit-learn here
     n = len(X)
     with threadpool_limits(limits=1):  # small problems: threads cost more than they give (2-core box)
         xy, reduction = reduce_2d(X, seed)
