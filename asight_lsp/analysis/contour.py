@@ -141,15 +141,9 @@ CONTRADICTION_LOG2 = 1.0  # model gain at the best candidate − measured log2 s
 def ranks(values: np.ndarray) -> np.ndarray:
     """Ranks 1..n with ties averaged (as scipy.stats.rankdata's default)."""
     values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(values, kind="mergesort")
-    sorted_vals = values[order]
-    out = np.empty(len(values), dtype=np.float64)
-    edges = np.flatnonzero(np.diff(sorted_vals) != 0) + 1
-    starts = np.concatenate([[0], edges])
-    ends = np.concatenate([edges, [len(values)]])
-    for a, b in zip(starts, ends):
-        out[order[a:b]] = (a + b + 1) / 2.0
-    return out
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse.ravel()]
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> tuple[float | None, int, float | None]:
