@@ -155,6 +155,7 @@ def kmeans(X: np.ndarray, k: int, seed: int = 0, n_init: int = 3, max_iter: int 
     than the whole payload (docs/analytics.md, "Speed")."""
     X = np.asarray(X, dtype=np.float64)
     rng = np.random.default_rng(seed)
+    tol = 1e-4 * float(X.var(axis=0).mean())   # scikit-learn's convergence rule: centre shift² ≤ tol
     best = None
     for _ in range(n_init):
         centres = _plusplus(X, k, rng)
@@ -164,9 +165,10 @@ def kmeans(X: np.ndarray, k: int, seed: int = 0, n_init: int = 3, max_iter: int 
             np.add.at(sums, labels, X)
             counts = np.bincount(labels, minlength=k)[:, None]
             moved = np.where(counts > 0, sums / np.maximum(counts, 1), centres)
-            if np.allclose(moved, centres, rtol=0, atol=1e-10):
-                break
+            shift = float(((moved - centres) ** 2).sum())
             centres = moved
+            if shift <= tol:
+                break
         labels = nearest_centre(X, centres)
         inertia = float(((X - centres[labels]) ** 2).sum())
         if best is None or inertia < best[0] - 1e-12:
