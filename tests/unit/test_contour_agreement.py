@@ -62,3 +62,41 @@ def test_neighbour_smoothing_averages_adjacent_cells_only():
     assert out[0] == pytest.approx(2.0)
     assert out[1] == pytest.approx((0 + 4 + 16) / 4)
     assert np.isnan(out[3])
+
+
+@pytest.fixture(scope="module")
+def mbr128():
+    from pathlib import Path
+    from asight_lsp.services.run_data import load_run
+    from asight_lsp.store.runs import Run
+    return load_run(Run(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mbr128"), extract=False)
+
+
+def test_payload_legend_and_png_say_the_model_is_contradicted(mbr128, tmp_path):
+    import dataclasses
+    from asight_lsp.views.render import _contour_legend_text, render_search_space
+    from asight_lsp.views.searchspace import search_space
+    meta = dataclasses.replace(mbr128.meta, measurement={**(mbr128.meta.measurement or {}),
+                                                         "speedup": {"estimate": 0.5}})
+    payload = search_space(dataclasses.replace(mbr128, meta=meta))
+    contour = payload["contour"]
+    assert contour["draw"] == "none" and contour["lines"] == []
+    assert contour["legend"][0].startswith("⚠ The model contradicts the measurement")
+    assert any(line.startswith("memory traffic (ρ = ") for line in contour["legend"])
+    text = _contour_legend_text(contour)
+    assert text[0].startswith("⚠ The model contradicts") and all(len(t) <= 150 for t in text)
+    out = render_search_space(payload, tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 20_000 and out.endswith("s.png")
+
+
+def test_a_task_of_a_multi_task_run_has_no_run_level_speedup_to_compare(mbr128):
+    import dataclasses
+    from asight_lsp.views.searchspace import search_space
+    meta = dataclasses.replace(mbr128.meta, measurement={**(mbr128.meta.measurement or {}),
+                                                         "speedup": {"estimate": 0.5}})
+    data = dataclasses.replace(mbr128, meta=meta, task="main", tasks=["main", "other"])
+    contour = search_space(data)["contour"]
+    # the run's speed-up is the whole program's: it is neither drawn per cell nor used to contradict
+    assert contour["measured"]["available"] is False
+    assert contour["agreement"]["measured_log2"] is None and not contour["agreement"]["contradiction"]
+    assert contour["agreement"]["verdict"] == "agrees" and contour["lines"]
