@@ -96,6 +96,10 @@ def render(p: dict) -> str:
             lines.append(f"  {c['id']}: {c['source']}")
     elif contour.get("note"):
         lines.append(f"contour: {contour['note']}")
+    agreement = contour.get("agreement")
+    if agreement:
+        lines.append(f"contour model vs measurement: {'' if agreement['verdict'] == 'agrees' else '⚠ '}"
+                     f"{agreement['message']}")
     top = sorted(p["cells"], key=lambda c: c["mean_latency_us"])[:5]
     lines.append("fastest cells:")
     for c in top:
