@@ -47,7 +47,9 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..services.run_data import warm_imports
     from ..views.searchspace import search_space
+    warm_imports()
     payload = search_space(load(args), seed=args.seed)
     if payload["status"] != "ok":
         raise AsightError(payload["message"])

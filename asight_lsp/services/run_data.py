@@ -138,7 +138,6 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
     function = source_function(meta, run.path, text) if text is not None else None
-    warm_imports()
     records = read_records(run.path)
     shown, names, only = _task(run, meta, task, records)
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
@@ -175,8 +174,9 @@ def warm_imports() -> None:
     A fresh process pays 1–2 s for them on this VM (scikit-learn, 4–5 s, is no longer on the
     search-space path); a process that paid such imports inside its first search-space payload
     showed "1,000 candidates: 2.1 s, 20,000: 0.6 s" — the order mattered, not the size
-    (docs/analytics.md, "Speed").  Started when a run is loaded, they overlap the reading of its
-    records and features; a server can call this at start-up to take them off the first request.
+    (docs/analytics.md, "Speed").  Started before a search-space payload's run is loaded
+    (``build_view``, ``asight space``), they overlap the reading of its records and features; a
+    server can call this at start-up to take them off the first request.
     """
     with _WARM_LOCK:
         if _WARM:
@@ -199,6 +199,8 @@ def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=N
                task: str | None = None) -> dict:
     """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run
     (of one of its tasks: ``task``, else the default one)."""
+    if kind == "searchSpace":
+        warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
     data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task)
     builder = BUILDERS[kind]
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
