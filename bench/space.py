@@ -82,7 +82,10 @@ def rss_peak_mb() -> float:
 
 
 def bench(n: int, repeat: int, run: Run) -> dict:
-    from asight_lsp.services.run_data import warm_imports
+    try:
+        from asight_lsp.services.run_data import warm_imports
+    except ImportError:    # an older checkout (before/after comparisons)
+        warm_imports = lambda: None  # noqa: E731
     w0, c0 = time.perf_counter(), time.process_time()
     warm_imports()   # as services.run_data.build_view does for a searchSpace request
     data = load_run(run, extract=False)
