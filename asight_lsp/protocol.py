@@ -106,6 +106,14 @@ class UnavailablePayload(TypedDict):
     message: str
 
 
+class FailureGroup(TypedDict):
+    """Failed candidates of a tune with one reason (``analysis/failures.py``)."""
+    reason: str              # the error's own line, addresses and numbers masked
+    count: int
+    stage: str               # build | run
+    log: str | None          # the run's failures.log: every failed candidate's full message
+
+
 class RunSummary(TypedDict, total=False):
     id: str
     file: str
@@ -127,6 +135,7 @@ class RunSummary(TypedDict, total=False):
     error: str | None
     kind: str                # tir | relax
     tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
+    failures: list           # [FailureGroup], largest first
 
 
 class RunUpdated(TypedDict, total=False):

@@ -44,7 +44,8 @@ def one(kernel: str, seed: int, budget: int, store: str) -> dict:
     half = budget // 2
     started = time.time()
     base = tune(file, half, store, seed, resume=False)
-    row = {"kernel": kernel, "seed": seed, "base_us": base.best_us, "baseline_us": base.baseline_us}
+    row = {"kernel": kernel, "seed": seed, "base_us": base.best_us, "baseline_us": base.baseline_us,
+           "told": what_next(base, store)}
     try:
         guided = tune(file, budget - half, store, seed, guided_by=base.id)
         row["guided_us"] = guided.best_us
@@ -56,6 +57,21 @@ def one(kernel: str, seed: int, budget: int, store: str) -> dict:
     row["plain_us"] = plain.best_us
     row["seconds"] = round(time.time() - started, 1)
     return row
+
+
+def what_next(meta, store: str) -> list[dict]:
+    """What the product tells a user after the base run: each principle, tentative range and closest
+    range of ``asight principles`` with its next step (views/principles.next_step)."""
+    from asight_lsp.services.run_data import load_run
+    from asight_lsp.views.principles import principles
+    payload = principles(load_run(meta.id, store_root=store, extract=False))
+    told = []
+    for kind in ("principles", "tentative", "closest"):
+        for p in payload.get(kind) or []:
+            step = p.get("next_step") or {}
+            told.append({"kind": kind, "text": p["text"], "next": step.get("kind"), "cli": step.get("cli"),
+                         "settle": (p.get("settle") or {}).get("candidates_needed")})
+    return told
 
 
 def summarise(rows: list[dict]) -> list[dict]:

@@ -16,6 +16,13 @@ reported next to them, not folded into ``z``: it is the sum of all effects, not 
 Contour lines of ``z`` are traced on a grid interpolated (linearly) from the cell centres and
 masked outside the honeycomb (farther than one hex size from every cell); each line is oriented so
 that higher ``z`` lies on its left, and carries ticks pointing uphill.
+
+The categories are a *model*, so ``agreement`` checks it against what was measured before the
+picture draws it: the Spearman rank correlation, over the run's candidates, between the modelled
+gain (``z`` of each candidate) and the measured speed (−latency), and, where the run has a measured
+speed-up, whether the model's gain at the best candidate contradicts it (claims ≥ 2× more).  A
+model that agrees is drawn; a weak or untested one is drawn faded with the figures; one that
+disagrees is not drawn at all, and the legend says why (docs/analytics.md, "Contour").
 """
 from __future__ import annotations
 
@@ -115,11 +122,122 @@ def candidate_gains(table: CandidateTable, idx: np.ndarray, target=None) -> tupl
     return {c["id"]: gains[c["id"]] for c in cats}, cats
 
 
-def measured_speedup(table: CandidateTable, idx: np.ndarray) -> np.ndarray | None:
-    """log2(baseline_us / latency) per candidate, or None without a baseline (or with several tasks)."""
-    if not table.baseline_us or len(np.unique(table.workload)) > 1:
+def measured_speedup(table: CandidateTable, idx: np.ndarray, several_tasks: bool = False) -> np.ndarray | None:
+    """log2(baseline_us / latency) per candidate, or None without a baseline or for a run of several
+    tasks (its baseline is the whole program's, not one task's)."""
+    if not table.baseline_us or several_tasks or len(np.unique(table.workload)) > 1:
         return None
     return np.log2(table.baseline_us / table.latency_us[idx])
+
+
+# Agreement thresholds (docs/analytics.md): the model is drawn as a picture of the run only when its
+# ranking of the candidates goes with the measured one.
+AGREE_RHO = 0.4          # ρ at or above this (and p < 0.05) = agrees
+DISAGREE_RHO = 0.1       # ρ at or below this = disagrees
+MIN_AGREEMENT_N = 8      # fewer candidates: untested, drawn faded
+CONTRADICTION_LOG2 = 1.0  # model gain at the best candidate − measured log2 speed-up > this = contradicts
+
+
+def ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties averaged (as scipy.stats.rankdata's default)."""
+    values = np.asarray(values, dtype=np.float64)
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse.ravel()]
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> tuple[float | None, int, float | None]:
+    """(ρ, n, two-sided p) over the pairs where both are finite; ρ None when undefined (n < 3 or a
+    constant side).  p from the normal approximation ρ·√(n−1) (n ≥ 8 here; exact tables would need
+    scipy.stats, a 3 s import)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    n = int(ok.sum())
+    if n < 3:
+        return None, n, None
+    ra, rb = ranks(a[ok]), ranks(b[ok])
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = math.sqrt(float((ra ** 2).sum() * (rb ** 2).sum()))
+    if denom == 0:
+        return None, n, None
+    rho = float((ra * rb).sum() / denom)
+    p = math.erfc(abs(rho) * math.sqrt(n - 1) / math.sqrt(2))
+    return rho, n, p
+
+
+def candidate_z(gains: dict[str, np.ndarray]) -> np.ndarray:
+    """Per candidate: max over categories of the modelled log2 gain (NaN where none is known)."""
+    if not gains:
+        return np.array([])
+    stack = np.stack(list(gains.values()))
+    with np.errstate(all="ignore"):
+        z = np.where(np.isfinite(stack), stack, -np.inf).max(axis=0)
+    return np.where(np.isfinite(z), z, np.nan)
+
+
+def agreement(gains: dict[str, np.ndarray], latency_us: np.ndarray, best: int | None = None,
+              measured_log2: float | None = None) -> dict:
+    """How far the modelled gains go with the measured latencies of the same candidates.
+
+    ``best``: index (into ``latency_us``) of the run's best candidate; ``measured_log2``: the run's
+    measured log2 speed-up over the untuned program (the re-measured record), when it has one.
+    Returns ``{verdict: agrees|weak|untested|disagrees, draw: full|faded|none, rho, n, p,
+    per_category: {id: {rho, n, p}}, model_best_log2, measured_log2, contradiction, message}``.
+    """
+    speed = -np.log(np.asarray(latency_us, dtype=np.float64))
+    z = candidate_z(gains)
+    rho, n, p = spearman(z, speed) if len(z) else (None, 0, None)
+    per = {}
+    for key, values in gains.items():
+        r, k, q = spearman(values, speed)
+        per[key] = {"rho": _r(r), "n": k, "p": _p(q)}
+    model_best = float(z[best]) if best is not None and len(z) and np.isfinite(z[best]) else None
+    contradiction = (model_best is not None and measured_log2 is not None
+                     and model_best - measured_log2 > CONTRADICTION_LOG2)
+    verdict = _verdict(rho, n, p, contradiction)
+    out = {"verdict": verdict, "draw": {"agrees": "full", "disagrees": "none"}.get(verdict, "faded"),
+           "rho": _r(rho), "n": n, "p": _p(p), "per_category": per,
+           "model_best_log2": _r(model_best), "measured_log2": _r(measured_log2), "contradiction": contradiction,
+           "method": "Spearman rank correlation between each candidate's modelled gain (max over categories) and "
+                     "its measured speed (−latency) over the run's measured candidates; p: normal approximation"}
+    out["message"] = _agreement_message(out)
+    return out
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), digits)
+
+
+def _p(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(f"{value:.2g}")
+
+
+def _verdict(rho: float | None, n: int, p: float | None, contradiction: bool) -> str:
+    if contradiction:
+        return "disagrees"
+    if rho is None or n < MIN_AGREEMENT_N:
+        return "untested"
+    if rho <= DISAGREE_RHO:
+        return "disagrees"
+    if rho >= AGREE_RHO and p is not None and p < 0.05:
+        return "agrees"
+    return "weak"
+
+
+def _agreement_message(a: dict) -> str:
+    rho = "n/a" if a["rho"] is None else f"{a['rho']:+.2f}"
+    stat = f"rank correlation with the measured speed ρ = {rho} over n = {a['n']} candidates"
+    if a["contradiction"]:
+        return (f"The model contradicts the measurement: it gives the best candidate a gain of "
+                f"{2 ** a['model_best_log2']:.1f}× over the untuned program, measured {2 ** a['measured_log2']:.2f}× "
+                f"({stat}). Its contours are not drawn.")
+    if a["verdict"] == "disagrees":
+        return f"The model does not rank the candidates as the measurement does ({stat}). Its contours are not drawn."
+    if a["verdict"] == "untested":
+        return f"Too few measured candidates to test the model ({stat}); contours drawn faded."
+    if a["verdict"] == "weak":
+        return f"The model goes only weakly with the measurement ({stat}); contours drawn faded."
+    return f"The model agrees with the measurement ({stat})."
 
 
 def cell_means(values: np.ndarray, cell_of: np.ndarray, n_cells: int) -> np.ndarray:
@@ -144,7 +262,28 @@ def z_and_winner(per_cell: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str 
     return z, [names[b] if np.isfinite(v) else None for b, v in zip(best, z)]
 
 
-def nice_levels(lo: float, hi: float, count: int = 6) -> list[float]:
+def neighbour_smooth(z: np.ndarray, pairs: list[tuple[int, int]], weight: np.ndarray | None = None) -> np.ndarray:
+    """Each cell's value averaged with its edge neighbours' (weighted by candidate counts; NaN
+    ignored).  Contours of the raw per-cell means of a few candidates each wind around every cell
+    (the "tangle" of small and Relax runs); the lines follow this smoothed field, the cells keep
+    their own values."""
+    z = np.asarray(z, dtype=np.float64)
+    w = np.ones_like(z) if weight is None else np.asarray(weight, dtype=np.float64)
+    ok = np.isfinite(z)
+    wz = np.where(ok, z * w, 0.0)
+    ww = np.where(ok, w, 0.0)
+    sums, weights = wz.copy(), ww.copy()
+    if pairs:
+        a, b = np.asarray(pairs).T
+        np.add.at(sums, a, wz[b])
+        np.add.at(sums, b, wz[a])
+        np.add.at(weights, a, ww[b])
+        np.add.at(weights, b, ww[a])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weights > 0, sums / weights, np.nan)
+
+
+def nice_levels(lo: float, hi: float, count: int = 4) -> list[float]:
     """Round contour levels strictly inside (lo, hi)."""
     if not (np.isfinite(lo) and np.isfinite(hi)) or hi - lo < 1e-9:
         return []

@@ -110,7 +110,6 @@ def reduce_2d(X: np.ndarray, seed: int = 0) -> tuple[np.ndarray, dict]:
 
 def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -> tuple[np.ndarray, np.ndarray, dict]:
     """KMeans on the plane, k by the best mean silhouette score."""
-    from sklearn.cluster import KMeans
     n = len(xy)
     distinct = len(np.unique(np.round(xy, 9), axis=0)) if n else 0
     k_hi = min(k_range[1], distinct - 1, n - 1)
@@ -131,21 +130,67 @@ def cluster(xy: np.ndarray, seed: int = 0, k_range: tuple[int, int] = K_RANGE) -
     dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * pts @ pts.T, 0.0))  # once, for every k
     scores, fits = {}, {}
     for k in range(k_range[0], k_hi + 1):
-        km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(fit_on)
-        if len(np.unique(km.labels_)) < 2:
+        km_labels, km_centres = kmeans(fit_on, k, seed=seed)
+        if len(np.unique(km_labels)) < 2:
             continue
-        scores[k] = silhouette(dist, km.labels_[sample])
-        fits[k] = km
+        scores[k] = silhouette(dist, km_labels[sample])
+        fits[k] = (km_labels, km_centres)
     if not scores:
         labels = np.zeros(n, dtype=np.int32)
         return labels, xy.mean(axis=0, keepdims=True), {"method": "kmeans", "k": 1, "criterion": criterion,
                                                         "scores": {}}
     best = max(scores, key=lambda k: (round(scores[k], 9), -k))
-    km = fits[best]
-    labels = km.predict(xy).astype(np.int32) if len(fit_on) < n else km.labels_.astype(np.int32)
-    return (labels, km.cluster_centers_.astype(np.float64),
+    km_labels, km_centres = fits[best]
+    labels = nearest_centre(xy, km_centres) if len(fit_on) < n else km_labels
+    return (labels.astype(np.int32), km_centres,
             {"method": "kmeans", "k": best, "criterion": criterion, "fit_sample": int(len(fit_on)),
              "scores": {str(k): round(v, 4) for k, v in scores.items()}})
+
+
+def kmeans(X: np.ndarray, k: int, seed: int = 0, n_init: int = 3, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Lloyd's k-means with k-means++ seeding, best inertia of ``n_init`` seeded starts.
+
+    Written in numpy (2-D points, at most ``FIT_SAMPLE`` of them) rather than taken from
+    scikit-learn: importing ``sklearn.cluster`` took 4–5 s in a fresh process on this VM, longer
+    than the whole payload (docs/analytics.md, "Speed")."""
+    X = np.asarray(X, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    tol = 1e-4 * float(X.var(axis=0).mean())   # scikit-learn's convergence rule: centre shift² ≤ tol
+    best = None
+    for _ in range(n_init):
+        centres = _plusplus(X, k, rng)
+        for _ in range(max_iter):
+            labels = nearest_centre(X, centres)
+            sums = np.zeros_like(centres)
+            np.add.at(sums, labels, X)
+            counts = np.bincount(labels, minlength=k)[:, None]
+            moved = np.where(counts > 0, sums / np.maximum(counts, 1), centres)
+            shift = float(((moved - centres) ** 2).sum())
+            centres = moved
+            if shift <= tol:
+                break
+        labels = nearest_centre(X, centres)
+        inertia = float(((X - centres[labels]) ** 2).sum())
+        if best is None or inertia < best[0] - 1e-12:
+            best = (inertia, labels, centres)
+    return best[1], best[2]
+
+
+def _plusplus(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    centres = [X[rng.integers(len(X))]]
+    d2 = ((X - centres[0]) ** 2).sum(axis=1)
+    for _ in range(1, k):
+        total = d2.sum()
+        pick = rng.choice(len(X), p=d2 / total) if total > 0 else rng.integers(len(X))
+        centres.append(X[pick])
+        d2 = np.minimum(d2, ((X - X[pick]) ** 2).sum(axis=1))
+    return np.array(centres)
+
+
+def nearest_centre(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre of each point."""
+    d2 = (X ** 2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres ** 2).sum(axis=1)[None, :]
+    return d2.argmin(axis=1).astype(np.int32)
 
 
 def silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
@@ -335,8 +380,7 @@ def pack_centres(xy: np.ndarray, labels: np.ndarray, centres: np.ndarray, size: 
 
 def layout(X: np.ndarray, seed: int = 0, cells: int | None = None) -> Layout:
     """The honeycomb of standardised features ``X`` (n, d)."""
-    import sklearn.cluster  # noqa: F401  (load its OpenMP runtime *before* limiting the thread pools:
-    from threadpoolctl import threadpool_limits  # threadpoolctl only limits libraries already loaded)
+    from threadpoolctl import threadpool_limits  # numpy's BLAS (eigh, matrix products); no scikit-learn here
     n = len(X)
     with threadpool_limits(limits=1):  # small problems: threads cost more than they give (2-core box)
         xy, reduction = reduce_2d(X, seed)

@@ -19,11 +19,14 @@ as a second opinion.  Each principle is also a search constraint, e.g.
 When nothing survives the correction, up to two *tentative* ranges (p < 0.05 on their own,
 bootstrap interval below zero) are returned apart, never as principles: a run of 30 candidates
 rarely proves anything over a few hundred ranges, and a guided re-tune may still steer by them
-as long as it says so.
+as long as it says so.  The ``closest`` ranges (faster ones with the smallest p, one per decision)
+come with a rough estimate of how many more trials would settle them (``trials_to_settle``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -40,6 +43,9 @@ BOOTSTRAP_SAMPLE = 1500  # per side; a larger run is subsampled for the interval
 MAX_THRESHOLDS = 16
 MAX_EQUALITY = 8
 MAX_TENTATIVE = 2
+MAX_CLOSEST = 3
+POWER = 0.8
+MW_EFFICIENCY = 3 / math.pi   # Mann-Whitney vs t-test, asymptotic relative efficiency for normal data
 UNROLL_KEYS = ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit")
 
 
@@ -122,13 +128,14 @@ def mine(table: CandidateTable, seed: int = 0, columns: list[DecisionColumn] | N
     settings = {"min_candidates": MIN_RUN, "min_group": min_group, "fdr": FDR, "min_effect": MIN_EFFECT,
                 "bootstrap": BOOTSTRAP, "test": "Mann-Whitney U (two-sided), Benjamini-Hochberg"}
     if n < MIN_RUN:
-        return {"principles": [], "tentative": [], "tested": 0, "n": n, "settings": settings, "model": None,
+        return {"principles": [], "tentative": [], "closest": [], "tested": 0, "n": n, "settings": settings,
+                "model": None,
                 "reason": f"only {n} measured candidates; at least {MIN_RUN} are needed"}
     cols = columns if columns is not None else decision_columns(table)
     lat = table.latency_us
     ranges = [r for col in cols for r in _ranges(col, ok, min_group)]
     if not ranges:
-        return {"principles": [], "tentative": [], "tested": 0, "n": n, "settings": settings,
+        return {"principles": [], "tentative": [], "closest": [], "tested": 0, "n": n, "settings": settings,
                 "model": _forest(cols, lat, ok, seed),
                 "reason": "no decision varies enough between candidates to compare"}
     effects, pvals = [], []
@@ -155,8 +162,81 @@ def mine(table: CandidateTable, seed: int = 0, columns: list[DecisionColumn] | N
     for p in tentative:
         p["tentative"] = True
     reason = None if found else "no decision range goes with a clearly lower latency (after the FDR correction)"
-    return {"principles": found, "tentative": tentative, "tested": len(ranges), "n": n, "settings": settings,
-            "model": model, "reason": reason}
+    closest = [] if found else closest_ranges(ranges, effects, pvals, lat, ok)
+    return {"principles": found, "tentative": tentative, "closest": closest, "tested": len(ranges), "n": n,
+            "settings": settings, "model": model, "reason": reason}
+
+
+def closest_ranges(ranges: list[Range], effects: np.ndarray, pvals: np.ndarray, lat: np.ndarray, ok: np.ndarray,
+                   limit: int = MAX_CLOSEST) -> list[dict]:
+    """The faster ranges nearest to significance (smallest p, one per decision, distinct candidate
+    sets), each with its BH-adjusted p and ``trials_to_settle`` (see ``trials_to_settle``)."""
+    adjusted = bh_adjusted(pvals)
+    order = [i for i in np.argsort(pvals, kind="stable") if effects[i] <= -MIN_EFFECT]
+    out, keys, masks = [], set(), set()
+    for i in order:
+        r = ranges[i]
+        mask_key = np.packbits(r.mask).tobytes()
+        if r.column.key in keys or mask_key in masks:
+            continue
+        keys.add(r.column.key)
+        masks.add(mask_key)
+        others = ok & ~r.mask & np.isfinite(r.column.values)
+        item = _principle(r, float(effects[i]), (float("nan"), float("nan")), float(pvals[i]), int(r.mask.sum()),
+                          int((ok & np.isfinite(r.column.values)).sum()), lat, None)
+        item.pop("ci95")
+        item["p_adjusted"] = float(f"{adjusted[i]:.3g}")
+        item["settle"] = trials_to_settle(np.log(lat[r.mask]), np.log(lat[others]), len(ranges))
+        out.append(item)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def bh_adjusted(pvalues: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (q-values): a range is a discovery at FDR q iff its value ≤ q."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p)
+    scaled = p[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+def trials_to_settle(inside: np.ndarray, outside: np.ndarray, tested: int, fdr: float = FDR,
+                     power: float = POWER) -> dict:
+    """A rough estimate of how many measured candidates the run would need for this range to pass
+    the FDR correction with probability ``power``, if its effect stays as observed.
+
+    Effect size: Cohen's d of log latency inside vs outside.  Sample size of a two-sided two-sample
+    test at level ``fdr / tested`` (what Benjamini-Hochberg asks of a single discovery among
+    ``tested`` ranges) with the observed inside/outside ratio, divided by Mann-Whitney's efficiency
+    (3/π).  It assumes new trials fall inside the range in the same share and are independent —
+    MetaSchedule's evolutionary search is not, so treat the figure as an order of magnitude.
+    """
+    n_in, n_out = len(inside), len(outside)
+    note = ("it assumes the observed effect and spread hold and new trials fall in the range as often "
+            "as so far; the evolutionary search makes neither certain")
+    pooled = math.sqrt(((n_in - 1) * np.var(inside, ddof=1) + (n_out - 1) * np.var(outside, ddof=1))
+                       / max(n_in + n_out - 2, 1)) if n_in > 1 and n_out > 1 else 0.0
+    d = abs(float(np.mean(inside) - np.mean(outside))) / pooled if pooled > 0 else 0.0
+    if d < 1e-3:
+        return {"effect_size_d": round(d, 3), "candidates_needed": None, "more_trials": None,
+                "method": "two-sample power, Cohen's d of log latency", "note": "no measurable effect: no estimate"}
+    alpha = fdr / max(tested, 1)
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    share = n_in / (n_in + n_out)
+    k = (1 - share) / share                                   # outside per inside
+    need_in = (z ** 2) * (1 + 1 / k) / d ** 2 / MW_EFFICIENCY
+    needed = int(math.ceil(need_in / share))
+    return {"effect_size_d": round(d, 3), "alpha": float(f"{alpha:.3g}"), "power": power,
+            "candidates_needed": needed, "more_trials": max(0, needed - (n_in + n_out)),
+            "method": "two-sample power at level FDR / ranges tested, Cohen's d of log latency, "
+                      "Mann-Whitney efficiency 3/π", "note": note}
 
 
 def _best_per_column(ranges: list[Range], effects: np.ndarray, pvals: np.ndarray, selected: np.ndarray) -> list[int]:

@@ -26,10 +26,33 @@ def render(p: dict) -> str:
     for item in p["principles"]:
         lines.append(f"  {item['rank']}. {item['text']}")
         lines.append(f"     constraint: {json.dumps(item['constraint'])}")
+        lines.extend(_step_lines(item.get("next_step")))
     if not p["principles"]:
         lines.append(f"  none: {p['reason']}")
+        for item in p.get("tentative") or []:
+            lines.append(f"  tentative (not significant after the FDR correction): {item['text']}")
+            lines.extend(_step_lines(item.get("next_step")))
+        if p.get("closest"):
+            lines.append("  closest to significant:")
+        for item in p.get("closest") or []:
+            settle = item.get("settle") or {}
+            need = settle.get("candidates_needed")
+            lines.append(f"   - {item['text']}")
+            if need:
+                lines.append(f"     ≈ {need:,} measured candidates would settle it (effect size d = "
+                             f"{settle['effect_size_d']:.2f}; an estimate: {settle['note']})")
+            lines.extend(_step_lines(item.get("next_step")))
     model = p.get("model")
     if model:
         top = ", ".join(f"{i['key']} {i['importance']:.2f}" for i in model["importances"][:3])
         lines.append(f"random forest (log latency, OOB R² {model['oob_r2']:.2f}): most important {top}")
     return "\n".join(lines) + "\n"
+
+
+def _step_lines(step: dict | None) -> list[str]:
+    if not step:
+        return []
+    out = [f"     next: {step['text']}"]
+    if step.get("cli"):
+        out.append(f"       $ {step['cli']}")
+    return out

@@ -47,7 +47,9 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..services.run_data import warm_imports
     from ..views.searchspace import search_space
+    warm_imports()
     payload = search_space(load(args), seed=args.seed)
     if payload["status"] != "ok":
         raise AsightError(payload["message"])
@@ -96,6 +98,10 @@ def render(p: dict) -> str:
             lines.append(f"  {c['id']}: {c['source']}")
     elif contour.get("note"):
         lines.append(f"contour: {contour['note']}")
+    agreement = contour.get("agreement")
+    if agreement:
+        lines.append(f"contour model vs measurement: {'' if agreement['verdict'] == 'agrees' else '⚠ '}"
+                     f"{agreement['message']}")
     top = sorted(p["cells"], key=lambda c: c["mean_latency_us"])[:5]
     lines.append("fastest cells:")
     for c in top:

@@ -190,6 +190,8 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     failed = (meta.extra.get("tuning") or {}).get("failed")
     print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
           file=out)
+    for line in failure_lines(meta):
+        print(line, file=out)
     unread = records_note(job.run, meta)
     if unread:
         print(f"records  {unread}", file=out)
@@ -204,6 +206,13 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
               file=out)
         for principle in guidance["principles"]:
             print(f"           {principle['text']}", file=out)
+
+
+def failure_lines(meta: RunMeta) -> list[str]:
+    """Failed candidates grouped by reason, with the log of their full messages (``analysis/failures``)."""
+    from ..analysis.failures import summary_lines
+    return [("failed   " if i == 0 else "         ") + line.strip() for i, line in
+            enumerate(summary_lines(meta.extra.get("failures") or []))]
 
 
 def headline_lines(meta: RunMeta) -> list[str]:

@@ -177,10 +177,17 @@ def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
 def result_lens_tooltip(result: FunctionResult) -> str | None:
     """How the lens's figures were measured (and whether the machine was busy)."""
     record = result.measurement
+    failed = failures_text(result.meta.extra.get("failures") or [])
     if not record.get("tuned"):
-        return None
+        return failed or None
     text = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
             f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}. Measured {how_text(record)}.")
     if (record.get("load") or {}).get("busy"):
         text += " The machine was busy: the figures are noisy; run `asight profile --remeasure` when it is quiet."
-    return text
+    return text + (" " + failed if failed else "")
+
+
+def failures_text(groups: list[dict]) -> str:
+    """Failed candidates by reason, largest groups first, and where their full messages are."""
+    from ..analysis.failures import summary_lines
+    return " ".join(line.strip() for line in summary_lines(groups, limit=3))

@@ -8,6 +8,7 @@ one-call entry point of the language server and reports.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -100,10 +101,12 @@ def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Fu
 
 def load_candidates(run: Run, worker=None, function: Function | None = None, extract: bool = True,
                     on_event: Callable[[dict], None] | None = None,
-                    workload: int | None = None) -> tuple[CandidateTable, list[str]]:
-    """The candidate table of a run (of one workload when given) and notes on what is missing."""
+                    workload: int | None = None, records: list[dict] | None = None) -> tuple[CandidateTable, list[str]]:
+    """The candidate table of a run (of one workload when given) and notes on what is missing.
+    ``records``: the run's ``read_records`` when the caller already has them (read once)."""
     meta = run.load()
-    records = [r for r in read_records(run.path) if workload is None or r["workload"] == workload]
+    records = records if records is not None else read_records(run.path)
+    records = [r for r in records if workload is None or r["workload"] == workload]
     notes = []
     cache = read_feature_cache(run.path)
     if extract and worker is not None and records:
@@ -135,9 +138,10 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
     function = source_function(meta, run.path, text) if text is not None else None
-    shown, names, only = _task(run, meta, task)
+    records = read_records(run.path)
+    shown, names, only = _task(run, meta, task, records)
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
-                                   workload=only)
+                                   workload=only, records=records)
     if shown is not None:
         notes.append(f"task {shown} of {len(names)} (pick another with --task: {', '.join(sorted(names))})")
     if function is None:
@@ -148,21 +152,55 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names))
 
 
-def _task(run: Run, meta: RunMeta, wanted: str | None) -> tuple[str | None, dict, int | None]:
+def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:
     """(task shown or None, task -> workload index, workload to keep or None)."""
     chosen = (meta.measurement or {}).get("chosen")
     workloads = task_workloads(meta.tasks or [], run.workload_hashes(), chosen)
     try:
-        shown = pick_task(meta.tasks or [], workloads, read_records(run.path), chosen, wanted)
+        shown = pick_task(meta.tasks or [], workloads, records, chosen, wanted)
     except ValueError as err:
         raise AsightError(str(err)) from None
     return shown, workloads, (workloads[shown] if shown is not None else None)
+
+
+_WARM: list = []
+_WARM_LOCK = threading.Lock()
+
+
+def warm_imports() -> None:
+    """Import the libraries the payloads need (scipy's spatial and interpolation modules,
+    contourpy) in a background thread, once per process.
+
+    A fresh process pays 1–2 s for them on this VM (scikit-learn, 4–5 s, is no longer on the
+    search-space path); a process that paid such imports inside its first search-space payload
+    showed "1,000 candidates: 2.1 s, 20,000: 0.6 s" — the order mattered, not the size
+    (docs/analytics.md, "Speed").  Started before a search-space payload's run is loaded
+    (``build_view``, ``asight space``), they overlap the reading of its records and features; a
+    server can call this at start-up to take them off the first request.
+    """
+    with _WARM_LOCK:
+        if _WARM:
+            return
+        thread = threading.Thread(target=_import_analysis, name="asight-warm-imports", daemon=True)
+        _WARM.append(thread)
+    thread.start()
+
+
+def _import_analysis() -> None:
+    import importlib
+    for name in ("scipy.spatial", "scipy.interpolate", "contourpy"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
 
 def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0,
                task: str | None = None) -> dict:
     """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run
     (of one of its tasks: ``task``, else the default one)."""
+    if kind == "searchSpace":
+        warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
     data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task)
     builder = BUILDERS[kind]
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)

@@ -259,9 +259,23 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
 
     Each line is ``[workload_idx, [[insts, decisions], run_secs, target, args_info]]``.  Returns
     ``{trial, workload, insts, decisions, run_secs, latency_us (None if failed), target, args_info}``.
+    Records whose instruction list is textually identical (every candidate of one design space)
+    share one parsed ``insts`` object (``TraceReader``): treat it as read-only.
     """
     out = []
-    for trial, row in enumerate(read_json_lines(Path(run_dir) / DB_RECORDS)):
+    reader = TraceReader()
+    try:
+        raw = (Path(run_dir) / DB_RECORDS).read_bytes()
+    except FileNotFoundError:
+        return []
+    trial = -1
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        row = reader.loads(line)
+        if row is UNREADABLE:
+            continue
+        trial += 1
         try:
             workload, (trace, run_secs, target, args_info) = row[0], row[1][:4]
             insts, decisions = trace
@@ -273,6 +287,57 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
                     "run_secs": secs, "latency_us": (sum(secs) / len(secs) * 1e6) if ok else None,
                     "target": target, "args_info": args_info})
     return out
+
+
+_INSTS_START = re.compile(r"\s*\[\s*-?\d+\s*,\s*\[\s*\[\s*(?=\[)")
+
+
+class TraceReader:
+    """Parses record lines, sharing the ``insts`` list between records whose instruction text is the
+    same (MetaSchedule repeats a design space's whole instruction list in every record; only the
+    decisions differ).  On a 20,000-record run this parses each distinct list once and keeps one
+    copy: the records' Python objects went from ~290 MB to a few MB (bench/space.py).
+
+    A line is parsed as ``json.loads`` would; any line that does not have the expected shape is
+    simply parsed whole.
+    """
+
+    RECENT = 32  # instruction texts compared by prefix before falling back to a parse
+
+    def __init__(self):
+        self._known: dict[str, Any] = {}
+        self._decoder = json.JSONDecoder()
+
+    def loads(self, line: str) -> Any:
+        m = _INSTS_START.match(line)
+        try:
+            if m is None:
+                return json.loads(line)
+            start = m.end()
+            text = self._match(line, start)
+            if text is None:
+                insts, end = self._decoder.raw_decode(line, start)
+                text = line[start:end]
+                self._remember(text, insts)
+            row = json.loads(line[:start] + "0" + line[start + len(text):])
+            row[1][0][0] = self._known[text]
+            return row
+        except (json.JSONDecodeError, TypeError, IndexError, KeyError):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return UNREADABLE
+
+    def _match(self, line: str, start: int) -> str | None:
+        for text in self._known:
+            if line.startswith(text, start):
+                return text
+        return None
+
+    def _remember(self, text: str, insts: Any) -> None:
+        if len(self._known) >= self.RECENT:
+            self._known.pop(next(iter(self._known)))
+        self._known[text] = insts
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")

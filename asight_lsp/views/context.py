@@ -41,7 +41,9 @@ def run_info(data: RunData) -> dict:
                   "speedup": (record.get("speedup") or {}).get("estimate"), "verdict": record.get("verdict"),
                   "headline": headline_text(record, tuning_best), "tuning_best_us": tuning_best,
                   "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
-                  "task": data.task, "tasks": data.tasks or None})
+                  "task": data.task, "tasks": data.tasks or None,
+                  "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
+                               for g in m.extra.get("failures") or []] or None})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

@@ -1,9 +1,15 @@
 """``asight.principles/1``: ranked design principles of a run, each with its search constraint."""
 from __future__ import annotations
 
+import json
+import shlex
+
+from .. import protocol as P
 from ..analysis.principle_mining import describe, mine
 from ..analysis.vectors import decision_columns
 from .context import RunData, clean, run_info
+
+SETTLE_LIMIT = 2000   # more trials than this: say the effect is too small to settle by tuning longer
 
 SCHEMA = "asight.principles/1"
 
@@ -22,15 +28,48 @@ def principles(data: RunData, seed: int = 0) -> dict:
     cols = decision_columns(data.table)
     result = mine(data.table, seed=seed, columns=cols)
     columns = {c.key: c for c in cols}
-    for p in result["principles"] + result["tentative"]:
+    for p in result["principles"] + result["tentative"] + result.get("closest", []):
         col = columns[p["key"]]
         what, rng = describe(col, p["op"], p["value"], _iter_kinds(data, p["block"]))
         where = f" in block {p['block']}" if p["block"] and p["block"] != "root" else ""
         p["decision"] = what
         p["range"] = rng
-        p["text"] = (f"{what} {rng}{where}: {p['effect'] * 100:+.0f}% median latency "
-                     f"(95% CI {p['ci95'][0] * 100:+.0f}%..{p['ci95'][1] * 100:+.0f}%), n={p['n_in']} of {p['n']}")
+        ci = f"95% CI {p['ci95'][0] * 100:+.0f}%..{p['ci95'][1] * 100:+.0f}%" if "ci95" in p else \
+            f"p = {p['p_value']:.2g}, after the FDR correction {p['p_adjusted']:.2g}"
+        p["text"] = f"{what} {rng}{where}: {p['effect'] * 100:+.0f}% median latency ({ci}), n={p['n_in']} of {p['n']}"
+    for kind in ("principles", "tentative", "closest"):
+        for p in result.get(kind, []):
+            p["next_step"] = next_step(data, p, kind)
     return clean({**base, "status": "ok", **result,
                   "constraints": [p["constraint"] for p in result["principles"]],
                   "meaning": "effect = median latency of the candidates inside the range / outside - 1; "
                              "negative = faster"})
+
+
+def next_step(data: RunData, p: dict, kind: str) -> dict:
+    """What a user can do with a principle (``kind``: principles / tentative / closest): a sentence,
+    the CLI command, and the editor command (``asight.tune`` with its arguments; the client adds the
+    document's uri)."""
+    meta = data.meta
+    base = ["asight", "tune", meta.file or "FILE", "--func", meta.function]
+    trials = len(data.table)
+    if kind == "closest":
+        settle = p.get("settle") or {}
+        more = settle.get("more_trials")
+        if more is None or more > SETTLE_LIMIT:
+            return {"kind": "none", "text": "the effect is too small to settle by tuning longer"
+                    + (f" (≈ {more:,} more trials by a rough estimate)" if more else "")}
+        total = trials + max(more, 1)
+        return {"kind": "more-trials",
+                "text": f"tune about {more:,} more trials to settle it (a rough estimate)",
+                "cli": shlex.join(base + ["--trials", str(total)]),
+                "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total}}}
+    guided = base + ["--guided-by", data.run.id or meta.id, "--trials", str(max(trials, 8))]
+    alone = json.dumps([p["constraint"]], separators=(",", ":"))
+    tentative = " (as a tentative range, labelled so)" if kind == "tentative" else ""
+    return {"kind": "guided-retune",
+            "text": f"re-tune steered by this run's principles{tentative}; by this one alone: --principles FILE "
+                    f"with its constraint",
+            "cli": shlex.join(guided),
+            "cli_alone": f"echo {shlex.quote(alone)} > principle.json && {shlex.join(guided + ['--principles', 'principle.json'])}",
+            "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "guidedBy": data.run.id or meta.id}}}

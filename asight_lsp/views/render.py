@@ -24,7 +24,9 @@ def render_search_space(payload: dict, out: str | os.PathLike, dpi: int = 130) -
     cells = payload["cells"]
     corners = np.asarray([pt for c in cells for pt in c["corners"]])
     w, h = np.ptp(corners, axis=0) if len(corners) else (1.0, 1.0)
-    fig, ax = plt.subplots(figsize=(9.5, float(np.clip(7.5 * h / max(w, 1e-9), 4.5, 11.0))))
+    legend = _contour_legend_text(payload.get("contour") or {})
+    height = float(np.clip(7.5 * h / max(w, 1e-9), 4.5, 11.0))
+    fig, ax = plt.subplots(figsize=(9.5, height + 0.22 * len(legend)))
     polys = [c["corners"] for c in cells]
     ax.add_collection(PolyCollection(polys, facecolors=[c["color"] for c in cells], edgecolors="#ffffff",
                                      linewidths=0.4, zorder=1))
@@ -49,30 +51,45 @@ def render_search_space(payload: dict, out: str | os.PathLike, dpi: int = 130) -
     ax.set_title(f"{run['function']} — {run['measured']} candidates, {len(cells)} cells, "
                  f"k={payload['clustering']['k']} ({payload['reduction']['method'].upper()})", fontsize=11)
     ax.legend(loc="lower right", fontsize=8, framealpha=0.85)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.22 * len(legend) / (height + 0.22 * len(legend)), 1, 0.98))
+    if legend:
+        fig.text(0.01, 0.01, "\n".join(legend), fontsize=7, va="bottom", ha="left", wrap=True,
+                 color="#8a1c1c" if (payload["contour"].get("agreement") or {}).get("verdict") == "disagrees"
+                 else "#222222")
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return str(out)
 
 
+def _contour_legend_text(contour: dict, width: int = 150) -> list[str]:
+    """The contour legend of the payload (``views.searchspace.legend_lines``), wrapped for the figure."""
+    import textwrap
+    out = []
+    for line in contour.get("legend") or []:
+        out.extend(textwrap.wrap(line, width, subsequent_indent="    ") or [""])
+    return out
+
+
 def _draw_contours(ax, contour: dict, size: float) -> None:
     from matplotlib.collections import LineCollection
     lines = contour.get("lines") or []
-    if not lines:
+    if not lines or contour.get("draw") == "none":
         return
+    alpha = 0.35 if contour.get("draw") == "faded" else 1.0
     levels = sorted({ln["level"] for ln in lines})
     lo, hi = levels[0], levels[-1]
     for ln in lines:
         shade = 0.25 + 0.6 * ((ln["level"] - lo) / (hi - lo) if hi > lo else 1.0)
         color = (0.05, 0.25 + 0.4 * shade, 0.35 + 0.5 * shade)
         pts = np.asarray(ln["points"])
-        ax.add_collection(LineCollection([pts], colors=[color], linewidths=1.1, linestyles="--", zorder=2))
+        ax.add_collection(LineCollection([pts], colors=[color], linewidths=1.1, linestyles="--", zorder=2,
+                                         alpha=alpha))
         ticks = np.asarray(ln.get("ticks") or [])
         if len(ticks):
             ax.quiver(ticks[:, 0], ticks[:, 1], ticks[:, 2], ticks[:, 3], color=[color], angles="xy",
-                      scale_units="xy", scale=1.0 / (0.45 * size), width=0.003, zorder=2)
+                      scale_units="xy", scale=1.0 / (0.45 * size), width=0.003, zorder=2, alpha=alpha)
         mid = pts[len(pts) // 2]
-        ax.text(mid[0], mid[1], f"{ln['level']:g}", fontsize=7, color=color, zorder=4,
+        ax.text(mid[0], mid[1], f"{ln['level']:g}", fontsize=7, color=color, zorder=4, alpha=alpha,
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7})
 
 

@@ -97,13 +97,14 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     timings["layout_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
-    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target)
+    several = len(data.tasks or []) > 1 or len(data.meta.tasks or []) > 1
+    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several)
     cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
     boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
                   for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
     timings["cells_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    contour = _contour(lay, stats)
+    contour = _contour(lay, stats, lat, None if several else _measured_log2(data.meta.measurement))
     timings["contour_s"] = time.perf_counter() - t0
     categories = [{"id": s["id"], "label": s["label"], "tags": s["tags"],
                    "count": int((cats == s["id"]).sum())} for s in table.sketches]
@@ -127,7 +128,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     }
 
 
-def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target) -> dict:
+def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target, several_tasks: bool) -> dict:
     """Per cell: count, mean and min latency, colour, majority category and strategy, contour gains."""
     m = len(lay.cells_qr)
     count = np.bincount(lay.cell_of, minlength=m)
@@ -144,9 +145,10 @@ def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, 
         cell_strat, _ = _majority(np.array([names.index(s) for s in strat_labels]), lay.cell_of, m, len(names))
         out["strategies"] = [names[int(s)] for s in cell_strat]
     gains, out["gain_cats"] = ct.candidate_gains(table, idx, target)
+    out["gains"] = gains
     out["per_cell"] = {k: ct.cell_means(v, lay.cell_of, m) for k, v in gains.items()}
     out["z"], out["winner"] = ct.z_and_winner(out["per_cell"])
-    speedup = ct.measured_speedup(table, idx)
+    speedup = ct.measured_speedup(table, idx, several_tasks)
     out["speed_cell"] = ct.cell_means(speedup, lay.cell_of, m) if speedup is not None else None
     members = np.argsort(lay.cell_of, kind="stable")
     out["members"], out["bounds"] = members, np.searchsorted(lay.cell_of[members], np.arange(m + 1))
@@ -190,13 +192,49 @@ def _best(lay, lat: np.ndarray, cats: np.ndarray, trials: np.ndarray, measuremen
     return out
 
 
-def _contour(lay, s: dict) -> dict:
-    contour = {"metric": "z = max over hardware-metric categories of the mean log2 gain over the untuned program",
+def _measured_log2(measurement: dict | None) -> float | None:
+    """log2 of the run's re-measured speed-up (untuned / tuned), when it has one."""
+    estimate = ((measurement or {}).get("speedup") or {}).get("estimate")
+    return float(np.log2(estimate)) if estimate and estimate > 0 else None
+
+
+def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict:
+    """The contour layer: the model's lines only as far as the model agrees with the measured
+    latencies (``analysis.contour.agreement``), and the legend text every client shows."""
+    contour = {"metric": "modelled gain over the untuned program: per cell, the max over hardware-metric "
+                         "categories of the mean log2 gain (a model from MetaSchedule's features, not a measurement)",
                "unit": "log2 gain (1 = 2x better than untuned)", "categories": s["gain_cats"],
                "direction": "each line runs with higher z on its left; ticks point uphill (toward higher gain)",
                "measured": dict(ct.MEASURED, available=s["speed_cell"] is not None), "levels": [], "lines": []}
-    if s["per_cell"]:
-        contour.update(ct.contour_lines(lay.cells_xy, s["z"], lay.size))
-    else:
+    if not s["per_cell"]:
         contour["note"] = "no feature vectors or no baseline features: no modelled hardware metrics"
+        contour["legend"] = legend_lines(contour)
+        return contour
+    best = int(np.argmin(lat))
+    contour["agreement"] = ct.agreement(s["gains"], lat, best, measured_log2)
+    contour["draw"] = contour["agreement"]["draw"]
+    if contour["draw"] != "none":
+        smooth = ct.neighbour_smooth(s["z"], hc.adjacent_pairs(lay.cells_qr), s["count"])
+        contour.update(ct.contour_lines(lay.cells_xy, smooth, lay.size))
+        contour["smoothing"] = "lines follow each cell's z averaged with its neighbours' (weighted by candidates)"
+    contour["legend"] = legend_lines(contour)
     return contour
+
+
+def legend_lines(contour: dict) -> list[str]:
+    """The contour legend as plain lines, the same in the PNG, the panel and the report."""
+    lines = []
+    agreement = contour.get("agreement")
+    if agreement:
+        lines.append(("⚠ " if agreement["verdict"] != "agrees" else "") + agreement["message"])
+    if contour.get("levels"):
+        levels = contour["levels"]
+        lines.append(f"lines: {contour['metric']}; levels {levels[0]:g} … {levels[-1]:g} "
+                     f"(= {2 ** levels[0]:.2g}× … {2 ** levels[-1]:.2g}× by the model); ticks point uphill")
+    for cat in contour.get("categories") or []:
+        per = ((agreement or {}).get("per_category") or {}).get(cat["id"]) or {}
+        rho = f" (ρ = {per['rho']:+.2f}, n = {per['n']})" if per.get("rho") is not None else ""
+        lines.append(f"{cat['label']}{rho}: {cat['source']}")
+    if contour.get("note"):
+        lines.append(contour["note"])
+    return lines

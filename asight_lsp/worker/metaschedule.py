@@ -298,23 +298,29 @@ def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: 
 
 @derived_object
 class ProgressCallback(ms.measure_callback.PyMeasureCallback):
-    """Calls ``on_batch(task_index, latencies_s, errors)`` after every measured batch.
+    """Calls ``on_batch(task_index, latencies_s, errors, failures)`` after every measured batch.
 
-    ``latencies_s`` has one entry per candidate (None when its build or run failed).  It runs after
-    MetaSchedule's default callbacks, so the batch is already in the database when it fires.
+    ``latencies_s`` has one entry per candidate (None when its build or run failed); ``failures`` one
+    ``{"index", "stage": "build"|"run", "message"}`` per failed candidate (MetaSchedule keeps no error
+    text in its database: this is the only place it exists).  It runs after MetaSchedule's default
+    callbacks, so the batch is already in the database when it fires.
     """
 
-    def __init__(self, on_batch: Callable[[int, list, int], None]):
+    def __init__(self, on_batch: Callable[[int, list, int, list], None]):
         self.on_batch = on_batch
 
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
-        latencies, errors = [], 0
-        for built, ran in zip(builder_results, runner_results):
+        latencies, errors, failures = [], 0, []
+        for index, (built, ran) in enumerate(zip(builder_results, runner_results)):
             secs = [float(s) for s in ran.run_secs] if ran.run_secs is not None else []
             failed = bool(built.error_msg or ran.error_msg) or not secs or min(secs) >= FAILED_SECS
             errors += failed
             latencies.append(None if failed else sum(secs) / len(secs))
-        self.on_batch(int(task_id), latencies, errors)
+            if failed:
+                stage = "build" if built.error_msg else "run"
+                message = str(built.error_msg or ran.error_msg or "no latency measured")
+                failures.append({"index": index, "stage": stage, "message": message})
+        self.on_batch(int(task_id), latencies, errors, failures)
 
 
 class BestTracker:
@@ -357,7 +363,7 @@ def open_database(work_dir: str):
 
 
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
-         on_batch: Callable[[int, list, int], None] | None = None, per_iter: int | None = None,
+         on_batch: Callable[[int, list, int, list], None] | None = None, per_iter: int | None = None,
          database=None, builder=None, runner=None, constraints: list | None = None, space=None,
          budget: TrialBudget | None = None):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB.

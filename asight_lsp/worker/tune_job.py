@@ -130,9 +130,11 @@ class TuningProcess:
                    trials_done=before, remaining=remaining, kind=plan.kind,
                    tasks=[t.name for t in plan.tasks], target=str(target))
 
-        def on_batch(task_id: int, latencies: list, errors: int) -> None:
+        def on_batch(task_id: int, latencies: list, errors: int, failures: list) -> None:
             if not latencies:
                 return  # the search found nothing new for this task (small space exhausted)
+            self.record_failures(tracker.trials_done, plan.tasks[task_id].name if plan.kind == "relax" else None,
+                                 failures)
             tracker.add(task_id, latencies, errors)
             self.best_us = tracker.total_us()
             self.event("progress", trials_done=tracker.trials_done, trials=meta.trials_requested,
@@ -147,6 +149,35 @@ class TuningProcess:
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
                         space=space, budget=self.budget)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+
+    def record_failures(self, first_trial: int, task: str | None, failures: list) -> None:
+        """Append each failed candidate's full message to ``failures.log`` and add the batch's groups
+        (``analysis/failures.py``) to ``run.json`` ``extra.failures``; an unwritable log loses only the
+        log, never the measurements."""
+        if not failures:
+            return
+        from ..analysis import failures as fails
+        log = fails.log_path(self.run.path)
+        try:
+            with open(log, "a", encoding="utf-8") as out:
+                for f in failures:
+                    out.write(fails.log_entry(first_trial + f["index"], task, f["stage"], f["message"]))
+        except OSError:
+            log = None
+        groups = fails.group(failures, log)
+        with self.lock:
+            if not self.finished:
+                meta = self.run.load()
+                self.run.update(extra={**meta.extra, "failures": fails.merge(meta.extra.get("failures") or [], groups)})
+
+    def top_failure(self) -> str:
+        """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
+        groups = self.run.load().extra.get("failures") or []
+        if not groups:
+            return ""
+        top = groups[0]
+        log = f" (full messages: {top['log']})" if top.get("log") else ""
+        return f"; most often ({top['count']} × {top['stage']}): {top['reason']}{log}"
 
     def prepare(self, meta: RunMeta):
         """Parse, resolve the target, plan the tasks, check the device (and, over RPC, the baseline)."""
@@ -198,7 +229,8 @@ class TuningProcess:
         tracker.seed_from_db(database)
         if space is not None and tracker.total_us() is None:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
-                               f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)")
+                               f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)"
+                               + self.top_failure())
         tuning = {"best_us": tracker.total_us(), "best_tasks_us": tracker.per_task_us(), "seconds": tune_s,
                   "failed": tracker.errors, "source": TUNING_SOURCE,
                   "repeats_skipped": self.budget.repeats_skipped if self.budget else 0}

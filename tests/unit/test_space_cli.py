@@ -32,6 +32,7 @@ def test_space_text_and_png(store, tmp_path, capsys):
     assert main(["space", "--run", "mbr128", "--work-dir", str(store), "--no-extract"]) == 0
     out = capsys.readouterr().out
     assert "best: trial 7 " in out and "categories (sketch of origin)" in out and "contour:" in out
+    assert "contour model vs measurement: The model agrees with the measurement (rank correlation" in out
     png = tmp_path / "s.png"
     assert main(["space", "--run", "mbr128", "--work-dir", str(store), "--no-extract", "--png", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -106,6 +106,15 @@ export const UNAVAILABLE_PAYLOAD_KEYS = ["schema", "status", "message"] as const
 
 export type RunState = "queued" | "running" | "done" | "cancelled" | "failed";
 
+/** Failed candidates of a tune with one reason (analysis/failures.py). */
+export interface FailureGroup {
+  reason: string; // the error's own line, addresses and numbers masked
+  count: number;
+  stage: "build" | "run" | string;
+  log: string | null; // the run's failures.log: every failed candidate's full message
+}
+export const FAILURE_GROUP_KEYS = ["reason", "count", "stage", "log"] as const;
+
 export interface RunSummary {
   id?: string;
   file?: string;
@@ -127,10 +136,11 @@ export interface RunSummary {
   error?: string | null;
   kind?: "tir" | "relax" | string;
   tasks?: string[]; // a Relax run's task names (one fused kernel each; views take one as "task")
+  failures?: FailureGroup[]; // largest first
 }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks"] as const;
+  "stale", "error", "kind", "tasks", "failures"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
@@ -194,6 +204,7 @@ export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid"
 /** Python TypedDict name -> key list (what the mirror test compares). */
 export const TYPED_DICTS = {
   UnavailablePayload: UNAVAILABLE_PAYLOAD_KEYS,
+  FailureGroup: FAILURE_GROUP_KEYS,
   RunSummary: RUN_SUMMARY_KEYS,
   RunUpdated: RUN_UPDATED_KEYS,
   CommandResult: COMMAND_RESULT_KEYS,
@@ -206,6 +217,7 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Check<T extends true> = T;
 export type _KeyChecks = [
   Check<Same<(typeof UNAVAILABLE_PAYLOAD_KEYS)[number], keyof UnavailablePayload>>,
+  Check<Same<(typeof FAILURE_GROUP_KEYS)[number], keyof FailureGroup>>,
   Check<Same<(typeof RUN_SUMMARY_KEYS)[number], keyof RunSummary>>,
   Check<Same<(typeof RUN_UPDATED_KEYS)[number], keyof RunUpdated>>,
   Check<Same<(typeof COMMAND_RESULT_KEYS)[number], keyof CommandResult>>,

@@ -4,6 +4,7 @@
  * the webviews read payloads defensively and show what is there.
  */
 import type { LspRange } from "./lsp";
+import type { FailureGroup } from "./protocol";
 
 /** `run` block every view payload carries. */
 export interface ViewRun {
@@ -23,6 +24,7 @@ export interface ViewRun {
   tuning_best_us?: number | null; // fastest seen while tuning (MetaSchedule's runner), not the headline
   measured_by?: string | null;
   noisy?: boolean;
+  failures?: FailureGroup[]; // failed candidates by reason, largest first
 }
 
 export interface ViewBase {
@@ -78,7 +80,27 @@ export interface MetricCategory {
   source?: string;
 }
 
+/** How far the contour's model goes with the measured latencies (analysis/contour.agreement). */
+export interface ContourAgreement {
+  verdict?: "agrees" | "weak" | "untested" | "disagrees" | string;
+  draw?: "full" | "faded" | "none" | string;
+  rho?: number | null;
+  n?: number;
+  p?: number | null;
+  per_category?: Record<string, { rho?: number | null; n?: number; p?: number | null }>;
+  model_best_log2?: number | null;
+  measured_log2?: number | null;
+  contradiction?: boolean;
+  method?: string;
+  message?: string;
+}
+
 export interface Contour {
+  agreement?: ContourAgreement;
+  draw?: "full" | "faded" | "none" | string;
+  /** The legend as plain lines, the same as the PNG's. */
+  legend?: string[];
+  smoothing?: string;
   metric?: string;
   unit?: string;
   categories?: MetricCategory[];
@@ -183,12 +205,22 @@ export interface Principle {
   n?: number;
   text?: string;
   importance?: number;
+  p_value?: number;
+  p_adjusted?: number; // closest ranges: Benjamini-Hochberg adjusted p
+  /** Closest ranges: a rough power estimate of the measured candidates that would settle it. */
+  settle?: { effect_size_d?: number; candidates_needed?: number | null; more_trials?: number | null;
+    alpha?: number; power?: number; method?: string; note?: string };
+  /** What to do with it and the command that does it (views/principles.next_step). */
+  next_step?: { kind?: string; text?: string; cli?: string; cli_alone?: string;
+    command?: { command?: string; args?: Record<string, unknown> } };
 }
 
 export interface PrinciplesPayload extends ViewBase {
   principles?: Principle[];
   /** Faster ranges not significant after the FDR correction; only a guided re-tune uses them. */
   tentative?: Principle[];
+  /** When nothing is significant: the faster ranges with the smallest p, with their estimates. */
+  closest?: Principle[];
   reason?: string | null;
   meaning?: string;
 }

@@ -10,6 +10,7 @@ import { renderLoopView } from "./loopView";
 import { addTaskSelector, renderModel } from "./model";
 import { renderSearchSpace } from "./searchSpace";
 import { renderStageGraph } from "./stageGraph";
+import { appendFailures } from "./failures";
 
 const root = document.getElementById("app")!;
 const bodyKind = document.body.dataset.kind as PanelKind;
@@ -42,6 +43,7 @@ function draw(msg: ShowMessage): void {
     renderHotspots(root, msg);
   }
   if (kind === "searchSpace" || kind === "loopView") addTaskSelector(root, msg);
+  if (!isUnavailable(msg.payload)) appendFailures(root, msg.payload);
   document.body.dataset.rendered = String(Date.now());
   document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
 }

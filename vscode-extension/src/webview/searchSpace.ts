@@ -10,6 +10,7 @@ import type { Category, Cell, PrinciplesPayload, SearchSpacePayload } from "../s
 import { header, notes, pct } from "./common";
 import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
+import { closestRanges, nextStep } from "./nextSteps";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
 export const CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -207,7 +208,10 @@ function cellDetails(c: Cell, cats: Map<number, Category>, cands: Candidates, ru
 }
 
 function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
-  const g = s("g", { class: "contours", "aria-hidden": "true" });
+  const draw = str(p.contour?.draw, "full");
+  // A model that disagrees with the measurement is not drawn; a weak or untested one is drawn faded.
+  const g = s("g", { class: `contours${draw === "faded" ? " faded" : ""}`, "aria-hidden": "true", "data-draw": draw });
+  if (draw === "none") return g;
   const levels = arr<number>(p.contour?.levels);
   const lo = Math.min(...levels), hi = Math.max(...levels);
   const longest = new Map<number, { pts: number[][]; len: number }>(); // one label per level, on its longest line
@@ -259,18 +263,38 @@ function legend(p: SearchSpacePayload, cats: Map<number, Category>): HTMLElement
     p.category_by ? h("p", { class: "hint" }, str(p.category_by)) : null,
     h("ul", { class: "categories" }, ...[...cats.values()].map((c) => h("li", {},
       h("span", { class: "swatch", "data-category": c.id }), `${str(c.label, `category ${c.id}`)} (${c.count ?? 0})`))),
+    ...contourLegend(contour, metricCats, measured),
+  );
+}
+
+/** The contour part of the legend: whether the model agrees with the measurement (and so how the
+ * lines are drawn), what the lines are, their levels, and each category's source and agreement. */
+function contourLegend(contour: Record<string, unknown>, metricCats: Record<string, unknown>[],
+  measured: Record<string, unknown>): (HTMLElement | null)[] {
+  const agreement = obj(contour.agreement);
+  const verdict = str(agreement.verdict);
+  const perCat = obj(agreement.per_category);
+  const levels = arr<number>(contour.levels);
+  const times = (v: number) => `${Math.pow(2, v).toPrecision(2).replace(/\.0+$/, "")}×`;
+  return [
     h("h3", {}, "Contours"),
+    agreement.message ? h("p", { class: `agreement ${verdict}`, "data-verdict": verdict,
+      role: verdict === "agrees" ? null : "alert" }, `${verdict === "agrees" ? "" : "⚠ "}${str(agreement.message)}`) : null,
     h("p", { class: "hint" }, str(contour.metric)),
     contour.unit ? h("p", { class: "hint" }, `unit: ${str(contour.unit)}`) : null,
-    contour.direction ? h("p", { class: "hint" }, str(contour.direction)) : null,
-    arr<number>(contour.levels).length ? h("p", { class: "hint" }, `levels: ${arr<number>(contour.levels).join(", ")} ` +
-      "(dashed: lower levels, solid: the highest; short ticks point uphill)") : null,
+    contour.direction && levels.length ? h("p", { class: "hint" }, str(contour.direction)) : null,
+    levels.length ? h("p", { class: "hint levels" }, `levels: ${levels.join(", ")} (= ${levels.map(times).join(", ")} by the model; ` +
+      "dashed: lower levels, solid: the highest; short ticks point uphill)") : null,
     contour.note ? h("p", { class: "hint" }, str(contour.note)) : null,
-    metricCats.length ? h("ul", { class: "sources" }, ...metricCats.map((m) =>
-      h("li", {}, h("strong", {}, str(m.label, str(m.id))), `: ${str(m.source)}`))) : null,
+    metricCats.length ? h("ul", { class: "sources" }, ...metricCats.map((m) => {
+      const a = obj(perCat[str(m.id)]);
+      const rho = num(a.rho);
+      return h("li", {}, h("strong", {}, str(m.label, str(m.id))),
+        rho !== null ? ` (ρ = ${rho >= 0 ? "+" : ""}${rho.toFixed(2)}, n = ${num(a.n) ?? 0})` : "", `: ${str(m.source)}`);
+    })) : null,
     measured.label ? h("p", { class: "hint" }, `${str(measured.label)}: ${str(measured.source)}` +
       (measured.available === false ? " (not available for this run)" : "")) : null,
-  );
+  ];
 }
 
 function principles(extra: unknown): HTMLElement | null {
@@ -278,8 +302,9 @@ function principles(extra: unknown): HTMLElement | null {
   if (p.schema !== "asight.principles/1") return null;
   const list = arr(p.principles).map(obj);
   return h("section", { class: "principles" }, h("h2", {}, "Design principles"),
-    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`))))
+    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`), nextStep(x.next_step))))
       : h("p", { class: "hint" }, str(p.reason ?? p.message, "No principle has enough evidence yet.")),
+    list.length ? null : closestRanges(p),
     p.meaning ? h("p", { class: "hint" }, str(p.meaning)) : null);
 }
 

@@ -1,0 +1,46 @@
+"""A real tune whose candidates fail to build: the failures are grouped by reason in run.json, the CLI
+summary and the run info, and every full message is in the run's failures.log."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.store.runs import RunStore
+from asight_lsp.views.runs import run_summary
+
+pytestmark = [pytest.mark.tvm, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_failed_builds_are_grouped_with_their_reason_and_log(tmp_path):
+    text = (ROOT / "fixtures" / "matmul_space.py").read_text()
+    src = tmp_path / "nobuild.py"
+    src.write_text(text.replace("    sch.parallel(i0)\n", '    sch.bind(i0, "threadIdx.x")\n'))   # no GPU thread on llvm
+    store = tmp_path / ".asight"
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "tune", str(src), "--space", "schedule_matmul",
+                           "--trials", "8", "--work-dir", str(store)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "ASIGHT_TRIALS_PER_ITER": "8"})
+    assert proc.returncode == 1, proc.stderr
+    meta = RunStore(str(store)).get("latest").load()
+    groups = meta.extra["failures"]
+    assert sum(g["count"] for g in groups) == 8
+    top = groups[0]
+    assert top["stage"] == "build" and "An exception occurred" not in top["reason"]
+    assert "Error" in top["reason"] and "(in " in top["reason"]   # the error's line and where it was raised
+    log = Path(top["log"])
+    assert log == RunStore(str(store)).get(meta.id).path / "failures.log"
+    entries = log.read_text().split("=== trial ")[1:]
+    assert len(entries) == 8 and all("· build" in e.splitlines()[0] for e in entries)
+    # the CLI: the summary lists the reason and the log, the error names the most frequent reason
+    assert "8 candidate(s) failed; by reason:" in proc.stdout and f"8 × build: {top['reason']}" in proc.stdout
+    assert str(log) in proc.stdout
+    assert f"most often (8 × build): {top['reason']}" in proc.stderr
+    # the run info the server sends (asight/runs, lens, panels)
+    assert run_summary(meta)["failures"] == [{k: top[k] for k in ("reason", "count", "stage", "log")}]
+    print(json.dumps(groups, indent=1))
