@@ -4,6 +4,9 @@ Built from the source map: a block that writes buffer X feeds every block that r
 parameters nobody writes are inputs, parameters nobody reads afterwards are outputs; both become
 ``io`` nodes so every buffer is an edge.  Nodes carry a layered position (longest path from the
 inputs) so a client can draw the graph without a layout engine.
+
+``stage_costs`` gives each block its measured cost (latency and share of the program) from a
+profile of the run, or says there is no measurement; it never estimates one.
 """
 from __future__ import annotations
 
@@ -84,4 +87,30 @@ def layered_positions(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
         lay = layer[node]
         out[node] = (lay, rows.get(lay, 0))
         rows[lay] = rows.get(lay, 0) + 1
+    return out
+
+
+NO_MEASUREMENT = "no measurement: profile the run (ASight: Profile, or `asight profile FILE --run R`)"
+
+
+def stage_costs(profile: dict | None, function: Function) -> dict[str, dict]:
+    """``{node id: {us, share, source}}`` per block of ``function`` from a profile (``asight.profile/1``,
+    the tuned program's per-block figures, else the untuned one's); a block the profile lacks gets
+    ``{us: None, share: None, source: NO_MEASUREMENT}``."""
+    kernel = None
+    if isinstance(profile, dict):
+        kernel = next((k for k in profile.get("kernels") or []
+                       if isinstance(k, dict) and k.get("function") in (function.id, function.name)), None)
+    blocks = (kernel or {}).get("blocks") or {}
+    label = "tuned" if blocks.get("tuned") else "baseline"
+    how = (((kernel or {}).get("stages") or {}).get(label) or {}).get("source") or "profile"
+    measured = {e["name"]: e for e in blocks.get(label) or [] if isinstance(e, dict) and e.get("name")}
+    out = {}
+    for blk in function.blocks:
+        entry = measured.get(blk.name)
+        if blk.name == "root":
+            continue
+        out[blk.name] = ({"us": entry.get("us"), "share": entry.get("share"),
+                          "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, {how}"}
+                         if entry and entry.get("us") is not None else {"us": None, "share": None, "source": NO_MEASUREMENT})
     return out

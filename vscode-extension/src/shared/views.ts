@@ -114,6 +114,10 @@ export interface ValueCount {
   value: string | number;
   count: number;
   share: number;
+  /** Median latency of the candidates using this value (absent in tile_factors). */
+  median_us?: number | null;
+  /** How many candidates with a latency the median is over. */
+  measured?: number;
 }
 
 export interface Stage {
@@ -138,6 +142,13 @@ export interface LoopViewPayload extends ViewBase {
 
 // ------------------------------------------------------------------------- asight.stageGraph/1
 
+/** A stage's measured cost (analysis/stagegraph.py stage_costs): us/share null = no measurement. */
+export interface StageCost {
+  us?: number | null;
+  share?: number | null;
+  source?: string;
+}
+
 export interface GraphNode {
   id: string;
   kind?: string; // block | io | binding
@@ -150,6 +161,7 @@ export interface GraphNode {
   layer: number;
   row: number;
   schedule?: string;
+  cost?: StageCost;
 }
 
 export interface GraphEdge {

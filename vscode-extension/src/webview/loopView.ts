@@ -1,4 +1,8 @@
-/** Loop-view panel: per stage (block), how often each scheduling strategy appears among the candidates. */
+/**
+ * Loop-view panel: per stage (block), how often each scheduling strategy appears among the candidates,
+ * and the median latency of the candidates using each value (the fastest value of a strategy is marked).
+ */
+import { formatLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
 import type { LoopViewPayload, Stage, ValueCount } from "../shared/views";
 import { bar, header, notes, pct, sourceLink } from "./common";
@@ -13,9 +17,32 @@ function valueLabel(v: unknown): string {
   return str(v) || "—";
 }
 
+/** A median over fewer candidates than this is shown but never called the fastest. */
+export const MIN_FOR_FASTEST = 3;
+
+/** The value with the lowest median latency among those with at least MIN_FOR_FASTEST candidates,
+ * when at least two values qualify (else null). */
+export function fastestValue(list: ValueCount[]): ValueCount | null {
+  const timed = list.filter((vc) => num(vc.median_us) !== null && (vc.measured ?? vc.count ?? 0) >= MIN_FOR_FASTEST);
+  if (timed.length < 2) return null;
+  return timed.reduce((a, b) => (b.median_us! < a.median_us! ? b : a));
+}
+
+/** `median 0.61 ms (n=8)`: the latency column of one value. */
+export function medianText(vc: ValueCount): string {
+  const med = num(vc.median_us);
+  return med === null ? "no latency" : `median ${formatLatency(med)} (n=${vc.measured ?? vc.count ?? 0})`;
+}
+
 function distribution(list: ValueCount[]): HTMLElement {
+  const fastest = fastestValue(list);
+  const withLatency = list.some((vc) => vc.median_us !== undefined);
   return h("div", { class: "dist" }, ...list.map((vc) =>
-    bar(valueLabel(vc.value), num(vc.share) ?? 0, `${vc.count ?? 0} · ${pct(vc.share)}`)));
+    bar(valueLabel(vc.value), num(vc.share) ?? 0, `${vc.count ?? 0} · ${pct(vc.share)}`,
+      withLatency ? h("span", { class: vc === fastest ? "median fastest" : "median",
+        title: vc === fastest ? "the fastest value of this strategy (lowest median latency of the candidates using it)"
+          : "median latency of the candidates using this value" },
+      medianText(vc) + (vc === fastest ? " ★" : "")) : null)));
 }
 
 function strategySection(key: string, value: unknown): HTMLElement | null {
@@ -44,6 +71,8 @@ function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
     stage.best?.steps?.length ? h("details", {}, h("summary", {}, "steps of the best schedule"),
       h("ol", {}, ...arr<string>(stage.best.steps).map((x) => h("li", {}, str(x))))) : null,
     shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", {}, "Share of loops"), ...shareRows) : null,
+    h("p", { class: "hint" }, "Each row: a value of the strategy, how many candidates used it (count · share), and the " +
+      `median latency of those candidates; ★ marks the fastest value (among values used by at least ${MIN_FOR_FASTEST}).`),
     h("div", { class: "strategies" }, ...Object.entries(obj(stage.strategies)).map(([k, v]) => strategySection(k, v))));
 }
 
