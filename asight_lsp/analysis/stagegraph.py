@@ -114,3 +114,56 @@ def stage_costs(profile: dict | None, function: Function) -> dict[str, dict]:
                           "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, {how}"}
                          if entry and entry.get("us") is not None else {"us": None, "share": None, "source": NO_MEASUREMENT})
     return out
+
+
+# ---------------------------------------------------------------- edge routing (the report's SVG; the
+# webview has the same rules in vscode-extension/src/webview/layout.ts)
+
+Box = tuple  # (x, y, w, h)
+
+
+def corridor_y(column: list[Box], ideal: float, margin: float = 6.0, gap: float = 30.0) -> float:
+    """A y where a horizontal line crosses a column without touching its boxes: ``ideal`` when clear,
+    else the centre of the nearest free corridor (above the first box, between rows, below the last)."""
+    boxes = sorted(column, key=lambda b: b[1])
+    if not any(b[1] - margin < ideal < b[1] + b[3] + margin for b in boxes):
+        return ideal
+    free = [boxes[0][1] - gap / 2]
+    free += [(p[1] + p[3] + q[1]) / 2 for p, q in zip(boxes, boxes[1:]) if q[1] - (p[1] + p[3]) >= 2 * margin]
+    free.append(boxes[-1][1] + boxes[-1][3] + gap / 2)
+    return min(free, key=lambda y: abs(y - ideal))
+
+
+def route_edge(a: Box, b: Box, layers: tuple[int, int], ends: tuple[float, float],
+               columns: dict[int, list[Box]], gap: float = 30.0) -> dict:
+    """Path of an edge from box ``a`` (right side, y = ``ends[0]``) to box ``b`` (left side, y =
+    ``ends[1]``) that never crosses a box: between columns a curve that stays in the gap, across a
+    column a straight line through a free corridor.  ``layers`` = (layer of a, layer of b);
+    ``columns`` = the boxes of each layer.  Returns ``{"d", "label": (x, y), "points"}``."""
+    (la, lb), (y0, y1) = layers, ends
+    start = (a[0] + a[2], y0)
+    if lb <= la:  # no rightward direction (a cycle drawn in one column): loop through the gap on the right
+        out, end = start[0] + 40, (b[0] + b[2], y1)
+        d = f"M{start[0]:.1f} {y0:.1f}C{out:.1f} {y0:.1f} {out:.1f} {y1:.1f} {end[0]:.1f} {y1:.1f}"
+        return {"d": d, "label": (out - 4, (y0 + y1) / 2), "points": [start, end]}
+    end = (b[0], y1)
+    points, d, prev = [start], f"M{start[0]:.1f} {y0:.1f}", start
+    for layer in range(la + 1, lb):
+        col = columns.get(layer) or []
+        if not col:
+            continue
+        left, width = col[0][0], col[0][2]
+        t = (left - start[0]) / (end[0] - start[0])
+        y = corridor_y(col, y0 + t * (y1 - y0), gap=gap)
+        d += _curve(prev, (left, y)) + f"L{left + width:.1f} {y:.1f}"
+        points += [(left, y), (left + width, y)]
+        prev = (left + width, y)
+    d += _curve(prev, end)
+    points.append(end)
+    first = points[1]
+    return {"d": d, "label": ((start[0] + first[0]) / 2, (y0 + first[1]) / 2 - 5), "points": points}
+
+
+def _curve(p: tuple, q: tuple) -> str:
+    mx = (p[0] + q[0]) / 2
+    return f"C{mx:.1f} {p[1]:.1f} {mx:.1f} {q[1]:.1f} {q[0]:.1f} {q[1]:.1f}"

@@ -19,6 +19,7 @@ async function common(page, facts) {
     text: document.body.innerText,
     state: window.__state ?? null,
     posted: window.__posted,
+    glossary: [...document.querySelectorAll("details.glossary dt")].map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]),
   })));
 }
 

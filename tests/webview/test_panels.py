@@ -215,3 +215,19 @@ def test_loop_view_shows_median_latency_per_strategy_value(rendered):
             else:
                 assert marked == []
     assert checked > 30
+
+
+@pytest.mark.parametrize("name", ["searchSpace", "loopView", "stageGraph", "hotspots"])
+def test_each_panel_has_a_glossary_of_its_terms_in_plain_words(rendered, name):
+    from asight_lsp.views.glossary import TERMS
+
+    f = case(rendered, name)
+    assert len(f["glossary"]) >= 4
+    for term, text in f["glossary"]:
+        assert TERMS[term] == text, term
+
+
+def test_hotspots_say_how_blocks_were_linked_in_plain_words(rendered):
+    f = case(rendered, "hotspots")
+    assert "linked by same dataflow" in f["text"]
+    assert "matched by graph" not in f["text"]

@@ -216,6 +216,7 @@ export interface HotspotEntry {
   range?: LspRange | null;
   source_id?: string;
   split?: string | null;
+  shared_with?: string[];
   transformed?: unknown[];
   match?: string | null;
 }

@@ -7,6 +7,7 @@ import type { ShowMessage } from "../shared/messages";
 import type { LoopViewPayload, Stage, ValueCount } from "../shared/views";
 import { bar, header, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, obj, str } from "./dom";
+import { glossary, TERMS } from "./glossary";
 
 const STRATEGY_TITLES: Record<string, string> = {
   tile: "Tile split shapes", vectorize: "Vectorize length", parallel: "Parallel extent", unroll: "Unroll (max steps)",
@@ -65,7 +66,7 @@ function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
     .map(([k, v]) => bar(k.replace(/_/g, " "), v as number, pct(v as number)));
   return h("section", { class: "stage", "data-block": str(stage.block) },
     h("h2", {}, sourceLink(str(stage.block, "?"), stage.range, msg),
-      h("span", { class: "dim" }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
+      h("span", { class: "dim", title: TERMS["S / R (iterators)"] }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
         (num(stage.mean_loops) !== null ? ` · ${stage.mean_loops!.toFixed(1)} loops on average` : ""))),
     stage.best?.headline ? h("p", { class: "best-schedule" }, `best schedule: ${str(stage.best.headline)}`) : null,
     stage.best?.steps?.length ? h("details", {}, h("summary", {}, "steps of the best schedule"),
@@ -86,5 +87,7 @@ export function renderLoopView(root: HTMLElement, msg: ShowMessage): void {
     ...stages.map((st) => stageCard(st, msg)),
     Object.keys(sources).length ? h("section", { class: "sources" }, h("h3", {}, "Where the numbers come from"),
       h("ul", {}, ...Object.entries(sources).map(([k, v]) => h("li", {}, h("strong", {}, k), `: ${str(v)}`)))) : null,
-    notes(p)));
+    notes(p),
+    glossary(["stage", "S / R (iterators)", "candidate", "median latency", "tile split", "vectorize length",
+      "parallel extent", "unroll (max steps)", "compute-at", "cache read / write", "sketch"])));
 }

@@ -10,6 +10,7 @@ import type { Category, Cell, PrinciplesPayload, SearchSpacePayload } from "../s
 import { header, notes, pct } from "./common";
 import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
+import { glossary } from "./glossary";
 import { categoryNumbers, plotSize } from "./layout";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
@@ -155,7 +156,8 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
     legendEl, selection, principles(msg.extra));
 
   mount(root, h("div", { class: "search-space" }, header("searchSpace", msg),
-    h("div", { class: "body" }, plot, side), notes(p)));
+    h("div", { class: "body" }, plot, side), notes(p),
+    glossary(["candidate", "honeycomb cell", "category", "sketch", "contour", "design principle", "median latency"])));
   paintSwatches(root);
   paint();
   fitToPanel(plot, svg, bw, bh, size);

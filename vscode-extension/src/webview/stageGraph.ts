@@ -8,6 +8,7 @@ import type { ShowMessage } from "../shared/messages";
 import type { GraphEdge, GraphNode, StageCost, StageGraphPayload } from "../shared/views";
 import { header, notes, pct, reveal, sourceLink } from "./common";
 import { arr, h, mount, num, obj, s, str } from "./dom";
+import { glossary } from "./glossary";
 import { boxOf, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
 
 /** Node and edge texts are cut to fit (the full text is in the element's <title>). */
@@ -116,7 +117,8 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
       "program); the bar at the bottom of a box is that share."),
     h("div", { class: "graph-scroll" }, svg), list,
     sources.length ? h("p", { class: "hint cost-source" }, `cost: ${sources.join("; ")}`) : null,
-    p.source ? h("p", { class: "hint" }, `source: ${str(p.source)}; ${str(p.layout)}`) : null, notes(p)));
+    p.source ? h("p", { class: "hint" }, `source: ${str(p.source)}; ${str(p.layout)}`) : null, notes(p),
+    glossary(["stage", "S / R (iterators)", "share", "compute-at", "cache read / write"])));
   // Clicking a block node jumps to its line (same as the list's link).
   svg.addEventListener("click", (e) => {
     const el = e.target instanceof Element ? e.target.closest(".node.block") : null;
