@@ -96,7 +96,11 @@ NO_MEASUREMENT = "no measurement: profile the run (ASight: Profile, or `asight p
 def stage_costs(profile: dict | None, function: Function) -> dict[str, dict]:
     """``{node id: {us, share, source}}`` per block of ``function`` from a profile (``asight.profile/1``,
     the tuned program's per-block figures, else the untuned one's); a block the profile lacks gets
-    ``{us: None, share: None, source: NO_MEASUREMENT}``."""
+    ``{us: None, share: None, source: NO_MEASUREMENT}``.  For a Relax function the nodes are bindings:
+    each gets the cost of the kernel call that runs it (``kernel``; ``shared_with`` names the other
+    bindings fused into that call, whose cost is the same call's)."""
+    if function.kind != "prim_func" and function.bindings:
+        return _binding_costs(profile, function)
     kernel = None
     if isinstance(profile, dict):
         kernel = next((k for k in profile.get("kernels") or []
@@ -113,6 +117,31 @@ def stage_costs(profile: dict | None, function: Function) -> dict[str, dict]:
         out[blk.name] = ({"us": entry.get("us"), "share": entry.get("share"),
                           "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, {how}"}
                          if entry and entry.get("us") is not None else {"us": None, "share": None, "source": NO_MEASUREMENT})
+    return out
+
+
+def _binding_costs(profile: dict | None, function: Function) -> dict[str, dict]:
+    relax = profile.get("relax") if isinstance(profile, dict) else None
+    calls: list = []
+    label = "tuned"
+    if isinstance(relax, dict) and relax.get("function") in (function.id, function.name):
+        tasks = relax.get("tasks") or {}
+        label = "tuned" if tasks.get("tuned") else "baseline"
+        calls = [c for c in (tasks.get(label) or {}).get("tasks") or [] if isinstance(c, dict)]
+    by_var = {}
+    for call in calls:
+        for var in call.get("vars") or []:
+            by_var.setdefault(var, call)
+    out = {}
+    for b in function.bindings:
+        call = by_var.get(b.name)
+        if call is None or call.get("us") is None:
+            out[b.name] = {"us": None, "share": None, "source": NO_MEASUREMENT}
+            continue
+        others = [v for v in call.get("vars") or [] if v != b.name]
+        out[b.name] = {"us": call["us"], "share": call.get("share"), "kernel": call.get("task"), "shared_with": others,
+                       "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, the time of the kernel call "
+                                 "that runs the binding (bindings fused into one call share it)"}
     return out
 
 

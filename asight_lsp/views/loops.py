@@ -63,7 +63,7 @@ def stage_graph_of(function, best: dict | None = None, base: dict | None = None,
         node = {"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]}
         if attrs.get("kind") == "block" and best and name in best:
             node["schedule"] = block_headline(best[name])
-        if attrs.get("kind") == "block" and costs is not None and name in costs:
+        if attrs.get("kind") in ("block", "binding") and costs is not None and name in costs:
             node["cost"] = costs[name]
         nodes.append(node)
     edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]

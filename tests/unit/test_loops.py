@@ -204,3 +204,24 @@ def test_stage_graph_payload_takes_costs_from_the_runs_cached_profile(tmp_path):
                                                                            "relu": (20.0, 0.16)})})
     after = {n["id"]: n.get("cost") for n in stage_graph(load_run(Run(copy), extract=False))["nodes"]}
     assert after["matmul"]["us"] == 100.0 and after["relu"]["share"] == 0.16
+
+
+def test_relax_bindings_get_the_cost_of_the_kernel_call_that_runs_them():
+    from asight_lsp.analysis.stagegraph import NO_MEASUREMENT, stage_costs
+
+    outline = build_outline((ROOT / "fixtures" / "relax_cnn.py").read_text())
+    fn = next(f for f in outline.functions if f.kind != "prim_func" and f.bindings)
+    names = [b.name for b in fn.bindings]
+    fused, alone = names[:2], names[2]
+    profile = {"relax": {"function": fn.id, "tasks": {"tuned": {"tasks": [
+        {"task": "fused_a", "vars": fused, "us": 90.0, "share": 0.9},
+        {"task": "b", "vars": [alone], "us": 10.0, "share": 0.1}]}}}}
+    costs = stage_costs(profile, fn)
+    assert set(costs) == set(names)
+    for name in fused:
+        assert costs[name]["us"] == 90.0 and costs[name]["kernel"] == "fused_a"
+        assert costs[name]["shared_with"] == [n for n in fused if n != name]
+    assert costs[alone]["share"] == 0.1 and costs[alone]["shared_with"] == []
+    rest = [n for n in names if n not in fused and n != alone]
+    assert rest and all(costs[n] == {"us": None, "share": None, "source": NO_MEASUREMENT} for n in rest)
+    assert all(c["us"] is None for c in stage_costs(None, fn).values())

@@ -147,6 +147,9 @@ export interface StageCost {
   us?: number | null;
   share?: number | null;
   source?: string;
+  /** Relax: the kernel call that runs the binding, and the other bindings fused into it. */
+  kernel?: string;
+  shared_with?: string[];
 }
 
 export interface GraphNode {

@@ -9,13 +9,17 @@ import { glossary, linkedBy, TERMS } from "./glossary";
 function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
   const share = num(e.share) ?? 0;
   const line = arr<number>(e.lines)[0];
-  return h("li", { class: "hotspot", "data-name": str(e.name) },
-    // `lines` are 1-based (TVM spans); `range` is an LSP range.
-    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line - 1 : null),
-    bar("", share, `${formatLatency(e.us)} · ${pct(share)}`),
-    e.split && e.split !== "whole" ? h("span", { class: "hint", title: TERMS["split (hotspots)"] },
+  const row = bar("", share, `${formatLatency(e.us)} · ${pct(share)}`);
+  // The block's name is the row's label: `lines` are 1-based (TVM spans); `range` is an LSP range.
+  row.firstElementChild!.replaceWith(h("span", { class: "bar-label" },
+    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line - 1 : null)));
+  const about = [
+    e.split && e.split !== "whole" ? h("span", { title: TERMS["split (hotspots)"] },
       `time shared with ${arr<string>(e.shared_with).join(", ") || "other blocks"}, split by ${str(e.split)}`) : null,
-    e.match ? h("span", { class: "hint linked-by", title: TERMS["linked by"] }, ` · linked by ${linkedBy(str(e.match))}`) : null);
+    e.match ? h("span", { class: "linked-by", title: TERMS["linked by"] }, `linked by ${linkedBy(str(e.match))}`) : null,
+  ].filter((x): x is HTMLSpanElement => x !== null);
+  return h("li", { class: "hotspot", "data-name": str(e.name) }, row,
+    about.length ? h("div", { class: "hint about" }, ...about.flatMap((x, i) => (i ? [" · ", x] : [x]))) : null);
 }
 
 function part(pt: HotspotPart, msg: ShowMessage): HTMLElement {

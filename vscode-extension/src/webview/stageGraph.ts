@@ -31,7 +31,8 @@ export function costText(cost: StageCost | null | undefined): string {
   const us = num(cost?.us);
   if (us === null) return "no measurement";
   const share = num(cost?.share);
-  return `${formatLatency(us)}${share !== null ? ` · ${pct(share)}` : ""}`;
+  const fused = arr<string>(cost?.shared_with).length ? " (fused)" : "";
+  return `${formatLatency(us)}${share !== null ? ` · ${pct(share)}` : ""}${fused}`;
 }
 
 const placed = (n: GraphNode) => ({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
@@ -81,13 +82,15 @@ function nodeElement(n: GraphNode): SVGGElement {
   s("text", { x: NODE_W / 2, y: io ? NODE_H / 2 + 4 : 17, "text-anchor": "middle", class: "node-label" },
     clip(io ? `${str(n.role)} ${str(n.label)}` : str(n.label, n.id), 22)),
   io ? null : s("text", { x: NODE_W / 2, y: 33, "text-anchor": "middle", class: "node-detail" },
-    clip(str(n.schedule, str(n.iter_kinds)), 30)),
+    clip(str(n.schedule, str(n.iter_kinds, cost.kernel ? `kernel ${str(cost.kernel)}` : "")), 28)),
   io || n.cost === undefined ? null : s("text", { x: NODE_W / 2, y: 49, "text-anchor": "middle",
     class: measured ? "node-cost" : "node-cost none" }, costText(cost)),
   s("title", {}, [str(n.label, n.id), n.iter_kinds ? `iterators ${str(n.iter_kinds)} (S = spatial, R = reduction)` : "",
     num(n.flops) !== null ? `${n.flops} FLOPs` : "", num(n.bytes) !== null ? `${n.bytes} bytes` : "",
     n.schedule ? `best schedule: ${str(n.schedule)}` : "",
-    n.cost !== undefined ? `cost: ${costText(cost)} (${str(cost.source)})` : ""].filter(Boolean).join("\n")));
+    n.cost !== undefined ? `cost: ${costText(cost)} (${str(cost.source)})` : "",
+    cost.kernel ? `kernel call ${str(cost.kernel)}${arr<string>(cost.shared_with).length ?
+      `, fused with ${arr<string>(cost.shared_with).join(", ")}` : ""}` : ""].filter(Boolean).join("\n")));
 }
 
 export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
@@ -104,7 +107,7 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7,
     orient: "auto-start-reverse" }, s("path", { d: "M0 0L10 5L0 10z", class: "arrow-head" }))),
   edgeLayer(nodes, edges, byKey), s("g", { class: "nodes" }, ...nodes.map(nodeElement)));
-  svg.style.minWidth = `${Math.round(width * 0.6)}px`; // narrower panels scroll rather than shrink the text further
+  svg.style.minWidth = `${Math.round(width * 0.8)}px`; // narrower panels scroll rather than shrink the text further
   const blocks = nodes.filter((n) => n.kind !== "io");
   const list = h("ul", { class: "node-list" }, ...blocks.map((n) =>
     h("li", { "data-node": n.id }, sourceLink(str(n.label, n.id), null, msg, n.line),
