@@ -14,6 +14,12 @@ const STRATEGY_TITLES: Record<string, string> = {
   cache: "Cache", compute_at: "Compute-at location",
 };
 
+/** Plain names of the loop-share rows (payload keys). */
+const SHARE_LABELS: Record<string, string> = {
+  parallel: "parallel loops", vectorized: "vectorized loops", unrolled: "unrolled loops", serial: "plain (serial) loops",
+  under_unroll_pragma: "loops under an unroll hint", split: "source loops tiled",
+};
+
 function valueLabel(v: unknown): string {
   return str(v) || "—";
 }
@@ -63,7 +69,7 @@ function strategySection(key: string, value: unknown): HTMLElement | null {
 function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
   const shares = obj(stage.loop_share);
   const shareRows = Object.entries(shares).filter(([, v]) => typeof v === "number")
-    .map(([k, v]) => bar(k.replace(/_/g, " "), v as number, pct(v as number)));
+    .map(([k, v]) => bar(SHARE_LABELS[k] ?? k.replace(/_/g, " "), v as number, pct(v as number)));
   return h("section", { class: "stage", "data-block": str(stage.block) },
     h("h2", {}, sourceLink(str(stage.block, "?"), stage.range, msg),
       h("span", { class: "dim", title: TERMS["S / R (iterators)"] }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
@@ -71,7 +77,7 @@ function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
     stage.best?.headline ? h("p", { class: "best-schedule" }, `best schedule: ${str(stage.best.headline)}`) : null,
     stage.best?.steps?.length ? h("details", {}, h("summary", {}, "steps of the best schedule"),
       h("ol", {}, ...arr<string>(stage.best.steps).map((x) => h("li", {}, str(x))))) : null,
-    shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", {}, "Share of loops"), ...shareRows) : null,
+    shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", { title: "over all candidates: the share of this block's loops of each kind" }, "Share of loops"), ...shareRows) : null,
     h("p", { class: "hint" }, "Each row: a value of the strategy, how many candidates used it (count · share), and the " +
       `median latency of those candidates; ★ marks the fastest value (among values used by at least ${MIN_FOR_FASTEST}).`),
     h("div", { class: "strategies" }, ...Object.entries(obj(stage.strategies)).map(([k, v]) => strategySection(k, v))));
