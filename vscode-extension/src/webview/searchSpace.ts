@@ -118,7 +118,7 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
   svg.appendChild(cellLayer);
   const labelLayer = s("g", { class: "cell-labels", "aria-hidden": "true" });
   const labels: SVGTextElement[] = cells.map((c) => s("text", { class: "cell-label", x: fmt(c.x), y: fmt(c.y),
-    "font-size": fmt(size * 0.55), "text-anchor": "middle", "dominant-baseline": "central", "data-cell": c.id,
+    "font-size": fmt(size * 0.55), "text-anchor": "middle", dy: "0.35em", "data-cell": c.id,
     fill: labelInk(safeColor(c.color)) }, String(numbers.get(c.category ?? -1) ?? "")));
   labels.forEach((t) => labelLayer.appendChild(t));
   svg.appendChild(labelLayer);
