@@ -263,6 +263,10 @@ await run("loopView.latency", async () => {
           label: r.querySelector(".bar-label").textContent, detail: r.querySelector(".bar-detail").textContent,
           median: r.querySelector(".median")?.textContent ?? null,
           fastest: !!r.querySelector(".median.fastest") }))])),
+      tiles: Object.fromEntries([...sec.querySelectorAll('.strategy[data-strategy="tile"] .per-loop')].map((pl) => [
+        pl.querySelector(".loop-name").textContent.replace(/^loop /, ""),
+        [...pl.querySelectorAll(".bar-row")].filter((r) => r.querySelector(".median.fastest"))
+          .map((r) => r.querySelector(".bar-label").textContent)])),
     })),
   })));
   await common(page, facts);

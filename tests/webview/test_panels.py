@@ -208,12 +208,16 @@ def test_loop_view_shows_median_latency_per_strategy_value(rendered):
             for v, row in zip(values, rows):
                 assert row["median"].startswith(f"median {format_latency(v['median_us'])} (n={v['measured']})"), row
                 checked += 1
-            eligible = [v for v in values if v["measured"] >= 3]
+            eligible = [v for v in values if v["measured"] >= 3 and v["value"] != "other"]
             marked = [r["label"] for r in rows if r["fastest"]]
             if len(eligible) >= 2:
                 assert marked == [str(min(eligible, key=lambda v: v["median_us"])["value"])]
             else:
                 assert marked == []
+        for var, values in stage["strategies"]["tile"].items():
+            eligible = [v for v in values if v["measured"] >= 3 and v["value"] != "other"]
+            want = [str(min(eligible, key=lambda v: v["median_us"])["value"])] if len(eligible) >= 2 else []
+            assert shown["tiles"][var] == want, (stage["block"], var, "'other' pools values: never the fastest")
     assert checked > 30
 
 

@@ -17,7 +17,7 @@ const STRATEGY_TITLES: Record<string, string> = {
 /** Plain names of the loop-share rows (payload keys). */
 const SHARE_LABELS: Record<string, string> = {
   parallel: "parallel loops", vectorized: "vectorized loops", unrolled: "unrolled loops", serial: "plain (serial) loops",
-  under_unroll_pragma: "loops under an unroll hint", split: "source loops tiled",
+  under_unroll_pragma: "under an unroll hint", split: "source loops tiled",
 };
 
 function valueLabel(v: unknown): string {
@@ -28,9 +28,11 @@ function valueLabel(v: unknown): string {
 export const MIN_FOR_FASTEST = 3;
 
 /** The value with the lowest median latency among those with at least MIN_FOR_FASTEST candidates,
- * when at least two values qualify (else null). */
+ * when at least two values qualify (else null); "other" (the values past the top ones, pooled) is
+ * never a value one could choose, so never the fastest. */
 export function fastestValue(list: ValueCount[]): ValueCount | null {
-  const timed = list.filter((vc) => num(vc.median_us) !== null && (vc.measured ?? vc.count ?? 0) >= MIN_FOR_FASTEST);
+  const timed = list.filter((vc) => vc.value !== "other" && num(vc.median_us) !== null &&
+    (vc.measured ?? vc.count ?? 0) >= MIN_FOR_FASTEST);
   if (timed.length < 2) return null;
   return timed.reduce((a, b) => (b.median_us! < a.median_us! ? b : a));
 }
