@@ -3,7 +3,7 @@
  * boxes and edge routes, and the honeycomb's size in its panel.
  */
 
-export const NODE_W = 170, NODE_H = 60, GAP_X = 150, GAP_Y = 30, PAD = 20;
+export const NODE_W = 170, NODE_H = 60, GAP_X = 120, GAP_Y = 30, PAD = 20;
 
 export interface Box { x: number; y: number; w: number; h: number }
 export interface Placed { layer: number; row: number }

@@ -9,7 +9,7 @@ import type { GraphEdge, GraphNode, StageCost, StageGraphPayload } from "../shar
 import { header, notes, pct, reveal, sourceLink } from "./common";
 import { arr, h, mount, num, obj, s, str } from "./dom";
 import { glossary } from "./glossary";
-import { boxOf, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
+import { boxOf, GAP_X, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
 
 /** Node and edge texts are cut to fit (the full text is in the element's <title>). */
 export function clip(text: string, max: number): string {
@@ -61,7 +61,7 @@ function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, Gr
       portY(boxOf(placed(b)), bIn.indexOf(e), bIn.length), columns);
     g.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer), "data-source": a.id, "data-target": b.id },
       s("path", { d: route.d, "marker-end": "url(#arrow)" }),
-      s("text", { x: route.label[0], y: route.label[1], "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 24)),
+      s("text", { x: route.label[0], y: route.label[1], "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 21)),
       s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
   }
   return g;
@@ -100,7 +100,7 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   const byKey = new Map<string, GraphNode>();
   for (const n of nodes) { byKey.set(n.id, n); if (n.label && !byKey.has(n.label)) byKey.set(n.label, n); }
   const edges = arr<GraphEdge>(p.edges).filter((e) => byKey.has(e.source) && byKey.has(e.target));
-  const width = Math.max(...nodes.map((n) => nodeBox(n).x + NODE_W), 200) + 60;
+  const width = Math.max(...nodes.map((n) => nodeBox(n).x + NODE_W), 200) + GAP_X / 3 + 4; // room for a loop-back edge
   const height = Math.max(...nodes.map((n) => nodeBox(n).y + NODE_H), 100) + 30;
   const svg = s("svg", { class: "stage-graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
     "aria-label": `Stage graph: ${nodes.length} nodes, ${edges.length} edges` },
