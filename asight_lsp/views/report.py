@@ -48,7 +48,7 @@ svg text{font-family:system-ui,sans-serif}
 .cell-label{font-weight:600;pointer-events:none}
 section svg{max-width:100%;height:auto}
 .scroll-x{overflow-x:auto}
-section svg.sg{max-width:none}
+section svg.sg{max-width:100%;min-width:720px}
 .plot{flex:1 1 480px;min-width:0}
 .row>.strategy{flex:0 1 auto;min-width:0;overflow-x:auto}
 dl.glossary dt{font-weight:600;margin-top:6px}
@@ -248,6 +248,9 @@ def _bars(items: list[dict]) -> str:
     return "<table>" + "".join(rows) + "</table>" if rows else "-"
 
 
+SHARE_WORDS = {"serial": "plain (serial)", "under_unroll_pragma": "under an unroll hint", "split": "source loops tiled"}
+
+
 def _loop_section(view: dict | None) -> str:
     if not view or view.get("status") != "ok":
         return _unavailable("Loop view", view)
@@ -266,7 +269,7 @@ def _loop_section(view: dict | None) -> str:
         parts.append("</div>")
         if st["loop_share"]:
             parts.append('<p class="note">share of loops: ' + E(", ".join(
-                f"{k.replace('_', ' ')} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
+                f"{SHARE_WORDS.get(k, k.replace('_', ' '))} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
         if st.get("best") and st["best"].get("headline"):
             parts.append(f'<p>best schedule: <b>{E(st["best"]["headline"])}</b></p>')
     parts.append("</section>")
@@ -333,7 +336,8 @@ def stage_graph_svg(graph: dict) -> str:
         cost = n.get("cost")
         out.append(f'<rect class="{"sg-block" if block else "sg-io"}" x="{x}" y="{y}" width="{w}" height="{h}" '
                    f'rx="{6 if block else 18}" fill="{fill}" stroke="{stroke}"/>'
-                   f'<text x="{x + w / 2}" y="{y + 15}" font-size="12" text-anchor="middle">{E(str(n.get("label", n["id"])))}</text>'
+                   f'<text x="{x + w / 2}" y="{y + (15 if block else h / 2 + 4)}" font-size="12" text-anchor="middle">'
+                   f'{E(str(n.get("label", n["id"])))}</text>'
                    f'<text class="sg-muted" x="{x + w / 2}" y="{y + 29}" font-size="9" text-anchor="middle" fill="#555">'
                    f'{E(str(sub)[:40])}</text>')
         if cost:
