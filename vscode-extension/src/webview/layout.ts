@@ -1,6 +1,6 @@
 /**
  * Pure geometry of the panels (no DOM, so node's test runner can check it): the stage graph's node
- * boxes and edge routes, and the honeycomb's size in its panel.
+ * boxes and edge routes, and the honeycomb's category numbers.
  */
 
 export const NODE_W = 170, NODE_H = 60, GAP_X = 120, GAP_Y = 30, PAD = 20;
@@ -91,17 +91,6 @@ export function routeEdge(a: Placed, b: Placed, fromY: number, toY: number, colu
 /** Ports: the i-th of n edges on a side of a box leaves/enters at this y (spread over the side). */
 export function portY(box: Box, i: number, n: number): number {
   return box.y + (box.h * (i + 1)) / (n + 1);
-}
-
-/**
- * The honeycomb's drawn size in a plot `width` px wide: as wide as the plot, as tall as the chart's
- * aspect asks, but no taller than the room left in the panel (`room`, at least `minHeight`); a
- * chart that is then too tall for the width is centred (SVG `meet`).
- */
-export function plotSize(width: number, aspect: number, room: number, minHeight = 240): { width: number; height: number } {
-  const w = Math.max(0, Math.floor(width));
-  const want = Math.round(w * (Number.isFinite(aspect) && aspect > 0 ? aspect : 1));
-  return { width: w, height: Math.max(Math.min(want, Math.floor(room)), Math.min(minHeight, want)) };
 }
 
 /** Category numbers for the key: 1, 2, … in the order of the categories list (ids may be sparse). */

@@ -11,7 +11,7 @@ import { header, notes, pct } from "./common";
 import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
 import { glossary } from "./glossary";
-import { categoryNumbers, plotSize } from "./layout";
+import { categoryNumbers } from "./layout";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
 export const CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -160,7 +160,7 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
     glossary(["candidate", "honeycomb cell", "category", "sketch", "contour", "design principle", "median latency"])));
   paintSwatches(root);
   paint();
-  fitToPanel(plot, svg, bw, bh, size);
+  watchLabelSize(svg, bw, bh, size);
 
   // ---- interaction (one set of delegated listeners)
   const cellOf = (t: EventTarget | null) => {
@@ -272,23 +272,17 @@ function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
 }
 
 /**
- * Size the honeycomb to its panel now and whenever the panel changes size (ResizeObserver): as wide
- * as the plot, as tall as its aspect asks within the room left in the window (layout.ts plotSize);
- * cell numbers are hidden when the cells get too small to hold them.
+ * The honeycomb is sized by CSS alone (style.css: as wide as its plot, height from its viewBox's
+ * aspect, at most the window's height), so drawing it costs one layout; a ResizeObserver only hides
+ * the cell numbers when the panel makes the cells too small to hold them.
  */
-function fitToPanel(plot: HTMLElement, svg: SVGSVGElement, bw: number, bh: number, size: number): void {
-  const fit = () => {
-    const top = plot.getBoundingClientRect().top + window.scrollY;
-    const room = Math.max(window.innerHeight - Math.max(top, 0) - 24, window.innerHeight * 0.5);
-    const { width, height } = plotSize(plot.clientWidth, bh / bw, room);
-    if (svg.getAttribute("width") !== String(width)) svg.setAttribute("width", String(width));
-    if (svg.getAttribute("height") !== String(height)) svg.setAttribute("height", String(height));
-    const scale = Math.min(width / bw, height / bh);
+function watchLabelSize(svg: SVGSVGElement, bw: number, bh: number, size: number): void {
+  if (typeof ResizeObserver === "undefined") return;
+  new ResizeObserver((entries) => {
+    const box = entries[entries.length - 1].contentRect;
+    const scale = Math.min(box.width / bw, box.height / bh);
     svg.classList.toggle("no-labels", size * scale < MIN_LABEL_PX);
-  };
-  fit();
-  if (typeof ResizeObserver !== "undefined") new ResizeObserver(fit).observe(plot);
-  window.addEventListener("resize", fit);
+  }).observe(svg);
 }
 
 /** The cell-colour part of the legend: the latency scale (latency mode) and the numbered category

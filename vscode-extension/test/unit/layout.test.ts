@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { boxOf, categoryNumbers, corridorY, inside, NODE_H, plotSize, portY, routeEdge, type Box, type Placed, type Point } from "../../src/webview/layout";
+import { boxOf, categoryNumbers, corridorY, inside, NODE_H, portY, routeEdge, type Box, type Placed, type Point } from "../../src/webview/layout";
 
 /** Points along a route's corners and the straight pieces between them (the curves stay in the gaps). */
 function samples(points: Point[], step = 2): Point[] {
@@ -72,14 +72,6 @@ test("edges that do not go rightwards loop through the gap beside their column",
   const a: Placed = { layer: 0, row: 0 }, b: Placed = { layer: 0, row: 2 };
   const route = routeEdge(a, b, 30, 220, new Map([[0, [boxOf(a), boxOf({ layer: 0, row: 1 }), boxOf(b)]]]));
   assert.ok(route.points.every(([x]) => x >= boxOf(a).x + boxOf(a).w));
-});
-
-test("plotSize: as wide as the plot, as tall as the aspect asks within the room", () => {
-  assert.deepEqual(plotSize(800, 0.5, 700), { width: 800, height: 400 });
-  assert.deepEqual(plotSize(800, 1.2, 700), { width: 800, height: 700 });
-  assert.deepEqual(plotSize(300, 1, 100), { width: 300, height: 240 }, "never squeezed under the minimum");
-  assert.deepEqual(plotSize(400, 0.25, 700), { width: 400, height: 100 }, "a flat chart is not padded");
-  assert.ok(plotSize(1200, 0.5, 900).width > plotSize(480, 0.5, 900).width);
 });
 
 test("categoryNumbers numbers categories from 1 in list order", () => {
