@@ -159,6 +159,7 @@ await run("searchSpace.legible", async () => {
     const svg = document.querySelector("svg.honeycomb"), plot = document.querySelector(".plot");
     const r = svg.getBoundingClientRect();
     return { svgW: r.width, svgH: r.height, plotW: plot.clientWidth, viewportW: window.innerWidth,
+      sideW: document.querySelector(".search-space .side").getBoundingClientRect().width,
       overflow: document.scrollingElement.scrollWidth - window.innerWidth };
   };
   for (const width of [480, 1200]) {

@@ -164,6 +164,8 @@ def test_chart_fills_the_panel_width_and_follows_resizes(rendered):
         assert abs(size["svgW"] - size["plotW"]) <= 1, (key, size)
         assert size["overflow"] <= 0, (key, "no horizontal scrolling")
     assert f["size480"]["svgW"] >= 480 - 2 * 16 - 2, "narrow panels: the legend goes below, the chart keeps the width"
+    assert abs(f["size480"]["sideW"] - f["size480"]["svgW"]) <= 1, "…and the legend below it is as wide"
+    assert f["size1200"]["sideW"] < f["size1200"]["svgW"], "wide panels: legend beside the chart"
     assert f["size1200"]["svgW"] > 1.5 * f["size480"]["svgW"]
     assert f["resized1600"]["svgW"] > f["resized700"]["svgW"] and f["resized1600"]["svgH"] >= f["resized700"]["svgH"]
 
