@@ -9,6 +9,9 @@ Sources per strategy (each reported in the payload):
   ``pragma_auto_unroll_max_step`` on them); without that cache, the trace's own annotations;
 * cache and compute-at — the trace (``trace_summary`` of one record per sketch, plus each
   candidate's ``SampleComputeLocation`` decision).
+
+Each value also carries the median latency of the candidates that use it (``median_us``, over the
+``measured`` of them with a latency): what a value costs, not only how often the search chose it.
 """
 from __future__ import annotations
 
@@ -48,13 +51,25 @@ def _nest_strategies(nest: list) -> tuple[int, int, int, int]:
     return vec, par, max(steps, default=0), (len(nest) - first) if first is not None else 0
 
 
-def _distribution(counter: Counter, total: int) -> list[dict]:
+def _latency_of(latencies: list[float]) -> dict:
+    """``median_us`` and ``measured`` (how many latencies it is the median of) of one value."""
+    finite = [v for v in latencies if np.isfinite(v)]
+    return {"median_us": round(float(np.median(finite)), 3) if finite else None, "measured": len(finite)}
+
+
+def _distribution(counter: Counter, total: int, latencies: dict | None = None) -> list[dict]:
+    """Values by frequency (top ``TOP_VALUES``, the rest as ``other``), each with its share and,
+    given ``latencies`` (value -> latencies of the candidates using it), their median latency."""
     items = sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))
-    out = [{"value": value, "count": count, "share": round(count / total, 4) if total else 0.0}
+    lat = latencies if latencies is not None else {}
+    out = [{"value": value, "count": count, "share": round(count / total, 4) if total else 0.0,
+            **(_latency_of(lat.get(value, [])) if latencies is not None else {})}
            for value, count in items[:TOP_VALUES]]
     rest = sum(count for _, count in items[TOP_VALUES:])
     if rest:
-        out.append({"value": "other", "count": rest, "share": round(rest / total, 4)})
+        other = [v for value, _ in items[TOP_VALUES:] for v in lat.get(value, [])]
+        out.append({"value": "other", "count": rest, "share": round(rest / total, 4),
+                    **(_latency_of(other) if latencies is not None else {})})
     return out
 
 
@@ -100,6 +115,7 @@ def loop_view(table: CandidateTable, function=None) -> list[dict]:
     for block in stages:
         tally = _StageTally(block)
         for i in idx:
+            tally.latency = float(table.latency_us[i])
             tally.add_decisions(table.decisions[i])
             tally.add_sketch(structure.get(int(table.sketch[i]), {}).get(block, {}), table.decisions[i])
             if has_nests:
@@ -114,6 +130,9 @@ class _StageTally:
     def __init__(self, block: str):
         self.block = block
         self.counters = {s: Counter() for s in STRATEGIES}
+        self.latencies = {s: defaultdict(list) for s in STRATEGIES}   # strategy -> value -> latencies
+        self.tile_latencies: dict[str, dict] = defaultdict(lambda: defaultdict(list))
+        self.latency = float("nan")   # of the candidate being added
         self.tiles: dict[str, Counter] = defaultdict(Counter)
         self.factors: dict[str, list[Counter]] = {}
         self.kinds, self.loops_total, self.split_loops, self.source_loops, self.present = Counter(), 0, 0, 0, 0
@@ -122,41 +141,44 @@ class _StageTally:
         for d in decisions:
             if d.block == self.block and d.inst == "SamplePerfectTile" and isinstance(d.value, list):
                 var = d.loop_var or f"loop{d.loop}"
-                self.tiles[var]["×".join(str(v) for v in d.value)] += 1
+                shape = "×".join(str(v) for v in d.value)
+                self.tiles[var][shape] += 1
+                self.tile_latencies[var][shape].append(self.latency)
                 per_pos = self.factors.setdefault(var, [Counter() for _ in d.value])
                 for pos, value in enumerate(d.value[:len(per_pos)]):
                     per_pos[pos][int(value)] += 1
                 self.source_loops += 1
                 self.split_loops += sum(1 for v in d.value if v > 1) > 1
             elif d.block == self.block and d.inst == "SampleComputeLocation":
-                self.counters["compute_at"][_location_label(d.value)] += 1
+                self._count("compute_at", _location_label(d.value))
+
+    def _count(self, strategy: str, value) -> None:
+        self.counters[strategy][value] += 1
+        self.latencies[strategy][value].append(self.latency)
 
     def add_sketch(self, sketch: dict, decisions: list) -> None:
         """What the candidate's sketch fixed for this block (cache, a compute-at without a sample)."""
-        self.counters["cache"][", ".join(sketch.get("cache") or []) or "none"] += 1
-        if sketch.get("compute_at") and not any(d.block == self.block and d.inst == "SampleComputeLocation"
-                                                for d in decisions):
-            self.counters["compute_at"][sketch["compute_at"]] += 1
+        self._count("cache", ", ".join(sketch.get("cache") or []) or "none")
+        sampled = any(d.block == self.block and d.inst == "SampleComputeLocation" for d in decisions)
+        if not sampled:   # no sampled location: where the sketch put the block, else at the root
+            self._count("compute_at", sketch.get("compute_at") or "root")
 
     def add_nest(self, nest) -> None:
         """The scheduled loop nest of the block in one candidate (None: the block was inlined)."""
         if nest is None:
             for name in ("vectorize", "parallel", "unroll"):
-                self.counters[name]["inlined"] += 1
+                self._count(name, "inlined")
             return
         self.present += 1
         self.loops_total += len(nest)
         self.kinds.update(kind for _, kind, _ in nest)
         vec, par, unroll, under = _nest_strategies(nest)
         self.kinds["under_unroll_pragma"] += under
-        self.counters["vectorize"][vec] += 1
-        self.counters["parallel"][par] += 1
-        self.counters["unroll"][unroll] += 1
+        self._count("vectorize", vec)
+        self._count("parallel", par)
+        self._count("unroll", unroll)
 
     def entry(self, n: int, iter_kinds: str | None) -> dict:
-        missing = n - sum(self.counters["compute_at"].values())
-        if missing > 0:
-            self.counters["compute_at"]["root"] += missing
         share = {}
         if self.loops_total:
             share = {"parallel": self.kinds["p"] / self.loops_total, "vectorized": self.kinds["v"] / self.loops_total,
@@ -167,9 +189,9 @@ class _StageTally:
         return {
             "block": self.block, "candidates": int(n), "iter_kinds": iter_kinds,
             "strategies": {
-                "tile": {var: _distribution(c, n) for var, c in self.tiles.items()},
+                "tile": {var: _distribution(c, n, self.tile_latencies[var]) for var, c in self.tiles.items()},
                 "tile_factors": {var: [_distribution(c, n) for c in per_pos] for var, per_pos in self.factors.items()},
-                **{s: _distribution(self.counters[s], n) for s in STRATEGIES if s != "tile"}},
+                **{s: _distribution(self.counters[s], n, self.latencies[s]) for s in STRATEGIES if s != "tile"}},
             "loop_share": {k: round(v, 4) for k, v in share.items()},
             "mean_loops": round(self.loops_total / self.present, 2) if self.present else None,
         }

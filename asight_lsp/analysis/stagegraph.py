@@ -4,6 +4,9 @@ Built from the source map: a block that writes buffer X feeds every block that r
 parameters nobody writes are inputs, parameters nobody reads afterwards are outputs; both become
 ``io`` nodes so every buffer is an edge.  Nodes carry a layered position (longest path from the
 inputs) so a client can draw the graph without a layout engine.
+
+``stage_costs`` gives each block its measured cost (latency and share of the program) from a
+profile of the run, or says there is no measurement; it never estimates one.
 """
 from __future__ import annotations
 
@@ -85,3 +88,111 @@ def layered_positions(g: nx.MultiDiGraph) -> dict[str, tuple[int, int]]:
         out[node] = (lay, rows.get(lay, 0))
         rows[lay] = rows.get(lay, 0) + 1
     return out
+
+
+NO_MEASUREMENT = "no measurement: profile the run (ASight: Profile, or `asight profile FILE --run R`)"
+
+
+def stage_costs(profile: dict | None, function: Function) -> dict[str, dict]:
+    """``{node id: {us, share, source}}`` per block of ``function`` from a profile (``asight.profile/1``,
+    the tuned program's per-block figures, else the untuned one's); a block the profile lacks gets
+    ``{us: None, share: None, source: NO_MEASUREMENT}``.  For a Relax function the nodes are bindings:
+    each gets the cost of the kernel call that runs it (``kernel``; ``shared_with`` names the other
+    bindings fused into that call, whose cost is the same call's)."""
+    if function.kind != "prim_func" and function.bindings:
+        return _binding_costs(profile, function)
+    kernel = None
+    if isinstance(profile, dict):
+        kernel = next((k for k in profile.get("kernels") or []
+                       if isinstance(k, dict) and k.get("function") in (function.id, function.name)), None)
+    blocks = (kernel or {}).get("blocks") or {}
+    label = "tuned" if blocks.get("tuned") else "baseline"
+    how = (((kernel or {}).get("stages") or {}).get(label) or {}).get("source") or "profile"
+    measured = {e["name"]: e for e in blocks.get(label) or [] if isinstance(e, dict) and e.get("name")}
+    out = {}
+    for blk in function.blocks:
+        entry = measured.get(blk.name)
+        if blk.name == "root":
+            continue
+        out[blk.name] = ({"us": entry.get("us"), "share": entry.get("share"),
+                          "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, {how}"}
+                         if entry and entry.get("us") is not None else {"us": None, "share": None, "source": NO_MEASUREMENT})
+    return out
+
+
+def _binding_costs(profile: dict | None, function: Function) -> dict[str, dict]:
+    relax = profile.get("relax") if isinstance(profile, dict) else None
+    calls: list = []
+    label = "tuned"
+    if isinstance(relax, dict) and relax.get("function") in (function.id, function.name):
+        tasks = relax.get("tasks") or {}
+        label = "tuned" if tasks.get("tuned") else "baseline"
+        calls = [c for c in (tasks.get(label) or {}).get("tasks") or [] if isinstance(c, dict)]
+    by_var = {}
+    for call in calls:
+        for var in call.get("vars") or []:
+            by_var.setdefault(var, call)
+    out = {}
+    for b in function.bindings:
+        call = by_var.get(b.name)
+        if call is None or call.get("us") is None:
+            out[b.name] = {"us": None, "share": None, "source": NO_MEASUREMENT}
+            continue
+        others = [v for v in call.get("vars") or [] if v != b.name]
+        out[b.name] = {"us": call["us"], "share": call.get("share"), "kernel": call.get("task"), "shared_with": others,
+                       "source": f"{'tuned' if label == 'tuned' else 'untuned'} program, the time of the kernel call "
+                                 "that runs the binding (bindings fused into one call share it)"}
+    return out
+
+
+# ---------------------------------------------------------------- edge routing (the report's SVG; the
+# webview has the same rules in vscode-extension/src/webview/layout.ts)
+
+Box = tuple  # (x, y, w, h)
+
+
+def corridor_y(column: list[Box], ideal: float, margin: float = 6.0, gap: float = 30.0) -> float:
+    """A y where a horizontal line crosses a column without touching its boxes: ``ideal`` when clear,
+    else the centre of the nearest free corridor (above the first box, between rows, below the last)."""
+    boxes = sorted(column, key=lambda b: b[1])
+    if not any(b[1] - margin < ideal < b[1] + b[3] + margin for b in boxes):
+        return ideal
+    free = [boxes[0][1] - gap / 2]
+    free += [(p[1] + p[3] + q[1]) / 2 for p, q in zip(boxes, boxes[1:]) if q[1] - (p[1] + p[3]) >= 2 * margin]
+    free.append(boxes[-1][1] + boxes[-1][3] + gap / 2)
+    return min(free, key=lambda y: abs(y - ideal))
+
+
+def route_edge(a: Box, b: Box, layers: tuple[int, int], ends: tuple[float, float],
+               columns: dict[int, list[Box]], gap: float = 30.0) -> dict:
+    """Path of an edge from box ``a`` (right side, y = ``ends[0]``) to box ``b`` (left side, y =
+    ``ends[1]``) that never crosses a box: between columns a curve that stays in the gap, across a
+    column a straight line through a free corridor.  ``layers`` = (layer of a, layer of b);
+    ``columns`` = the boxes of each layer.  Returns ``{"d", "label": (x, y), "points"}``."""
+    (la, lb), (y0, y1) = layers, ends
+    start = (a[0] + a[2], y0)
+    if lb <= la:  # no rightward direction (a cycle drawn in one column): loop through the gap on the right
+        out, end = start[0] + 40, (b[0] + b[2], y1)
+        d = f"M{start[0]:.1f} {y0:.1f}C{out:.1f} {y0:.1f} {out:.1f} {y1:.1f} {end[0]:.1f} {y1:.1f}"
+        return {"d": d, "label": (out - 4, (y0 + y1) / 2), "points": [start, end]}
+    end = (b[0], y1)
+    points, d, prev = [start], f"M{start[0]:.1f} {y0:.1f}", start
+    for layer in range(la + 1, lb):
+        col = columns.get(layer) or []
+        if not col:
+            continue
+        left, width = col[0][0], col[0][2]
+        t = (left - start[0]) / (end[0] - start[0])
+        y = corridor_y(col, y0 + t * (y1 - y0), gap=gap)
+        d += _curve(prev, (left, y)) + f"L{left + width:.1f} {y:.1f}"
+        points += [(left, y), (left + width, y)]
+        prev = (left + width, y)
+    d += _curve(prev, end)
+    points.append(end)
+    first = points[1]
+    return {"d": d, "label": ((start[0] + first[0]) / 2, (y0 + first[1]) / 2 - 5), "points": points}
+
+
+def _curve(p: tuple, q: tuple) -> str:
+    mx = (p[0] + q[0]) / 2
+    return f"C{mx:.1f} {p[1]:.1f} {mx:.1f} {q[1]:.1f} {q[0]:.1f} {q[1]:.1f}"

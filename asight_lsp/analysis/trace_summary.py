@@ -81,7 +81,7 @@ def block_headline(summary: dict) -> str:
     if summary.get("compute_at"):
         where = summary["compute_at"]
         of = f" of {where['block']}" if where.get("block") else ""
-        parts.append(f"at {where['loop']}{of}" if where.get("loop") else "moved")
+        parts.append(f"at {where['loop']}{of}" if where.get("loop") else "computed inside another block")
     for bind in summary.get("bind", []):
         parts.append(f"{bind['thread']}")
     return " · ".join(parts)

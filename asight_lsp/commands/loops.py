@@ -30,7 +30,24 @@ def run(args) -> int:
 
 
 def _dist(items: list[dict], limit: int = 4) -> str:
-    return ", ".join(f"{d['value']} {d['share'] * 100:.0f}%" for d in items[:limit]) or "-"
+    """``64 40% (median 0.47 ms), 16 18% (median 0.53 ms)``: share of candidates and their median latency."""
+    from ..views.text import format_latency
+
+    return ", ".join(f"{d['value']} {d['share'] * 100:.0f}%"
+                     + (f" (median {format_latency(d['median_us'])})" if d.get("median_us") is not None else "")
+                     for d in items[:limit]) or "-"
+
+
+def _cost(node: dict) -> str:
+    cost = node.get("cost")
+    if not cost:
+        return ""
+    if cost.get("us") is None:
+        return "no measurement"
+    from ..views.text import format_latency
+
+    share = f", {cost['share'] * 100:.1f}% of the program" if cost.get("share") is not None else ""
+    return f"{format_latency(cost['us'])}{share}" + (f" (kernel {cost['kernel']})" if cost.get("kernel") else "")
 
 
 def render(view: dict, graph: dict) -> str:
@@ -49,6 +66,9 @@ def render(view: dict, graph: dict) -> str:
             lines.append(f"  best schedule: {st['best']['headline'] or '-'}")
     if graph["status"] == "ok":
         lines.append(f"stage graph ({len(graph['nodes'])} nodes, {len(graph['edges'])} buffer edges):")
+        for n in graph["nodes"]:
+            if n.get("cost"):
+                lines.append(f"  {n['id']}: {_cost(n)}")
         for e in graph["edges"]:
             lines.append(f"  {e['source']} --{e['buffer']}--> {e['target']}")
     else:

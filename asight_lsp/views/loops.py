@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.loopview import SOURCES, loop_view as compute_loop_view
-from ..analysis.stagegraph import build_graph, layered_positions
+from ..analysis.stagegraph import build_graph, layered_positions, stage_costs
+from ..store.caches import load_profile
 from ..analysis.trace_summary import block_headline, summarize_trace
 from ..analysis.trace_replay import source_blocks
 from .context import RunData, clean, run_info
@@ -49,11 +50,12 @@ def stage_graph(data: RunData) -> dict:
     if data.function is None:
         return {"schema": STAGE_GRAPH_SCHEMA, **base, "status": "unavailable",
                 "message": f"source of {data.meta.function} not found ({data.meta.file})"}
-    return stage_graph_of(data.function, best_summary(data), base)
+    return stage_graph_of(data.function, best_summary(data), base, stage_costs(load_profile(data.run), data.function))
 
 
-def stage_graph_of(function, best: dict | None = None, base: dict | None = None) -> dict:
-    """The stage graph payload of a source function alone (no run needed; ``run`` is then None)."""
+def stage_graph_of(function, best: dict | None = None, base: dict | None = None, costs: dict | None = None) -> dict:
+    """The stage graph payload of a source function alone (no run needed; ``run`` is then None);
+    ``costs``: ``analysis.stagegraph.stage_costs`` of the run's profile (a block's ``cost``)."""
     graph = build_graph(function)
     pos = layered_positions(graph)
     nodes = []
@@ -61,6 +63,8 @@ def stage_graph_of(function, best: dict | None = None, base: dict | None = None)
         node = {"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]}
         if attrs.get("kind") == "block" and best and name in best:
             node["schedule"] = block_headline(best[name])
+        if attrs.get("kind") in ("block", "binding") and costs is not None and name in costs:
+            node["cost"] = costs[name]
         nodes.append(node)
     edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
     return clean({"schema": STAGE_GRAPH_SCHEMA, "run": None, "notes": [], **(base or {}), "status": "ok",

@@ -14,6 +14,8 @@ import secrets
 from typing import Any
 
 from ..analysis.measurement import how_text
+from ..analysis.stagegraph import route_edge
+from .glossary import TERMS, linked_by
 from .searchspace import COLOR_STOPS
 from ..analysis.attribution import SLOWER_RATIO
 from .text import measurement_text, ratio_text, slowed_lines
@@ -45,6 +47,29 @@ svg text{font-family:system-ui,sans-serif}
 .good{color:#116b2f}
 .strategy{min-width:190px}
 .strategy table{margin-top:4px}
+.cell-label{font-weight:600;pointer-events:none}
+section svg{max-width:100%;height:auto}
+.scroll-x{overflow-x:auto}
+section svg.sg{max-width:100%;min-width:720px}
+.plot{flex:1 1 480px;min-width:0}
+.row>.strategy{flex:0 1 auto;min-width:0;overflow-x:auto}
+dl.glossary dt{font-weight:600;margin-top:6px}
+dl.glossary dd{margin:0 0 0 18px}
+@media (prefers-color-scheme: dark){
+body{color:#d4d4d4;background:#1e1e1e}
+section{background:#252526;border-color:#3c3c3c}
+td,th{border-bottom-color:#3c3c3c}
+th{background:#2d2d30}
+pre{background:#1b1b1c}
+.note{color:#a0a0a0}
+.good{color:#89d185}
+svg text{fill:#d4d4d4}
+svg text.cell-label.dark-ink{fill:#000}
+svg .sg-muted{fill:#a0a0a0}
+svg .sg-edge{stroke:#a0a0a0}
+svg .sg-block{fill:#3a2d1c}
+svg .sg-io{fill:#1f2a3a}
+}
 """
 
 SCRIPT = """
@@ -110,6 +135,7 @@ def honeycomb_svg(space: dict, width: int = 760) -> str:
     cells = space["cells"]
     frame = _Frame([pt for c in cells for pt in c["corners"]], width)
     cats = {c["id"]: c["label"] for c in space["categories"]}
+    numbers = category_numbers(space)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{frame.width}" height="{frame.height}" '
            f'viewBox="0 0 {frame.width} {frame.height}" role="img" aria-label="search space honeycomb">',
            '<defs><marker id="tick" viewBox="0 0 6 6" refX="3" refY="3" markerWidth="5" markerHeight="5" '
@@ -120,10 +146,19 @@ def honeycomb_svg(space: dict, width: int = 760) -> str:
                  f"{cats.get(c['category'], c['category'])}")
         out.append(f'<polygon class="cell" data-cell="{c["id"]}" points="{pts}" fill="{E(c["color"])}" '
                    f'stroke="#ffffff" stroke-width="0.8"><title>{E(title)}</title></polygon>')
+    size_px = space["hex"]["size"] * frame.k
+    if size_px >= 8:  # the category number on each cell (the key beside the chart says which is which)
+        for c in cells:
+            cx = sum(p[0] for p in c["corners"]) / len(c["corners"])
+            cy = sum(p[1] for p in c["corners"]) / len(c["corners"])
+            x, y = frame(cx, cy)
+            ink = label_ink(c["color"])
+            out.append(f'<text class="cell-label{" dark-ink" if ink == "#000000" else ""}" x="{x}" y="{y}" '
+                       f'font-size="{size_px * 0.55:.1f}" text-anchor="middle" dominant-baseline="central" '
+                       f'fill="{ink}">{numbers.get(c["category"], "")}</text>')
     for b in space["boundaries"]:
         (x1, y1), (x2, y2) = frame(b[0], b[1]), frame(b[2], b[3])
         out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#1b1b1b" stroke-width="2.4"/>')
-    size_px = space["hex"]["size"] * frame.k
     for line in space["contour"].get("lines", []):
         pts = " ".join(f"{x},{y}" for x, y in (frame(*p) for p in line["points"]))
         out.append(f'<polyline points="{pts}" fill="none" stroke="#0b5f7a" stroke-width="1.2" '
@@ -143,6 +178,22 @@ def honeycomb_svg(space: dict, width: int = 760) -> str:
     return "\n".join(out)
 
 
+def category_numbers(space: dict) -> dict:
+    """Category id -> the number shown on its cells and in the key (1, 2, ... over the categories
+    that hold candidates, in payload order)."""
+    return {c["id"]: i + 1 for i, c in enumerate(c for c in space["categories"] if c.get("count", 1) > 0)}
+
+
+def label_ink(color: str) -> str:
+    """Black or white text, whichever reads better on a ``#rrggbb`` fill (WCAG relative luminance)."""
+    try:
+        rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    except (TypeError, ValueError, IndexError):
+        return "#000000"
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return "#000000" if 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] > 0.22 else "#ffffff"
+
+
 def _scale_svg(space: dict) -> str:
     lo, mid, hi = space["color_scale"]["domain_us"]
     stops = "".join(f'<stop offset="{i * 50}%" stop-color="{c}"/>' for i, c in enumerate(COLOR_STOPS))
@@ -157,7 +208,9 @@ def _scale_svg(space: dict) -> str:
 def _search_section(space: dict | None) -> str:
     if not space or space.get("status") != "ok":
         return _unavailable("Search space", space)
-    cats = "".join(f"<li>{E(c['label'])} — {c['count']} candidates</li>" for c in space["categories"])
+    numbers = category_numbers(space)
+    cats = "".join(f"<li value=\"{numbers[c['id']]}\">{E(c['label'])} — {c['count']} candidate{'s' if c['count'] != 1 else ''}</li>"
+                   for c in space["categories"] if c["id"] in numbers)
     contour = space["contour"]
     metrics = "".join(f"<li><b>{E(c['label'])}</b>: {E(c['source'])}</li>" for c in contour.get("categories", []))
     measured = contour.get("measured") or {}
@@ -165,14 +218,17 @@ def _search_section(space: dict | None) -> str:
         metrics += f"<li><b>{E(measured['label'])}</b> (per cell, not in z): {E(measured['source'])}</li>"
     note = E(contour.get("note", "")) if not contour.get("lines") else ""
     return f"""<section id="search-space"><h2>Search space</h2>
-<p class="note">{E(space['features']['source'])}; {E(space['reduction']['method'].upper())} to 2-D
+<p>Each hexagon holds up to {space['hex']['capacity']} candidates whose schedules look alike (similar candidates
+share or neighbour a cell); its colour is their mean latency, darker = slower, and its number is their category
+(see Categories). Thick lines separate cells of different categories; the blue dot is the best candidate.
+Click a cell for its candidates.</p>
+<p class="note">How the cells are placed: {E(space['features']['source'])}; {E(space['reduction']['method'].upper())} to 2-D
 (explained variance {', '.join(f'{v:.0%}' for v in space['reduction']['explained_variance'])});
-KMeans k = {space['clustering']['k']} — {E(space['clustering']['criterion'])};
-{len(space['cells'])} hex cells of at most {space['hex']['capacity']} candidates, grown from each cluster centre,
-nearest candidates first. Thick lines separate cells of different categories. Click a cell for its candidates.</p>
-<div class="row"><div>{honeycomb_svg(space)}<div>{_scale_svg(space)}</div></div>
+KMeans k = {space['clustering']['k']} — {E(space['clustering']['criterion'])}; {len(space['cells'])} cells grown
+from each cluster centre, nearest candidates first.</p>
+<div class="row"><div class="plot">{honeycomb_svg(space)}<div>{_scale_svg(space)}</div></div>
 <div id="cellinfo"><b>Best:</b> trial {space['best']['trial']}, {E(_fmt_us(space['best']['latency_us']))}
-<h3>Categories (sketch of origin)</h3><ul>{cats}</ul>
+<h3>Categories (the design space each candidate came from)</h3><ol>{cats}</ol>
 <h3>Contour: {E(contour['metric'])}</h3><p class="note">{E(contour['unit'])}. {E(contour['direction'])}. {note}</p>
 <ul>{metrics}</ul></div></div></section>"""
 
@@ -181,22 +237,31 @@ nearest candidates first. Thick lines separate cells of different categories. Cl
 
 
 def _bars(items: list[dict]) -> str:
+    """Top values of one strategy: share of candidates (bar, %) and their median latency (n)."""
     rows = []
     for d in items[:6]:
         w = max(1, int(d["share"] * 120))
+        med = (f'<td class="num" title="median latency of the {d["measured"]} candidates using this value">'
+               f'{E(_fmt_us(d["median_us"]))} <span class="note">n={d["measured"]}</span></td>'
+               if d.get("median_us") is not None else ('<td class="num note">no latency</td>' if "median_us" in d else ""))
         rows.append(f'<tr><td><code>{E(str(d["value"]))}</code></td><td><svg width="124" height="10">'
                     f'<rect width="{w}" height="10" fill="#f08c3a"/></svg></td>'
-                    f'<td class="num">{d["share"] * 100:.0f}%</td></tr>')
+                    f'<td class="num">{d["share"] * 100:.0f}%</td>{med}</tr>')
     return "<table>" + "".join(rows) + "</table>" if rows else "-"
+
+
+SHARE_WORDS = {"serial": "plain (serial)", "under_unroll_pragma": "under an unroll hint", "split": "source loops tiled"}
 
 
 def _loop_section(view: dict | None) -> str:
     if not view or view.get("status") != "ok":
         return _unavailable("Loop view", view)
     parts = [f'<section id="loop-view"><h2>Loop view — {E(view["function"])}</h2>'
-             '<p class="note">Share of candidates per strategy, per stage (source block).</p>']
+             '<p class="note">Per stage (source block) and strategy: each value, the share of candidates that used '
+             'it, and the median latency of those candidates (n = how many).</p>']
     for st in view["stages"]:
-        kinds = f" [{E(st['iter_kinds'])}]" if st.get("iter_kinds") else ""
+        kinds = (f" <span class=\"note\" title=\"S = spatial loop, R = reduction loop\">[{E(st['iter_kinds'])}]</span>"
+                 if st.get("iter_kinds") else "")
         parts.append(f"<h3>{E(st['block'])}{kinds}</h3><div class=\"row\">")
         groups = [(f"tile {var}", dist) for var, dist in st["strategies"]["tile"].items()]
         groups += [(name.replace("_", "-"), st["strategies"][name])
@@ -206,37 +271,84 @@ def _loop_section(view: dict | None) -> str:
         parts.append("</div>")
         if st["loop_share"]:
             parts.append('<p class="note">share of loops: ' + E(", ".join(
-                f"{k.replace('_', ' ')} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
+                f"{SHARE_WORDS.get(k, k.replace('_', ' '))} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
         if st.get("best") and st["best"].get("headline"):
             parts.append(f'<p>best schedule: <b>{E(st["best"]["headline"])}</b></p>')
     parts.append("</section>")
     return "\n".join(parts)
 
 
+SG_W, SG_H, SG_COL, SG_ROW = 150, 50, 240, 80   # node box, column and row pitch of the report's stage graph
+
+
+def _cost_text(cost: dict | None) -> str:
+    if not cost:
+        return ""
+    if cost.get("us") is None:
+        return "no measurement"
+    share = f" · {cost['share'] * 100:.1f}%" if cost.get("share") is not None else ""
+    return _fmt_us(cost["us"]) + share
+
+
+def _ports(graph: dict, key: str, other: str) -> dict:
+    """Per edge index: (its position, how many) on one side of its node, ordered by the other end's row."""
+    rows = {n["id"]: (n["row"], n["layer"]) for n in graph["nodes"]}
+    sides: dict[str, list[int]] = {}
+    for i, e in enumerate(graph["edges"]):
+        sides.setdefault(e[key], []).append(i)
+    out = {}
+    for ids in sides.values():
+        ids.sort(key=lambda i: rows.get(graph["edges"][i][other], (0, 0)))
+        out.update({i: (k, len(ids)) for k, i in enumerate(ids)})
+    return out
+
+
 def stage_graph_svg(graph: dict) -> str:
+    """Blocks as boxes (best schedule, measured cost and a share bar), buffers as arrows routed around
+    the boxes (``analysis.stagegraph.route_edge``)."""
     nodes = graph["nodes"]
-    pos = {n["id"]: (30 + n["layer"] * 230, 30 + n["row"] * 74) for n in nodes}
-    width = max(x for x, _ in pos.values()) + 180
-    height = max(y for _, y in pos.values()) + 70
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-           f'aria-label="stage graph"><defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" '
-           f'markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>']
-    for e in graph["edges"]:
-        (x1, y1), (x2, y2) = pos[e["source"]], pos[e["target"]]
-        x1, y1, x2, y2 = x1 + 140, y1 + 18, x2, y2 + 18
-        label = e["buffer"] + (f" {e['shape']}" if e.get("shape") else "")
-        out.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#555" stroke-width="1.3" '
-                   f'marker-end="url(#arrow)"/><text x="{x1 + (x2 - x1) * 0.5:.1f}" y="{y1 + (y2 - y1) * 0.5 - 6:.1f}" '
-                   f'font-size="10" text-anchor="middle" fill="#333">{E(label)}</text>')
+    boxes = {n["id"]: (30 + n["layer"] * SG_COL, 30 + n["row"] * SG_ROW, SG_W, SG_H) for n in nodes}
+    layer = {n["id"]: n["layer"] for n in nodes}
+    columns: dict[int, list] = {}
     for n in nodes:
-        x, y = pos[n["id"]]
+        columns.setdefault(n["layer"], []).append(boxes[n["id"]])
+    width = max(b[0] for b in boxes.values()) + SG_W + 70
+    height = max(b[1] for b in boxes.values()) + SG_H + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'class="sg" role="img" aria-label="stage graph"><defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" '
+           f'markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#777"/></marker></defs>']
+    outs, ins = _ports(graph, "source", "target"), _ports(graph, "target", "source")
+    for i, e in enumerate(graph["edges"]):
+        a, b = boxes.get(e["source"]), boxes.get(e["target"])
+        if a is None or b is None:
+            continue
+        (ka, na), (kb, nb) = outs[i], ins[i]
+        route = route_edge(a, b, (layer[e["source"]], layer[e["target"]]),
+                           (a[1] + a[3] * (ka + 1) / (na + 1), b[1] + b[3] * (kb + 1) / (nb + 1)), columns)
+        label = e["buffer"] + (f" {e['shape']}" if e.get("shape") else "")
+        lx, ly = route["label"]
+        out.append(f'<path class="sg-edge" d="{route["d"]}" fill="none" stroke="#777" stroke-width="1.3" '
+                   f'marker-end="url(#arrow)"/><text class="sg-muted" x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
+                   f'text-anchor="middle" fill="#333">{E(label)}</text>')
+    for n in nodes:
+        x, y, w, h = boxes[n["id"]]
         block = n.get("kind") in ("block", "binding")
         fill, stroke = ("#fff4e5", "#f08c3a") if block else ("#eef3fb", "#7a95c7")
         sub = n.get("schedule") or (n.get("iter_kinds") and f"[{n['iter_kinds']}]") or ""
-        out.append(f'<rect x="{x}" y="{y}" width="140" height="38" rx="{6 if block else 18}" fill="{fill}" '
-                   f'stroke="{stroke}"/><text x="{x + 70}" y="{y + 16}" font-size="12" text-anchor="middle">'
-                   f'{E(str(n.get("label", n["id"])))}</text><text x="{x + 70}" y="{y + 30}" font-size="9" '
-                   f'text-anchor="middle" fill="#555">{E(str(sub))[:60]}</text>')
+        cost = n.get("cost")
+        out.append(f'<rect class="{"sg-block" if block else "sg-io"}" x="{x}" y="{y}" width="{w}" height="{h}" '
+                   f'rx="{6 if block else 18}" fill="{fill}" stroke="{stroke}"/>'
+                   f'<text x="{x + w / 2}" y="{y + (15 if block else h / 2 + 4)}" font-size="12" text-anchor="middle">'
+                   f'{E(str(n.get("label", n["id"])))}</text>'
+                   f'<text class="sg-muted" x="{x + w / 2}" y="{y + 29}" font-size="9" text-anchor="middle" fill="#555">'
+                   f'{E(str(sub)[:40])}</text>')
+        if cost:
+            out.append(f'<text class="sg-cost" x="{x + w / 2}" y="{y + 42}" font-size="10" text-anchor="middle" '
+                       f'fill="{"#333" if cost.get("us") is not None else "#888"}">{E(_cost_text(cost))}'
+                       f'<title>{E(str(cost.get("source", "")))}</title></text>')
+            if cost.get("share") is not None:
+                out.append(f'<rect x="{x}" y="{y + h - 4}" width="{max(1.0, min(1.0, cost["share"]) * w):.1f}" '
+                           f'height="4" fill="#d18616"/>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -245,8 +357,10 @@ def _graph_section(graph: dict | None) -> str:
     if not graph or graph.get("status") != "ok":
         return _unavailable("Stage graph", graph)
     return (f'<section id="stage-graph"><h2>Stage graph — {E(graph["function"])}</h2>'
-            f'<p class="note">Blocks as nodes, buffers as edges; a block shows what the best schedule did to it.'
-            f'</p>{stage_graph_svg(graph)}</section>')
+            f'<p class="note">Boxes are the program\'s stages (blocks); arrows are the buffers one stage writes and the '
+            f'next reads. Under each name: what the best schedule did to it, then its measured cost (latency · share '
+            f'of the program; the bar is the share), or "no measurement" when the run was not profiled.'
+            f'</p><div class="scroll-x">{stage_graph_svg(graph)}</div></section>')
 
 
 # --------------------------------------------------------------------------- principles, hotspots, best
@@ -264,9 +378,9 @@ def _principles_section(p: dict | None) -> str:
         f" / {q['n']}</td><td><code>{E(json.dumps(q['constraint']))}</code></td></tr>" for q in p["principles"])
     return (f'<section id="principles"><h2>Design principles</h2><p class="note">{E(p["meaning"])}. '
             f'{p["tested"]} ranges tested; {E(p["settings"]["test"])}, FDR {p["settings"]["fdr"]:.0%}; '
-            f'at least {p["settings"]["min_group"]} candidates on each side.</p><table><tr><th>#</th>'
+            f'at least {p["settings"]["min_group"]} candidates on each side.</p><div class="scroll-x"><table><tr><th>#</th>'
             f'<th>principle</th><th>effect</th><th>95% CI</th><th>n</th><th>search constraint</th></tr>{rows}'
-            f'</table></section>')
+            f'</table></div></section>')
 
 
 def _hotspots_section(hot: dict | None, error: str | None) -> str:
@@ -283,9 +397,10 @@ def _hotspots_section(hot: dict | None, error: str | None) -> str:
             rows.append(f"<tr><td>{e.get('rank', '')}</td><td>{E(str(e.get('name')))}</td>"
                         f"<td class='num'>{E(_fmt_us(e.get('us')))}</td><td class='num'>{share}</td>"
                         f"{_before_after_cell(e.get('change'))}"
-                        f"<td>{E(lines)}</td><td>{E(str(e.get('match') or '-'))}</td></tr>")
+                        f"<td>{E(lines)}</td><td>{E(linked_by(e.get('match')))}</td></tr>")
         parts.append(f"<h3>{E(str(part.get('name')))}</h3><table><tr><th>#</th><th>source</th><th>latency</th>"
-                     f"<th>share</th><th>untuned → tuned</th><th>lines</th><th>match</th></tr>{''.join(rows)}</table>")
+                     f"<th>share</th><th>untuned → tuned</th><th>lines</th>"
+                     f"<th title=\"{E(TERMS['linked by'])}\">linked by</th></tr>{''.join(rows)}</table>")
         parts.append(_slowed_list(part.get("changes") or []))
     parts.append("</section>")
     return "\n".join(parts)
@@ -319,6 +434,12 @@ def _best_section(best: dict | None) -> str:
     return (f'<section id="best-schedule"><h2>Best schedule — trial {best["trial"]}, '
             f'{E(_fmt_us(best["latency_us"]))}</h2><ul>{steps}</ul><h3>Trace</h3><pre>{E(best["trace"])}</pre>'
             f'</section>')
+
+
+def _glossary_section() -> str:
+    """The terms the report keeps, in plain words (docs/glossary.md has the long form)."""
+    items = "".join(f"<dt>{E(term)}</dt><dd>{E(text)}</dd>" for term, text in TERMS.items())
+    return f'<section id="glossary"><h2>Glossary</h2><dl class="glossary">{items}</dl></section>'
 
 
 def _unavailable(title: str, payload: dict | None) -> str:
@@ -376,6 +497,7 @@ def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None 
 {_principles_section(payloads.get("principles"))}
 {_guided_section(guided)}
 {_best_section(best)}
+{_glossary_section()}
 </main>
 <script type="application/json" id="asight-data" nonce="{nonce}">{_json_for_script(data)}</script>
 <script nonce="{nonce}">{SCRIPT}</script>

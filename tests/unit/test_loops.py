@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from asight_lsp.analysis.candidates import build_candidates
@@ -124,3 +125,103 @@ def test_stage_graph_without_a_run():
     assert p["status"] == "ok" and p["run"] is None and missing_keys(p) == []
     assert {n["id"] for n in p["nodes"] if n["kind"] == "block"} == {"matmul", "bias_add", "relu"}
     assert not any("schedule" in n for n in p["nodes"])
+
+
+# ---------------------------------------------------------------- latency per strategy value, cost per stage
+
+def test_each_strategy_value_carries_the_median_latency_of_its_candidates(fixture_data):
+    table = fixture_data.table
+    stages = {s["block"]: s for s in loop_view(table, fixture_data.function)}
+    valid = [i for i in range(len(table.latency_us)) if np.isfinite(table.latency_us[i])]
+    # Tile shapes, recomputed straight from the trace decisions.
+    by_shape: dict[str, list[float]] = {}
+    for i in valid:
+        for d in table.decisions[i]:
+            if d.block == "matmul" and d.inst == "SamplePerfectTile" and d.loop_var == "k":
+                by_shape.setdefault("×".join(str(v) for v in d.value), []).append(float(table.latency_us[i]))
+    for entry in stages["matmul"]["strategies"]["tile"]["k"]:
+        if entry["value"] == "other":
+            continue
+        want = by_shape[entry["value"]]
+        assert entry["measured"] == entry["count"] == len(want)
+        assert entry["median_us"] == pytest.approx(float(np.median(want)), abs=1e-3)
+    # A value every candidate has: the median of the whole run.
+    (cache,) = stages["relu"]["strategies"]["cache"]
+    assert cache["count"] == len(valid)
+    assert cache["median_us"] == pytest.approx(float(np.median(table.latency_us[valid])), abs=1e-3)
+    # Compute-at of bias_add: the sampled locations and the sketches' placements split the candidates.
+    at = stages["bias_add"]["strategies"]["compute_at"]
+    assert sum(v["measured"] for v in at) == len(valid)
+    assert len({v["median_us"] for v in at}) == len(at), "different placements, different medians"
+
+
+def test_other_bucket_has_the_median_of_the_values_it_folds():
+    from asight_lsp.analysis.loopview import TOP_VALUES, _distribution
+
+    counter = Counter({f"v{i}": 1 for i in range(TOP_VALUES + 3)})
+    lat = {f"v{i}": [float(i)] for i in range(TOP_VALUES + 3)}
+    out = _distribution(counter, TOP_VALUES + 3, lat)
+    other = out[-1]
+    folded = sorted(counter)[TOP_VALUES:]
+    assert other["value"] == "other" and other["count"] == 3
+    assert other["median_us"] == pytest.approx(float(np.median([lat[v][0] for v in folded])))
+    assert "median_us" not in _distribution(counter, TOP_VALUES + 3)[0], "tile_factors stay counts only"
+
+
+def _profile(function, blocks: dict) -> dict:
+    return {"kernels": [{"function": function.id, "blocks": {"tuned": [
+        {"name": name, "us": us, "share": share} for name, (us, share) in blocks.items()]},
+        "stages": {"tuned": {"source": "rdtsc around each stage"}}}]}
+
+
+def test_stage_costs_come_from_the_profile_or_say_no_measurement(fixture_data):
+    from asight_lsp.analysis.stagegraph import NO_MEASUREMENT, stage_costs
+
+    fn = fixture_data.function
+    costs = stage_costs(_profile(fn, {"matmul": (120.0, 0.9), "relu": (13.0, 0.1)}), fn)
+    assert costs["matmul"] == {"us": 120.0, "share": 0.9, "source": "tuned program, rdtsc around each stage"}
+    assert costs["bias_add"] == {"us": None, "share": None, "source": NO_MEASUREMENT}
+    none = stage_costs(None, fn)
+    assert set(none) == {"matmul", "bias_add", "relu"}
+    assert all(c["us"] is None and c["source"] == NO_MEASUREMENT for c in none.values())
+    other = {"kernels": [{"function": "another.main", "blocks": {"tuned": [{"name": "matmul", "us": 1.0, "share": 1.0}]}}]}
+    assert stage_costs(other, fn)["matmul"]["us"] is None, "another function's profile is not this one's"
+
+
+def test_stage_graph_payload_takes_costs_from_the_runs_cached_profile(tmp_path):
+    import shutil
+
+    from asight_lsp.store.caches import store_profile
+
+    copy = tmp_path / "mbr128"
+    shutil.copytree(RUN, copy)
+    data = load_run(Run(copy), extract=False)
+    before = stage_graph(data)
+    blocks = [n for n in before["nodes"] if n["kind"] == "block"]
+    assert blocks and all(n["cost"]["us"] is None and "no measurement" in n["cost"]["source"] for n in blocks)
+    assert all("cost" not in n for n in before["nodes"] if n["kind"] == "io")
+    store_profile(Run(copy), {"key": "k", "profile": _profile(data.function, {"matmul": (100.0, 0.8), "bias_add": (5.0, 0.04),
+                                                                           "relu": (20.0, 0.16)})})
+    after = {n["id"]: n.get("cost") for n in stage_graph(load_run(Run(copy), extract=False))["nodes"]}
+    assert after["matmul"]["us"] == 100.0 and after["relu"]["share"] == 0.16
+
+
+def test_relax_bindings_get_the_cost_of_the_kernel_call_that_runs_them():
+    from asight_lsp.analysis.stagegraph import NO_MEASUREMENT, stage_costs
+
+    outline = build_outline((ROOT / "fixtures" / "relax_cnn.py").read_text())
+    fn = next(f for f in outline.functions if f.kind != "prim_func" and f.bindings)
+    names = [b.name for b in fn.bindings]
+    fused, alone = names[:2], names[2]
+    profile = {"relax": {"function": fn.id, "tasks": {"tuned": {"tasks": [
+        {"task": "fused_a", "vars": fused, "us": 90.0, "share": 0.9},
+        {"task": "b", "vars": [alone], "us": 10.0, "share": 0.1}]}}}}
+    costs = stage_costs(profile, fn)
+    assert set(costs) == set(names)
+    for name in fused:
+        assert costs[name]["us"] == 90.0 and costs[name]["kernel"] == "fused_a"
+        assert costs[name]["shared_with"] == [n for n in fused if n != name]
+    assert costs[alone]["share"] == 0.1 and costs[alone]["shared_with"] == []
+    rest = [n for n in names if n not in fused and n != alone]
+    assert rest and all(costs[n] == {"us": None, "share": None, "source": NO_MEASUREMENT} for n in rest)
+    assert all(c["us"] is None for c in stage_costs(None, fn).values())

@@ -1,6 +1,7 @@
 """The HTML report: one self-contained file, strict CSP with a nonce, names escaped, all sections."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -92,3 +93,96 @@ def test_renders_in_headless_chromium_without_console_messages(report, tmp_path)
                           capture_output=True, text=True, timeout=90)
     assert "<svg" in proc.stdout and 'id="search-space"' in proc.stdout
     assert ":CONSOLE" not in proc.stderr, proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- legible report (issue 16)
+
+FIXTURES = ROOT / "vscode-extension" / "test" / "fixtures"
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def _legible_page(space: dict | None = None) -> str:
+    payloads = {"searchSpace": space or _fixture("searchSpace"), "loopView": _fixture("loopView"),
+                "stageGraph": _fixture("stageGraph"), "principles": _fixture("principles")}
+    return report_html(payloads, hotspots=_fixture("hotspots"))
+
+
+def test_categories_without_candidates_get_no_row_and_cells_carry_their_number():
+    space = _fixture("searchSpace")
+    space["categories"] = [{"id": 7, "label": "an empty design space", "count": 0}] + space["categories"]
+    page = _legible_page(space)
+    shown = page.replace(_data(page), "")   # the drawn page, without the embedded payloads
+    assert not re.search(r"\b0 candidates", shown) and "an empty design space" not in shown
+    numbers = {c["id"]: i + 1 for i, c in enumerate(c for c in space["categories"] if c["count"] > 0)}
+    labels = re.findall(r'<text class="cell-label[^"]*"[^>]*>(\d+)</text>', page)
+    assert labels == [str(numbers[c["category"]]) for c in space["cells"]]
+    for cid, n in numbers.items():
+        label = next(c["label"] for c in space["categories"] if c["id"] == cid)
+        assert f'<li value="{n}">{label} — ' in page
+
+
+def test_hotspots_say_how_each_block_was_linked_in_plain_words():
+    page = _legible_page()
+    section = page[page.index('<section id="hotspots">'):page.index('<section id="search-space">')]
+    assert "linked by" in section and "same dataflow" in section
+    assert ">graph<" not in section and ">match<" not in section
+
+
+def test_loop_view_rows_show_the_median_latency_of_each_value():
+    from asight_lsp.views.report import _fmt_us
+
+    page = _legible_page()
+    view = _fixture("loopView")
+    for stage in view["stages"]:
+        for value in stage["strategies"]["vectorize"][:6]:
+            assert f'{_fmt_us(value["median_us"])} <span class="note">n={value["measured"]}</span>' in page
+
+
+def test_stage_graph_has_costs_and_routed_paths():
+    page = _legible_page()
+    graph = _fixture("stageGraph")
+    section = page[page.index('<section id="stage-graph">'):page.index('<section id="principles">')]
+    assert section.count('class="sg-edge"') == len(graph["edges"])
+    assert "<line" not in section, "edges are routed paths, not straight lines"
+    for n in graph["nodes"]:
+        if n["kind"] == "block":
+            assert f"{n['cost']['share'] * 100:.1f}%" in section
+
+
+def test_glossary_section_lists_the_terms():
+    from asight_lsp.views.glossary import TERMS
+
+    page = _legible_page()
+    assert '<section id="glossary">' in page
+    for term in TERMS:
+        assert f"<dt>{html.escape(term)}</dt>" in page
+
+
+def test_route_edge_never_enters_a_box():
+    from asight_lsp.analysis.stagegraph import route_edge
+
+    rows = {0: 2, 1: 4, 2: 3, 3: 4, 4: 1}
+    boxes = {(layer, row): (30 + layer * 240, 30 + row * 80, 150, 50) for layer, n in rows.items() for row in range(n)}
+    columns: dict[int, list] = {}
+    for (layer, _), box in boxes.items():
+        columns.setdefault(layer, []).append(box)
+    inside = lambda b, x, y: b[0] + 0.5 < x < b[0] + b[2] - 0.5 and b[1] + 0.5 < y < b[1] + b[3] - 0.5  # noqa: E731
+    crossed_straight = 0
+    for (la, ra), a in boxes.items():
+        for (lb, rb), b in boxes.items():
+            if lb <= la:
+                continue
+            route = route_edge(a, b, (la, lb), (a[1] + 25, b[1] + 25), columns)
+            pts = route["points"]
+            assert pts[0] == (a[0] + a[2], a[1] + 25) and pts[-1] == (b[0], b[1] + 25)
+            for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+                for k in range(101):
+                    x, y = x0 + (x1 - x0) * k / 100, y0 + (y1 - y0) * k / 100
+                    assert not any(inside(box, x, y) for box in boxes.values()), (la, ra, lb, rb)
+            (x0, y0), (x1, y1) = pts[0], pts[-1]
+            crossed_straight += any(inside(box, x0 + (x1 - x0) * k / 100, y0 + (y1 - y0) * k / 100)
+                                    for box in boxes.values() for k in range(101))
+    assert crossed_straight > 10, "the case has many edges a straight line would draw through nodes"

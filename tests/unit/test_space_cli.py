@@ -45,6 +45,12 @@ def test_loops_and_principles(store, capsys):
     assert main(["loops", "--run", "latest", "--work-dir", str(store), "--no-extract"]) == 0
     text = capsys.readouterr().out
     assert "stage matmul [SSR]" in text and "matmul --C--> bias_add" in text
+    from asight_lsp.views.text import format_latency
+
+    cache = both["loopView"]["stages"][0]["strategies"]["cache"][0]
+    assert f"cache: {cache['value']} 100% (median {format_latency(cache['median_us'])})" in text, \
+        "each value's median latency next to its share"
+    assert "  matmul: no measurement" in text, "the recorded run has no profile: the stage graph says so"
     assert main(["principles", "--run", "latest", "--work-dir", str(store), "--no-extract"]) == 0
     assert "design principles of MatmulBiasRelu.main" in capsys.readouterr().out
 

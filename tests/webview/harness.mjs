@@ -46,8 +46,8 @@ export async function startHarness() {
       "--disable-sync", "--no-first-run", "--disable-quic"] });
   
   /** Open a panel of `kind`, send it `show` with the payload, return the page once drawn. */
-  async function open(kind, payload, { extra, state, theme, runs, args } = {}) {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  async function open(kind, payload, { extra, state, theme, runs, args, viewport } = {}) {
+    const page = await browser.newPage({ viewport: viewport ?? { width: 1280, height: 860 } });
     const facts = { consoleErrors: [], pageErrors: [], dialogs: 0, requests: [] };
     page.on("console", (m) => { if (m.type() === "error") facts.consoleErrors.push(m.text()); });
     page.on("pageerror", (e) => facts.pageErrors.push(String(e)));
@@ -73,5 +73,5 @@ export async function startHarness() {
     facts.wallMs = Date.now() - t0;
     return { page, facts };
   }
-  return { open, close: async () => { await browser.close(); server.close(); } };
+  return { open, browser, close: async () => { await browser.close(); server.close(); } };
 }

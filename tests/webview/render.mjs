@@ -19,6 +19,7 @@ async function common(page, facts) {
     text: document.body.innerText,
     state: window.__state ?? null,
     posted: window.__posted,
+    glossary: [...document.querySelectorAll("details.glossary dt")].map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]),
   })));
 }
 
@@ -128,6 +129,147 @@ await run("hotspots", async () => {
   facts.entries = await page.locator("li.hotspot").evaluateAll((els) => els.map((e) => e.getAttribute("data-name")));
   await page.locator("li.hotspot button.source").first().click();
   await page.screenshot({ path: path.join(outDir, "hotspots.png"), fullPage: true });
+  await common(page, facts);
+  await page.close();
+  return facts;
+});
+
+// ---- honeycomb legibility: numbered cells, a legend that follows the colour mode, size follows the panel
+await run("searchSpace.legible", async () => {
+  const payload = fixture("searchSpace");
+  const facts = {};
+  const legendState = () => {
+    const visible = (el) => !!el && getComputedStyle(el).display !== "none" && el.getClientRects().length > 0;
+    return {
+      gradientVisible: visible(document.querySelector(".legend .latency-legend .gradient")),
+      swatches: [...document.querySelectorAll(".legend .categories .swatch")].map((el) => ({
+        category: Number(el.dataset.category), visible: visible(el), color: getComputedStyle(el).backgroundColor })),
+      keys: [...document.querySelectorAll(".legend .categories li")].map((li) => li.innerText),
+      mode: document.querySelector(".legend")?.dataset.mode ?? null,
+    };
+  };
+  const cellFacts = () => [...document.querySelectorAll("polygon.cell")].map((poly) => {
+    const id = poly.getAttribute("data-cell");
+    const label = document.querySelector(`text.cell-label[data-cell="${id}"]`);
+    const fill = getComputedStyle(poly).fill;
+    return { id: Number(id), label: label?.textContent ?? null, labelShown: !!label && label.getClientRects().length > 0,
+      fill, ink: label ? label.getAttribute("fill") : null };
+  });
+  const size = () => {
+    const svg = document.querySelector("svg.honeycomb"), plot = document.querySelector(".plot");
+    const r = svg.getBoundingClientRect();
+    return { svgW: r.width, svgH: r.height, plotW: plot.clientWidth, viewportW: window.innerWidth,
+      sideW: document.querySelector(".search-space .side").getBoundingClientRect().width,
+      overflow: document.scrollingElement.scrollWidth - window.innerWidth };
+  };
+  for (const width of [480, 1200]) {
+    const { page, facts: pageFacts } = await open("searchSpace", payload, { viewport: { width, height: 900 } });
+    await page.waitForTimeout(50);
+    facts[`size${width}`] = await page.evaluate(size);
+    if (width === 1200) {
+      facts.latency = await page.evaluate(legendState);
+      facts.cellsLatency = await page.evaluate(cellFacts);
+      await page.selectOption(".colour-by select", "category");
+      facts.category = await page.evaluate(legendState);
+      facts.cellsCategory = await page.evaluate(cellFacts);
+      await page.setViewportSize({ width: 700, height: 900 });
+      await page.waitForTimeout(100);
+      facts.resized700 = await page.evaluate(size);
+      await page.setViewportSize({ width: 1600, height: 900 });
+      await page.waitForTimeout(100);
+      facts.resized1600 = await page.evaluate(size);
+      await page.screenshot({ path: path.join(outDir, "search-space-by-category.png"), fullPage: true });
+      Object.assign(facts, await common(page, pageFacts));
+    }
+    await page.close();
+  }
+  return facts;
+});
+
+// ---- stage graph routing: a graph whose edges skip layers full of nodes (a straight line would cross them)
+function skipGraph() {
+  const block = (id, layer, row, cost) => ({ id, kind: "block", label: id, layer, row, iter_kinds: "SS", line: 3, cost });
+  const nodes = [
+    { id: "input:X", kind: "io", role: "input", label: "X", layer: 0, row: 0 },
+    { id: "input:W", kind: "io", role: "input", label: "W", layer: 0, row: 1 },
+    block("a", 1, 0, { us: 10, share: 0.5, source: "tuned program, test" }),
+    block("b", 1, 1, { us: 6, share: 0.3, source: "tuned program, test" }),
+    block("c", 1, 2, { us: null, share: null, source: "no measurement: profile the run" }),
+    block("d", 2, 0, { us: 3, share: 0.15, source: "tuned program, test" }),
+    block("e", 2, 1, { us: 1, share: 0.05, source: "tuned program, test" }),
+    block("f", 3, 0, { us: null, share: null, source: "no measurement: profile the run" }),
+    { id: "output:Y", kind: "io", role: "output", label: "Y", layer: 4, row: 0 },
+  ];
+  const e = (source, target, buffer) => ({ source, target, buffer, shape: [8, 8], dtype: "float32", scope: "alloc" });
+  const edges = [e("input:X", "a", "X"), e("input:W", "b", "W"), e("input:W", "c", "W"), e("input:X", "f", "X"),
+    e("input:W", "d", "W"), e("a", "d", "A"), e("b", "e", "B"), e("c", "f", "C"), e("a", "f", "A"), e("d", "f", "D"),
+    e("e", "f", "E"), e("b", "output:Y", "B"), e("f", "output:Y", "F")];
+  return { schema: "asight.stageGraph/1", status: "ok", run: { id: "synthetic", function: "skip" }, notes: [],
+    function: "skip", kind: "prim_func", nodes, edges };
+}
+
+for (const [name, payload] of [["stageGraph.routes", fixture("stageGraph")], ["stageGraph.skip", skipGraph()]]) {
+  await run(name, async () => {
+    const { page, facts } = await open("stageGraph", payload);
+    Object.assign(facts, await page.evaluate(() => {
+      const boxes = [...document.querySelectorAll("svg.stage-graph g.node")].map((g) => {
+        const m = /translate\(([-\d.]+) ([-\d.]+)\)/.exec(g.getAttribute("transform"));
+        const r = g.querySelector("rect.node-box");
+        return { id: g.getAttribute("data-node"), x: +m[1], y: +m[2], w: +r.getAttribute("width"), h: +r.getAttribute("height") };
+      });
+      const inside = (b, x, y) => x > b.x + 0.5 && x < b.x + b.w - 0.5 && y > b.y + 0.5 && y < b.y + b.h - 0.5;
+      const crossings = [], straightCrossings = [];
+      let samples = 0;
+      for (const g of document.querySelectorAll("svg.stage-graph g.edge")) {
+        const path = g.querySelector("path");
+        const len = path.getTotalLength();
+        const pts = [];
+        for (let t = 0; t <= len; t += 1) { const p = path.getPointAtLength(t); pts.push([p.x, p.y]); }
+        samples += pts.length;
+        const [x0, y0] = pts[0], [x1, y1] = pts[pts.length - 1];
+        const edge = `${g.dataset.source}->${g.dataset.target}`;
+        for (const b of boxes) {
+          if (pts.some(([x, y]) => inside(b, x, y))) crossings.push(`${edge} through ${b.id}`);
+          for (let k = 0; k <= 200; k++) {
+            if (inside(b, x0 + ((x1 - x0) * k) / 200, y0 + ((y1 - y0) * k) / 200)) { straightCrossings.push(`${edge} ${b.id}`); break; }
+          }
+        }
+      }
+      return {
+        boxes: boxes.length, samples, crossings, straightCrossings,
+        costs: Object.fromEntries([...document.querySelectorAll("svg.stage-graph g.node.block")].map((g) =>
+          [g.getAttribute("data-node"), g.querySelector(".node-cost")?.textContent ?? null])),
+        costBars: Object.fromEntries([...document.querySelectorAll("svg.stage-graph g.node.block")].map((g) =>
+          [g.getAttribute("data-node"), g.querySelector(".cost-bar") ? +g.querySelector(".cost-bar").getAttribute("width") : null])),
+        listCosts: [...document.querySelectorAll(".node-list li .cost")].map((el) => el.textContent),
+      };
+    }));
+    await page.screenshot({ path: path.join(outDir, `${name.replace(".", "-")}.png`), fullPage: true });
+    await common(page, facts);
+    await page.close();
+    return facts;
+  });
+}
+
+// ---- loop view: latency per strategy value, no horizontal overflow in a narrow panel
+await run("loopView.latency", async () => {
+  const { page, facts } = await open("loopView", fixture("loopView"), { viewport: { width: 480, height: 900 } });
+  Object.assign(facts, await page.evaluate(() => ({
+    overflow: document.scrollingElement.scrollWidth - window.innerWidth,
+    rows: [...document.querySelectorAll("section.stage")].map((sec) => ({
+      block: sec.getAttribute("data-block"),
+      strategies: Object.fromEntries([...sec.querySelectorAll(".strategy[data-strategy]")]
+        .filter((st) => !st.querySelector(".per-loop") && st.getAttribute("data-strategy") !== "loop_share")
+        .map((st) => [st.getAttribute("data-strategy"), [...st.querySelectorAll(".bar-row")].map((r) => ({
+          label: r.querySelector(".bar-label").textContent, detail: r.querySelector(".bar-detail").textContent,
+          median: r.querySelector(".median")?.textContent ?? null,
+          fastest: !!r.querySelector(".median.fastest") }))])),
+      tiles: Object.fromEntries([...sec.querySelectorAll('.strategy[data-strategy="tile"] .per-loop')].map((pl) => [
+        pl.querySelector(".loop-name").textContent.replace(/^loop /, ""),
+        [...pl.querySelectorAll(".bar-row")].filter((r) => r.querySelector(".median.fastest"))
+          .map((r) => r.querySelector(".bar-label").textContent)])),
+    })),
+  })));
   await common(page, facts);
   await page.close();
   return facts;

@@ -123,3 +123,117 @@ def test_panel_follows_theme_and_restores_selected_cell(rendered):
     assert f["background"] == "rgb(30, 30, 30)" and f["color"] == "rgb(204, 204, 204)"
     assert f["selected"] == [f["restoredCell"]] and f["rows"] >= 1
     assert f["state"]["cell"] == f["restoredCell"] and f["state"]["kind"] == "searchSpace"
+
+
+# ---------------------------------------------------------------- legibility (issue 16)
+
+def test_cells_carry_the_number_of_their_category_as_in_the_key(rendered):
+    payload = fixture("searchSpace")
+    f = case(rendered, "searchSpace.legible")
+    cats = [c for c in payload["categories"] if c["count"] > 0]
+    number = {c["id"]: str(i + 1) for i, c in enumerate(cats)}
+    by_id = {c["id"]: c for c in payload["cells"]}
+    assert len(f["cellsLatency"]) == len(payload["cells"])
+    for cell in f["cellsLatency"]:
+        assert cell["label"] == number[by_id[cell["id"]]["category"]], cell
+        assert cell["labelShown"], "cells this size are big enough for their number"
+    for key, c in zip(f["latency"]["keys"], cats):
+        assert key.startswith(number[c["id"]]) and c["label"] in key and f"{c['count']} candidates" in key
+    assert not any(k.endswith("(0 candidates)") for k in f["latency"]["keys"])
+
+
+def test_legend_follows_the_colour_mode(rendered):
+    f = case(rendered, "searchSpace.legible")
+    assert f["latency"]["mode"] == "latency" and f["latency"]["gradientVisible"] is True
+    assert not any(s["visible"] for s in f["latency"]["swatches"]), "no category colours while cells show latency"
+    assert f["category"]["mode"] == "category" and f["category"]["gradientVisible"] is False, \
+        "the latency scale is gone when cells are coloured by category"
+    swatch = {s["category"]: s["color"] for s in f["category"]["swatches"]}
+    assert all(s["visible"] for s in f["category"]["swatches"])
+    payload = fixture("searchSpace")
+    cat_of = {c["id"]: c["category"] for c in payload["cells"]}
+    for cell in f["cellsCategory"]:
+        assert cell["fill"] == swatch[cat_of[cell["id"]]], "each cell has its category's swatch colour"
+    assert len({c["fill"] for c in f["cellsCategory"]}) == len(swatch)
+
+
+def test_chart_fills_the_panel_width_and_follows_resizes(rendered):
+    f = case(rendered, "searchSpace.legible")
+    for key in ("size480", "size1200", "resized700", "resized1600"):
+        size = f[key]
+        assert abs(size["svgW"] - size["plotW"]) <= 1, (key, size)
+        assert size["overflow"] <= 0, (key, "no horizontal scrolling")
+    assert f["size480"]["svgW"] >= 480 - 2 * 16 - 2, "narrow panels: the legend goes below, the chart keeps the width"
+    assert abs(f["size480"]["sideW"] - f["size480"]["svgW"]) <= 1, "…and the legend below it is as wide"
+    assert f["size1200"]["sideW"] < f["size1200"]["svgW"], "wide panels: legend beside the chart"
+    assert f["size1200"]["svgW"] > 1.5 * f["size480"]["svgW"]
+    assert f["resized1600"]["svgW"] > f["resized700"]["svgW"] and f["resized1600"]["svgH"] >= f["resized700"]["svgH"]
+
+
+@pytest.mark.parametrize("name", ["stageGraph.routes", "stageGraph.skip"])
+def test_stage_graph_edges_go_around_nodes(rendered, name):
+    f = case(rendered, name)
+    assert f["samples"] > 100
+    assert f["crossings"] == [], f["crossings"]
+    if name == "stageGraph.skip":
+        assert len(f["straightCrossings"]) >= 2, "the case is one where straight edges would cross nodes"
+
+
+def test_stage_graph_shows_each_stages_measured_cost_or_says_there_is_none(rendered):
+    from asight_lsp.views.text import format_latency
+
+    payload = fixture("stageGraph")
+    f = case(rendered, "stageGraph.routes")
+    blocks = [n for n in payload["nodes"] if n["kind"] == "block"]
+    assert blocks and all(n["cost"]["us"] is not None for n in blocks), "the fixture run was profiled"
+    for n in blocks:
+        assert f["costs"][n["id"]].startswith(format_latency(n["cost"]["us"]) + " · "), f["costs"]
+        assert abs(f["costBars"][n["id"]] - max(1, n["cost"]["share"] * 170)) < 0.01
+    skip = case(rendered, "stageGraph.skip")
+    assert skip["costs"]["c"] == "no measurement" and skip["costs"]["f"] == "no measurement"
+    assert skip["costBars"]["c"] is None and skip["costs"]["a"] == "10 µs · 50 %"
+
+
+def test_loop_view_shows_median_latency_per_strategy_value(rendered):
+    from asight_lsp.views.text import format_latency
+
+    payload = fixture("loopView")
+    f = case(rendered, "loopView.latency")
+    assert f["overflow"] <= 0, "a 480 px panel does not scroll sideways"
+    checked = 0
+    for stage, shown in zip(payload["stages"], f["rows"]):
+        assert shown["block"] == stage["block"]
+        for name in ("vectorize", "parallel", "unroll", "cache", "compute_at"):
+            values = stage["strategies"][name]
+            rows = shown["strategies"][name]
+            assert len(rows) == len(values)
+            for v, row in zip(values, rows):
+                assert row["median"].startswith(f"median {format_latency(v['median_us'])} (n={v['measured']})"), row
+                checked += 1
+            eligible = [v for v in values if v["measured"] >= 3 and v["value"] != "other"]
+            marked = [r["label"] for r in rows if r["fastest"]]
+            if len(eligible) >= 2:
+                assert marked == [str(min(eligible, key=lambda v: v["median_us"])["value"])]
+            else:
+                assert marked == []
+        for var, values in stage["strategies"]["tile"].items():
+            eligible = [v for v in values if v["measured"] >= 3 and v["value"] != "other"]
+            want = [str(min(eligible, key=lambda v: v["median_us"])["value"])] if len(eligible) >= 2 else []
+            assert shown["tiles"][var] == want, (stage["block"], var, "'other' pools values: never the fastest")
+    assert checked > 30
+
+
+@pytest.mark.parametrize("name", ["searchSpace", "loopView", "stageGraph", "hotspots"])
+def test_each_panel_has_a_glossary_of_its_terms_in_plain_words(rendered, name):
+    from asight_lsp.views.glossary import TERMS
+
+    f = case(rendered, name)
+    assert len(f["glossary"]) >= 4
+    for term, text in f["glossary"]:
+        assert TERMS[term] == text, term
+
+
+def test_hotspots_say_how_blocks_were_linked_in_plain_words(rendered):
+    f = case(rendered, "hotspots")
+    assert "linked by same dataflow" in f["text"]
+    assert "matched by graph" not in f["text"]

@@ -4,7 +4,8 @@
 
 Default run: fixtures/runs/mbr128 (matmul + bias_add + relu, 40 measured candidates). The payloads
 are what asight_lsp.views builds (searchSpace, loopView, stageGraph, principles) and what
-`asight hotspots --json` prints (profiled on a copy of the run, so the fixture run is untouched).
+`asight hotspots --json` prints (profiled on a copy of the run, so the fixture run is untouched; the
+stage graph comes from that profiled copy, so its blocks carry measured costs).
 "*.hostile.json" variants rename the blocks to HTML/script strings everywhere, as a TVMScript file
 with such block names would; the webview tests check nothing of them executes.
 """
@@ -43,6 +44,8 @@ def payloads(run_dir: Path, source: Path) -> dict:
         env = dict(os.environ, TVM_NUM_THREADS=os.environ.get("TVM_NUM_THREADS", "2"))
         text = subprocess.run([sys.executable, "-m", "asight_lsp", "hotspots", str(source), "--run", str(copy), "--json"],
                               cwd=tmp, env=env, check=True, capture_output=True, text=True).stdout
+        # The stage graph of the profiled copy: its blocks carry their measured cost.
+        out["stageGraph"] = stage_graph(load_run(Run(copy), extract=False))
     hot = json.loads(text)
     hot["file"] = str(source.relative_to(REPO))
     for part in hot.get("parts", []):

@@ -136,6 +136,10 @@ export interface ValueCount {
   value: string | number;
   count: number;
   share: number;
+  /** Median latency of the candidates using this value (absent in tile_factors). */
+  median_us?: number | null;
+  /** How many candidates with a latency the median is over. */
+  measured?: number;
 }
 
 export interface Stage {
@@ -160,6 +164,16 @@ export interface LoopViewPayload extends ViewBase {
 
 // ------------------------------------------------------------------------- asight.stageGraph/1
 
+/** A stage's measured cost (analysis/stagegraph.py stage_costs): us/share null = no measurement. */
+export interface StageCost {
+  us?: number | null;
+  share?: number | null;
+  source?: string;
+  /** Relax: the kernel call that runs the binding, and the other bindings fused into it. */
+  kernel?: string;
+  shared_with?: string[];
+}
+
 export interface GraphNode {
   id: string;
   kind?: string; // block | io | binding
@@ -172,6 +186,7 @@ export interface GraphNode {
   layer: number;
   row: number;
   schedule?: string;
+  cost?: StageCost;
 }
 
 export interface GraphEdge {
@@ -236,6 +251,7 @@ export interface HotspotEntry {
   range?: LspRange | null;
   source_id?: string;
   split?: string | null;
+  shared_with?: string[];
   transformed?: unknown[];
   match?: string | null;
 }

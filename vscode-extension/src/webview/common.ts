@@ -84,10 +84,10 @@ export function pct(share: number | null | undefined): string {
   return typeof share === "number" && Number.isFinite(share) ? `${(share * 100).toFixed(share < 0.1 ? 1 : 0)} %` : "";
 }
 
-/** A horizontal bar (share 0..1) with a label and a count. */
-export function bar(label: string, share: number, detail: string): HTMLElement {
+/** A horizontal bar (share 0..1) with a label, a count and optionally a last column (a latency). */
+export function bar(label: string, share: number, detail: string, extra?: HTMLElement | null): HTMLElement {
   const fill = h("span", { class: "fill" });
   fill.style.width = `${Math.max(0, Math.min(1, share)) * 100}%`;
-  return h("div", { class: "bar-row" }, h("span", { class: "bar-label", title: label }, label),
-    h("span", { class: "bar" }, fill), h("span", { class: "bar-detail" }, detail));
+  return h("div", { class: extra ? "bar-row with-extra" : "bar-row" }, h("span", { class: "bar-label", title: label }, label),
+    h("span", { class: "bar" }, fill), h("span", { class: "bar-detail" }, detail), extra ?? null);
 }

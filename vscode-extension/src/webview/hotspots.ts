@@ -4,16 +4,22 @@ import type { ShowMessage } from "../shared/messages";
 import type { HotspotEntry, HotspotPart, HotspotsPayload } from "../shared/views";
 import { bar, header, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, str } from "./dom";
+import { glossary, linkedBy, TERMS } from "./glossary";
 
 function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
   const share = num(e.share) ?? 0;
   const line = arr<number>(e.lines)[0];
-  return h("li", { class: "hotspot", "data-name": str(e.name) },
-    // `lines` are 1-based (TVM spans); `range` is an LSP range.
-    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line - 1 : null),
-    bar("", share, `${formatLatency(e.us)} · ${pct(share)}`),
-    e.split ? h("span", { class: "hint" }, `split: ${str(e.split)}`) : null,
-    e.match ? h("span", { class: "hint" }, ` matched by ${str(e.match)}`) : null);
+  const row = bar("", share, `${formatLatency(e.us)} · ${pct(share)}`);
+  // The block's name is the row's label: `lines` are 1-based (TVM spans); `range` is an LSP range.
+  row.firstElementChild!.replaceWith(h("span", { class: "bar-label" },
+    sourceLink(str(e.name, str(e.id, "?")), e.range, msg, typeof line === "number" ? line - 1 : null)));
+  const about = [
+    e.split && e.split !== "whole" ? h("span", { title: TERMS["split (hotspots)"] },
+      `time shared with ${arr<string>(e.shared_with).join(", ") || "other blocks"}, split by ${str(e.split)}`) : null,
+    e.match ? h("span", { class: "linked-by", title: TERMS["linked by"] }, `linked by ${linkedBy(str(e.match))}`) : null,
+  ].filter((x): x is HTMLSpanElement => x !== null);
+  return h("li", { class: "hotspot", "data-name": str(e.name) }, row,
+    about.length ? h("div", { class: "hint about" }, ...about.flatMap((x, i) => (i ? [" · ", x] : [x]))) : null);
 }
 
 function part(pt: HotspotPart, msg: ShowMessage): HTMLElement {
@@ -31,5 +37,6 @@ export function renderHotspots(root: HTMLElement, msg: ShowMessage): void {
   // `asight hotspots --json` names the run by id; the header wants the run block of the other views.
   if (typeof p.run === "string") msg = { ...msg, payload: { ...p, run: { id: p.run, function: p.function, file: p.file } } };
   mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg),
-    ...arr<HotspotPart>(p.parts).map((pt) => part(pt, msg)), notes({ notes: p.notes })));
+    ...arr<HotspotPart>(p.parts).map((pt) => part(pt, msg)), notes({ notes: p.notes }),
+    glossary(["share", "linked by", "split (hotspots)", "stage"])));
 }

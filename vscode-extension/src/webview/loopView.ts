@@ -1,21 +1,57 @@
-/** Loop-view panel: per stage (block), how often each scheduling strategy appears among the candidates. */
+/**
+ * Loop-view panel: per stage (block), how often each scheduling strategy appears among the candidates,
+ * and the median latency of the candidates using each value (the fastest value of a strategy is marked).
+ */
+import { formatLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
 import type { LoopViewPayload, Stage, ValueCount } from "../shared/views";
 import { bar, header, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, obj, str } from "./dom";
+import { glossary, TERMS } from "./glossary";
 
 const STRATEGY_TITLES: Record<string, string> = {
   tile: "Tile split shapes", vectorize: "Vectorize length", parallel: "Parallel extent", unroll: "Unroll (max steps)",
   cache: "Cache", compute_at: "Compute-at location",
 };
 
+/** Plain names of the loop-share rows (payload keys). */
+const SHARE_LABELS: Record<string, string> = {
+  parallel: "parallel loops", vectorized: "vectorized loops", unrolled: "unrolled loops", serial: "plain (serial) loops",
+  under_unroll_pragma: "under an unroll hint", split: "source loops tiled",
+};
+
 function valueLabel(v: unknown): string {
   return str(v) || "—";
 }
 
+/** A median over fewer candidates than this is shown but never called the fastest. */
+export const MIN_FOR_FASTEST = 3;
+
+/** The value with the lowest median latency among those with at least MIN_FOR_FASTEST candidates,
+ * when at least two values qualify (else null); "other" (the values past the top ones, pooled) is
+ * never a value one could choose, so never the fastest. */
+export function fastestValue(list: ValueCount[]): ValueCount | null {
+  const timed = list.filter((vc) => vc.value !== "other" && num(vc.median_us) !== null &&
+    (vc.measured ?? vc.count ?? 0) >= MIN_FOR_FASTEST);
+  if (timed.length < 2) return null;
+  return timed.reduce((a, b) => (b.median_us! < a.median_us! ? b : a));
+}
+
+/** `median 0.61 ms (n=8)`: the latency column of one value. */
+export function medianText(vc: ValueCount): string {
+  const med = num(vc.median_us);
+  return med === null ? "no latency" : `median ${formatLatency(med)} (n=${vc.measured ?? vc.count ?? 0})`;
+}
+
 function distribution(list: ValueCount[]): HTMLElement {
+  const fastest = fastestValue(list);
+  const withLatency = list.some((vc) => vc.median_us !== undefined);
   return h("div", { class: "dist" }, ...list.map((vc) =>
-    bar(valueLabel(vc.value), num(vc.share) ?? 0, `${vc.count ?? 0} · ${pct(vc.share)}`)));
+    bar(valueLabel(vc.value), num(vc.share) ?? 0, `${vc.count ?? 0} · ${pct(vc.share)}`,
+      withLatency ? h("span", { class: vc === fastest ? "median fastest" : "median",
+        title: vc === fastest ? "the fastest value of this strategy (lowest median latency of the candidates using it)"
+          : "median latency of the candidates using this value" },
+      medianText(vc) + (vc === fastest ? " ★" : "")) : null)));
 }
 
 function strategySection(key: string, value: unknown): HTMLElement | null {
@@ -35,15 +71,17 @@ function strategySection(key: string, value: unknown): HTMLElement | null {
 function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
   const shares = obj(stage.loop_share);
   const shareRows = Object.entries(shares).filter(([, v]) => typeof v === "number")
-    .map(([k, v]) => bar(k.replace(/_/g, " "), v as number, pct(v as number)));
+    .map(([k, v]) => bar(SHARE_LABELS[k] ?? k.replace(/_/g, " "), v as number, pct(v as number)));
   return h("section", { class: "stage", "data-block": str(stage.block) },
     h("h2", {}, sourceLink(str(stage.block, "?"), stage.range, msg),
-      h("span", { class: "dim" }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
+      h("span", { class: "dim", title: TERMS["S / R (iterators)"] }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
         (num(stage.mean_loops) !== null ? ` · ${stage.mean_loops!.toFixed(1)} loops on average` : ""))),
     stage.best?.headline ? h("p", { class: "best-schedule" }, `best schedule: ${str(stage.best.headline)}`) : null,
     stage.best?.steps?.length ? h("details", {}, h("summary", {}, "steps of the best schedule"),
       h("ol", {}, ...arr<string>(stage.best.steps).map((x) => h("li", {}, str(x))))) : null,
-    shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", {}, "Share of loops"), ...shareRows) : null,
+    shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", { title: "over all candidates: the share of this block's loops of each kind" }, "Share of loops"), ...shareRows) : null,
+    h("p", { class: "hint" }, "Each row: a value of the strategy, how many candidates used it (count · share), and the " +
+      `median latency of those candidates; ★ marks the fastest value (among values used by at least ${MIN_FOR_FASTEST}).`),
     h("div", { class: "strategies" }, ...Object.entries(obj(stage.strategies)).map(([k, v]) => strategySection(k, v))));
 }
 
@@ -57,5 +95,7 @@ export function renderLoopView(root: HTMLElement, msg: ShowMessage): void {
     ...stages.map((st) => stageCard(st, msg)),
     Object.keys(sources).length ? h("section", { class: "sources" }, h("h3", {}, "Where the numbers come from"),
       h("ul", {}, ...Object.entries(sources).map(([k, v]) => h("li", {}, h("strong", {}, k), `: ${str(v)}`)))) : null,
-    notes(p)));
+    notes(p),
+    glossary(["stage", "S / R (iterators)", "candidate", "median latency", "tile split", "vectorize length",
+      "parallel extent", "unroll (max steps)", "compute-at", "cache read / write", "sketch"])));
 }

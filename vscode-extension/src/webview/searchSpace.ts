@@ -11,6 +11,8 @@ import { header, notes, pct } from "./common";
 import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
 import { closestRanges, nextStep } from "./nextSteps";
+import { glossary } from "./glossary";
+import { categoryNumbers } from "./layout";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
 export const CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -72,12 +74,30 @@ function categoryLabel(cats: Map<number, Category>, id: number | null | undefine
   return str(cats.get(id)?.label, `category ${id}`);
 }
 
+export function categoryColor(id: number | null | undefined): string {
+  return CATEGORY_COLORS[(id ?? 0) % CATEGORY_COLORS.length];
+}
+
+/** Black or white, whichever reads better on a `#rrggbb` fill (WCAG relative luminance). */
+export function labelInk(fill: string): string {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(fill.length === 4
+    ? `#${fill[1]}${fill[1]}${fill[2]}${fill[2]}${fill[3]}${fill[3]}` : fill);
+  if (!m) return "#000000";
+  const lin = (h: string) => { const c = parseInt(h, 16) / 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const lum = 0.2126 * lin(m[1]) + 0.7152 * lin(m[2]) + 0.0722 * lin(m[3]);
+  return lum > 0.22 ? "#000000" : "#ffffff";
+}
+
+/** Cells smaller than this on screen (px, hexagon radius) carry no number: the key and tooltip say it. */
+const MIN_LABEL_PX = 8;
+
 export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected: number | null,
   onSelect: (cell: number | null) => void): void {
   const p = msg.payload as SearchSpacePayload;
   const cells = arr<Cell>(p.cells).filter((c) => num(c?.x) !== null && num(c?.y) !== null);
   const size = num(p.hex?.size) ?? 1;
-  const cats = new Map(arr<Category>(p.categories).map((c) => [c.id, c]));
+  const cats = new Map(arr<Category>(p.categories).filter((c) => (num(c.count) ?? 1) > 0).map((c) => [c.id, c]));
+  const numbers = categoryNumbers([...cats.keys()]);
   const cands = new Candidates(obj(p.candidates) as NonNullable<SearchSpacePayload["candidates"]>);
   const byId = new Map(cells.map((c) => [c.id, c]));
   const runId = str(p.run?.id);
@@ -85,7 +105,7 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
   // ---- the plot
   const [bx, by, bw, bh] = bounds(cells, size);
   const svg = s("svg", { class: "honeycomb", viewBox: `${fmt(bx)} ${fmt(by)} ${fmt(bw)} ${fmt(bh)}`, role: "img",
-    "aria-label": `Honeycomb of ${cells.length} cells` });
+    "aria-label": `Honeycomb of ${cells.length} cells`, "data-aspect": fmt(bh / bw) });
   const cellLayer = s("g", { class: "cells" });
   const polygons: SVGPolygonElement[] = [];
   for (const c of cells) {
@@ -97,6 +117,12 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
     cellLayer.appendChild(poly);
   }
   svg.appendChild(cellLayer);
+  const labelLayer = s("g", { class: "cell-labels", "aria-hidden": "true" });
+  const labels: SVGTextElement[] = cells.map((c) => s("text", { class: "cell-label", x: fmt(c.x), y: fmt(c.y),
+    "font-size": fmt(size * 0.55), "text-anchor": "middle", dy: "0.35em", "data-cell": c.id,
+    fill: labelInk(safeColor(c.color)) }, String(numbers.get(c.category ?? -1) ?? "")));
+  labels.forEach((t) => labelLayer.appendChild(t));
+  svg.appendChild(labelLayer);
   const segs = arr<number[]>(p.boundaries).filter((b) => b.length === 4 && b.every((v) => Number.isFinite(v)));
   if (segs.length) {
     svg.appendChild(s("path", { class: "boundary", d: segs.map((b) => `M${fmt(b[0])} ${fmt(b[1])}L${fmt(b[2])} ${fmt(b[3])}`).join("") }));
@@ -114,20 +140,28 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
   const selection = h("section", { class: "selection", "aria-live": "polite" });
   const colourBy = h("select", { "aria-label": "Colour cells by" },
     h("option", { value: "latency" }, "latency"), h("option", { value: "category" }, "category"));
-  colourBy.addEventListener("change", () => {
+  const legendEl = legend(p, cats, numbers);
+  const paint = () => {
+    const byCategory = colourBy.value === "category";
     polygons.forEach((poly, i) => {
-      const c = cells[i];
-      poly.setAttribute("fill", colourBy.value === "category"
-        ? CATEGORY_COLORS[(c.category ?? 0) % CATEGORY_COLORS.length] : safeColor(c.color));
+      const fill = byCategory ? categoryColor(cells[i].category) : safeColor(cells[i].color);
+      poly.setAttribute("fill", fill);
+      labels[i].setAttribute("fill", labelInk(fill));
     });
-  });
+    legendEl.dataset.mode = colourBy.value;
+    legendEl.querySelector<HTMLElement>(".latency-legend")!.hidden = byCategory;
+  };
+  colourBy.addEventListener("change", paint);
   const side = h("aside", { class: "side" },
     h("label", { class: "colour-by" }, "Colour by ", colourBy),
-    legend(p, cats), selection, principles(msg.extra));
+    legendEl, selection, principles(msg.extra));
 
   mount(root, h("div", { class: "search-space" }, header("searchSpace", msg),
-    h("div", { class: "body" }, plot, side), notes(p)));
+    h("div", { class: "body" }, plot, side), notes(p),
+    glossary(["candidate", "honeycomb cell", "category", "sketch", "contour", "design principle", "median latency"])));
   paintSwatches(root);
+  paint();
+  watchLabelSize(svg, bw, bh, size);
 
   // ---- interaction (one set of delegated listeners)
   const cellOf = (t: EventTarget | null) => {
@@ -241,7 +275,23 @@ function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
   return g;
 }
 
-function legend(p: SearchSpacePayload, cats: Map<number, Category>): HTMLElement {
+/**
+ * The honeycomb is sized by CSS alone (style.css: as wide as its plot, height from its viewBox's
+ * aspect, at most the window's height), so drawing it costs one layout; a ResizeObserver only hides
+ * the cell numbers when the panel makes the cells too small to hold them.
+ */
+function watchLabelSize(svg: SVGSVGElement, bw: number, bh: number, size: number): void {
+  if (typeof ResizeObserver === "undefined") return;
+  new ResizeObserver((entries) => {
+    const box = entries[entries.length - 1].contentRect;
+    const scale = Math.min(box.width / bw, box.height / bh);
+    svg.classList.toggle("no-labels", size * scale < MIN_LABEL_PX);
+  }).observe(svg);
+}
+
+/** The cell-colour part of the legend: the latency scale (latency mode) and the numbered category
+ * key (numbers as on the cells; swatches = the category colours, shown in category mode). */
+function colourLegend(p: SearchSpacePayload, cats: Map<number, Category>, numbers: Map<number, number>): HTMLElement {
   const scale = obj(p.color_scale);
   const stops = arr<string>(scale.stops).map((c) => safeColor(c));
   const domain = arr<number>(scale.domain_us);
@@ -249,20 +299,27 @@ function legend(p: SearchSpacePayload, cats: Map<number, Category>): HTMLElement
     s("defs", {}, s("linearGradient", { id: "latency-gradient" },
       ...stops.map((c, i) => s("stop", { offset: `${stops.length > 1 ? (100 * i) / (stops.length - 1) : 0}%`, "stop-color": c })))),
     s("rect", { x: 0, y: 0, width: 100, height: 10, fill: "url(#latency-gradient)" }));
+  return h("div", { class: "colour-legend" },
+    h("div", { class: "latency-legend" },
+      h("div", { class: "scale" }, grad, h("div", { class: "scale-labels" }, ...domain.map((d) => h("span", {}, formatLatency(d))))),
+      h("p", { class: "hint" }, str(scale.meaning, "cell colour = mean latency; darker = slower") +
+        (scale.scale ? ` (${str(scale.scale)} scale)` : ""))),
+    h("p", { class: "hint category-mode-hint" }, "cell colour = the cell's category (the most common one among its candidates)"),
+    h("h3", {}, "Categories", h("span", { class: "dim" }, " (the number on each cell)")),
+    p.category_by ? h("p", { class: "hint" }, str(p.category_by)) : null,
+    h("ol", { class: "categories" }, ...[...cats.values()].map((c) => h("li", { "data-category": c.id },
+      h("span", { class: "key-number" }, String(numbers.get(c.id) ?? "?")),
+      h("span", { class: "swatch", "data-category": c.id }), `${str(c.label, `category ${c.id}`)} (${plural(c.count ?? 0, "candidate")})`))),
+    h("p", { class: "hint" }, "Thick lines separate cells of different categories; ○ marks the best candidate."));
+}
+
+function legend(p: SearchSpacePayload, cats: Map<number, Category>, numbers: Map<number, number>): HTMLElement {
   const contour = obj(p.contour);
   const metricCats = arr<Record<string, unknown>>(contour.categories);
   const measured = obj(contour.measured);
   return h("section", { class: "legend" },
     h("h2", {}, "Legend"),
-    h("div", { class: "scale" }, grad, h("div", { class: "scale-labels" },
-      ...domain.map((d) => h("span", {}, formatLatency(d))))),
-    h("p", { class: "hint" }, str(scale.meaning, "cell colour = mean latency; darker = slower") +
-      (scale.scale ? ` (${str(scale.scale)} scale)` : "")),
-    h("p", { class: "hint" }, "Thick lines separate cells of different categories; ○ marks the best candidate."),
-    h("h3", {}, "Categories" + (p.category_by ? "" : "")),
-    p.category_by ? h("p", { class: "hint" }, str(p.category_by)) : null,
-    h("ul", { class: "categories" }, ...[...cats.values()].map((c) => h("li", {},
-      h("span", { class: "swatch", "data-category": c.id }), `${str(c.label, `category ${c.id}`)} (${c.count ?? 0})`))),
+    colourLegend(p, cats, numbers),
     ...contourLegend(contour, metricCats, measured),
   );
 }

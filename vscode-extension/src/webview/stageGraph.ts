@@ -1,10 +1,15 @@
-/** Stage-graph panel: blocks (or Relax bindings) as nodes, buffers as edges, laid out by layer. */
+/**
+ * Stage-graph panel: blocks (or Relax bindings) as nodes, buffers as edges, laid out by layer; edges
+ * routed around the nodes (layout.ts), each block with its measured cost (latency and share of the
+ * program, from the run's profile) or "no measurement".
+ */
+import { formatLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
-import type { GraphEdge, GraphNode, StageGraphPayload } from "../shared/views";
-import { header, notes, reveal, sourceLink } from "./common";
-import { arr, h, mount, num, s, str } from "./dom";
-
-const NODE_W = 170, NODE_H = 46, GAP_X = 150, GAP_Y = 28;
+import type { GraphEdge, GraphNode, StageCost, StageGraphPayload } from "../shared/views";
+import { header, notes, pct, reveal, sourceLink } from "./common";
+import { arr, h, mount, num, obj, s, str } from "./dom";
+import { glossary } from "./glossary";
+import { boxOf, GAP_X, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
 
 /** Node and edge texts are cut to fit (the full text is in the element's <title>). */
 export function clip(text: string, max: number): string {
@@ -12,12 +17,80 @@ export function clip(text: string, max: number): string {
 }
 
 export function nodeBox(n: GraphNode): { x: number; y: number } {
-  return { x: 20 + (num(n.layer) ?? 0) * (NODE_W + GAP_X), y: 20 + (num(n.row) ?? 0) * (NODE_H + GAP_Y) };
+  const b = boxOf({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
+  return { x: b.x, y: b.y };
 }
 
 function edgeLabel(e: GraphEdge): string {
   const shape = arr<number>(e.shape);
   return `${str(e.buffer)}${shape.length ? ` [${shape.join("×")}]` : ""}${e.dtype ? ` ${str(e.dtype)}` : ""}`;
+}
+
+/** `135 µs · 96 %` of a measured block, else `no measurement`. */
+export function costText(cost: StageCost | null | undefined): string {
+  const us = num(cost?.us);
+  if (us === null) return "no measurement";
+  const share = num(cost?.share);
+  const fused = arr<string>(cost?.shared_with).length ? " (fused)" : "";
+  return `${formatLatency(us)}${share !== null ? ` · ${pct(share)}` : ""}${fused}`;
+}
+
+const placed = (n: GraphNode) => ({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
+
+function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, GraphNode>): SVGGElement {
+  const columns = new Map<number, Box[]>();
+  for (const n of nodes) {
+    const p = placed(n);
+    columns.set(p.layer, [...(columns.get(p.layer) ?? []), boxOf(p)]);
+  }
+  // Spread the edges of a node over its side, ordered by the other end's height (fewer crossings).
+  const outs = new Map<string, GraphEdge[]>(), ins = new Map<string, GraphEdge[]>();
+  for (const e of edges) {
+    const a = byKey.get(e.source)!.id, b = byKey.get(e.target)!.id;
+    outs.set(a, [...(outs.get(a) ?? []), e]);
+    ins.set(b, [...(ins.get(b) ?? []), e]);
+  }
+  const rowOf = (key: string) => placed(byKey.get(key)!).row + placed(byKey.get(key)!).layer / 1000;
+  for (const list of outs.values()) list.sort((x, y) => rowOf(x.target) - rowOf(y.target));
+  for (const list of ins.values()) list.sort((x, y) => rowOf(x.source) - rowOf(y.source));
+  const g = s("g", { class: "edges" });
+  for (const e of edges) {
+    const a = byKey.get(e.source)!, b = byKey.get(e.target)!;
+    const aOut = outs.get(a.id)!, bIn = ins.get(b.id)!;
+    const route = routeEdge(placed(a), placed(b), portY(boxOf(placed(a)), aOut.indexOf(e), aOut.length),
+      portY(boxOf(placed(b)), bIn.indexOf(e), bIn.length), columns);
+    g.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer), "data-source": a.id, "data-target": b.id },
+      s("path", { d: route.d, "marker-end": "url(#arrow)" }),
+      s("text", { x: route.label[0], y: route.label[1], "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 21)),
+      s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
+  }
+  return g;
+}
+
+function nodeElement(n: GraphNode): SVGGElement {
+  const { x, y } = nodeBox(n);
+  const io = n.kind === "io";
+  const cost = obj(n.cost) as StageCost;
+  const measured = num(cost.us) !== null;
+  const share = num(cost.share);
+  const bar = measured && share !== null ? s("rect", { class: "cost-bar", x: 0, y: NODE_H - 4, height: 4,
+    width: Math.max(1, Math.min(1, share) * NODE_W), rx: 1 }) : null;
+  return s("g", { class: `node ${io ? "io" : "block"}`, "data-node": n.id, transform: `translate(${x} ${y})`,
+    tabindex: io ? null : 0, role: io ? null : "button" },
+  s("rect", { class: "node-box", width: NODE_W, height: NODE_H, rx: io ? NODE_H / 2 : 4 }),
+  bar,
+  s("text", { x: NODE_W / 2, y: io ? NODE_H / 2 + 4 : 17, "text-anchor": "middle", class: "node-label" },
+    clip(io ? `${str(n.role)} ${str(n.label)}` : str(n.label, n.id), 22)),
+  io ? null : s("text", { x: NODE_W / 2, y: 33, "text-anchor": "middle", class: "node-detail" },
+    clip(str(n.schedule, str(n.iter_kinds, cost.kernel ? `kernel ${str(cost.kernel)}` : "")), 28)),
+  io || n.cost === undefined ? null : s("text", { x: NODE_W / 2, y: 49, "text-anchor": "middle",
+    class: measured ? "node-cost" : "node-cost none" }, costText(cost)),
+  s("title", {}, [str(n.label, n.id), n.iter_kinds ? `iterators ${str(n.iter_kinds)} (S = spatial, R = reduction)` : "",
+    num(n.flops) !== null ? `${n.flops} FLOPs` : "", num(n.bytes) !== null ? `${n.bytes} bytes` : "",
+    n.schedule ? `best schedule: ${str(n.schedule)}` : "",
+    n.cost !== undefined ? `cost: ${costText(cost)} (${str(cost.source)})` : "",
+    cost.kernel ? `kernel call ${str(cost.kernel)}${arr<string>(cost.shared_with).length ?
+      `, fused with ${arr<string>(cost.shared_with).join(", ")}` : ""}` : ""].filter(Boolean).join("\n")));
 }
 
 export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
@@ -27,45 +100,28 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   const byKey = new Map<string, GraphNode>();
   for (const n of nodes) { byKey.set(n.id, n); if (n.label && !byKey.has(n.label)) byKey.set(n.label, n); }
   const edges = arr<GraphEdge>(p.edges).filter((e) => byKey.has(e.source) && byKey.has(e.target));
-  const width = Math.max(...nodes.map((n) => nodeBox(n).x + NODE_W), 200) + 20;
-  const height = Math.max(...nodes.map((n) => nodeBox(n).y + NODE_H), 100) + 20;
+  const width = Math.max(...nodes.map((n) => nodeBox(n).x + NODE_W), 200) + GAP_X / 3 + 4; // room for a loop-back edge
+  const height = Math.max(...nodes.map((n) => nodeBox(n).y + NODE_H), 100) + 30;
   const svg = s("svg", { class: "stage-graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
     "aria-label": `Stage graph: ${nodes.length} nodes, ${edges.length} edges` },
   s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7,
-    orient: "auto-start-reverse" }, s("path", { d: "M0 0L10 5L0 10z", class: "arrow-head" }))));
-  const edgeLayer = s("g", { class: "edges" });
-  for (const e of edges) {
-    const a = nodeBox(byKey.get(e.source)!), b = nodeBox(byKey.get(e.target)!);
-    const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2;
-    const mx = (x1 + x2) / 2;
-    edgeLayer.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer) },
-      s("path", { d: `M${x1} ${y1}C${mx} ${y1} ${mx} ${y2} ${x2} ${y2}`, "marker-end": "url(#arrow)" }),
-      s("text", { x: mx, y: (y1 + y2) / 2 - 4, "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 26)),
-      s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
-  }
-  svg.appendChild(edgeLayer);
-  const nodeLayer = s("g", { class: "nodes" });
-  for (const n of nodes) {
-    const { x, y } = nodeBox(n);
-    const io = n.kind === "io";
-    const g = s("g", { class: `node ${io ? "io" : "block"}`, "data-node": n.id, transform: `translate(${x} ${y})`,
-      tabindex: io ? null : 0, role: io ? null : "button" },
-    s("rect", { width: NODE_W, height: NODE_H, rx: io ? NODE_H / 2 : 4 }),
-    s("text", { x: NODE_W / 2, y: io ? NODE_H / 2 + 4 : 18, "text-anchor": "middle", class: "node-label" },
-      clip(io ? `${str(n.role)} ${str(n.label)}` : str(n.label, n.id), 22)),
-    io ? null : s("text", { x: NODE_W / 2, y: 35, "text-anchor": "middle", class: "node-detail" },
-      clip(str(n.schedule, str(n.iter_kinds)), 30)),
-    s("title", {}, [str(n.label, n.id), n.iter_kinds ? `iterators ${str(n.iter_kinds)}` : "",
-      num(n.flops) !== null ? `${n.flops} FLOPs` : "", num(n.bytes) !== null ? `${n.bytes} bytes` : "",
-      n.schedule ? `best: ${str(n.schedule)}` : ""].filter(Boolean).join("\n")));
-    nodeLayer.appendChild(g);
-  }
-  svg.appendChild(nodeLayer);
-  const list = h("ul", { class: "node-list" }, ...nodes.filter((n) => n.kind !== "io").map((n) =>
-    h("li", {}, sourceLink(str(n.label, n.id), null, msg, n.line), n.schedule ? ` — ${str(n.schedule)}` : "")));
+    orient: "auto-start-reverse" }, s("path", { d: "M0 0L10 5L0 10z", class: "arrow-head" }))),
+  edgeLayer(nodes, edges, byKey), s("g", { class: "nodes" }, ...nodes.map(nodeElement)));
+  svg.style.minWidth = `${Math.round(width * 0.8)}px`; // narrower panels scroll rather than shrink the text further
+  const blocks = nodes.filter((n) => n.kind !== "io");
+  const list = h("ul", { class: "node-list" }, ...blocks.map((n) =>
+    h("li", { "data-node": n.id }, sourceLink(str(n.label, n.id), null, msg, n.line),
+      n.cost !== undefined ? h("span", { class: "cost" }, ` — ${costText(obj(n.cost) as StageCost)}`) : null,
+      n.schedule ? ` — best schedule: ${str(n.schedule)}` : "")));
+  const sources = [...new Set(blocks.map((n) => str(obj(n.cost).source)).filter(Boolean))];
   mount(root, h("div", { class: "stage-graph-panel" }, header("stageGraph", msg),
+    h("p", { class: "hint" }, "Boxes are the program's stages (blocks); arrows are the buffers one stage writes and the " +
+      "next reads. Under each name: what the best schedule did to it, then its measured cost (latency · share of the " +
+      "program); the bar at the bottom of a box is that share."),
     h("div", { class: "graph-scroll" }, svg), list,
-    p.source ? h("p", { class: "hint" }, `source: ${str(p.source)}; ${str(p.layout)}`) : null, notes(p)));
+    sources.length ? h("p", { class: "hint cost-source" }, `cost: ${sources.join("; ")}`) : null,
+    p.source ? h("p", { class: "hint" }, `source: ${str(p.source)}; ${str(p.layout)}`) : null, notes(p),
+    glossary(["stage", "S / R (iterators)", "share", "compute-at", "cache read / write"])));
   // Clicking a block node jumps to its line (same as the list's link).
   svg.addEventListener("click", (e) => {
     const el = e.target instanceof Element ? e.target.closest(".node.block") : null;

@@ -1,0 +1,54 @@
+"""Plain words for the terms the views show (docs/glossary.md is the long form).
+
+``LINKED_BY`` says in plain words how a hotspot's source block was tied to the measured program
+(the ``match`` kinds of ``analysis.matching``); ``TERMS`` is the short glossary the HTML report
+prints (the webviews carry the same entries in ``vscode-extension/src/webview/glossary.ts``;
+``tests/unit/test_glossary.py`` keeps the three in step).
+"""
+from __future__ import annotations
+
+LINKED_BY = {
+    "graph": "same dataflow",
+    "graph+names": "same dataflow; names chose among look-alikes",
+    "graph-relaxed": "similar dataflow",
+    "label": "similar block (the whole dataflow did not match)",
+    "name": "name only",
+    "unmatched": "not linked",
+}
+
+
+def linked_by(kind: str | None) -> str:
+    """``graph`` -> ``same dataflow``; unknown kinds are shown as they are."""
+    return LINKED_BY.get(kind or "unmatched", kind or "not linked")
+
+
+TERMS: dict[str, str] = {
+    "candidate": "one schedule MetaSchedule generated and measured while tuning (a trial).",
+    "category": "the design space (sketch) a candidate came from; the number on a honeycomb cell is its category.",
+    "sketch": "a design space: the fixed part of a schedule (which blocks are tiled, cached, fused) before the "
+              "sampled numbers (tile sizes, unroll steps) are filled in.",
+    "honeycomb cell": "a hexagon holding a few candidates with similar features; colour = their mean latency "
+                      "(or their category).",
+    "stage": "a block of the program (a loop nest that computes one buffer).",
+    "S / R (iterators)": "S = spatial loop (each iteration writes its own output), R = reduction loop "
+                         "(iterations add into the same output); SSR = two spatial loops and one reduction.",
+    "tile split": "a loop cut into nested loops of the given extents, outermost first (4×1×4×8 = 128).",
+    "vectorize length": "how many elements one SIMD instruction handles in the innermost loop; 0 = not vectorized.",
+    "parallel extent": "how many iterations run on separate threads; 0 = single-threaded.",
+    "unroll (max steps)": "the compiler may unroll loops under this one up to this many steps; 0 = no unrolling.",
+    "compute-at": "where a block is computed: at the root (on its own) or inside a loop of another block "
+                  "(fused with it), or inlined into its consumer.",
+    "cache read / write": "a copy of a buffer in a faster scope (local, shared) that a block reads from or writes to.",
+    "median latency": "the middle of the measured latencies: half the candidates are faster, half slower.",
+    "share": "a block's part of the whole program's time, from a per-stage profile.",
+    "linked by": "how a measured block was tied to a source block: same dataflow (the blocks' reads, writes "
+                 "and operations line up as a graph), similar block, or name only.",
+    "split (hotspots)": "when one measured stage runs several source blocks, its time is divided between them "
+                        "by their share of the floating-point work (flops) or given whole.",
+    "contour": "lines of equal modelled gain over the untuned program drawn over the honeycomb.",
+    "design principle": "a range of one scheduling decision whose candidates were measurably faster "
+                        "(effect, 95 % confidence interval, number of candidates).",
+    "FDR": "false discovery rate: of the principles reported, at most this share are expected to be flukes.",
+    "model fit (OOB R²)": "how much of the latency spread a random forest of the decisions explains, on "
+                          "candidates it did not train on; 1 = all, 0 = no better than the mean, below 0 = worse.",
+}
