@@ -73,7 +73,9 @@ async def test_tune_end_to_end(client: LanguageClient, workspace):
     assert profiled["status"] == "ok" and profiled["data"]["summary"]["tuned_us"]
     hover = await client.text_document_hover_async(types.HoverParams(text_document=ident(uri),
                                                                      position=types.Position(line=9, character=16)))
-    assert re.search(r"latency: [\d.]+ (µs|ms) \(\d+ % of the function\)", hover.contents.value)
+    # before → after per block (untuned, then tuned, with the ratio), and the share of the function
+    assert re.search(r"latency: untuned [\d.]+ (µs|ms) → tuned [\d.]+ (µs|ms), [\d.]+× (faster|slower)"
+                     r"[^\n]*\(\d+ % of the function\)", hover.contents.value)
     # the panels' payloads of the new run: hotspots (from the cached profile) and the search space
     hot = plain(await client.protocol.send_request_async(P.REQ_HOTSPOTS, {"uri": uri, "function": "matmul64"}))
     assert hot["status"] == "ok" and hot["run"] == run_id and hot["parts"], hot
