@@ -40,6 +40,28 @@ PARSE_ERROR, INVALID_REQUEST, SERVER_NOT_INITIALIZED = -32700, -32600, -32002
 BEFORE_INITIALIZE = {types.INITIALIZE, types.EXIT}
 
 
+def spliced(source: str, change: types.TextDocumentContentChangePartial, codec) -> str:
+    """``source`` with one range change applied (pygls' line model: ``splitlines(keepends=True)``).
+    As LSP says, a character past the end of its line is the end of the line, a line past the end
+    of the text is the end of the text; a reversed range replaces nothing."""
+    lines = source.splitlines(True)
+    rng = codec.range_from_client_units(lines, change.range)
+
+    def offset(pos) -> int:
+        if pos.line >= len(lines):
+            return len(source)
+        line = lines[pos.line]
+        return sum(map(len, lines[:pos.line])) + min(pos.character, len(line.splitlines()[0]) if line else 0)
+    start = offset(rng.start)
+    return source[:start] + change.text + source[max(offset(rng.end), start):]
+
+
+def _with_plain_params(obj: dict, cls):
+    """A generic message with its params as they came (pygls makes a namedtuple class per object,
+    ~0.1 ms and a garbage cycle each, and fails on a key named ``type_name`` that is no identifier)."""
+    return cls(**obj)
+
+
 def valid_id(value) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
@@ -69,6 +91,21 @@ class AsightProtocol(LanguageServerProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._initialize_seen = False
+        for generic in (JsonRPCRequestMessage, JsonRPCNotification):   # params of methods lsprotocol
+            self._converter.register_structure_hook(generic, _with_plain_params)   # does not know stay dicts
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None) -> None:
+        """pygls keeps the future of every generator or async handler by ``msg_id``, and forgets it
+        only for a client's request: a notification's (a uuid) and the inner handlers of pygls'
+        builtins (``executeCommand``: the command's task and its result) stayed forever."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done, key=msg_id: self._forget_future(key, done))
+
+    def _forget_future(self, msg_id, future) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
 
     def structure_message(self, data):
         """The decoder's hook: objects stay dicts (``handle_message`` structures the whole message)."""
@@ -148,11 +185,21 @@ class AsightProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        """pygls' document sync, for open documents only (a change of another one is dropped)."""
-        if unquote(params.text_document.uri) not in self.workspace.text_documents:
-            logger.warning("ignored didChange of a document that is not open: %s", params.text_document.uri[:200])
+        """pygls' document sync, for open documents only (a change of another one is dropped), each
+        range change applied as one splice of the text (``spliced``) rather than pygls' rewrite of
+        every line (~1 ms a keystroke in a 3,000-line file, ~30 ms in a 100,000-line one)."""
+        uri = params.text_document.uri
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None:
+            logger.warning("ignored didChange of a document that is not open: %s", uri[:200])
             return None
-        return (yield from super().lsp_text_document__did_change(params))
+        for change in params.content_changes:
+            text = spliced(document.source, change, document.position_codec) \
+                if isinstance(change, types.TextDocumentContentChangePartial) else change.text
+            document.apply_change(types.TextDocumentContentChangeWholeDocument(text=text))
+        document.version = params.text_document.version
+        return (yield from super().lsp_text_document__did_change(
+            types.DidChangeTextDocumentParams(params.text_document, [])))
 
     def _send_handler_result(self, future, *, msg_id) -> None:
         """Errors a client caused are answered with one log line; InternalErrors as pygls does."""
