@@ -2,9 +2,9 @@
 
 A 3,000-line file's outline is ~10^5 objects, a 100,000-line one's ~3*10^6; Python's full
 collections walk them all now and then, in the middle of a request (codeLens p99 50+ ms instead of
-~10 ms), and a full collection of a big file's outline takes 0.3-1 s.  So, once no outline was
-built for ``delay`` seconds, ``IdleCollector`` collects what is not frozen and ``gc.freeze()``s the
-rest: later collections skip the frozen objects.
+~10 ms), and a full collection of a big file's outline takes 0.3-1 s.  So, once the client has
+been quiet for ``delay`` seconds (no message, no outline being built), ``IdleCollector`` collects
+what is not frozen and ``gc.freeze()``s the rest: later collections skip the frozen objects.
 
 Frozen objects are still freed by reference counting (an outline replaced by a newer one), but
 frozen objects that became garbage in a reference cycle are never collected.  The server keeps
@@ -57,7 +57,7 @@ class IdleCollector:
                     gc.enable()
 
     def schedule(self) -> None:
-        """(Re)start the idle wait (call after each outline build)."""
+        """(Re)start the idle wait (on each message from the client and after each outline build)."""
         if self._handle is not None:
             self._handle.cancel()
         try:

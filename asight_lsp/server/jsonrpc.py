@@ -91,6 +91,7 @@ class AsightProtocol(LanguageServerProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._initialize_seen = False
+        self.on_message = None   # called on each message (the server restarts its idle wait)
         for generic in (JsonRPCRequestMessage, JsonRPCNotification):   # params of methods lsprotocol
             self._converter.register_structure_hook(generic, _with_plain_params)   # does not know stay dicts
 
@@ -112,6 +113,8 @@ class AsightProtocol(LanguageServerProtocol):
         return data
 
     def handle_message(self, message) -> None:
+        if self.on_message is not None:
+            self.on_message()
         refusal = self._refusal(message)
         if refusal is not None:
             self._answer_error(message, *refusal)
