@@ -12,7 +12,8 @@ import sys
 from .errors import AsightError
 
 COMMANDS = ["check", "outline", "tune", "profile", "hotspots", "space", "loops", "principles", "report",
-            "demo", "serve", "code"]
+            "demo", "serve", "code", "import", "export", "model"]
+MODULES = {"import": "import_model"}   # a command whose module name differs (``import`` is a keyword)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,9 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f".commands.{name}", __package__)
+            module = importlib.import_module(f".commands.{MODULES.get(name, name)}", __package__)
         except ModuleNotFoundError as err:
-            if err.name and err.name.endswith(f"commands.{name}"):
+            if err.name and err.name.endswith(f"commands.{MODULES.get(name, name)}"):
                 continue  # command not built yet
             raise
         command_parser = module.add_parser(sub)

@@ -44,9 +44,10 @@ REQ_STAGE_GRAPH = "asight/stageGraph"    # {run?, uri?, function?} -> stageGraph
 REQ_PRINCIPLES = "asight/principles"     # {run?, uri?, function?} -> principles payload
 REQ_CODE = "asight/code"                 # {uri, function?, run?, candidate?, level?, serial?} -> code payload
 REQ_CODE_DIFF = "asight/codeDiff"        # {uri, function?, a: {run, candidate?}, b: {run, candidate?}} -> codeDiff
+REQ_MODEL = "asight/model"               # {uri, function?, run?} -> model payload (a profiled Relax run)
 
 REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH, REQ_PRINCIPLES,
-            REQ_CODE, REQ_CODE_DIFF]
+            REQ_CODE, REQ_CODE_DIFF, REQ_MODEL]
 REQ_STATUS = "asight/status"             # {} -> ServerStatus (engine state, worker pid, live jobs)
 
 # --------------------------------------------------------------------------- notifications
@@ -65,10 +66,12 @@ SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1"
 SCHEMA_COMMAND_RESULT = "asight.commandResult/1"
 SCHEMA_CODE = "asight.code/1"
 SCHEMA_CODE_DIFF = "asight.codeDiff/1"
+SCHEMA_MODEL = "asight.model/1"
 
 REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEARCH_SPACE: SCHEMA_SEARCH_SPACE,
                    REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
-                   REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF}
+                   REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF,
+                   REQ_MODEL: SCHEMA_MODEL}
 CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"]   # asight/code "level"
 
 STATUS_OK = "ok"
@@ -159,6 +162,7 @@ class ServerStatus(TypedDict, total=False):
     jobs: list               # [RunSummary] of jobs this server started and still follows
     features: list           # enabled feature names
     tvmImported: bool        # always False: the server process never imports TVM
+    workerSandbox: dict | None  # the worker's OS sandbox {active, mechanism, reason, requested} (docs/sandbox.md)
 
 
 def unavailable(schema: str, message: str) -> UnavailablePayload:

@@ -1,8 +1,10 @@
 """``asight check FILE``: parse and well-formedness diagnostics."""
 from __future__ import annotations
 
+import sys
+
 from ..tvmscript.diagnostics import check_text
-from ..engine.client import WorkerClient
+from ..engine.client import WorkerClient, sandbox_warning
 from .common import human_location, print_json, read_source
 
 
@@ -22,6 +24,9 @@ def run(args) -> int:
     else:
         with WorkerClient(args.python) as worker:
             result = check_text(data, args.file, worker)
+        warning = sandbox_warning(worker.sandbox)
+        if warning:
+            print(f"asight: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json(result.to_dict())
     else:

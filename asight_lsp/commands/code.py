@@ -22,6 +22,7 @@ def add_parser(sub):
     p.add_argument("--candidate", type=int, help="trial index in the run (default: the best record)")
     p.add_argument("--level", choices=LEVELS, default="scheduled")
     p.add_argument("--func", help="function id/name (default: the only unit)")
+    p.add_argument("--task", help="a Relax model's kernel to show (its task name, e.g. fused_conv2d_add_relu)")
     p.add_argument("--serial", action="store_true",
                    help="drop the schedule's Parallel instructions (assembly of parallel loops has no line info)")
     p.add_argument("--diff", type=int, metavar="K2", help="compare with candidate K2 of the same run")
@@ -49,7 +50,7 @@ def run(args) -> int:
                                args.work_dir, worker, text=text)
         else:
             result = code_view(args.file, args.run_ref, args.candidate, args.level, args.func, args.work_dir,
-                               worker, text=text, serial=args.serial)
+                               worker, text=text, serial=args.serial, task=args.task)
     if args.json:
         print_json(result)
     else:
@@ -65,8 +66,13 @@ def render(result: dict) -> str:
     cand = result.get("candidate") or {}
     what = (f"trial {cand['trial']}" if cand.get("trial") is not None else "best record") if cand else "untuned"
     lat = f", {cand['latencyUs']:.1f} us" if cand.get("latencyUs") else ""
-    head = [f"# {result['level']} code of {result['function']} ({result['run'] or 'no run'}, {what}{lat})",
+    name = f"task {result['task']} of {result['function']}" if result.get("task") else result["function"]
+    head = [f"# {result['level']} code of {name} ({result['run'] or 'no run'}, {what}{lat})",
             "# src  share" + (" instr" if result.get("lineShareSource") else "") + " | generated"]
+    for k, site in enumerate(result.get("callSites") or []):
+        lines = site["lines"]
+        where = f"lines {lines[0]}-{lines[-1]}" if lines else "lines unknown"
+        head.insert(1 + k, f"# call #{site['call']}: bindings {', '.join(site['vars'])} ({where})")
     links = {link["line"]: link for link in result["links"]}
     instr = bool(result.get("lineShareSource"))
     body = []

@@ -34,7 +34,8 @@ def _dist(items: list[dict], limit: int = 4) -> str:
 
 
 def render(view: dict, graph: dict) -> str:
-    lines = [f"loop view of {view['function']} (run {view['run']['id']}, {view['run']['measured']} candidates)"]
+    task = f" task {view['run']['task']}" if view["run"].get("task") else ""
+    lines = [f"loop view of {view['function']}{task} (run {view['run']['id']}, {view['run']['measured']} candidates)"]
     for st in view["stages"]:
         kinds = f" [{st['iter_kinds']}]" if st.get("iter_kinds") else ""
         lines.append(f"stage {st['block']}{kinds}")

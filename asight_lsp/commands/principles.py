@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from ..errors import AsightError
-from .common import print_json
+from .common import show
 from .space import add_run_options, load
 
 
@@ -19,14 +17,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..views.principles import principles
-    payload = principles(load(args), seed=args.seed)
-    if payload["status"] != "ok":
-        raise AsightError(payload["message"])
-    if args.json:
-        print_json(payload)
-    else:
-        sys.stdout.write(render(payload))
-    return 0
+    return show(principles(load(args), seed=args.seed), args.json, render)
 
 
 def render(p: dict) -> str:

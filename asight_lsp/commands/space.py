@@ -19,6 +19,7 @@ def add_run_options(p, run_required: bool = False) -> None:
     p.add_argument("--no-extract", action="store_true",
                    help="do not start the TVM worker to extract feature vectors (use what is cached)")
     p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
+    p.add_argument("--task", help="a model's task to show (default: the one taking most of the tuned time)")
 
 
 def load(args, text: str | None = None):
@@ -26,10 +27,10 @@ def load(args, text: str | None = None):
     from ..services.run_data import load_run
     from ..engine.client import WorkerClient
     if args.no_extract:
-        data = load_run(args.run_ref, args.work_dir, extract=False, text=text)
+        data = load_run(args.run_ref, args.work_dir, extract=False, text=text, task=args.task)
     else:
         with WorkerClient(args.python, default_timeout=600) as worker:
-            data = load_run(args.run_ref, args.work_dir, worker=worker, text=text)
+            data = load_run(args.run_ref, args.work_dir, worker=worker, text=text, task=args.task)
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
     return data
@@ -73,7 +74,8 @@ def _best_how(best: dict) -> str:
 def render(p: dict) -> str:
     run, best = p["run"], p["best"]
     cats = {c["id"]: c["label"] for c in p["categories"]}
-    lines = [f"search space of {run['function']} (run {run['id']}): {run['measured']} measured, "
+    task = f" task {run['task']}" if run.get("task") else ""
+    lines = [f"search space of {run['function']}{task} (run {run['id']}): {run['measured']} measured, "
              f"{run['failed']} failed",
              f"features: {p['features']['source']} ({p['features']['dims_used']} varying of {p['features']['dims']})",
              f"layout: {p['reduction']['method'].upper()} -> k={p['clustering']['k']} clusters "

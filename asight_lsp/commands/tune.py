@@ -1,29 +1,59 @@
-"""``asight tune FILE``: tune a function with MetaSchedule in a background job and report the result."""
+"""``asight tune FILE``: tune a function with MetaSchedule in a background job and report the result.
+
+The job is a process of its own (docs/tuning.md).  While ``asight tune`` follows it, Ctrl-C
+(SIGINT), SIGTERM and a closed terminal (SIGHUP) cancel it (its records are kept; exit 130).
+``--detach`` returns at once and says how to stop the job: ``asight tune --cancel RUN``.
+"""
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 import time
 
 from ..errors import AsightError
 from ..errors import InputError
-from ..services.jobs import TuneJob, failure_message
+from ..services.jobs import LIVE_STATES, TuneJob, cancel_run, failure_message
 from ..services.tuning import TuneRequest, start_tune
-from ..store.runs import RunMeta
+from ..store.database import records_note
+from ..store.runs import RunMeta, RunStore
 from ..analysis.measurement import how_text, speedup_text
 from .common import print_json
 
 EXIT_CANCELLED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP reached ``asight tune`` while it followed a job."""
+
+
+def progress_line(event: dict) -> str:
+    """One progress line.  With several tasks, the batch's task and its own best come first; the sum
+    over tasks (best x calls, MetaSchedule's runner) is labelled as the estimate it is."""
+    head = f"  trials {event['trials_done']}/{event['trials']}"
+    task = event.get("task")
+    if task and task != "main" and event.get("task_best_us") is not None:
+        total = event.get("best_us")
+        rest = f"  (all tasks, runner estimate: {fmt_us(total)})" if total is not None else ""
+        return f"{head}  task {task}: best {fmt_us(event['task_best_us'])}{rest}"
+    return f"{head}  best so far {fmt_us(event.get('best_us'))}" + (f"  [{task}]" if task else "")
 
 
 def add_parser(sub):
     p = sub.add_parser("tune", help="tune a PrimFunc, an IRModule's PrimFuncs or a Relax module (MetaSchedule)")
     add_tune_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output (the run's metadata)")
+    p.add_argument("--detach", action="store_true", help="start the job and return at once; it keeps running "
+                   "(stop it with `asight tune --cancel RUN`)")
+    p.add_argument("--cancel", metavar="RUN", help="stop the tuning job of RUN (id, id prefix or run directory; "
+                   "its records are kept) instead of tuning")
     return p
 
 
 def add_tune_arguments(p, trials: int = 64) -> None:
-    p.add_argument("file")
+    p.add_argument("file", nargs="?", help="the TVMScript file (not with --cancel)")
     p.add_argument("--func", help="function id/name (Mod.main, main) or unit name; default: the file's only unit")
     p.add_argument("--target", help='host CPU by default; "cuda", "llvm -mcpu=znver3 -num-cores=2" or Target JSON')
     p.add_argument("--trials", type=int, default=trials, help=f"total trials of the run (default {trials}); "
@@ -50,32 +80,90 @@ def request_from(args) -> TuneRequest:
 
 
 def run(args) -> int:
+    if args.cancel:
+        return cancel(args)
+    if not args.file:
+        raise AsightError("the following arguments are required: file (or --cancel RUN)")
     try:
         job = start_tune(request_from(args))
     except InputError as err:
         print(f"asight: error: {err}", file=sys.stderr)
         return 1
+    if args.detach:
+        return detached(job, args)
     meta = follow(job, None if args.json else sys.stdout)
     nothing_measured = meta.state == "failed" and not meta.trials_done
-    if args.json:
-        print_json({**meta.to_dict(), "run_dir": str(job.run.path), "speedup": speedup(meta)})
-    elif not nothing_measured:   # a failure before any trial: the one-line error says it all
-        print_summary(job, meta)
+    with contextlib.suppress(OSError):   # a closed terminal (SIGHUP): the run is recorded, nowhere to print
+        if args.json:
+            print_json({**meta.to_dict(), "run_dir": str(job.run.path), "speedup": speedup(meta)})
+        elif not nothing_measured:   # a failure before any trial: the one-line error says it all
+            print_summary(job, meta)
     return exit_code(job, meta)
 
 
+def detached(job: TuneJob, args) -> int:
+    """``--detach``: say that the job keeps running, where it writes, and how to stop it."""
+    store = f" --work-dir {args.work_dir}" if args.work_dir else ""
+    stop = f"asight tune --cancel {job.run.id}{store}"
+    if args.json:
+        print_json({"id": job.run.id, "run_dir": str(job.run.path), "pid": job.pid, "state": "running",
+                    "detached": True, "cancel": stop})
+        return 0
+    print(f"run      {job.run.id}  ({job.run.path})")
+    print(f"detached the tuning job (pid {job.pid}) goes on after this command returns; its records, run.json "
+          "and events.jsonl grow in the run directory")
+    print(f"stop it  {stop}")
+    return 0
+
+
+def cancel(args) -> int:
+    """``--cancel RUN``: stop a run's job (SIGTERM, then SIGKILL of its process group); records are kept."""
+    run = RunStore(args.work_dir).get(args.cancel)
+    meta = cancel_run(run)
+    if meta.extra.get("cancel") == "not running":
+        print(f"run {run.id} is not tuning (state {meta.state}): nothing to stop")
+        return 0
+    print(f"run {run.id}: {meta.state}; {meta.trials_done} records kept ({run.path})")
+    return 0 if meta.state not in LIVE_STATES else 2
+
+
 def follow(job: TuneJob, out=None) -> RunMeta:
-    """Print progress until the job ends; Ctrl-C cancels it (records are kept)."""
-    try:
-        while not job.done:
-            _print_events(job, out)
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        if out:
-            print("\ncancelling ...", file=out, flush=True)
-        job.cancel()
-    _print_events(job, out)
+    """Print progress until the job ends; Ctrl-C, SIGTERM or a closed terminal cancel it (records are kept)."""
+    with _stop_signals() as quiet:
+        try:
+            while not job.done:
+                _print_events(job, out)
+                time.sleep(0.2)
+        except (KeyboardInterrupt, Stopped):
+            quiet()
+            with contextlib.suppress(OSError):
+                if out:
+                    print("\ncancelling ...", file=out, flush=True)
+            job.cancel()
+    with contextlib.suppress(OSError):
+        _print_events(job, out)
     return job.wait(10)
+
+
+@contextlib.contextmanager
+def _stop_signals():
+    """SIGTERM/SIGHUP raise ``Stopped`` (SIGINT raises KeyboardInterrupt); the context value ignores all
+    three while the job is being cancelled.  Only in the main thread (where Python runs handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+
+    def stop(signum, _frame):
+        raise Stopped(signum)
+
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    try:
+        yield lambda: [signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _print_events(job: TuneJob, out) -> None:
@@ -92,9 +180,7 @@ def _print_events(job: TuneJob, out) -> None:
             print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}{base}", file=out, flush=True)
         elif kind == "progress":
             errors = event.get("batch_errors") or 0
-            print(f"  trials {event['trials_done']}/{event['trials']}  best so far {fmt_us(event.get('best_us'))}"
-                  f"  [{event.get('task')}]" + (f"  ({errors} failed in batch)" if errors else ""),
-                  file=out, flush=True)
+            print(progress_line(event) + (f"  ({errors} failed in batch)" if errors else ""), file=out, flush=True)
 
 
 def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
@@ -104,6 +190,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     failed = (meta.extra.get("tuning") or {}).get("failed")
     print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
           file=out)
+    unread = records_note(job.run, meta)
+    if unread:
+        print(f"records  {unread}", file=out)
     for line in headline_lines(meta):
         print(line, file=out)
     space = meta.extra.get("space")
@@ -156,7 +245,8 @@ def exit_code(job: TuneJob, meta: RunMeta) -> int:
     if meta.state == "cancelled":
         return EXIT_CANCELLED
     if meta.state == "failed":
-        print(f"asight: error: {failure_message(job.run, meta)}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            print(f"asight: error: {failure_message(job.run, meta)}", file=sys.stderr)
         return 1 if meta.extra.get("error_kind") == "input" else 2
     raise AsightError(f"the tuning job did not end (state {meta.state})")
 

@@ -4,6 +4,10 @@ The worker is ``python -m asight_lsp.worker`` talking msgpack frames (``framing`
 stdout.  One request runs at a time.  If the worker dies or hangs, the request in flight gets a
 ``WorkerCrashed`` / ``WorkerTimeout`` with the tail of the worker's stderr, and the next request
 starts a fresh worker.
+
+The worker runs inside its OS sandbox (docs/sandbox.md) and says so in its first frame
+(``{"id": 0, "hello": {"pid", "sandbox"}}``), kept here as ``sandbox``.  ``WorkerClient(sandbox=False)``
+starts a worker without it, for a trusted request that needs files and processes (cachegrind).
 """
 from __future__ import annotations
 
@@ -39,9 +43,11 @@ def worker_env(base: dict | None = None) -> dict:
 class WorkerClient:
     """Starts the TVM worker on first use and restarts it after a crash."""
 
-    def __init__(self, python: str | None = None, default_timeout: float = 120.0):
+    def __init__(self, python: str | None = None, default_timeout: float = 120.0, sandbox: bool = True):
         self.python = python or sys.executable
         self.default_timeout = default_timeout
+        self.sandboxed = sandbox
+        self.sandbox: dict | None = None   # the worker's report: {active, mechanism, reason, requested}
         self.restarts = 0
         self._proc: subprocess.Popen | None = None
         self._frames: queue.Queue = queue.Queue()
@@ -57,7 +63,9 @@ class WorkerClient:
     def _start(self) -> None:
         self._frames = queue.Queue()
         self._stderr_tail.clear()
-        self._proc = subprocess.Popen([self.python, "-m", "asight_lsp.worker"], stdin=subprocess.PIPE,
+        self.sandbox = None
+        argv = [self.python, "-m", "asight_lsp.worker"] + ([] if self.sandboxed else ["--unsandboxed"])
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
                                       start_new_session=True)
         threading.Thread(target=self._read_frames, args=(self._proc, self._frames), daemon=True).start()
@@ -66,7 +74,11 @@ class WorkerClient:
     def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
         try:
             while True:
-                frames.put(read_frame(proc.stdout))
+                frame = read_frame(proc.stdout)
+                if "hello" in frame:
+                    self.sandbox = (frame["hello"] or {}).get("sandbox")
+                    continue
+                frames.put(frame)
         except (FrameError, OSError, ValueError, Exception):
             frames.put(_EOF)
 
@@ -151,6 +163,22 @@ class WorkerClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def sandbox_warning(status: dict | None) -> str | None:
+    """One line for the user when a worker that should be sandboxed is not (None: all is well or unknown)."""
+    if not status or status.get("active") or not status.get("requested", True):
+        return None
+    return (f"the TVM worker runs without its OS sandbox: {status.get('reason')} "
+            "(docs/sandbox.md; ASIGHT_REQUIRE_SANDBOX=1 refuses to parse instead)")
+
+
+@contextlib.contextmanager
+def trusted(python: str | None = None, default_timeout: float = 120.0):
+    """A worker WITHOUT the OS sandbox, for one trusted request the user asked for explicitly
+    (``asight profile --cachegrind``: valgrind is a process, the kernel library a file); closed after."""
+    with WorkerClient(python, default_timeout, sandbox=False) as client:
+        yield client
 
 
 @contextlib.contextmanager

@@ -27,6 +27,23 @@ FEATURES = "features"            # {run_dir, trials, + SourceParams fallback} ->
 BLOCK_GRAPH = "block_graph"      # SourceParams + {run_dir, records} -> {source, transformed: [graph]}
 RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
 CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
+IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, inputs, params, ...}
+EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, check, ...}
+
+# A model's weights live beside its TVMScript file (``asight import`` writes them; measurements and
+# exports read them): ``resnet_relax.py`` -> ``resnet_relax.weights.npz``, one array per Relax param.
+WEIGHTS_SUFFIX = ".weights.npz"
+
+
+def weights_beside(script_path: str | None) -> str | None:
+    """The weights file of a TVMScript model file, when there is one."""
+    import os
+    if not script_path:
+        return None
+    root, _ = os.path.splitext(script_path)
+    path = root + WEIGHTS_SUFFIX
+    return path if os.path.isfile(path) else None
+
 
 # Generated-code tags: the worker prints scheduled/lowered TIR with a comment ``asight:L<line>-<end>:<kind>``
 # on every statement that still has a span (``analysis/codelinks.py`` reads them back).

@@ -68,7 +68,7 @@ class AsightServer(LanguageServer):
                 "workerPid": worker.pid if worker else None, "workerRestarts": worker.restarts if worker else 0,
                 "jobs": [run_summary(j.handle.run.load()) for j in state.jobs.values()],
                 "features": [f for f in P.FEATURES if state.options.enabled(f)],
-                "tvmImported": "tvm" in sys.modules}
+                "tvmImported": "tvm" in sys.modules, "workerSandbox": worker.sandbox if worker else None}
 
 
 def _root(params: types.InitializeParams) -> str | None:

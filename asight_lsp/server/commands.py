@@ -165,10 +165,26 @@ async def monitor(ls, job: MonitoredJob) -> dict:
         state.index.invalidate()
         notify_run(ls, job.uri, "finished", meta)
         refresh_views(ls)
+        if meta.state == "done" and meta.kind == "relax" and state.options.trusted:
+            asyncio.ensure_future(profile_model(ls, job.handle.run))
     status = "ok" if meta.state == "done" else meta.state
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": status,
             "message": meta.error or f"{meta.trials_done} trials · {run_summary(meta)['headline']}",
             "run": run_summary(meta)}
+
+
+async def profile_model(ls, run: Run) -> None:
+    """After a model is tuned, time each kernel call at once (cached in the run) so the bindings get
+    their hints and hovers without a Profile click; a failure is logged, the run is untouched."""
+    from ..services.profiling import profile_run
+    try:
+        await asyncio.to_thread(profile_run, run, ls.state.worker)
+    except Exception as err:  # noqa: BLE001 - a background extra: the tune result stands
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Warning,
+                                                     f"ASight: per-call profile of {run.id} failed: {err}"))
+        return
+    ls.state.index.invalidate()
+    refresh_views(ls)
 
 
 def refresh_views(ls) -> None:

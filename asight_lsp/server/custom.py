@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
+from ..errors import AsightError
 from ..store.runs import RunMeta
 from ..tvmscript.model import Function
 from ..views.runs import runs_payload
@@ -58,7 +59,11 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
                 return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
             return stage_graph_of(req.function)
         worker = req.state.worker if req.state.options.trusted else None
-        return build_view(kind, req.run_dir, text=req.text, worker=worker)
+        task = req.params.get("task") if isinstance(req.params.get("task"), str) else None
+        try:
+            return build_view(kind, req.run_dir, text=req.text, worker=worker, task=task)
+        except AsightError as err:   # e.g. a task the run does not have
+            return P.unavailable(P.REQUEST_SCHEMAS.get(f"asight/{kind}", P.SCHEMA_STAGE_GRAPH), str(err))
     return build
 
 
@@ -86,7 +91,8 @@ def code_payload(req: PayloadRequest) -> dict:
         raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'")
     try:
         return code_view(req.file, str(req.run_dir) if req.run_dir else None, candidate, level, req.function.id,
-                         req.state.store_root, req.state.worker, text=req.text, serial=req.params.get("serial") is True)
+                         req.state.store_root, req.state.worker, text=req.text, serial=req.params.get("serial") is True,
+                         task=req.params.get("task") if isinstance(req.params.get("task"), str) else None)
     except AsightError as err:
         return P.unavailable(P.SCHEMA_CODE, str(err))
 
@@ -120,6 +126,16 @@ def _code_params(params: dict) -> tuple[str, int | None]:
     return level, candidate
 
 
+def model_payload(req: PayloadRequest) -> dict:
+    """``asight/model``: per task of a tuned model, from the run's cached profile (the server makes
+    one when a model's tuning ends)."""
+    from ..store.caches import load_profile
+    from ..store.runs import Run
+    from ..views.model import model_view
+    from ..views.runs import run_summary
+    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run))
+
+
 # method -> builder; None = not built yet (answers "unavailable").
 BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_RUNS: runs_request,
@@ -130,8 +146,9 @@ BUILDERS: dict[str, Callable[[PayloadRequest], dict] | None] = {
     P.REQ_PRINCIPLES: view("principles"),
     P.REQ_CODE: code_payload,
     P.REQ_CODE_DIFF: code_diff_payload,
+    P.REQ_MODEL: model_payload,
 }
-NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES}
+NEEDS_RUN = {P.REQ_HOTSPOTS, P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_PRINCIPLES, P.REQ_MODEL}
 
 
 def plain(value: Any) -> Any:

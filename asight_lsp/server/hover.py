@@ -4,6 +4,8 @@ The markdown builders are pure functions of the outline entry and a ``FunctionRe
 """
 from __future__ import annotations
 
+import re
+
 from lsprotocol import types
 
 from ..analysis.spacestats import hover_markdown as space_markdown
@@ -165,13 +167,33 @@ def function_lines(fn: Function, result: FunctionResult | None) -> list[str]:
     return lines
 
 
-def hover_markdown(kind: str, fn: Function, item, result: FunctionResult | None) -> str:
+_TENSOR = re.compile(r'R\.Tensor\(\((?P<shape>[^)]*)\)(?:\s*,\s*(?:dtype\s*=\s*)?"(?P<dtype>\w+)")?')
+
+
+def binding_lines(item, result: FunctionResult | None, text: str = "") -> list[str]:
+    """A Relax binding: its op, its annotated tensor type, and each kernel call computing it."""
+    lines = [f"**binding `{item.name}`** = `{item.op}`({', '.join(item.args)})"]
+    typed = _TENSOR.search(text)
+    if typed:
+        lines.append(f"- tensor: {typed['dtype'] or '?'}[{typed['shape'].strip()}]")
+    calls = [c for c in (result.calls or []) if item.name in (c.get("vars") or [])] if result else []
+    for call in calls:
+        name = call["task"] + (f"#{call['call']}" if call.get("call") else "")
+        share = f", {call['share'] * 100:.0f}% of the calls' sum" if call.get("share") is not None else ""
+        lines.append(f"- kernel call `{name}` ({call['program']} build): {call['us']:.1f} us{share}; "
+                     f"computes {', '.join(f'`{v}`' for v in call.get('vars') or [])}")
+    if result is not None and not calls:
+        lines.append("- no per-call profile of this run yet (Profile lens or `asight profile`)")
+    return lines
+
+
+def hover_markdown(kind: str, fn: Function, item, result: FunctionResult | None, text: str = "") -> str:
     if kind == "block":
         lines = block_facts(fn, item) + (["", "---", ""] + block_run_lines(result, item) if result else [])
     elif kind == "loop":
         lines = loop_facts(fn, item) + (["", "---", ""] + loop_run_lines(result, fn, item) if result else [])
     elif kind == "binding":
-        lines = [f"**binding `{item.name}`** = `{item.op}`({', '.join(item.args)})"]
+        lines = binding_lines(item, result, text)
     else:
         lines = function_lines(fn, result)
     return "\n".join(lines)
@@ -210,8 +232,10 @@ def register(server) -> None:
         if found is None:
             return None
         kind, fn, item = found
-        result = ls.state.result(doc, fn) if kind != "binding" else None
+        result = ls.state.result(doc, fn)
         rng = item.range if kind != "function" else fn.name_range
+        first = item.range["start"]["line"]
+        text = doc.lines[first] if kind == "binding" and 0 <= first < len(doc.lines) else ""
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                        value=hover_markdown(kind, fn, item, result)),
+                                                        value=hover_markdown(kind, fn, item, result, text)),
                            range=to_range(rng))

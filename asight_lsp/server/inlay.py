@@ -39,6 +39,18 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
     return out
 
 
+def call_hints(result: FunctionResult) -> list[tuple[int, str, str]]:
+    """``(line, label, tooltip)`` on the last binding of each kernel call of a profiled Relax function."""
+    out = []
+    for call in result.calls or []:
+        name = call["task"] + (f"#{call['call']}" if call.get("call") else "")
+        share = f"{call['share'] * 100:.0f}% · " if call.get("share") is not None else ""
+        tip = (f"{name}: {call['us']:.1f} us per call, {call['program']} build (VM instrument hook; share of the "
+               f"calls' sum); computes {', '.join(call.get('vars') or [])}")
+        out.append((call["lines"][1], f"{share}{call['us']:.1f} us · {name}", tip))
+    return out
+
+
 def loop_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, str]]:
     """``(line, label, tooltip)`` per loop header: each var's factors and annotated tiles."""
     out = []
@@ -86,9 +98,9 @@ def register(server) -> None:
             if fn.range["end"]["line"] < first or fn.range["start"]["line"] > last:
                 continue
             result = ls.state.result(doc, fn)
-            if result is None or result.stale or (result.summary is None and not result.profile):
+            if result is None or result.stale or (result.summary is None and not result.profile and not result.calls):
                 continue
-            for line, label, tip in block_hints(fn, result) + loop_hints(fn, result):
+            for line, label, tip in block_hints(fn, result) + loop_hints(fn, result) + call_hints(result):
                 if first <= line <= last:
                     hints.append(types.InlayHint(
                         position=types.Position(line=line, character=_end_of_line(lines, line)),

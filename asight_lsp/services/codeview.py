@@ -39,19 +39,21 @@ SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, s
 
 def code_view(path: str, run: str | None = None, candidate: int | None = None, level: str = "scheduled",
               function: str | None = None, store_root: str | None = None, worker=None,
-              text: str | None = None, check: bool = True, serial: bool = False) -> dict:
+              text: str | None = None, check: bool = True, serial: bool = False, task: str | None = None) -> dict:
     """The generated code of ``function`` at ``level`` with its line links (``asight.code/1``).
 
     ``run`` is a run id/prefix/dir or ``latest``; None = the newest run of this function, and no
     run at all gives the untuned function.  ``candidate`` is a trial index (line of the run's
     records file, 0-based); None = the best record.  ``serial`` builds the schedule without its
-    ``Parallel`` instructions (a variant: assembly of parallel loops has no line info).
+    ``Parallel`` instructions (a variant: assembly of parallel loops has no line info).  ``task``
+    names the kernel of a Relax model to show (its call sites come with it).
     """
-    return _view(path, run, candidate, level, function, store_root, worker, text, check, serial)[0]
+    return _view(path, run, candidate, level, function, store_root, worker, text, check, serial, task)[0]
 
 
 def _view(path: str, run: str | None, candidate: int | None, level: str, function: str | None,
-          store_root: str | None, worker, text: str | None, check: bool, serial: bool) -> tuple[dict, dict | None]:
+          store_root: str | None, worker, text: str | None, check: bool, serial: bool,
+          task: str | None = None) -> tuple[dict, dict | None]:
     """``code_view``'s payload and the record it shows (None: untuned); the run's records are read once."""
     if level not in LEVELS:
         raise AsightError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
@@ -67,12 +69,15 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     meta = prepare_run(found) if found else None
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
-              "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial}
+              "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
+              "task": task}
     with borrowed(worker) as client:
         if check:
             require_parsed(text, path, selection.unit, client)
         reply = client.request(wire.CODE, params, timeout=300)
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
+    if reply.get("task"):
+        payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
         payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "

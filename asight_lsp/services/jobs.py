@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ..engine.client import worker_env
+from ..store.database import database_health
 from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.outline import build_outline
 
@@ -50,11 +51,13 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def refresh_run(run: Run, state: str = "failed", reason: str | None = None, known_dead: bool = False) -> RunMeta:
-    """The run's metadata, first marking a run whose job is gone (SIGKILL, segfault) as ``state``.
+def refresh_run(run: Run, state="failed", reason: str | None = None, known_dead: bool = False) -> RunMeta:
+    """The run's metadata, first marking a run whose job is gone (SIGKILL, segfault) as ``state``
+    (a string, or a callable asked once the job is found gone: a cancel may have begun meanwhile).
 
     Called by the watcher when the job exits and by any later reader; the records measured so
-    far stay as they are (``runs.read_records`` tolerates a torn last line).
+    far stay as they are (``runs.read_records`` tolerates a torn last line; run.json counts it in
+    ``extra.unreadable_records``).
     """
     meta = run.load()
     if meta.state not in LIVE_STATES:
@@ -65,7 +68,11 @@ def refresh_run(run: Run, state: str = "failed", reason: str | None = None, know
         queued_at = meta.sessions[-1].get("started", meta.created) if meta.sessions else meta.created
         if meta.state == "queued" and meta.pid is None and time.time() - queued_at < 30:
             return meta  # spawned a moment ago; the job has not written its pid yet
+    state = state() if callable(state) else state
     records = read_records(run.path)
+    unreadable = database_health(run.path).unreadable
+    if unreadable:
+        meta.extra["unreadable_records"] = unreadable   # a torn last line: said, not hidden (docs/tuning.md)
     meta.state = state
     meta.error = reason or (None if state == "cancelled" else
                             f"the tuning job (pid {meta.pid}) ended without finishing (killed or crashed)")
@@ -146,7 +153,7 @@ class TuneJob:
             self._proc.wait()
         else:   # attached: poll until the run is no longer live (refresh_run judges a missing pid)
             while True:
-                meta = refresh_run(self.run, "cancelled" if self._cancelling else "failed")
+                meta = refresh_run(self.run, lambda: "cancelled" if self._cancelling else "failed")
                 self.pid = meta.pid or self.pid
                 if meta.state not in LIVE_STATES:
                     break
@@ -222,6 +229,19 @@ class TuneJob:
                 except json.JSONDecodeError:
                     continue
         return events
+
+
+def cancel_run(run: Run, timeout: float = 10.0) -> RunMeta:
+    """Stop the job of a run started elsewhere (``asight tune --cancel RUN``, a detached job): SIGTERM,
+    SIGKILL of its group after ``CANCEL_GRACE_S``.  A run that is not tuning comes back with
+    ``extra["cancel"] = "not running"`` (not saved)."""
+    meta = refresh_run(run)
+    if meta.state not in LIVE_STATES:
+        meta.extra["cancel"] = "not running"
+        return meta
+    job = TuneJob.attach(run, events_from=file_size(run.events_path))
+    job.cancel()
+    return job.wait(timeout)
 
 
 def failure_message(run: Run, meta: RunMeta) -> str | None:

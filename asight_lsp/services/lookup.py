@@ -6,6 +6,7 @@ while its functions still hash as tuned, else the run's snapshot).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AsightError
@@ -13,7 +14,7 @@ from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source
-from ..tvmscript.selection import Selection
+from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
 
 
@@ -33,6 +34,31 @@ def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
         return None
     newest = max(metas, key=lambda m: m.created)
     return Run(store.runs_dir / newest.id)
+
+
+@dataclass
+class TunedFile:
+    """A file, its selected function and the run a request means (``tuned_file``)."""
+    text: str
+    outline: object
+    selection: Selection
+    run: Run
+    meta: RunMeta
+
+
+def tuned_file(path: str, function: str | None, run: str | None, store_root: str | None,
+               text: str | None = None) -> TunedFile:
+    """The selection of ``path`` and its run (``run`` given, else the newest); an error when there is none."""
+    text = read_text(path) if text is None else text
+    outline = build_outline(text, path)
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    store = RunStore(store_root)
+    found = store.get(run) if run else latest_run(store, path, selection)
+    if found is None:
+        raise AsightError(f"no run of {selection.label} in {store.runs_dir}: tune it first (asight tune {path})")
+    check_run_function(found, selection)
+    return TunedFile(text, outline, selection, found, prepare_run(found))
 
 
 def prepare_run(run: Run) -> RunMeta:

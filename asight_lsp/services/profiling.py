@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current
 from ..engine import wire
-from ..engine.client import borrowed
+from ..engine.client import borrowed, trusted
 from ..store.caches import load_profile, store_profile
+from ..store.database import records_note
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
@@ -106,14 +107,14 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
             return cached
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
-              "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
+              "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
     params["choose"] = bool(run is not None and candidate is None and not params["chosen"])
     started = time.time()
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)
         if candidate is not None:
             params["candidate"] = _candidate_params(candidate, client)
-        raw = client.request(wire.PROFILE, params, timeout=options.timeout)
+        raw = _measure(client, params, options)
     if measure:
         record = _new_record(raw, params, started, run if fresh else None)
         key = _cache_key(text, selection, run, options, record)
@@ -124,6 +125,17 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     if run is not None and candidate is None:
         store_profile(run, {"key": key, "profile": profile})
     return profile
+
+
+def _measure(client, params: dict, options: ProfileOptions) -> dict:
+    """The worker's raw profile.  With cachegrind it comes from a worker WITHOUT the OS sandbox
+    (valgrind is a process, the kernel library a file; docs/sandbox.md): only ``asight profile
+    --cachegrind`` asks for it, the user's explicit command on their own file, after the sandboxed
+    worker has parsed the text (``require_parsed``)."""
+    if not options.cachegrind:
+        return client.request(wire.PROFILE, params, timeout=options.timeout)
+    with trusted(getattr(client, "python", None), getattr(client, "default_timeout", 120.0)) as unsandboxed:
+        return unsandboxed.request(wire.PROFILE, params, timeout=options.timeout)
 
 
 def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
@@ -156,6 +168,9 @@ def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta 
     elif run is not None and candidate is None and not fresh:
         profile["note"] = (f"the function changed since run {meta.id}: measured now with its best trace, "
                            "not kept as the run's headline")
+    unread = records_note(run) if run is not None and candidate is None else None
+    if unread:
+        profile["note"] = f"{profile['note']}; {unread}" if profile.get("note") else unread
 
 
 def _candidate_params(path: str, worker) -> dict:

@@ -31,6 +31,7 @@ class FunctionResult:
     best: dict | None = None          # {"latency_us", "insts", "decisions", "trial", "workload"}
     summary: dict | None = None       # trace_summary.summarize_trace(...) of ``best``
     profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
+    calls: list | None = None         # Relax: each kernel call of the profiled build with its bindings
 
     @property
     def running(self) -> bool:
@@ -95,9 +96,14 @@ class Results:
                 self._summaries[key] = summarize_trace(best["insts"], best["decisions"], source_blocks(fn))
             result.summary = self._summaries[key]
         result.profile = self.block_profile(result.meta.id, fn)
+        if fn.kind == "relax_function":
+            result.calls = profile_calls(self._cached_profile(result.meta.id), fn)
 
     def block_profile(self, run_id: str, fn: Function) -> dict | None:
         """Per source block latency of the run's cached profile (``store.caches.load_profile``), if any."""
+        return profile_blocks(self._cached_profile(run_id), fn)
+
+    def _cached_profile(self, run_id: str) -> dict | None:
         path = self.index.run_dir(run_id) / PROFILE_FILE
         try:
             mtime = path.stat().st_mtime_ns
@@ -107,7 +113,7 @@ class Results:
         if cached is None or cached[0] != mtime:
             profile = load_profile(Run(self.index.run_dir(run_id)))
             cached = self._profiles[run_id] = (mtime, profile)
-        return profile_blocks(cached[1], fn)
+        return cached[1]
 
 
 def _blocks_key(fn: Function) -> tuple:
@@ -132,3 +138,15 @@ def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
             out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
                                   "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
     return out or None
+
+
+def profile_calls(profile: dict | None, fn: Function) -> list | None:
+    """Kernel calls of a Relax function in a profile (the tuned build first), each with its task,
+    call index, bindings, 0-based lines, µs and share of the calls' sum."""
+    relax = (profile or {}).get("relax") if isinstance(profile, dict) else None
+    if not isinstance(relax, dict) or relax.get("function") not in (fn.id, fn.name):
+        return None
+    tasks = relax.get("tasks") or {}
+    label = "tuned" if tasks.get("tuned") else "baseline"
+    calls = (tasks.get(label) or {}).get("tasks") or []
+    return [{**c, "program": label} for c in calls if isinstance(c, dict) and c.get("lines")] or None

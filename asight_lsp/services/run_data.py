@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..analysis import featurelayout as fl
 from ..analysis.candidates import CandidateTable, build_candidates
+from ..analysis.tasks import pick_task, task_workloads
 from ..engine import wire
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
@@ -98,10 +99,11 @@ def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Fu
 
 
 def load_candidates(run: Run, worker=None, function: Function | None = None, extract: bool = True,
-                    on_event: Callable[[dict], None] | None = None) -> tuple[CandidateTable, list[str]]:
-    """The candidate table of a run and notes on what is missing (e.g. features not extracted)."""
+                    on_event: Callable[[dict], None] | None = None,
+                    workload: int | None = None) -> tuple[CandidateTable, list[str]]:
+    """The candidate table of a run (of one workload when given) and notes on what is missing."""
     meta = run.load()
-    records = read_records(run.path)
+    records = [r for r in read_records(run.path) if workload is None or r["workload"] == workload]
     notes = []
     cache = read_feature_cache(run.path)
     if extract and worker is not None and records:
@@ -123,22 +125,44 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
 
 
 def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
-             text: str | None = None, on_event: Callable[[dict], None] | None = None) -> RunData:
-    """The data of one run (see module doc).  ``text``: the source to use instead of the file."""
+             text: str | None = None, on_event: Callable[[dict], None] | None = None,
+             task: str | None = None) -> RunData:
+    """The data of one run (see module doc).  ``text``: the source to use instead of the file.
+
+    A run of several tasks (a Relax model) is viewed one task at a time: ``task``, else the one
+    taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.
+    """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
     function = source_function(meta, run.path, text) if text is not None else None
-    table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event)
+    shown, names, only = _task(run, meta, task)
+    table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
+                                   workload=only)
+    if shown is not None:
+        notes.append(f"task {shown} of {len(names)} (pick another with --task: {', '.join(sorted(names))})")
     if function is None:
         try:
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    return RunData(run, meta, table, function, notes)
+    return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names))
 
 
-def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0) -> dict:
-    """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run."""
-    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text)
+def _task(run: Run, meta: RunMeta, wanted: str | None) -> tuple[str | None, dict, int | None]:
+    """(task shown or None, task -> workload index, workload to keep or None)."""
+    chosen = (meta.measurement or {}).get("chosen")
+    workloads = task_workloads(meta.tasks or [], run.workload_hashes(), chosen)
+    try:
+        shown = pick_task(meta.tasks or [], workloads, read_records(run.path), chosen, wanted)
+    except ValueError as err:
+        raise AsightError(str(err)) from None
+    return shown, workloads, (workloads[shown] if shown is not None else None)
+
+
+def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0,
+               task: str | None = None) -> dict:
+    """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run
+    (of one of its tasks: ``task``, else the default one)."""
+    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task)
     builder = BUILDERS[kind]
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)

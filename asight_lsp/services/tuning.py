@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..engine.targets import target_config
 from ..errors import AsightError
+from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Outline
@@ -179,6 +180,7 @@ def _resumable(store: RunStore, file: str, function: str, hashes: dict, label: s
         return None   # a module-level constant (e.g. N = 256) changed: different program
     if meta.state in LIVE_STATES:
         raise AsightError(f"run {run.id} is already tuning this function (pid {meta.pid}); cancel it first")
+    require_intact(run.path)   # a damaged database: said now (exit 2), never met by TVM in the job
     return run
 
 

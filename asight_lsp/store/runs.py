@@ -7,8 +7,10 @@ A run directory is MetaSchedule's own ``work_dir`` (``database_workload.json``,
 * ``events.jsonl`` — progress events streamed by the tuning job, one JSON object per line
 * ``*.msgpack``    — caches (features, profiles) written by later analysis
 
-Everything here reads plain files, tolerates a torn last line (a job killed mid-write) and never
-imports TVM, so the language server and the analysis can use it directly.
+Everything here reads plain files and never imports TVM, so the language server and the analysis
+can use it directly.  A torn last line (a job killed mid-write) is tolerated and *reported*
+(``store/database.py``); any other unreadable line makes the database
+``damaged`` (``DamagedDatabase``: TVM cannot load it and trial numbers would shift).
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ STATES = ("queued", "running", "done", "cancelled", "failed")
 FAILED_LATENCY = 1e9  # MetaSchedule stores failed builds/runs as run_secs [1e10]
 DB_RECORDS = "database_tuning_record.json"
 DB_WORKLOADS = "database_workload.json"
+SET_ASIDE = ".unreadable"      # suffix of the file a repair appends the lines it drops to
+
+
+class DamagedDatabase(AsightError):
+    """MetaSchedule's JSON database of a run cannot be used (one line; the CLI exits 2)."""
 
 
 def default_store_root(workspace: str | os.PathLike | None = None) -> Path:
@@ -151,9 +158,26 @@ class Run:
     def workloads(self) -> list[list]:
         return list(read_json_lines(self.path / DB_WORKLOADS))
 
+    def workload_hashes(self) -> list[str]:
+        """The structural hash of each workload, by index (what records' ``workload`` points at)."""
+        return [str(row[0]) if isinstance(row, list) and row else "" for row in self.workloads()]
+
     def repair_db(self) -> int:
-        """Make MetaSchedule's JSON database loadable by TVM after a hard kill (see ``repair_json_lines``)."""
-        return repair_json_lines(self.records_path) + repair_json_lines(self.path / DB_WORKLOADS)
+        """Make MetaSchedule's JSON database loadable by TVM after a hard kill: a torn last line is
+        set aside (``repair_json_lines``) and counted in ``run.json`` (``extra.set_aside_records``).
+        A damaged database is left exactly as it is (``store/database.py`` says why)."""
+        from .database import database_health   # it reads this module's formats
+        health = database_health(self.path)
+        if health.damage:
+            return 0
+        dropped = repair_json_lines(self.records_path, is_record_row)
+        if health.torn_workload:
+            repair_json_lines(self.path / DB_WORKLOADS)
+        if dropped and self.exists():
+            meta = self.load()
+            meta.extra["set_aside_records"] = int(meta.extra.get("set_aside_records") or 0) + dropped
+            self.save(meta)
+        return dropped
 
     @property
     def source_path(self) -> Path:
@@ -162,47 +186,72 @@ class Run:
 
 
 def read_json_lines(path: Path) -> Iterator[Any]:
-    """JSON values of a line-per-record file; a torn or garbled line is skipped, not fatal."""
+    """JSON values of a line-per-record file; an unreadable line is skipped (``database_health`` counts them)."""
+    for value in json_lines(path):
+        if value is not UNREADABLE:
+            yield value
+
+
+UNREADABLE = object()
+
+
+def json_lines(path: Path) -> list:
+    """Every non-empty line of a line-per-record file, parsed; ``UNREADABLE`` where it is not JSON."""
     try:
-        stream = path.open("r", encoding="utf-8", errors="replace")
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
-        return
-    with stream:
-        for line in stream:
-            line = line.strip()
-            if not line:
-                continue
+        return []
+    out = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if line.strip():
             try:
-                yield json.loads(line)
+                out.append(json.loads(line))
             except json.JSONDecodeError:
-                continue
+                out.append(UNREADABLE)
+    return out
 
 
-def repair_json_lines(path: str | os.PathLike) -> int:
-    """Drop torn or garbled lines of a line-per-record JSON file (rewritten atomically).
+def is_record_row(row) -> bool:
+    """A line of the records file: ``[workload_index, [[insts, decisions], run_secs, target, args_info]]``."""
+    try:
+        workload, (trace, run_secs, _target, _args) = row[0], row[1][:4]
+        insts, _decisions = trace
+        return isinstance(workload, int) and isinstance(insts, list) and isinstance(run_secs, (list, type(None)))
+    except (TypeError, ValueError, IndexError, KeyError):
+        return False
 
-    TVM's ``JSONDatabase`` refuses a whole database over one torn line, which a job killed while
-    appending leaves behind.  Returns how many lines were dropped (0: file untouched).
+
+def repair_json_lines(path: str | os.PathLike, readable=lambda value: True) -> int:
+    """Set aside a torn last line of a line-per-record file (rewritten atomically; the line is appended
+    to ``<file>.unreadable``), as TVM's ``JSONDatabase`` refuses a whole database over it.
+
+    Only the last line: an unreadable line in the middle is damage, not a torn write, and dropping it
+    would renumber every trial after it (``DamagedDatabase``).  Returns how many lines were set aside.
     """
     path = Path(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return 0
-    kept, dropped = [], 0
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            json.loads(line)
-            kept.append(line)
-        except json.JSONDecodeError:
-            dropped += 1
-    if dropped or (raw and not raw.endswith(b"\n")):
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, path)
-    return dropped
+    lines = [line for line in raw.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    torn = bool(lines) and not _readable(lines[-1], readable)
+    if not torn and (not raw or raw.endswith(b"\n")):
+        return 0
+    kept = lines[:-1] if torn else lines
+    if torn:
+        with open(str(path) + SET_ASIDE, "a", encoding="utf-8") as aside:
+            aside.write(lines[-1] + "\n")
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    os.replace(tmp, path)
+    return int(torn)
+
+
+def _readable(line: str, readable) -> bool:
+    try:
+        return bool(readable(json.loads(line)))
+    except json.JSONDecodeError:
+        return False
 
 
 def read_records(run_dir: str | os.PathLike) -> list[dict]:
@@ -237,8 +286,12 @@ class RunStore:
         self.runs_dir = self.root / "runs"
 
     def new_run_id(self, function: str) -> str:
-        slug = _SLUG.sub("-", function).strip("-")[:40] or "run"
-        return f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+        return f"{self.run_id_prefix(function)}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+    @staticmethod
+    def run_id_prefix(function: str) -> str:
+        """How the ids of a function's runs begin (``<slug>-``; then date, time and a random tag)."""
+        return (_SLUG.sub("-", function).strip("-")[:40] or "run") + "-"
 
     def create(self, meta: RunMeta) -> Run:
         run = Run(self.runs_dir / meta.id)
@@ -283,11 +336,19 @@ class RunStore:
     def find_resumable(self, file: str, function: str, source_hashes: dict, target_label: str,
                        space_key: tuple | None = None) -> Run | None:
         """The newest run of the same function, source and target (and design space: ``(function, mode,
-        hash)`` or None for MetaSchedule's own), whose records a new run can reuse."""
+        hash)`` or None for MetaSchedule's own), whose records a new run can reuse.
+
+        A run whose ``run.json`` is unreadable and whose id says it tuned this function is refused
+        (``AsightError``), never passed over: a new run beside it would hide its records.
+        """
         for run in reversed(self.all()):
             try:
                 meta = run.load()
-            except AsightError:
+            except AsightError as err:
+                if run.id.startswith(self.run_id_prefix(function)):
+                    raise AsightError(f"{err}; it may be this function's run ({len(read_records(run.path))} records "
+                                      f"measured): repair or move {run.path} away, or pass --new for a separate run") \
+                        from None
                 continue
             if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
                     and meta.source_hashes == source_hashes and meta.target_label == target_label

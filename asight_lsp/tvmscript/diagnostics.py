@@ -38,6 +38,7 @@ def static_diagnostics(outline: Outline) -> list[dict]:
     found = list(outline.syntax_errors)
     for unit in outline.units:
         found.extend(unit.problems)
+        found.extend(getattr(unit, "notes", []))
     return found
 
 
@@ -98,6 +99,8 @@ def problem_to_diagnostic(problem: dict, unit: Unit | None, lines: list[str]) ->
     if rng is None:
         line = max(problem.get("line", 1) - 1, 0)
         col = max(problem.get("col", 1) - 1, 0)
+        if unit is not None and not unit.start_line <= line <= unit.end_line:
+            line, col = unit.start_line, 0  # TVM placed it outside the unit (1:1 for the whole module)
         end_col = problem.get("end_col")
         rng = make_range(line, col, line, end_col - 1) if end_col and end_col - 1 > col else line_range(lines, line, col)
     return {"range": rng, "severity": "error", "source": source, "message": problem["message"]}

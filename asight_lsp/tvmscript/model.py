@@ -11,11 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-# Namespaces TVMScript files import under (``from tvm.script import tirx as T``).
-NAMESPACE_MODULES = {"tir": "T", "tirx": "T", "relax": "R", "ir": "I"}
-
-
-DEFAULT_ALIASES = {"T": "T", "R": "R", "I": "I"}
+# What a module-level name stands for in TVMScript (``Outline.aliases``): a namespace ("T", "R",
+# "I", "Tx"), a printed symbolic variable ("TypeVar"), or the printed metadata section
+# ("metadata:<digest>", or "metadata!<why it cannot be used>").  TVM's parser has T, R, I and Tx.
+DEFAULT_ALIASES = {"T": "T", "R": "R", "I": "I", "Tx": "Tx"}
 
 
 @dataclass
@@ -87,7 +86,8 @@ class Unit:
     end_line: int    # 0-based, inclusive
     range: dict
     functions: list[str] = field(default_factory=list)
-    problems: list[dict] = field(default_factory=list)  # "not evaluated" diagnostics of the safety gate
+    problems: list[dict] = field(default_factory=list)  # the safety gate's refusals (errors)
+    notes: list[dict] = field(default_factory=list)     # the gate's non-blocking remarks (warnings)
 
     @property
     def safe(self) -> bool:

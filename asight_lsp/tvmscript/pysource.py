@@ -7,7 +7,8 @@ import ast
 import re
 from typing import Any
 
-from .model import DEFAULT_ALIASES, NAMESPACE_MODULES
+from .namespaces import decorator_of, import_namespace
+from .printed import METADATA, metadata_section, type_var_names
 from .ranges import line_range, make_range
 
 
@@ -173,39 +174,59 @@ def module_constants(tree: ast.Module) -> dict:
     return constants
 
 
-def namespace_aliases(tree: ast.Module) -> dict:
-    """Names the file binds to TVMScript namespaces: ``{"T": "T", "Tx": "T", ...}``."""
-    aliases = dict(DEFAULT_ALIASES)
+def namespace_aliases(tree: ast.Module, line_offset: int = 0) -> dict:
+    """What this tree's module-level names stand for in TVMScript: ``{"Tx": "T", "n": "TypeVar",
+    "metadata": "metadata:<digest>", ...}``; the outline starts from ``model.DEFAULT_ALIASES``."""
+    aliases: dict = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom) and stmt.module in ("tvm.script", "tvm.script.parser"):
+        if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
             for alias in stmt.names:
-                if alias.name in NAMESPACE_MODULES:
-                    aliases[alias.asname or alias.name] = NAMESPACE_MODULES[alias.name]
+                namespace = import_namespace(stmt.module, alias.name)
+                if namespace:
+                    aliases[alias.asname or alias.name] = namespace
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                module, _, name = alias.name.rpartition(".")
+                namespace = import_namespace(module, name) if alias.asname else None
+                if namespace:
+                    aliases[alias.asname] = namespace
+    for name in type_var_names(tree):
+        aliases[name] = "TypeVar"
+    section = metadata_section(tree, line_offset)
+    if section is not None:
+        aliases[METADATA] = section.code if section.problem is None else f"metadata!{section.problem}"
     return aliases
 
 
 def decorator_kind(decorator: ast.AST, aliases: dict) -> str | None:
-    """``prim_func`` / ``ir_module`` / ``relax_function`` / ``macro`` for a TVMScript decorator."""
+    """``prim_func`` / ``ir_module`` / ``relax_function`` / ``macro`` / ``inline`` / ``jit`` / ``pyfunc``
+    for a decorator spelled as TVM accepts it (``T.prim_func``, ``@tvm.script.ir_module`` ...)."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     name = dotted_name(target)
     if not name or "." not in name:
         return None
     root, attr = name.split(".", 1)
     namespace = aliases.get(root)
-    if namespace == "T" and attr == "prim_func":
-        return "prim_func"
-    if namespace == "I" and attr == "ir_module":
-        return "ir_module"
-    if namespace == "R" and attr == "function":
-        return "relax_function"
-    if namespace in ("T", "R") and attr == "macro":
-        return "macro"
-    return None
+    if namespace in ("T", "R", "I", "Tx"):
+        return decorator_of(f"{namespace}.{attr}")
+    return decorator_of(name) if root not in aliases else None
 
 
 def unit_kind(node: ast.AST, aliases: dict) -> str:
-    kinds = [decorator_kind(d, aliases) for d in getattr(node, "decorator_list", [])]
-    for kind in ("ir_module", "prim_func", "relax_function", "macro"):
-        if kind in kinds:
-            return kind
-    return "unknown"
+    """What TVM parses a top-level def/class as: a class with an ``ir_module`` decorator; a function
+    by its last decorator (the one TVM dispatches on)."""
+    decorators = getattr(node, "decorator_list", [])
+    if isinstance(node, ast.ClassDef):
+        return "ir_module" if any(decorator_kind(d, aliases) == "ir_module" for d in decorators) else "unknown"
+    kind = decorator_kind(decorators[-1], aliases) if decorators else None
+    return kind if kind in ("prim_func", "relax_function", "macro") else "unknown"
+
+
+def decorator_keyword(node: ast.AST, keyword: str, default=None):
+    """The literal value of ``keyword=`` in the unit's TVMScript decorator (``check_well_formed``)."""
+    for decorator in getattr(node, "decorator_list", []):
+        if isinstance(decorator, ast.Call):
+            for item in decorator.keywords:
+                if item.arg == keyword and isinstance(item.value, ast.Constant):
+                    return item.value.value
+    return default

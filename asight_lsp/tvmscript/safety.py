@@ -1,156 +1,145 @@
 """Static gate in front of TVM's script parser: opening a file must never execute its code.
 
-TVM's parser evaluates the expressions it meets, so any text that reaches it must contain only
-TVMScript constructs.  A unit (top-level decorated def or class) passes when every expression in it
-is built from:
+TVM's parser *evaluates* the expressions it meets, with its globals (``T``, ``R``, ``I``, ``Tx``,
+``tvm`` ...) and Python's builtins.  A unit (top-level ``@I.ir_module`` class, ``@T.prim_func`` or
+``@R.function`` def) reaches the worker only when every expression TVM (or Python, for an
+``@T.inline`` def) could evaluate in it passes the gate's rules (``expr_rules.py``), in the scope
+TVM's var table has at that point (``stmt_rules.py``, ``scope.py``):
 
-* the TVMScript namespaces (``T.``, ``I.``, ``R.`` and the aliases the file imports them under),
-* literals and arithmetic / comparison / boolean operators,
-* names bound by the script itself (parameters, loop and ``with`` targets, assignments, the class
-  and its functions, ``cls``) and module-level literal constants,
-* a few harmless builtins (``range``, ``len``, ``min``, ``max``, ``int``, ``float``, ``bool``).
+* literals, operators, lambdas and comprehensions whose bodies pass the same rules;
+* names bound *at that point* (parameters, loop and ``with`` targets, assignments ...), the file's
+  literal constants and printed ``TypeVar`` symbols, a few harmless builtins;
+* TVMScript members by exact dotted path (``tvmscript_api.py``, generated from TVM), and the
+  attributes TVMScript reads on values;
+* ``metadata["type"][i]`` references (``printed.py``).
 
-Everything else (calls of other names, attribute access outside the allowed namespaces or on a
-dunder, imports, lambdas, yield/await, walrus, global/nonlocal, ``exec``-like builtins) yields a
-"not evaluated: …" diagnostic at its location, and the unit is then outlined statically only.
+Everything else is refused with a "not evaluated: …" diagnostic placed where TVM would report it;
+the unit is then outlined statically only.  The rules and their reasons: docs/safety.md.
 """
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
-from .ranges import node_range
+from .expr_rules import ExprRules, Findings, parse_code_string
+from .printed import METADATA
+from .pysource import unit_kind
+from .ranges import line_range, node_range
+from .scope import VALUE, Scope, names_bound_anywhere
+from .stmt_rules import StatementRules
 
-SAFE_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool", "True", "False", "None",
-                           "abs", "tuple", "list"})
-FORBIDDEN_NODES = {
-    ast.Lambda: "lambda expressions",
-    ast.Import: "import statements",
-    ast.ImportFrom: "import statements",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield",
-    ast.Await: "await",
-    ast.NamedExpr: "assignment expressions (:=)",
-    ast.Global: "global statements",
-    ast.Nonlocal: "nonlocal statements",
-    ast.AsyncFunctionDef: "async functions",
-    ast.AsyncWith: "async with",
-    ast.AsyncFor: "async for",
-    ast.Try: "try statements",
-    ast.Raise: "raise statements",
-    ast.Delete: "del statements",
-    ast.ClassDef: "nested classes",
-}
+SUFFIX = "; this function is outlined statically only"
 
 
-def _bound_names(unit: ast.AST) -> set[str]:
-    """Every name the unit binds itself: its own name, functions, parameters and assignment targets."""
-    names = {"cls"}
-    for node in ast.walk(unit):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.comprehension):
-            for target in ast.walk(node.target):
-                if isinstance(target, ast.Name):
-                    names.add(target.id)
-    return names
+@dataclass
+class GateResult:
+    problems: list[dict] = field(default_factory=list)  # errors: the unit is not sent to TVM
+    notes: list[dict] = field(default_factory=list)     # shown, never blocking
 
 
-def _attribute_root(node: ast.Attribute) -> ast.AST:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node
+def module_scope(aliases: dict, constants: dict) -> Scope:
+    """What a unit sees before its own bindings: namespaces, printed symbols, metadata, and literal
+    constants last (as ``worker/compat.script_globals`` gives them to the parser)."""
+    base = {}
+    for name, what in aliases.items():
+        if what in ("T", "R", "I", "Tx"):
+            base[name] = f"ns:{what}"
+        elif what == "TypeVar" or (name == METADATA and what.startswith("metadata:")):
+            base[name] = VALUE
+    base.update({name: VALUE for name in constants})
+    return Scope(base)
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self, unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int):
-        self.namespaces = {alias for alias, ns in aliases.items() if ns in ("T", "R", "I")}
-        self.bound = _bound_names(unit) | set(constants)
-        self.lines, self.line_offset = lines, line_offset
-        self.problems: list[dict] = []
-
-    def report(self, node: ast.AST, what: str) -> None:
-        self.problems.append({
-            "range": node_range(node, self.lines, self.line_offset), "severity": "error", "source": "safety",
-            "message": f"not evaluated: {what}; this function is outlined statically only"})
-
-    def generic_visit(self, node: ast.AST) -> None:
-        for kind, what in FORBIDDEN_NODES.items():
-            if isinstance(node, kind):
-                self.report(node, what)
-                return
-        super().generic_visit(node)
-
-    def visit_unit(self, unit: ast.AST) -> None:
-        """Visit the unit's own def/class node; any class nested inside it is refused."""
-        if isinstance(unit, ast.ClassDef):
-            for base in unit.bases + [k.value for k in unit.keywords]:
-                self.report(base, "class bases and keywords")
-            for stmt in unit.decorator_list + unit.body:
-                self.visit(stmt)
-        else:
-            self.visit(unit)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if node.id.startswith("__"):
-            self.report(node, f"dunder name '{node.id}'")
-        elif isinstance(node.ctx, ast.Load) and node.id not in self.bound \
-                and node.id not in self.namespaces and node.id not in SAFE_BUILTINS:
-            self.report(node, f"name '{node.id}' is neither TVMScript, bound by the script, nor a literal constant")
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        chain, root = [], node
-        while isinstance(root, ast.Attribute):
-            if root.attr.startswith("_"):
-                self.report(root, f"private or dunder attribute '.{root.attr}'")
-                return
-            chain.append(root.attr)
-            root = root.value
-        if isinstance(root, ast.Name):
-            if root.id in self.namespaces or root.id in self.bound:
-                if root.id.startswith("__"):
-                    self.report(root, f"dunder name '{root.id}'")
-                return
-            self.report(node, f"attribute access on '{root.id}', which is not a TVMScript namespace")
-            return
-        self.visit(root)  # e.g. A.shape[0].value: check the inner expression
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Name):
-            if func.id not in SAFE_BUILTINS:
-                self.report(func, f"call of '{func.id}', which is not a TVMScript function")
-        elif isinstance(func, ast.Attribute):
-            root = _attribute_root(func)
-            if not (isinstance(root, ast.Name) and (root.id in self.namespaces or root.id in self.bound)):
-                self.report(func, f"call of '{_short(func)}', which is not a TVMScript function")
-            else:
-                self.visit(func)
-        else:
-            self.report(func, f"call of the computed expression '{_short(func)}'")
-        for arg in node.args:
-            self.visit(arg)
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                self.report(keyword.value, "**kwargs expansion")
-            else:
-                self.visit(keyword.value)
-
-
-def _short(node: ast.AST, limit: int = 40) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def gate_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> GateResult:
+    """The gate's verdict on one top-level unit."""
+    findings = Findings(aliases, bound_anywhere=names_bound_anywhere(unit))
+    rules = StatementRules(findings, module_scope(aliases, constants))
+    place = _Placer(lines, line_offset)
+    try:
+        rules.unit(unit, unit_kind(unit, aliases))
+    except RecursionError:
+        return GateResult([_diagnostic(node_range(unit, lines, line_offset),
+                                       "not evaluated: expressions nested too deeply to check")])
+    result = GateResult()
+    seen = set()
+    for node, anchor, what in findings.problems:
+        rng, moved = place(node, anchor)
+        key = (rng["start"]["line"], rng["start"]["character"], what)
+        if key not in seen:
+            seen.add(key)
+            where = f" (in `{_short(node)}`)" if moved else ""
+            result.problems.append(_diagnostic(rng, f"not evaluated: {what}{where}{SUFFIX}"))
+    _metadata(findings, aliases, place, result)
+    return result
 
 
 def check_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> list[dict]:
     """"not evaluated" diagnostics for one top-level unit; empty when the unit is safe to parse."""
-    checker = _Checker(unit, aliases, constants, lines, line_offset)
+    return gate_unit(unit, aliases, constants, lines, line_offset).problems
+
+
+def code_string_problem(text: str, aliases: dict) -> str | None:
+    """Why a string must not be evaluated as a shape expression (the worker asks this at parse time
+    for every string Relax evaluates, computed ones included), or None."""
+    if parse_code_string(text) is None:
+        return "it is not an expression"
+    findings = Findings(aliases)
+    const = ast.Constant(text, lineno=1, col_offset=0, end_lineno=1, end_col_offset=len(text))
+    ExprRules(findings).check_code_string(const, module_scope(aliases, {}), const)
+    return findings.problems[0][2] if findings.problems else None
+
+
+def _metadata(findings: Findings, aliases: dict, place, result: GateResult) -> None:
+    """One diagnostic per unit for ``metadata[...]`` the file cannot resolve: a note when only the
+    ``"params"`` entry of ``R.func_attr`` uses them (the worker drops it), else an error."""
+    refs = findings.references
+    if not refs:
+        return
+    code = aliases.get(METADATA, "")
+    why = (f"the file's metadata section cannot be used ({code[len('metadata!'):]})" if code.startswith("metadata!")
+           else "the file has no metadata section (printed without show_meta=True)")
+    node, anchor, _ = refs[0]
+    rng, _ = place(node, anchor)
+    needed = [r for r in refs if not r[2]]
+    if not needed:
+        result.notes.append({**_diagnostic(rng, f"metadata omitted: {len(refs)} reference(s) in the \"params\" "
+                                                f"attribute are ignored ({why}); the program does not need "
+                                                "them"), "severity": "warning", "source": "metadata"})
+        return
+    node, anchor, _ = needed[0]
+    rng, _ = place(node, anchor)
+    result.problems.append({**_diagnostic(rng, f"metadata omitted: this unit uses {len(needed)} object(s) "
+                                               f"from metadata[...] but {why}; print the module with "
+                                               "show_meta=True to check and tune it"), "source": "metadata"})
+
+
+class _Placer:
+    """Range of a finding: the node itself when it starts on the line TVM reports (the anchor's
+    first line), else that line, with the node's own line named in the message."""
+
+    def __init__(self, lines: list[str], line_offset: int):
+        self.lines, self.line_offset = lines, line_offset
+
+    def __call__(self, node: ast.AST, anchor: ast.AST) -> tuple[dict, bool]:
+        rng = node_range(node, self.lines, self.line_offset)
+        anchor_line = anchor.lineno - 1 + self.line_offset
+        if rng["start"]["line"] == anchor_line:
+            return rng, False
+        return line_range(self.lines, anchor_line, _column(self.lines, anchor_line)), True
+
+
+def _short(node: ast.AST, limit: int = 40) -> str:
     try:
-        checker.visit_unit(unit)
-    except RecursionError:
-        return [{"range": node_range(unit, lines, line_offset), "severity": "error", "source": "safety",
-                 "message": "not evaluated: expressions nested too deeply to check"}]
-    return checker.problems
+        text = " ".join(ast.unparse(node).split())
+    except Exception:  # noqa: BLE001 - unparse of an odd tree: name its kind instead
+        text = type(node).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _column(lines: list[str], line: int) -> int:
+    text = lines[line] if 0 <= line < len(lines) else ""
+    return len(text) - len(text.lstrip())
+
+
+def _diagnostic(rng: dict, message: str) -> dict:
+    return {"range": rng, "severity": "error", "source": "safety", "message": message}

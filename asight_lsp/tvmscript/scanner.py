@@ -11,7 +11,7 @@ from typing import Any
 from .model import Binding, Block, Buffer, Function, Loop, Unit
 from .pysource import dotted_name, unit_kind, value_or_text
 from .ranges import make_range, node_range
-from .safety import check_unit
+from .safety import gate_unit
 
 
 LOOP_KINDS = {"grid": "grid", "serial": "serial", "range": "serial", "parallel": "parallel",
@@ -345,5 +345,6 @@ def _unit(node: ast.stmt, ctx: _Context) -> tuple[Unit, list[Function]] | None:
     else:
         functions.append(_function(node, kind, ctx, None, node.name))
     unit.functions = [f.id for f in functions]
-    unit.problems = check_unit(node, ctx.aliases, ctx.constants, ctx.lines, ctx.line_offset)
+    verdict = gate_unit(node, ctx.aliases, ctx.constants, ctx.lines, ctx.line_offset)
+    unit.problems, unit.notes = verdict.problems, verdict.notes
     return unit, functions

@@ -21,6 +21,8 @@ class RunData:
     table: CandidateTable
     function: Function | None
     notes: list[str] = field(default_factory=list)
+    task: str | None = None                      # the task shown (runs of several tasks: one at a time)
+    tasks: list[str] = field(default_factory=list)
 
 
 def run_info(data: RunData) -> dict:
@@ -38,7 +40,8 @@ def run_info(data: RunData) -> dict:
                   "best_us": (record.get("tuned") or {}).get("median_us"),
                   "speedup": (record.get("speedup") or {}).get("estimate"), "verdict": record.get("verdict"),
                   "headline": headline_text(record, tuning_best), "tuning_best_us": tuning_best,
-                  "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy"))})
+                  "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
+                  "task": data.task, "tasks": data.tasks or None})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

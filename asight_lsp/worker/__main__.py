@@ -1,18 +1,34 @@
-"""``python -m asight_lsp.worker``: serve msgpack-framed requests on stdin/stdout until EOF."""
+"""``python -m asight_lsp.worker [--unsandboxed]``: serve msgpack-framed requests on stdin/stdout until EOF.
+
+The worker imports TVM, then loads its OS sandbox (``worker/sandbox.py``, docs/sandbox.md) and
+tells the client in a first frame ``{"id": 0, "hello": {"pid", "sandbox"}}`` whether it holds,
+before it reads the first request.  ``--unsandboxed`` is for trusted requests that need files and
+processes (``asight profile --cachegrind``); the core asks for it explicitly (``WorkerClient``).
+"""
 from __future__ import annotations
 
 import os
 import sys
 import traceback
 
+REQUIRE_ENV = "ASIGHT_REQUIRE_SANDBOX"   # "1": refuse to parse when the sandbox cannot be loaded
 
-def main() -> int:
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # TVM and user prints must never corrupt the frame stream
     from ..engine import wire
     from ..engine.framing import FrameError, read_frame, write_frame
-    from .handlers import HANDLERS
+    from . import sandbox
+    from .handlers import HANDLERS   # imports TVM (and everything a request needs) before the filter
 
+    status = sandbox.skip("started with --unsandboxed for a trusted request") if "--unsandboxed" in argv \
+        else sandbox.apply()
+    refusal = _refusal(status)
+    if not status.active and status.requested:
+        print(f"asight worker: running WITHOUT its OS sandbox: {status.reason}", file=sys.stderr, flush=True)
+    write_frame(stdout, {"id": 0, "hello": {"pid": os.getpid(), "sandbox": status.to_dict()}})
     while True:
         try:
             request = read_frame(stdin)
@@ -22,20 +38,32 @@ def main() -> int:
         if method == wire.SHUTDOWN:
             return 0
         handler = HANDLERS.get(method)
-        if handler is None:
-            write_frame(stdout, {"id": rid, "error": {"type": "UnknownMethod", "message": f"unknown method {method!r}"}})
+        if handler is None or (refusal and method != wire.PING):
+            message = refusal if handler is not None else f"unknown method {method!r}"
+            kind = "SandboxUnavailable" if handler is not None else "UnknownMethod"
+            write_frame(stdout, {"id": rid, "error": {"type": kind, "message": message}})
             continue
+        _serve(handler, rid, request.get("params") or {}, stdout, write_frame)
 
-        def emit(event: dict, _rid=rid) -> None:
-            write_frame(stdout, {"id": _rid, "event": event})
 
-        try:
-            result = handler(request.get("params") or {}, emit)
-            write_frame(stdout, {"id": rid, "result": result})
-        except Exception as err:  # every failure becomes a one-line error for the caller
-            traceback.print_exc(file=sys.stderr)
-            message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            write_frame(stdout, {"id": rid, "error": {"type": type(err).__name__, "message": message}})
+def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
+    def emit(event: dict) -> None:
+        write_frame(stdout, {"id": rid, "event": event})
+
+    try:
+        result = handler(params, emit)
+        write_frame(stdout, {"id": rid, "result": result})
+    except Exception as err:  # every failure becomes a one-line error for the caller
+        traceback.print_exc(file=sys.stderr)
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        write_frame(stdout, {"id": rid, "error": {"type": type(err).__name__, "message": message}})
+
+
+def _refusal(status) -> str | None:
+    """With ``ASIGHT_REQUIRE_SANDBOX=1``, the one-line error every request gets when the sandbox is not active."""
+    if status.active or not status.requested or os.environ.get(REQUIRE_ENV, "") in ("", "0"):
+        return None
+    return f"the TVM worker's OS sandbox is required ({REQUIRE_ENV}=1) but not active: {status.reason}"
 
 
 if __name__ == "__main__":

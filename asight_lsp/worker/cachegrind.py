@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import sandbox
 from .compat import tvm
 from .programs import entry_name
 
@@ -26,6 +27,9 @@ rt[entry](*args)
 
 def cachegrind(mod, target, arrays: list[np.ndarray], timeout: float = 300.0) -> dict:
     """Simulated cache misses per TVMScript line (valgrind cachegrind on a serial build)."""
+    if sandbox.STATUS.active:   # no files, no processes in the sandbox (docs/sandbox.md)
+        return {"skipped": "cachegrind needs a worker without the OS sandbox (asight profile --cachegrind starts "
+                           "one)", "source": "valgrind cachegrind"}
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return {"skipped": "valgrind is not installed", "source": "valgrind cachegrind"}

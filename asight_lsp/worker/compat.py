@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 import types
+from contextvars import ContextVar
+from typing import TypeVar
 
 import tvm  # noqa: F401  (0.8 s, 190 MiB: paid once per worker process)
 import tvm.script
@@ -19,26 +21,71 @@ from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 from tvm.support.tar import tar
 
+from ..tvmscript.safety import code_string_problem
+
 __all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
            "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
            "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
-           "parse_script", "builder_job"]
+           "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "torch_importer"]
 
 
-def script_globals(constants: dict | None = None, aliases: dict | None = None) -> dict:
-    """Globals for ``tvm.script.from_source``: T/I/R, the file's aliases and literal constants."""
+def script_globals(constants: dict | None = None, aliases: dict | None = None, metadata=None) -> dict:
+    """Globals for ``tvm.script.from_source``: TVM's own (T/I/R/Tx ...), the file's namespace aliases,
+    literal constants, printed ``TypeVar`` symbols and, when given, the printed ``metadata``."""
     env = tvm.script.parser.core.entry._default_globals()
-    namespaces = {"T": env["T"], "I": env["I"], "R": env["R"]}
-    for alias, namespace in (aliases or {}).items():
-        if namespace in namespaces:
-            env[alias] = namespaces[namespace]
+    namespaces = {"T": env["T"], "I": env["I"], "R": env["R"], "Tx": env["Tx"]}
+    for alias, what in (aliases or {}).items():
+        if what in namespaces:
+            env[alias] = namespaces[what]
+        elif what == "TypeVar":
+            env[alias] = TypeVar(alias)
     env.update(constants or {})
+    if metadata is not None:
+        env["metadata"] = metadata
     return env
 
 
-def parse_script(text: str, constants: dict | None = None, aliases: dict | None = None):
-    """Parse TVMScript text (already vetted by the safety gate) into a PrimFunc or IRModule."""
-    return tvm.script.from_source(text, extra_vars=script_globals(constants, aliases))
+def parse_script(text: str, constants: dict | None = None, aliases: dict | None = None,
+                 check_well_formed: bool = True, metadata=None):
+    """Parse TVMScript text (already vetted by the safety gate) into a PrimFunc or IRModule.
+
+    Strings Relax evaluates as shape expressions pass the gate's rules first, computed ones too
+    (``guard_shape_strings``)."""
+    token = _ALIASES.set(dict(aliases or {}))
+    try:
+        return tvm.script.from_source(text, extra_vars=script_globals(constants, aliases, metadata),
+                                      check_well_formed=check_well_formed)
+    finally:
+        _ALIASES.reset(token)
+
+
+def load_metadata(json_text: str):
+    """The objects of a printed metadata section (its JSON already checked to hold IR data only)."""
+    return tvm.ir.load_json(json_text)
+
+
+_ALIASES: ContextVar[dict] = ContextVar("asight_script_aliases", default={})
+
+
+def guard_shape_strings() -> None:
+    """Make Relax's ``_eval_shape`` (it ``eval``s shape strings of annotations with the parser's
+    globals and builtins) refuse a string the gate would refuse (docs/safety.md)."""
+    from tvm.relax.script.parser import entry
+
+    original = getattr(entry._eval_shape, "__wrapped__", entry._eval_shape)
+
+    def _eval_shape(expr, dict_globals):
+        if isinstance(expr, str):
+            problem = code_string_problem(expr, _ALIASES.get() or {"T": "T", "R": "R", "I": "I", "Tx": "Tx"})
+            if problem is not None:
+                raise ValueError(f"not evaluated: {problem}")
+        return original(expr, dict_globals)
+
+    _eval_shape.__wrapped__ = original
+    entry._eval_shape = _eval_shape
+
+
+guard_shape_strings()
 
 
 def stub_tensor_intrin() -> None:
@@ -65,6 +112,21 @@ def builder_job(f_build, item) -> tuple:
     ``LocalBuilder`` does (its worker function and parameter serialisation are private in 0.27)."""
     from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
     return _worker_func, (f_build, None, item.mod, item.target, _serialize_params(item.params))
+
+
+def onnx_importer():
+    """TVM's ONNX importer (``relax.frontend.onnx.from_onnx``) and ``onnx.load``; the onnx package
+    is a dependency of asight (docs/dependencies.md)."""
+    import onnx
+    from tvm.relax.frontend.onnx import from_onnx
+    return onnx.load, from_onnx
+
+
+def torch_importer():
+    """``torch.export.load`` and TVM's ``from_exported_program`` (only where PyTorch is installed)."""
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+    return torch.export.load, from_exported_program
 
 
 def normalize_mod(func):

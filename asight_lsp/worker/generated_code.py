@@ -23,7 +23,8 @@ import json
 from ..engine.wire import tag
 from ..protocol import CODE_LEVELS
 from ..engine import wire
-from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm
+from .compat import Trace, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm
+from .relax_pipeline import bindings
 from .parse import parse_request
 from .programs import measuring_target, prim_funcs
 from .records import apply_record, best_record, fresh_copy, record_latency, run_database
@@ -31,8 +32,30 @@ from .records import apply_record, best_record, fresh_copy, record_latency, run_
 LEVELS = CODE_LEVELS
 
 
+def _relax_task(parsed, params: dict):
+    """(task name, PrimFunc MetaSchedule tuned for it, its call sites) of a Relax module."""
+    from .relax_pipeline import fuse
+    from .relax_profile import call_sites
+    stub_tensor_intrin()
+    target = measuring_target(params.get("target"))
+    entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
+    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)}
+    name = params.get("task")
+    if name not in tasks:
+        what = f"no task '{name}' in this model" if name else "a Relax model has one kernel per task: pick one with --task"
+        raise ValueError(f"{what} (tasks: {', '.join(sorted(tasks))})")
+    lines = {b.var.name: int(b.value.span.line) for b in bindings(parsed[entry]) if b.value.span is not None}
+    sites = [{"call": k, "vars": s["vars"], "lines": sorted(lines[v] for v in s["vars"] if v in lines)}
+             for k, s in enumerate(s for s in call_sites(parsed, target, True, entry) if s["callee"] == name)]
+    return name, tasks[name].dispatched[0]["main"], sites
+
+
 def _function(params: dict):
     parsed = parse_request(params)
+    if isinstance(parsed, tvm.IRModule) and any(isinstance(f, relax.Function) for _, f in parsed.functions_items()):
+        name, func, sites = _relax_task(parsed, params)
+        params["_sites"] = sites
+        return name, func
     funcs = prim_funcs(parsed, params.get("function"))
     if len(funcs) != 1:
         names = ", ".join(name for name, _ in funcs)
@@ -92,6 +115,8 @@ def code(params: dict, emit=None) -> dict:
     name, func = _function(params)
     mod, applied = _schedule(func, params)
     out = {"function": name, "level": level, "applied": applied}
+    if "_sites" in params:
+        out["task"], out["callSites"] = name, params["_sites"]
     if level == "scheduled":
         out.update(text=mod.script(obj_to_annotate=annotations(mod)), format="tagged-tvmscript")
         return out

@@ -12,11 +12,14 @@ import time
 from ..engine import wire
 from .compat import tvm
 
-MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code"]   # each has HANDLERS
+MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code",
+           "model_import", "model_export"]   # each has HANDLERS
 
 
 def ping(params: dict, emit=None) -> dict:
-    return {"pid": os.getpid(), "tvm": tvm.__version__, "threads": os.environ.get("TVM_NUM_THREADS")}
+    from .sandbox import STATUS
+    return {"pid": os.getpid(), "tvm": tvm.__version__, "threads": os.environ.get("TVM_NUM_THREADS"),
+            "sandbox": STATUS.to_dict()}
 
 
 def debug_sleep(params: dict, emit=None) -> dict:

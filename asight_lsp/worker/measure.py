@@ -135,7 +135,8 @@ def _options(params: dict) -> dict:
             "features": params.get("features", True) is not False,
             "cachegrind": bool(params.get("cachegrind")),
             "rtol": float(params.get("rtol") or DEFAULT_RTOL),
-            "atol": float(params.get("atol") or DEFAULT_ATOL)}
+            "atol": float(params.get("atol") or DEFAULT_ATOL),
+            "weights": params.get("weights") or None}
 
 
 def profile(params: dict, emit=None) -> dict:
@@ -186,7 +187,7 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
     headline = compare_relax(mod, fn, database if tuned else None, target, tuned, opts["seed"], opts["check"],
-                             opts["budget_s"], timed=opts["timing"])
+                             opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
     return detail_out, headline
 
 

@@ -20,9 +20,10 @@ from typing import Callable
 
 from ..engine.targets import TargetError, target_config
 from ..engine import wire
-from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
+from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
+from .search import BudgetedSearch, TrialBudget, search_strategy
 from .relax_pipeline import fuse
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
@@ -222,7 +223,8 @@ class Plan:
     entry: str = "main"
 
     def task_records(self) -> list[dict]:
-        return [{"name": t.name, "weight": t.weight, "functions": t.functions} for t in self.tasks]
+        return [{"name": t.name, "weight": t.weight, "functions": t.functions,
+                 "workload_hash": str(tvm_ffi.structural_hash(t.mod))} for t in self.tasks]
 
 
 def plan_for(parsed, function: str | None, target) -> Plan:
@@ -256,61 +258,6 @@ def plan_for(parsed, function: str | None, target) -> Plan:
 def _symbol(func) -> str | None:
     attrs = func.attrs
     return str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else None
-
-
-def search_strategy(per_iter: int):
-    """MetaSchedule's evolutionary search, its population scaled to the batch size.
-
-    The default population (512, evolved 4 times) costs the same for a batch of 4 as for 64:
-    with small batches the search dominated (a conv2d task: 44 s of search for 4 trials).
-    Batches of 32 or more keep TVM's default.
-    """
-    population = max(128, min(512, 16 * per_iter))
-    return ms.search_strategy.EvolutionarySearch(population_size=population)
-
-
-class TrialBudget:
-    """Trials a run may still measure, shared by the search of every task."""
-
-    def __init__(self, trials: int):
-        self.left = trials
-
-
-@derived_object
-class BudgetedSearch(ms.search_strategy.PySearchStrategy):
-    """MetaSchedule's search that never proposes more candidates than the run's budget has left.
-
-    MetaSchedule checks the global budget only before it asks a task for a batch, so the last batch
-    overran it (3 PrimFuncs in batches of 10 measured 40 trials of 32; 24 ResNet tasks 131 of 128).
-    """
-
-    def __init__(self, inner, budget: TrialBudget):
-        self.inner, self.budget = inner, budget
-
-    def _initialize_with_tune_context(self, context) -> None:
-        self.inner._initialize_with_tune_context(context)
-
-    def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
-        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
-
-    def post_tuning(self) -> None:
-        self.inner.post_tuning()
-
-    def generate_measure_candidates(self):
-        if self.budget.left <= 0:
-            return None
-        candidates = self.inner.generate_measure_candidates()
-        if candidates is None:
-            return None
-        candidates = list(candidates)[:self.budget.left]
-        self.budget.left -= len(candidates)
-        return candidates
-
-    def notify_runner_results(self, measure_candidates, results) -> None:
-        self.inner.notify_runner_results(measure_candidates, results)
-
-    def clone(self):
-        return BudgetedSearch(self.inner.clone(), self.budget)
 
 
 def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32,
@@ -397,12 +344,15 @@ def open_database(work_dir: str):
 
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
          on_batch: Callable[[int, list, int], None] | None = None, per_iter: int | None = None,
-         database=None, builder=None, runner=None, constraints: list | None = None, space=None):
-    """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB."""
+         database=None, builder=None, runner=None, constraints: list | None = None, space=None,
+         budget: TrialBudget | None = None):
+    """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB.
+    ``budget`` (default: ``trials``) says afterwards how many known schedules the search skipped."""
     prepare_intrinsics(target)
     threads = cores()
     per_iter = per_iter or trials_per_iter(trials, len(plan.tasks))
-    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints, space, TrialBudget(trials))
+    budget = budget or TrialBudget(trials)
+    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints, space, budget)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))

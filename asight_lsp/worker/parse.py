@@ -11,12 +11,15 @@ import time
 from collections import OrderedDict
 
 from ..engine import wire
-from .compat import DiagnosticError, parse_script, relax, tirx
+from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
+from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree
+from .compat import DiagnosticError, load_metadata, parse_script, relax, tirx
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
 CARETS = re.compile(r"^\s*\|\s(?P<pad>\s*)(?P<carets>\^+)\s*$", re.M)
 _CACHE: "OrderedDict[str, object]" = OrderedDict()
 _CACHE_SIZE = 1024
+_METADATA: dict = {}  # metadata code -> loaded objects (a few printed models at most)
 
 
 def mask_text(lines: list[str], start: int, end: int) -> str:
@@ -32,18 +35,50 @@ def parse_request(params: dict):
 
 
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
-    """The parsed PrimFunc/IRModule of one unit (cached by position, text, constants and aliases)."""
+    """The parsed PrimFunc/IRModule of one unit (cached by position, text, constants and aliases).
+
+    As TVM's own decorators would: ``check_well_formed=False`` in the unit's decorator is honoured;
+    a printed module's ``metadata`` is loaded from the file's metadata section, and without one the
+    ``"params"`` entries of ``func_attr`` that hold only metadata references are blanked."""
     body = "\n".join(lines[unit["start_line"]:unit["end_line"] + 1])
     key = hashlib.sha1(repr((unit["start_line"], body, sorted(constants.items()),
                              sorted(aliases.items()))).encode()).hexdigest()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    parsed = parse_script("\n" * unit["start_line"] + body, constants, aliases)
+    metadata = _metadata(lines, aliases.get(METADATA, ""))
+    text = body if metadata is not None else blank_metadata_params(body)
+    parsed = parse_script("\n" * unit["start_line"] + text, constants, aliases,
+                          check_well_formed=_check_well_formed(body), metadata=metadata)
     _CACHE[key] = parsed
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return parsed
+
+
+def _check_well_formed(body: str) -> bool:
+    """``check_well_formed=`` of the unit's decorator (a literal), True without one."""
+    try:
+        tree = parse_tree(body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return bool(decorator_keyword(tree.body[0], "check_well_formed", True)) if tree.body else True
+
+
+def _metadata(lines: list[str], code: str):
+    """The loaded metadata section the outline found (``aliases["metadata"]``), or None."""
+    if not code.startswith("metadata:"):
+        return None
+    if code not in _METADATA:
+        text = "\n".join(lines)
+        trees, _ = parse_chunks(text, lines)
+        section = next((s for s in (metadata_section(tree, offset) for tree, offset in trees) if s), None)
+        if section is None or section.problem is not None or section.code != code:
+            return None
+        _METADATA[code] = load_metadata(section.text)
+        while len(_METADATA) > 4:
+            _METADATA.pop(next(iter(_METADATA)))
+    return _METADATA[code]
 
 
 def error_to_problem(err: BaseException) -> dict:

@@ -6,16 +6,39 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store.runs import DB_RECORDS, DB_WORKLOADS, read_json_lines
+from ..store.database import require_intact
+from ..store.runs import DB_RECORDS, DB_WORKLOADS, DamagedDatabase, read_json_lines
 from .compat import Trace, ms, normalize_mod, s_tir, tvm, tvm_ffi
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
 
 
 def run_database(run_dir: str | None):
-    if not run_dir or not (Path(run_dir) / "database_tuning_record.json").exists():
+    """The run's database for TVM: ``DamagedDatabase`` (one line) when TVM could not use it; its
+    readable records in memory when only a torn last line would make TVM refuse the files (this
+    worker is sandboxed and may not repair them; ``store/database.py``)."""
+    if not run_dir or not (Path(run_dir) / DB_RECORDS).exists():
         return None
-    return ms.database.JSONDatabase(work_dir=str(run_dir), allow_missing=False)
+    health = require_intact(run_dir)
+    try:
+        if health.needs_memory_copy:
+            return _memory_database(read_trials(run_dir))
+        return ms.database.JSONDatabase(work_dir=str(run_dir), allow_missing=False)
+    except Exception as err:  # noqa: BLE001 - TVM's check failures: say what they mean
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DamagedDatabase(f"damaged database in run {Path(run_dir).name}: TVM cannot load it ({first[:200]})") \
+            from None
+
+
+def _memory_database(trials: "Trials"):
+    database = ms.database.MemoryDatabase(module_equality="structural")
+    committed = {}
+    for trial in range(len(trials.rows)):
+        record = trials.record(trial)
+        workload = committed.setdefault(trials.rows[trial][0], database.commit_workload(record.workload.mod))
+        database.commit_tuning_record(ms.database.TuningRecord(record.trace, workload, record.run_secs,
+                                                               record.target, record.args_info))
+    return database
 
 
 def record_latency(record) -> float | None:
@@ -126,7 +149,9 @@ class Trials:
 
 
 def read_trials(run_dir: str | Path) -> Trials:
-    """Every trial of a run, readable one by one (a torn or unreadable line is skipped)."""
+    """Every trial of a run, readable one by one (a torn last line is left out; a damaged database
+    raises ``DamagedDatabase``)."""
+    require_intact(run_dir)
     workloads, hashes = [], []
     for row in read_json_lines(Path(run_dir) / DB_WORKLOADS):
         try:

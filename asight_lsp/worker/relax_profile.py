@@ -22,36 +22,64 @@ def _callee(value) -> str | None:
     return None
 
 
-def _uses(expr) -> set[str]:
-    names: set[str] = set()
-    relax.analysis.post_order_visit(expr, lambda e: names.add(e.name) if isinstance(e, relax.Var) else None)
-    return names
+def _var_args(value) -> tuple:
+    """The Relax vars a ``call_tir`` reads (its argument tuple), constants left out."""
+    args = value.args[1] if len(value.args) > 1 else None
+    fields = getattr(args, "fields", [args] if args is not None else [])
+    return tuple(f for f in fields if isinstance(f, relax.Var))
+
+
+def _legal_index(legal_fn) -> dict[tuple, list[str]]:
+    """(callee, argument names) -> names of the legalized bindings making that call, in order."""
+    index: dict[tuple, list[str]] = {}
+    for b in bindings(legal_fn):
+        callee = _callee(b.value)
+        if callee:
+            key = (callee, tuple(a.name for a in _var_args(b.value)))
+            index.setdefault(key, []).append(b.var.name)
+    return index
+
+
+def _match_call(value, env: dict, index: dict) -> str | None:
+    """The legalized binding this ``call_tir`` (arguments renamed through ``env``) is, if any."""
+    key = (_callee(value), tuple(env.get(a, a.name) for a in _var_args(value)))
+    names = index.get(key)
+    return names.pop(0) if names else None
 
 
 def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
     """Kernel calls of ``fn`` in execution order, each with the source variables it computes.
 
-    LegalizeOps drops spans but keeps binding names 1:1.  FuseOps keeps the inner names of each
-    group except its output (renamed ``gv``); the output is the legalized binding that calls the
-    same PrimFunc on a member of the group (docs/tvm.md §6).
+    LegalizeOps drops spans but keeps binding names 1:1.  FuseOps shares one grouped function
+    between identical groups (its inner names are the first group's), so each call site is followed
+    through the dataflow: the grouped function's params take the call's arguments, and each inner
+    ``call_tir`` is the legalized binding making the same call on the same variables
+    (docs/tvm.md §6).  Every call of a repeated kernel gets its own bindings.
     """
-    legal = bindings(legalize(mod, target)[fn])
+    legal_fn = legalize(mod, target)[fn]
     if not fused:
-        return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in legal if _callee(b.value)]
+        return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in bindings(legal_fn) if _callee(b.value)]
     grouped = group(mod, target)
+    index = _legal_index(legal_fn)
+    env: dict = {}
     sites = []
     for b in bindings(grouped[fn]):
         value = b.value
         op = getattr(value, "op", None)
         if isinstance(value, relax.Call) and isinstance(op, tvm.ir.GlobalVar) and isinstance(grouped[op], relax.Function):
-            inner = bindings(grouped[op])
-            members = [x.var.name for x in inner[:-1]]
-            last = _callee(inner[-1].value)
-            outs = [lb.var.name for lb in legal if lb.var.name not in members and _uses(lb.value) & set(members)]
-            exact = [lb.var.name for lb in legal if lb.var.name in outs and _callee(lb.value) == last]
-            sites.append({"callee": op.name_hint, "vars": members + (exact or outs)[:1]})
+            inner_fn = grouped[op]
+            inner = dict(zip(inner_fn.params, (env.get(a, getattr(a, "name", None)) for a in value.args)))
+            members = []
+            for ib in bindings(inner_fn):
+                name = _match_call(ib.value, inner, index) if _callee(ib.value) else None
+                if name is not None:
+                    inner[ib.var] = name
+                    members.append(name)
+            env[b.var] = members[-1] if members else b.var.name
+            sites.append({"callee": op.name_hint, "vars": members})
         elif _callee(value):
-            sites.append({"callee": _callee(value), "vars": [b.var.name]})
+            env[b.var] = _match_call(value, env, index) or b.var.name
+            sites.append({"callee": _callee(value), "vars": [env[b.var]]})
     return sites
 
 
@@ -150,7 +178,7 @@ def per_call(executable, arrays: list[np.ndarray], sites: list[dict], flops: dic
 def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts: dict, fn: str = "main") -> dict:
     """Per-call latency of the untuned and the tuned Relax program (detail; the headline is
     ``remeasure.compare_relax``)."""
-    arrays = relax_inputs(mod[fn], opts["seed"])
+    arrays = relax_inputs(mod[fn], opts["seed"], opts.get("weights"))
     out = {"name": fn, "tasks": {}, "notes": [],
            "var_lines": {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
                          for b in bindings(mod[fn])}}

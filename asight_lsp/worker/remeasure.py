@@ -144,7 +144,17 @@ def applied_kernels(program, database, target) -> dict:
             "default": sorted(k for k, v in kernels.items() if not v)}
 
 
-def relax_inputs(func, seed: int = 0) -> list[np.ndarray]:
+def load_weights(path: str | None) -> dict[str, np.ndarray]:
+    """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
+    if not path:
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def relax_inputs(func, seed: int = 0, weights: str | None = None) -> list[np.ndarray]:
+    """One array per parameter of ``func``: the model's weights where the weights file has an
+    array of that name, shape and dtype; seeded random values for the rest (the inputs)."""
     specs = []
     for param in func.params:
         info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
@@ -152,7 +162,13 @@ def relax_inputs(func, seed: int = 0) -> list[np.ndarray]:
         if shape is None or not hasattr(shape, "values"):
             raise ValueError(f"parameter '{param.name}' is not a tensor of static shape")
         specs.append((tuple(int(x) for x in shape.values), str(info.dtype)))
-    return random_arrays(specs, seed)
+    arrays = random_arrays(specs, seed)
+    known = load_weights(weights)
+    for i, (param, (shape, dtype)) in enumerate(zip(func.params, specs)):
+        value = known.get(param.name)
+        if value is not None and tuple(value.shape) == shape and str(value.dtype) == dtype:
+            arrays[i] = value
+    return arrays
 
 
 def flatten(value) -> list[np.ndarray]:
@@ -162,7 +178,8 @@ def flatten(value) -> list[np.ndarray]:
 
 
 def compare_relax(program, entry: str, database, target, tasks_with_records: list[str], seed: int = 0,
-                  check: bool = True, budget_s: float | None = None, timed: bool = True) -> dict:
+                  check: bool = True, budget_s: float | None = None, timed: bool = True,
+                  weights: str | None = None) -> dict:
     """The untuned program vs the program built with ``database``, end to end, interleaved (without a
     database: the untuned program alone).
 
@@ -178,7 +195,7 @@ def compare_relax(program, entry: str, database, target, tasks_with_records: lis
             raise ValueError(f"the tuned build applied none of the {len(tasks_with_records)} tuned kernels")
         executables["tuned"] = ms.relax_integration.compile_relax(database, program, target, params=None)
     dev = tvm.cpu(0)
-    arrays = relax_inputs(program[entry], seed)
+    arrays = relax_inputs(program[entry], seed, weights)
     programs, outputs = [], {}
     for side, executable in executables.items():
         vm = relax.VirtualMachine(executable, dev)
@@ -195,7 +212,8 @@ def compare_relax(program, entry: str, database, target, tasks_with_records: lis
 
 
 def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by: str, *, program=None,
-                entry: str = "main", chosen: list[dict] | None = None, seed: int = 0) -> dict | None:
+                entry: str = "main", chosen: list[dict] | None = None, seed: int = 0,
+                weights: str | None = None) -> dict | None:
     """The measurement record of a run: the best per task by re-measurement (unless ``chosen`` is
     given), then untuned vs tuned through the harness.  ``tasks``: (name, module MetaSchedule tuned);
     for Relax ``program`` is the raw module, measured end to end.  None when no task has a record."""
@@ -206,7 +224,7 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
     extra = {"chosen": chosen, "trials": len(trials.rows)}
     if kind == "relax":
         result = compare_relax(program, entry, chosen_database(trials, chosen), target,
-                               [c["task"] for c in chosen], seed)
+                               [c["task"] for c in chosen], seed, weights=weights)
         extra["applied"] = result["applied"]
         scope = "program"
     else:

@@ -8,7 +8,8 @@ the unit, measures the untuned baseline once, tunes with MetaSchedule into ``RUN
 Cancel: SIGINT/SIGTERM wake a watcher thread at once (``signal.set_wakeup_fd``; the main thread
 may be deep in MetaSchedule's C++ search), which records state ``cancelled`` and SIGKILLs the
 whole process group — the job and its builder/runner workers — in one call.  Every record already
-appended to the JSON database stays; a torn last line is dropped by ``Run.repair_db`` on resume.
+appended to the JSON database stays; a torn last line is set aside by ``Run.repair_db`` on resume
+(and said); a damaged database is refused (``store/database.py``).
 """
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class TuningProcess:
         self.trials_done = 0
         self.best_us: float | None = None
         self.baseline_us: float | None = None
+        self.budget = None     # metaschedule.TrialBudget of this session (known schedules it skipped)
 
     # -- bookkeeping
     def event(self, event_type: str, **fields) -> None:
@@ -139,10 +141,11 @@ class TuningProcess:
             self.update(trials_done=tracker.trials_done, best_us=self.best_us)
 
         started = time.perf_counter()
+        self.budget = tuning.TrialBudget(remaining)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
-                        space=space)
+                        space=space, budget=self.budget)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
 
     def prepare(self, meta: RunMeta):
@@ -155,7 +158,7 @@ class TuningProcess:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
             raise InputProblem(str(err), "usage") from None
-        self.run.repair_db()
+        self.check_database()
         try:
             plan = tuning.plan_for(parsed, member, target)
         except ValueError as err:
@@ -175,6 +178,20 @@ class TuningProcess:
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
 
+    def check_database(self) -> None:
+        """Set a torn last line aside (said in an event and run.json), refuse a damaged database
+        (exit 2) before TVM meets it (``store/database.py``)."""
+        from ..store.database import require_intact
+        from ..store.runs import DamagedDatabase
+        dropped = self.run.repair_db()
+        try:
+            health = require_intact(self.run.path)
+        except DamagedDatabase as err:
+            raise InputProblem(str(err), "usage") from None
+        if dropped:
+            self.event("status", stage="repair", message=f"set aside {dropped} torn line of the records file (a write "
+                       f"cut short); {health.records} measured records kept")
+
     def conclude(self, meta: RunMeta, plan, target, space, tracker, database, tune_s: float) -> None:
         """Keep what tuning measured, then re-measure: the best per task and untuned vs tuned
         (end to end for Relax) through the harness; that record is the run's headline."""
@@ -183,7 +200,8 @@ class TuningProcess:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
                                f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)")
         tuning = {"best_us": tracker.total_us(), "best_tasks_us": tracker.per_task_us(), "seconds": tune_s,
-                  "failed": tracker.errors, "source": TUNING_SOURCE}
+                  "failed": tracker.errors, "source": TUNING_SOURCE,
+                  "repeats_skipped": self.budget.repeats_skipped if self.budget else 0}
         meta = self.run.load()
         record = meta.measurement if tracker.trials_done == tracker.trials_before and meta.measurement else None
         if record is None and not meta.rpc and any(b is not None for b in tracker.best):
@@ -204,8 +222,10 @@ class TuningProcess:
         """The run's measurement record (``worker/remeasure.measure_run``); a failure is recorded, not fatal."""
         from . import remeasure
         try:
+            from ..engine.wire import weights_beside
             return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                         "tuning job", program=plan.program, entry=plan.entry)
+                                         "tuning job", program=plan.program, entry=plan.entry,
+                                         weights=weights_beside(self.run.load().file))
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -74,17 +74,17 @@ async def test_hostile_file_gets_a_diagnostic_and_is_never_executed(client: Lang
 
 async def test_a_killed_worker_is_restarted(client: LanguageClient, workspace):
     await initialize(client, "vscode", workspace, {"diagnosticsDelayMs": 100})
-    text = (FIXTURES / "broken" / "bad_namespace_call.py").read_text()
+    text = (FIXTURES / "broken" / "wrong_arity.py").read_text()  # an error only TVM finds
     path = workspace / "bad.py"
     path.write_text(text)
     uri = open_doc(client, path)
-    await wait_for(lambda: any("grd" in m for m in messages(client, uri)))
+    await wait_for(lambda: any("(2 vs. 1)" in m for m in messages(client, uri)))
     status = await request(client, P.REQ_STATUS)
     os.kill(status["workerPid"], signal.SIGKILL)
     # a new unit text needs the worker again: it comes back and answers
-    replace_all(client, uri, text.replace("T.grd(16)", "T.grid(16)"), 2)
+    replace_all(client, uri, text.replace("[i])", "[i, j])"), 2)
     await wait_for(lambda: uri in client.diagnostics and not client.diagnostics[uri], timeout=60)
-    replace_all(client, uri, text.replace("T.grd(16)", "T.gridd(16)"), 3)
-    await wait_for(lambda: any("gridd" in m for m in messages(client, uri)), timeout=60)
+    replace_all(client, uri, text.replace('"SS", [i])', '"SSS", [i, j])'), 3)
+    await wait_for(lambda: any("(3 vs. 2)" in m for m in messages(client, uri)), timeout=60)
     status = await request(client, P.REQ_STATUS)
     assert status["workerRestarts"] >= 1 and status["workerPid"] is not None

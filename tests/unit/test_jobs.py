@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -246,6 +247,7 @@ def make_run(tmp_path, state="running", pid=999_999_999, records: list[str] | No
                                             sessions=[{"started": 0}]))
     if records is not None:
         run.records_path.write_text("".join(records))
+        shutil.copy(FIX / "runs" / "mbr128" / "database_workload.json", run.path)   # the workload they name
     return run
 
 

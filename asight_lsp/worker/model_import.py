@@ -1,0 +1,101 @@
+"""``asight import``'s TVM side: an ONNX model (or a saved ``torch.export`` program) through TVM's
+own importer, written as a TVMScript file every other command accepts, weights saved beside it.
+
+The importer keeps the weights as parameters (``keep_params_in_input``) and lists their values in
+``R.func_attr({"params": [...]})``, which TVM's printer writes as ``metadata[...]`` references the
+file cannot resolve; the values go to ``<file>.weights.npz`` instead (one array per Relax parameter,
+by name) and the attribute is dropped.  ``num_input`` stays: the parameters after it are weights.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..engine import wire
+from .compat import onnx_importer, parse_script, relax, torch_importer, tvm
+
+HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
+          "# Weights: {weights} (one array per parameter after the first {num_input}; measurements and\n"
+          "# `asight export` use them).  Edit freely: every asight command reads this file as TVMScript.\n")
+
+
+def _import(path: str, shapes: dict | None):
+    """(IRModule, importer label) of a model file."""
+    if path.endswith((".pt2", ".pt")):
+        try:
+            load, from_exported_program = torch_importer()
+        except ImportError:
+            raise ValueError("importing a torch.export program needs PyTorch (pip install torch); "
+                             "or export the model to ONNX and import that") from None
+        return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program"
+    load, from_onnx = onnx_importer()
+    try:
+        model = load(path)
+    except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
+        raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
+    return from_onnx(model, shape_dict=shapes or None, keep_params_in_input=True), "relax.frontend.onnx.from_onnx"
+
+
+def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]:
+    """``mod`` without the ``params`` attribute of ``fn``, the weights in parameter order, and
+    ``num_input`` (how many leading parameters are the model's inputs)."""
+    func = mod[fn]
+    attrs = func.attrs or {}
+    values = [v.numpy() for v in attrs["params"]] if "params" in attrs else []
+    num_input = int(attrs["num_input"]) if "num_input" in attrs else len(func.params) - len(values)
+    if "params" in attrs:
+        mod[fn] = func.without_attr("params")
+    return mod, values, num_input
+
+
+def printed(mod) -> tuple[str, object]:
+    """The module as TVMScript and that text parsed back: the printer renames parameters
+    (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count."""
+    text = mod.script()
+    return text, parse_script(text)
+
+
+def tensor_params(func, num_input: int) -> list[dict]:
+    """Name, shape and dtype of the first ``num_input`` parameters of a Relax function."""
+    out = []
+    for p in func.params[:num_input]:
+        info = getattr(p, "ty", None) or getattr(p, "struct_info", None)
+        values = getattr(getattr(info, "shape", None), "values", None) or []
+        shape = [int(v) if _static(v) else str(v) for v in values]
+        out.append({"name": p.name, "shape": shape, "dtype": str(getattr(info, "dtype", "?"))})
+    return out
+
+
+def _static(dim) -> bool:
+    try:
+        int(dim)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def import_model(params: dict, emit=None) -> dict:
+    """Import ``params["model"]`` into ``params["out"]`` (+ weights beside); see the module docstring."""
+    model, out = params["model"], params["out"]
+    mod, importer = _import(model, params.get("shapes"))
+    mod = relax.transform.DeadCodeElimination()(mod) if params.get("dce") else mod
+    mod, values, num_input = split_weights(mod)
+    script, parsed = printed(mod)
+    func = parsed["main"]
+    weights = {p.name: v for p, v in zip(func.params[num_input:], values)}
+    root, _ = os.path.splitext(out)
+    weights_path = root + wire.WEIGHTS_SUFFIX
+    np.savez(weights_path, **weights)
+    header = HEADER.format(model=os.path.basename(model), tvm=tvm.__version__, importer=importer,
+                           weights=os.path.basename(weights_path), num_input=num_input)
+    text = header + script
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return {"script": out, "weights": weights_path, "importer": importer, "inputs": tensor_params(func, num_input),
+            "params": len(weights), "weight_bytes": int(sum(w.nbytes for w in weights.values())),
+            "lines": text.count("\n") + 1,
+            "functions": sorted(gv.name_hint for gv in mod.get_global_vars())}
+
+
+HANDLERS = {wire.IMPORT_MODEL: import_model}

@@ -1,0 +1,172 @@
+"""A model built in code (two identical residual blocks) through TVM's real ONNX importer and
+`asight import`: the printed file checks, its weights are the model's, and every call of a
+repeated fused kernel maps to its own bindings (tune + profile through the real worker)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asight_lsp.cli import main as asight
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "fixtures" / "models"))
+onnx_build = pytest.importorskip("onnx_build")
+
+pytestmark = [pytest.mark.tvm]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """tiny_resnet.onnx imported with `asight import` (module-scoped: one import for the file)."""
+    base = tmp_path_factory.mktemp("model")
+    model = onnx_build.tiny_resnet(seed=3, size=8, width=4)
+    onnx_build.save(model, base / "tiny.onnx")
+    assert asight(["import", str(base / "tiny.onnx")]) == 0
+    return base, model
+
+
+def test_import_writes_a_file_every_command_accepts(imported, capsys):
+    base, model = imported
+    script = base / "tiny_relax.py"
+    text = script.read_text()
+    assert text.startswith("# Imported by `asight import tiny.onnx`")
+    assert "metadata[" not in text and '"params"' not in text    # the values went to the weights file
+    assert asight(["check", str(script)]) == 0
+    assert "no problems" in capsys.readouterr().out
+    from asight_lsp.tvmscript.outline import build_outline
+    fn = build_outline(text, str(script)).function("Module.main")
+    assert fn is not None and len(fn.bindings) >= 20
+    # weights: one array per parameter after the input, named as the file names them, values as in ONNX
+    weights = np.load(base / "tiny_relax.weights.npz")
+    params = [b.name for b in fn.buffers if b.kind == "param"]
+    assert params[0] == "input" and weights.files == params[1:]
+    from onnx import numpy_helper
+    init = {i.name.replace(".", "_"): numpy_helper.to_array(i) for i in model.graph.initializer}
+    for name in weights.files:
+        np.testing.assert_array_equal(weights[name], init[name])
+
+
+def test_import_refuses_to_overwrite_and_bad_models(imported, capsys):
+    base, _ = imported
+    assert asight(["import", str(base / "tiny.onnx")]) == 2
+    assert "exists (use --force" in capsys.readouterr().err
+    (base / "bad.onnx").write_bytes(b"not a protobuf")
+    assert asight(["import", str(base / "bad.onnx")]) == 2
+    assert "is not a readable ONNX model" in capsys.readouterr().err
+    assert not (base / "bad_relax.py").exists()
+    assert asight(["import", str(base / "tiny.onnx"), "-o", str(base / "x.py"), "--shape", "input=a"]) == 2
+    assert "integer dimensions" in capsys.readouterr().err
+
+
+def _call_sites(script: Path):
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import parse_unit
+    from asight_lsp.worker.programs import measuring_target
+    from asight_lsp.worker.relax_profile import call_sites
+    text = script.read_text()
+    outline = build_outline(text)
+    unit = outline.units[0]
+    mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
+                     outline.constants, outline.aliases)
+    return call_sites(mod, measuring_target(None), True)
+
+
+def test_each_call_of_a_repeated_kernel_has_its_own_bindings(imported):
+    sites = _call_sites(imported[0] / "tiny_relax.py")
+    by_callee: dict[str, list[list[str]]] = {}
+    for site in sites:
+        by_callee.setdefault(site["callee"], []).append(site["vars"])
+    repeated = {k: v for k, v in by_callee.items() if len(v) > 1 and k.startswith("fused_conv2d")}
+    assert len(repeated) == 2, by_callee        # conv+add+relu and conv+add+add+relu, twice each
+    for calls in repeated.values():
+        first, second = calls
+        assert first and second and not set(first) & set(second)
+    every = [v for s in sites for v in s["vars"]]
+    assert len(every) == len(set(every))        # no binding claimed by two calls
+
+
+@pytest.mark.slow
+def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
+    from asight_lsp.services.profiling import profile_file
+    from asight_lsp.services.tuning import TuneRequest, start_tune
+    monkeypatch.setenv("ASIGHT_TRIALS_PER_ITER", "1")
+    script = imported[0] / "tiny_relax.py"
+    job = start_tune(TuneRequest(file=str(script), function=None, trials=9, store_root=str(tmp_path), seed=0))
+    meta = job.wait(900)
+    assert meta.state == "done", meta.error
+    assert meta.measurement and meta.measurement["check"]["ok"] is True
+    profile = profile_file(str(script), run=meta.id, store_root=str(tmp_path))
+    assert profile["options"]["weights"] == str(imported[0] / "tiny_relax.weights.npz")
+    tuned = profile["relax"]["tasks"]["tuned"]["tasks"]
+    calls: dict[str, list] = {}
+    for call in tuned:
+        calls.setdefault(call["task"], []).append(call)
+    repeated = [c for c in calls.values() if len(c) > 1]
+    assert repeated
+    for first, second, *_ in repeated:
+        assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
+    _model_view_has_every_call(profile)
+    _export_runs(script, meta.id, tmp_path)
+    _code_of_a_task(script, meta.id, tmp_path, repeated[0])
+    _views_are_per_task(meta, tmp_path)
+
+
+def _views_are_per_task(meta, store: Path):
+    """Honeycomb and loop view of a model run show one task's candidates, never kernels mixed."""
+    from asight_lsp.services.run_data import load_run
+    from asight_lsp.views.searchspace import search_space
+    hashes = {t["name"]: t["workload_hash"] for t in meta.tasks}
+    assert all(hashes.values())
+    data = load_run(meta.id, str(store), extract=False)
+    assert data.task in hashes and len(data.tasks) == len(meta.tasks)
+    assert len(set(data.table.workload.tolist())) == 1
+    other = next(name for name in hashes if name != data.task)
+    data2 = load_run(meta.id, str(store), extract=False, task=other)
+    assert data2.task == other and set(data2.table.workload.tolist()) != set(data.table.workload.tolist())
+    payload = search_space(data, seed=0)
+    assert payload["run"]["task"] == data.task
+
+
+def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
+    """`asight code --task` shows that task's tuned kernel with every call site's bindings."""
+    from asight_lsp.services.codeview import code_view
+    task = calls[0]["task"]
+    view = code_view(str(script), run=run, store_root=str(store), task=task)
+    assert view["task"] == task and "T.prim_func" in view["text"] and view["candidate"]["trial"] is not None
+    assert [s["vars"] for s in view["callSites"]] == [c["vars"] for c in calls]
+    with pytest.raises(Exception, match="pick one with --task"):
+        code_view(str(script), run=run, store_root=str(store))
+
+
+def _model_view_has_every_call(profile: dict):
+    from asight_lsp.views.model import model_view
+    view = model_view(profile)
+    assert view["status"] == "ok" and abs(sum(t["share"] for t in view["tasks"]) - 1.0) < 1e-3  # shares are rounded
+    twice = [t for t in view["tasks"] if len(t["calls"]) == 2]
+    assert twice and all(t["calls"][0]["lines"] != t["calls"][1]["lines"] for t in twice)
+    assert all(t["untunedUs"] and t["trials"] for t in twice)
+    assert model_view({"kernels": []})["status"] == "unavailable"
+
+
+def _export_runs(script: Path, run: str, store: Path):
+    """`asight export` writes a library that tvm.runtime.load_module + relax.VirtualMachine run."""
+    import json
+    import subprocess
+    lib = store / "model.so"
+    out = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "--run", run, "-o", str(lib),
+                          "--work-dir", str(store), "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout)
+    assert reply["check"]["ok"] is True and reply["bound_weights"] == 12
+    assert reply["applied"]["from_records"] and reply["applied"]["missing"] == []
+    assert [i["name"] for i in reply["inputs"]] == ["input"]
+    from asight_lsp.worker.compat import relax, tvm
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(lib)), tvm.cpu())
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")
+    assert vm["main"](tvm.runtime.tensor(x)).numpy().shape == (1, 10)
+    bad = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "-o", str(store / "y.so"),
+                          "--work-dir", str(store / "empty")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no run of" in bad.stderr

@@ -1,0 +1,176 @@
+"""The store never lies (docs/tuning.md): a torn last record line is reported and set aside, never
+silently dropped; a damaged database is named as such before TVM meets it; an unreadable run.json
+is refused, not replaced by a new run beside it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.errors import AsightError
+from asight_lsp.store.database import database_health, records_note, require_intact
+from asight_lsp.store.runs import DB_RECORDS, DB_WORKLOADS, DamagedDatabase, Run, RunMeta, RunStore, read_records
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures"
+MBR = FIX / "runs" / "mbr128"
+
+
+@pytest.fixture
+def run(tmp_path) -> Run:
+    """A copy of the recorded run mbr128 (40 records of one workload)."""
+    shutil.copytree(MBR, tmp_path / "mbr128")
+    return Run(tmp_path / "mbr128")
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def test_an_intact_database_is_healthy(run):
+    health = database_health(run.path)
+    assert (health.records, health.unreadable, health.workloads, health.damage) == (40, 0, 1, None)
+    assert not health.needs_memory_copy and records_note(run) is None and run.repair_db() == 0
+
+
+def test_a_torn_last_line_is_counted_set_aside_and_said(run):
+    records = lines(run.records_path)
+    torn = records[5][:len(records[5]) // 2]
+    run.records_path.write_text("\n".join(records) + "\n" + torn)
+    health = database_health(run.path)
+    assert (health.records, health.unreadable, health.damage) == (40, 1, None) and health.needs_memory_copy
+    assert len(read_records(run.path)) == 40
+    assert records_note(run) == (f"the last line of {DB_RECORDS} is unreadable (a write cut short); "
+                                 "the 40 measured records are kept")
+    assert run.repair_db() == 1
+    assert lines(run.records_path) == records                              # the measured lines untouched
+    assert (run.path / f"{DB_RECORDS}.unreadable").read_text() == torn + "\n"   # nothing thrown away
+    assert run.load().extra["set_aside_records"] == 1
+    assert records_note(run) == (f"1 torn line of {DB_RECORDS} (a write cut short) set aside in "
+                                 f"{DB_RECORDS}.unreadable; the 40 measured records are kept")
+
+
+def test_a_line_that_is_json_but_no_record_counts_as_torn(run):
+    with run.records_path.open("a") as out:
+        out.write("[0, 1]\n")
+    assert database_health(run.path).unreadable == 1 and run.repair_db() == 1
+    assert database_health(run.path).unreadable == 0
+
+
+@pytest.mark.parametrize("damage, expected", [
+    ("middle_record", f"{DB_RECORDS} line 4 of 40 is not a record"),
+    ("truncated_workload", f"{DB_WORKLOADS} line 1 is not a readable workload"),
+    ("garbled_workload", f"{DB_WORKLOADS} line 1 is not a readable workload"),
+    ("empty_workloads", f"records name workload 0, but {DB_WORKLOADS} holds 0"),
+    ("no_workloads", f"{DB_WORKLOADS} is missing"),
+])
+def test_a_damaged_database_is_refused_with_one_line_and_left_as_it_is(run, damage, expected):
+    workloads = run.path / DB_WORKLOADS
+    if damage == "middle_record":
+        records = lines(run.records_path)
+        records[3] = records[3][:50]
+        run.records_path.write_text("\n".join(records) + "\n")
+    elif damage == "truncated_workload":
+        data = workloads.read_bytes()
+        workloads.write_bytes(data[:len(data) // 2])
+    elif damage == "garbled_workload":
+        row = json.loads(workloads.read_text())
+        row[1] = row[1][:200] + "AAAA" + row[1][204:]
+        workloads.write_text(json.dumps(row) + "\n")
+    elif damage == "empty_workloads":
+        workloads.write_text("")
+    else:
+        workloads.unlink()
+    before = {p.name: p.read_bytes() for p in run.path.iterdir()}
+    health = database_health(run.path)
+    assert health.damage.startswith(expected) and "TVM cannot load it" in health.damage
+    with pytest.raises(DamagedDatabase) as err:
+        require_intact(run.path)
+    assert isinstance(err.value, AsightError) and "\n" not in str(err.value)
+    assert str(err.value).startswith("damaged database in run mbr128: ") and "--new" in str(err.value)
+    assert run.repair_db() == 0
+    assert {p.name: p.read_bytes() for p in run.path.iterdir()} == before
+
+
+def test_a_torn_workload_line_no_record_names_is_tolerated(run):
+    workloads = run.path / DB_WORKLOADS
+    good = workloads.read_text()
+    workloads.write_text(good + good[:300])
+    health = database_health(run.path)
+    assert health.damage is None and health.torn_workload and health.needs_memory_copy
+    run.repair_db()
+    assert workloads.read_text() == good
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def resumable_run(store: Path, source: Path, run_id: str) -> Run:
+    """A finished run of ``source``'s only function that ``asight tune`` would resume."""
+    from asight_lsp.services.tuning import host_label
+    from asight_lsp.tvmscript.hashing import function_hash
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.tvmscript.selection import select
+    text = source.read_text()
+    outline = build_outline(text, str(source))
+    selection = select(outline, None)
+    run = RunStore(store).create(RunMeta(id=run_id, file=str(source.resolve()), function=selection.label,
+                                         source_hashes={f.id: function_hash(text, f) for f in selection.functions},
+                                         target_label=host_label(), state="done", trials_requested=40,
+                                         trials_done=40, extra={"constants": outline.constants}))
+    for name in (DB_RECORDS, DB_WORKLOADS):
+        shutil.copy(MBR / name, run.path / name)
+    return run
+
+
+def asight(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asight_lsp", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_resuming_a_damaged_database_fails_at_once_and_touches_nothing(tmp_path):
+    source = tmp_path / "matmul64.py"
+    shutil.copy(FIX / "matmul64.py", source)
+    run = resumable_run(tmp_path / ".asight", source, "matmul64-20260101-000000-0000")
+    (run.path / DB_WORKLOADS).write_text('["123", "not base64 at all"]\n')
+    before = {p.name: p.read_bytes() for p in run.path.iterdir()}
+    proc = asight("tune", str(source), "--work-dir", str(tmp_path / ".asight"), "--trials", "48", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("asight: error: damaged database in run matmul64-20260101-000000-0000: "
+                           f"{DB_WORKLOADS} line 1 is not a readable workload")
+    assert {p.name: p.read_bytes() for p in run.path.iterdir()} == before      # no job, no new session
+    assert [p.name for p in (tmp_path / ".asight" / "runs").iterdir()] == [run.id]
+
+
+def test_an_unreadable_run_json_of_this_function_is_refused_not_replaced(tmp_path):
+    source = tmp_path / "matmul64.py"
+    shutil.copy(FIX / "matmul64.py", source)
+    run = resumable_run(tmp_path / ".asight", source, "matmul64-20260101-000000-0000")
+    run.meta_path.write_text('{"id": "matmul64-2026')                # torn
+    proc = asight("tune", str(source), "--work-dir", str(tmp_path / ".asight"), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "run matmul64-20260101-000000-0000: run.json is unreadable" in line
+    assert "40 records measured" in line and "--new" in line
+    assert [p.name for p in (tmp_path / ".asight" / "runs").iterdir()] == [run.id]   # no new run beside it
+    assert run.meta_path.read_text() == '{"id": "matmul64-2026'
+
+
+def test_an_unreadable_run_json_of_another_function_is_passed_over(tmp_path):
+    store = RunStore(tmp_path)
+    other = store.runs_dir / "softmax-20260101-000000-0000"
+    other.mkdir(parents=True)
+    (other / "run.json").write_text("{")
+    assert store.find_resumable("/w/m.py", "matmul64", {}, "t") is None
+    mine = store.runs_dir / "matmul64-20260101-000000-0001"
+    mine.mkdir()
+    (mine / "run.json").write_text("{")
+    with pytest.raises(AsightError, match="run.json is unreadable.*pass --new"):
+        store.find_resumable("/w/m.py", "matmul64", {}, "t")
+    assert store.run_id_prefix("Mod.main") == "Mod.main-" and store.new_run_id("Mod.main").startswith("Mod.main-")

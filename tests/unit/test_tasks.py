@@ -1,0 +1,37 @@
+"""Which workload is which task, and which task a view of a several-task run shows (pure)."""
+import pytest
+
+from asight_lsp.analysis.tasks import default_task, pick_task, task_workloads
+
+TASKS = [{"name": "conv", "weight": 2.0, "workload_hash": "111"}, {"name": "mean", "weight": 1.0, "workload_hash": "222"},
+         {"name": "old", "weight": 1.0}]
+HASHES = ["222", "111", "333"]
+RECORDS = [{"workload": w} for w in (0, 1, 1, 0, 2, 1)]
+
+
+def test_workloads_by_hash_then_by_chosen_records():
+    assert task_workloads(TASKS, HASHES) == {"conv": 1, "mean": 0}
+    chosen = [{"task": "old", "workload": 2}, {"task": "conv", "workload": 0}]   # the hash wins for conv
+    assert task_workloads(TASKS, HASHES, chosen) == {"conv": 1, "mean": 0, "old": 2}
+
+
+def test_default_is_the_task_taking_most_tuned_time():
+    workloads = {"conv": 1, "mean": 0}
+    chosen = [{"task": "conv", "measured_us": 10.0}, {"task": "mean", "measured_us": 15.0}]
+    assert default_task(TASKS, workloads, RECORDS, chosen) == "conv"      # 2 calls x 10 > 15
+    assert default_task(TASKS, workloads, RECORDS, None) == "conv"        # most trials without a record
+
+
+def test_pick_checks_the_name_and_single_task_runs_need_none():
+    workloads = {"conv": 1, "mean": 0}
+    assert pick_task(TASKS, workloads, RECORDS, None, "mean") == "mean"
+    with pytest.raises(ValueError, match="no task 'x' in this run .tasks: conv, mean"):
+        pick_task(TASKS, workloads, RECORDS, None, "x")
+    assert pick_task(TASKS, workloads, [{"workload": 0}], None, None) is None
+
+
+def test_tune_progress_of_a_model_names_the_task_and_labels_the_sum():
+    from asight_lsp.commands.tune import progress_line
+    line = progress_line({"trials_done": 3, "trials": 9, "best_us": 449.0, "task": "reshape", "task_best_us": 0.05})
+    assert "task reshape: best 0.05 us" in line and "runner estimate: 449.0 us" in line
+    assert "best so far 12.0 us" in progress_line({"trials_done": 1, "trials": 9, "best_us": 12.0, "task": "main"})
