@@ -43,17 +43,21 @@ BEFORE_INITIALIZE = {types.INITIALIZE, types.EXIT}
 def spliced(source: str, change: types.TextDocumentContentChangePartial, codec) -> str:
     """``source`` with one range change applied (pygls' line model: ``splitlines(keepends=True)``).
     As LSP says, a character past the end of its line is the end of the line, a line past the end
-    of the text is the end of the text; a reversed range replaces nothing."""
+    of the text is the end of the text; a reversed range replaces nothing.  (pygls' own edit puts a
+    character past the end of the last line one short of it.)"""
     lines = source.splitlines(True)
-    rng = codec.range_from_client_units(lines, change.range)
 
-    def offset(pos) -> int:
+    def offset(pos: types.Position) -> int:
         if pos.line >= len(lines):
             return len(source)
-        line = lines[pos.line]
-        return sum(map(len, lines[:pos.line])) + min(pos.character, len(line.splitlines()[0]) if line else 0)
-    start = offset(rng.start)
-    return source[:start] + change.text + source[max(offset(rng.end), start):]
+        content = lines[pos.line].splitlines()[0]
+        if pos.character >= codec.client_num_units(content):
+            column = len(content)
+        else:
+            column = codec.position_from_client_units(lines, types.Position(pos.line, pos.character)).character
+        return sum(map(len, lines[:pos.line])) + column
+    start = offset(change.range.start)
+    return source[:start] + change.text + source[max(offset(change.range.end), start):]
 
 
 def _with_plain_params(obj: dict, cls):

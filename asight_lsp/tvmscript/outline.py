@@ -14,6 +14,7 @@ decorators and each chunk is parsed alone, so one half-typed function does not h
 from __future__ import annotations
 
 import ast
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -32,38 +33,44 @@ class ChunkCache:
     cache of its own (one per open document, ``outline_cache.OutlineCache``) keeps the chunks of
     the last two texts it outlined: an edit re-parses only the chunk it changed, however big the
     file; the keystroke that completes a half-typed line (or an undo) finds the chunk as it was
-    before; and the cache never holds much more than the file.
+    before; and the cache never holds much more than the file.  Threads may share one (services
+    outline files in worker threads): its operations hold a lock.
     """
 
     def __init__(self, max_chars: int | None = None):
         self.entries: OrderedDict[tuple[str, str], _ChunkResult] = OrderedDict()   # (text, context) ->
         self.max_chars, self.chars = max_chars, 0
         self._last_keys: set = set()
+        self._lock = threading.Lock()
 
     def get(self, key: tuple[str, str]) -> "_ChunkResult | None":
-        found = self.entries.get(key)
-        if found is not None:
-            self.entries.move_to_end(key)
-        return found
+        with self._lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+            return found
 
     def put(self, key: tuple[str, str], result: "_ChunkResult") -> None:
-        if key not in self.entries:
-            self.chars += len(key[0])
-        self.entries[key] = result
-        while self.max_chars is not None and self.chars > self.max_chars and len(self.entries) > 1:
-            self.chars -= len(self.entries.popitem(last=False)[0][0])
+        with self._lock:
+            if key not in self.entries:
+                self.chars += len(key[0])
+            self.entries[key] = result
+            while self.max_chars is not None and self.chars > self.max_chars and len(self.entries) > 1:
+                self.chars -= len(self.entries.popitem(last=False)[0][0])
 
     def keep_last(self, keys: set[tuple[str, str]]) -> None:
         """Keep the chunks of this text (``keys``) and of the text outlined before it."""
-        keep = keys | self._last_keys
-        for key in [k for k in self.entries if k not in keep]:
-            self.chars -= len(key[0])
-            del self.entries[key]
-        self._last_keys = keys
+        with self._lock:
+            keep = keys | self._last_keys
+            for key in [k for k in self.entries if k not in keep]:
+                self.chars -= len(key[0])
+                del self.entries[key]
+            self._last_keys = keys
 
     def clear(self) -> None:
-        self.entries.clear()
-        self.chars = 0
+        with self._lock:
+            self.entries.clear()
+            self.chars = 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -75,22 +82,25 @@ _CHUNK_CACHE = ChunkCache(max_chars=8 * 1024 * 1024)
 
 @dataclass
 class _ChunkResult:
-    """Outline of one top-level chunk, placed at ``start`` (its last placement; shared, read-only)."""
-    start: int
-    units: list[Unit]
-    functions: list[Function]
+    """Outline of one top-level chunk at its last placement (shared, read-only): ``placed`` is
+    ``(start line, units, functions, errors)``, one tuple so that threads sharing the cache never
+    see a start line with another placement's objects."""
+    placed: tuple[int, list[Unit], list[Function], list[dict]]
     constants: dict
     aliases: dict
-    errors: list[dict]
+
+    @property
+    def errors(self) -> list[dict]:
+        return self.placed[3]
 
     def at(self, start: int) -> tuple[list[Unit], list[Function], list[dict]]:
         """The chunk's outline moved to ``start`` (copies; the objects handed out before stay as they are)."""
-        if start != self.start:
-            delta = start - self.start
-            self.units, self.functions, self.errors = (_shifted(self.units, delta), _shifted(self.functions, delta),
-                                                       _shifted(self.errors, delta))
-            self.start = start
-        return self.units, self.functions, self.errors
+        placed = self.placed
+        if start != placed[0]:
+            delta = start - placed[0]
+            placed = self.placed = (start, _shifted(placed[1], delta), _shifted(placed[2], delta),
+                                    _shifted(placed[3], delta))
+        return placed[1], placed[2], placed[3]
 
 
 def _outline_trees(trees: list[tuple[ast.Module, int]], lines: list[str], constants: dict,
@@ -125,7 +135,7 @@ def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], start: int
     own_aliases = namespace_aliases(tree) if tree else {}
     units, functions = _outline_trees([(tree, start)] if tree else [], lines, {**constants, **own_constants},
                                       {**aliases, **own_aliases})
-    result = _ChunkResult(start, units, functions, own_constants, own_aliases, errors)
+    result = _ChunkResult((start, units, functions, errors), own_constants, own_aliases)
     cache.put(key, result)
     return result
 
