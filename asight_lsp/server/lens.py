@@ -116,13 +116,14 @@ def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls, params: types.CodeLensParams):
         doc = ls.doc(params.text_document.uri)
-        outline = (await ls.state.outline(doc)).outline
+        docout = await ls.state.outline(doc)   # its lines: those of its text (an edit may have come since)
+        outline = docout.outline
         index = ls.state.index
         index.metas()  # refresh the run index (bumps its version when a run changed)
         key = (doc.outline_text, index.version, int(time.time() // 20))  # "3 min ago" stays current
         cached = doc.memo.get("codeLens")
         if cached is None or cached[0] != key:
-            answer = await off_loop_if_big(len(outline.functions), lens_list_json, ls, doc, outline, doc.lines)
+            answer = await off_loop_if_big(len(outline.functions), lens_list_json, ls, doc, outline, docout.lines)
             cached = doc.memo["codeLens"] = (key, answer)
         return cached[1]
 

@@ -164,12 +164,14 @@ def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(ls, params: types.DocumentSymbolParams):
         doc = ls.doc(params.text_document.uri)
-        outline = (await ls.state.outline(doc)).outline
+        docout = await ls.state.outline(doc)   # its lines: those of its text (an edit may have come since)
+        outline = docout.outline
         caps = ls.client_capabilities.text_document
         hierarchical = bool(caps and caps.document_symbol and caps.document_symbol.hierarchical_document_symbol_support)
         key = (doc.outline_text, hierarchical)
         cached = doc.memo.get("documentSymbol")
         if cached is None or cached[0] != key:
-            answer = await off_loop_if_big(len(outline.functions), symbols_json, doc, outline, doc.lines, hierarchical)
+            answer = await off_loop_if_big(len(outline.functions), symbols_json, doc, outline, docout.lines,
+                                          hierarchical)
             cached = doc.memo["documentSymbol"] = (key, answer)
         return cached[1]
