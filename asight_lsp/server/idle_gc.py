@@ -11,7 +11,10 @@ frozen objects that became garbage in a reference cycle are never collected.  Th
 its state free of cycles (a closed document lets go of its diagnostics task), and when the frozen
 set has grown to twice what it was after the last full collection, the next idle collection
 unfreezes and looks at everything: memory stays bounded, and the full walk is paid once per
-doubling, not after every pause in typing.
+doubling, not after every pause in typing.  A client that never pauses (a fuzzer, a script)
+still gets a collection every ``max_delay`` seconds.  After a full collection, glibc's
+``malloc_trim`` hands the heap's free pages back to the system: the memory a big file's outline
+took shows in RSS again once it is gone, instead of staying as free heap.
 
 While an outline is being built (``building()``), automatic collections are off: a big file's
 build allocates millions of objects and no garbage cycles (ast trees and outline data are freed by
@@ -24,15 +27,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 
 FULL_MIN_OBJECTS = 50_000     # below this a full collection is cheap (a few ms): always do one
 FREEZE_AFTER_BUILD = 200_000  # new objects a build may leave to the young generation
 
 
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (another C library)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+MALLOC_TRIM = _malloc_trim()
+
+
 class IdleCollector:
-    def __init__(self, delay: float = 2.0):
-        self.delay = delay
+    def __init__(self, delay: float = 2.0, max_delay: float = 30.0):
+        self.delay, self.max_delay = delay, max_delay
+        self._pending_since = 0.0
         self.frozen_after_full = 0
         self.full_collections = 0
         self._handle: asyncio.TimerHandle | None = None
@@ -57,14 +74,25 @@ class IdleCollector:
                     gc.enable()
 
     def schedule(self) -> None:
-        """(Re)start the idle wait (on each message from the client and after each outline build)."""
-        if self._handle is not None:
-            self._handle.cancel()
+        """(Re)start the idle wait (on each message from the client and after each outline build),
+        never past ``max_delay`` seconds after the first call since the last collection."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._handle = loop.call_later(self.delay, self.collect)
+        now = loop.time()
+        if self._handle is None:
+            self._pending_since = now
+        else:
+            self._handle.cancel()
+        self._handle = loop.call_at(min(now + self.delay, self._pending_since + self.max_delay), self._due)
+
+    def _due(self) -> None:
+        self._handle = None
+        if self._builds:
+            self.schedule()   # a build is under way: wait for it
+        else:
+            self.collect()
 
     def collect(self) -> bool:
         """Collect and freeze; True when it was a full collection (frozen objects included).
@@ -80,4 +108,6 @@ class IdleCollector:
         if full:
             self.frozen_after_full = gc.get_freeze_count()
             self.full_collections += 1
+            if MALLOC_TRIM is not None:
+                MALLOC_TRIM(0)
         return full

@@ -76,8 +76,10 @@ class ChunkCache:
         return len(self.entries)
 
 
-# Shared by callers without a cache of their own (CLI, services): 8 Mi characters of chunk text.
-_CHUNK_CACHE = ChunkCache(max_chars=8 * 1024 * 1024)
+# Shared by callers without a cache of their own (CLI, services: the server's custom requests
+# outline the open document again): 256 Ki characters of chunk text, ~5 MB of outlines (~19 bytes a
+# character of TVMScript), a 6,000-line file.  (It was 8 Mi: 160 MB kept after a few big files.)
+_CHUNK_CACHE = ChunkCache(max_chars=256 * 1024)
 
 
 @dataclass
