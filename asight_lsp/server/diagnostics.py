@@ -37,18 +37,18 @@ def file_context(outline: Outline) -> str:
 
 def unit_keys(doc: DocState, units: list[Unit], lines: list[str], outline: Outline) -> dict[str, str]:
     """``unit_key`` of each unit by name.  A unit object of the outline stands for the same text
-    and context while it lives (its chunk is cached by both), so keys are kept by object across
-    keystrokes and only the units an edit changed or moved are hashed again."""
+    while it lives (its chunk is cached by its text), so keys are kept by object and file context
+    (the constants and aliases of the whole file, some maybe defined below the unit) across
+    keystrokes: only the units an edit changed or moved are hashed again."""
     known = doc.memo.get("unitKeys", {})
-    fresh, extra = {}, None
+    fresh, extra = {}, file_context(outline)
     for unit in units:
         hit = known.get(id(unit))
-        if hit is None or hit[0] is not unit:
-            extra = file_context(outline) if extra is None else extra
-            hit = (unit, unit_key(unit, lines, outline, extra))
+        if hit is None or hit[0] is not unit or hit[1] != extra:
+            hit = (unit, extra, unit_key(unit, lines, outline, extra))
         fresh[id(unit)] = hit
     doc.memo["unitKeys"] = fresh
-    return {unit.name: fresh[id(unit)][1] for unit in units}
+    return {unit.name: fresh[id(unit)][2] for unit in units}
 
 
 def static_part(docout: DocumentOutline) -> list[dict]:

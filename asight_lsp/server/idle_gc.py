@@ -12,7 +12,7 @@ its state free of cycles (a closed document lets go of its diagnostics task), an
 set has grown to twice what it was after the last full collection, the next idle collection
 unfreezes and looks at everything: memory stays bounded, and the full walk is paid once per
 doubling, not after every pause in typing.  A client that never pauses (a fuzzer, a script)
-still gets a collection every ``max_delay`` seconds.  After a full collection, glibc's
+still gets a collection every ``max_delay`` seconds.  After each collection, glibc's
 ``malloc_trim`` hands the heap's free pages back to the system: the memory a big file's outline
 took shows in RSS again once it is gone, instead of staying as free heap.
 
@@ -108,6 +108,6 @@ class IdleCollector:
         if full:
             self.frozen_after_full = gc.get_freeze_count()
             self.full_collections += 1
-            if MALLOC_TRIM is not None:
-                MALLOC_TRIM(0)
+        if MALLOC_TRIM is not None:
+            MALLOC_TRIM(0)   # ~1 ms
         return full

@@ -23,6 +23,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from asight_lsp.server.convert import to_range
+from asight_lsp.server.diagnostics import unit_key, unit_keys
 from asight_lsp.server.jsonrpc import spliced
 from asight_lsp.server.lens import code_lens_json, lens_line, static_lenses
 from asight_lsp.server.symbols import outline_nodes, symbols_json
@@ -206,3 +207,19 @@ def test_spliced_change_clamps_positions_past_the_end_as_lsp_says():
     assert change("abc\n", (7, 3), (9, 0)) == "abc\n!"               # past the text: its end
     assert change("abc", (0, 2), (0, 1)) == "ab!c"                   # reversed: replaces nothing
     assert change("a😋b", (0, 3), (0, 4)) == "a😋!"                   # UTF-16 units
+
+
+def test_unit_keys_kept_by_object_are_the_plain_keys_after_edits():
+    """TVM diagnostics are cached by unit key; keys kept across keystrokes must be the keys."""
+    cache, doc = OutlineCache(), SimpleNamespace(memo={})
+    texts = list(edits(9, 60))
+    base = (FIXTURES / "matmul64.py").read_text() + "\n" + (FIXTURES / "softmax.py").read_text()
+    texts += [base + "\nN = 1\n", base + "\nN = 2\n"]   # a constant in a chunk below a unit changes: a new key
+    keys = []
+    for text in texts:
+        docout = cache.build(text, "doc.py")
+        units = [u for u in docout.outline.units if u.name not in docout.fallback]
+        got = unit_keys(doc, units, docout.lines, docout.outline)
+        assert got == {u.name: unit_key(u, docout.lines, docout.outline) for u in units}
+        keys.append(got)
+    assert keys[-1]["matmul64"] != keys[-2]["matmul64"]
