@@ -12,7 +12,8 @@ its state free of cycles (a closed document lets go of its diagnostics task), an
 set has grown to twice what it was after the last full collection, the next idle collection
 unfreezes and looks at everything: memory stays bounded, and the full walk is paid once per
 doubling, not after every pause in typing.  A client that never pauses (a fuzzer, a script)
-still gets a collection every ``max_delay`` seconds.  After each collection, glibc's
+still gets a collection of what is not frozen every ``max_delay`` seconds (a full one waits
+for a real pause: it can take seconds).  After each collection, glibc's
 ``malloc_trim`` hands the heap's free pages back to the system: the memory a big file's outline
 took shows in RSS again once it is gone, instead of staying as free heap.
 
@@ -85,22 +86,27 @@ class IdleCollector:
             self._pending_since = now
         else:
             self._handle.cancel()
-        self._handle = loop.call_at(min(now + self.delay, self._pending_since + self.max_delay), self._due)
+        forced = self._pending_since + self.max_delay < now + self.delay
+        self._handle = loop.call_at(min(now + self.delay, self._pending_since + self.max_delay), self._due, forced)
 
-    def _due(self) -> None:
+    def _due(self, forced: bool = False) -> None:
         self._handle = None
         if self._builds:
             self.schedule()   # a build is under way: wait for it
         else:
-            self.collect()
+            self.collect(allow_full=not forced)
+            if forced:
+                self.schedule()   # the full collection waits for the next pause
 
-    def collect(self) -> bool:
+    def collect(self, allow_full: bool = True) -> bool:
         """Collect and freeze; True when it was a full collection (frozen objects included).
-        While an outline is being built, wait for it (the build schedules again when it ends)."""
+        While an outline is being built, wait for it (the build schedules again when it ends).
+        A collection forced by ``max_delay`` (the client is busy) is never full: unfreezing a big
+        file's outline (3*10^6 objects) and walking it takes seconds; that waits for a real pause."""
         if self._builds:
             return False
         frozen = gc.get_freeze_count()
-        full = frozen < FULL_MIN_OBJECTS or frozen > 2 * self.frozen_after_full
+        full = allow_full and (frozen < FULL_MIN_OBJECTS or frozen > 2 * self.frozen_after_full)
         if full:
             gc.unfreeze()
         gc.collect()

@@ -11,20 +11,25 @@ from asight_lsp.server.idle_gc import IdleCollector
 async def test_a_client_that_never_pauses_still_gets_collections():
     collector = IdleCollector(delay=0.05, max_delay=0.2)
     collected = []
-    collector.collect = lambda: collected.append(True) or True
+    collector.collect = lambda allow_full=True: collected.append(allow_full) or True
     for _ in range(500):   # a message every 10 ms, for up to 5 s: never 50 ms of quiet
         collector.schedule()
         await asyncio.sleep(0.01)
         if len(collected) >= 2:
             break
-    assert len(collected) >= 2
+    assert collected == [False, False]   # collections, never a full one (it may take seconds)
+    for _ in range(100):
+        await asyncio.sleep(0.01)   # a real pause: the full one
+        if len(collected) == 3:
+            break
+    assert collected == [False, False, True]
 
 
 async def test_no_collection_while_an_outline_is_built_and_one_after():
     collector = IdleCollector(delay=0.01, max_delay=0.02)
     collected = []
     real = collector.collect
-    collector.collect = lambda: collected.append(gc.isenabled()) or real()
+    collector.collect = lambda allow_full=True: collected.append(gc.isenabled()) or real(allow_full)
     with collector.building():
         assert not gc.isenabled()
         collector.schedule()
