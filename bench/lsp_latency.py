@@ -14,7 +14,8 @@ like an editor moving the cursor; codeLens covers the whole file, inlayHint a 60
 deletes again), then at once one request, hover / codeLens / inlayHint / documentSymbol in turn:
 the answer waits for the new outline, as an editor's first request after typing does.
 "Stall": hover and codeLens of a small document, back to back, from the didOpen of a
-``--stall-lines`` file until that file's documentSymbol answers.
+``--stall-lines`` file until that file's documentSymbol answers; then hovers for 5 s after the
+big file's didClose (its outline is freed meanwhile).
 "While tuning" runs a real ``asight.tune`` (matmul64) in the same server during the measurement.
 
     python bench/lsp_latency.py [--requests 200] [--edits 400] [--stall-lines 100000] [--no-tuning]
@@ -308,8 +309,12 @@ async def measure_stall(client: RawClient, work: Path, lines: int) -> dict:
         small_times.append(await timed(client.request("textDocument/codeLens", {"textDocument": doc})))
     outline_s = time.perf_counter() - started
     client.notify("textDocument/didClose", {"textDocument": {"uri": big_uri}})
+    closing, until = [], time.perf_counter() + 5   # freeing its outline must not stall either
+    while time.perf_counter() < until:
+        closing.append(await timed(client.request("textDocument/hover", {"textDocument": doc, "position": pos})))
     return {"big_file_lines": len(big.splitlines()), "big_file_mb": round(len(big) / 1e6, 2),
-            "big_documentSymbol_s": round(outline_s, 2), "small_doc_requests_meanwhile": stats(small_times)}
+            "big_documentSymbol_s": round(outline_s, 2), "small_doc_requests_meanwhile": stats(small_times),
+            "small_doc_requests_5s_after_close": stats(closing)}
 
 
 async def session(args, work: Path) -> dict:
@@ -380,7 +385,8 @@ def main() -> int:
                        "p99_le_30ms": all(v["p99_ms"] <= 30 for case in ("idle", "tuning", "after_edit")
                                           if case in result for k, v in result[case].items() if isinstance(v, dict))}
     if "stall" in result:
-        result["goals"]["no_stall_le_100ms"] = result["stall"]["small_doc_requests_meanwhile"]["max_ms"] <= 100
+        result["goals"]["no_stall_le_100ms"] = max(result["stall"]["small_doc_requests_meanwhile"]["max_ms"],
+                                                   result["stall"]["small_doc_requests_5s_after_close"]["max_ms"]) <= 100
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

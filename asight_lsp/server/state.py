@@ -10,6 +10,7 @@ import asyncio
 import enum
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,8 @@ class ServerState:
         if doc is not None and doc.diagnostics_task is not None:
             doc.diagnostics_task.cancel()
             doc.diagnostics_task = None   # no cycle (document -> task -> coroutine -> document) to outlive it
+        if doc is not None and len(doc.text) > RELEASE_OFF_LOOP_CHARS:
+            release_off_loop(doc)
         return doc
 
     def document(self, uri: str) -> DocState:
@@ -226,6 +229,18 @@ class ServerState:
             if os.path.abspath(doc.path) == os.path.abspath(path):
                 return uri
         return from_fs_path(os.path.abspath(path)) or path
+
+
+RELEASE_OFF_LOOP_CHARS = 1_000_000   # ~25,000 lines of TVMScript
+
+
+def release_off_loop(doc: DocState) -> None:
+    """Let go of a closed document's outline and caches in a thread: freeing a 100,000-line
+    file's ~3*10^6 outline objects takes 1-5 s, which on the event loop would stall every other
+    request (the thread shares the GIL with the loop in 5 ms slices, as the outline's build does)."""
+    heavy = [doc.outline, doc.cache, doc.hashes, doc.memo, doc._lines]
+    doc.outline, doc.cache, doc.hashes, doc.memo, doc._lines = None, OutlineCache(), {}, {}, (None, ())
+    threading.Thread(target=heavy.clear, name="asight-release", daemon=True).start()
 
 
 OFF_LOOP_FUNCTIONS = 300   # answers about bigger outlines are written in a thread

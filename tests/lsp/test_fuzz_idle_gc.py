@@ -1,9 +1,10 @@
-"""The idle collector (server/idle_gc.py) under a client that never pauses (issue 14: memory bounded)."""
+"""The idle collector (server/idle_gc.py) and the release of closed documents (issue 14: memory bounded, no stall)."""
 from __future__ import annotations
 
 import asyncio
 import gc
 import weakref
+from pathlib import Path
 
 from asight_lsp.server.idle_gc import IdleCollector
 
@@ -61,3 +62,30 @@ def test_full_collection_frees_frozen_garbage_cycles():
     assert collector.collect() is True
     assert alive() is None and collector.full_collections == 1
     gc.unfreeze()
+
+
+async def test_a_closed_big_document_is_released_in_a_thread(tmp_path, monkeypatch):
+    """Closing a big file frees its outline off the event loop, and frees all of it."""
+    import threading
+    import time
+
+    from asight_lsp.server import state as S
+    from asight_lsp.server.options import ServerOptions
+    monkeypatch.setattr(S, "RELEASE_OFF_LOOP_CHARS", 1000)
+    server_state = S.ServerState(ServerOptions())
+    text = (Path(__file__).resolve().parents[2] / "fixtures" / "matmul_bias_relu.py").read_text()
+    uri = (tmp_path / "big.py").as_uri()
+    doc = server_state.open(uri, text, 1)
+    docout = await server_state.outline(doc)
+    alive = weakref.ref(docout.outline)
+    del docout
+    threads, real_thread = [], threading.Thread
+    monkeypatch.setattr(S.threading, "Thread", lambda **kw: threads.append(real_thread(**kw)) or threads[-1])
+    assert server_state.close_document(uri) is doc
+    assert doc.outline is None and len(threads) == 1
+    threads[0].join(30)
+    deadline = time.monotonic() + 30
+    while alive() is not None and time.monotonic() < deadline:
+        gc.collect()
+        await asyncio.sleep(0.05)
+    assert alive() is None
