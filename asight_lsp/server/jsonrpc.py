@@ -19,15 +19,18 @@ tracebacks; an InternalError keeps its traceback.  Results a feature serialized 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import json
 import logging
 import re
+import threading
 from urllib.parse import unquote
 
 import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.io_ import StdoutWriter
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol,
                             lsp_method)
 
@@ -58,6 +61,47 @@ def spliced(source: str, change: types.TextDocumentContentChangePartial, codec) 
         return sum(map(len, lines[:pos.line])) + column
     start = offset(change.range.start)
     return source[:start] + change.text + source[max(offset(change.range.end), start):]
+
+
+class OrderedWriter:
+    """pygls' stdout writer, with big messages written by a thread (issue 14).
+
+    pygls writes each message to stdout on the event loop, and ``write`` + ``flush`` block until
+    the client has read it all: the 17 MB symbols of a 100,000-line file held every other request
+    for as long as the client took to read them.  A message of more than ``BIG`` bytes, and every
+    message after it until the thread has written them all, goes to one writer thread (first in,
+    first out: messages never overtake each other); small messages otherwise go straight out.
+    """
+    BIG = 1 << 20
+
+    def __init__(self, inner):
+        self.inner = inner
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="asight-write")
+        self._queued = 0
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            direct = self._queued == 0 and len(data) <= self.BIG
+            if not direct:
+                self._queued += 1
+        if direct:
+            self.inner.write(data)
+        else:
+            self._executor.submit(self._write_queued, data)
+
+    def _write_queued(self, data: bytes) -> None:
+        try:
+            self.inner.write(data)
+        except (OSError, ValueError) as err:   # the client went away: as pygls, log it
+            logger.error("Error sending data: %s", err)
+        finally:
+            with self._lock:
+                self._queued -= 1
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)   # what was queued is written first
+        self.inner.close()
 
 
 def _with_plain_params(obj: dict, cls):
@@ -217,6 +261,12 @@ class AsightProtocol(LanguageServerProtocol):
             self._send_response(msg_id, error=error.to_response_error())
             return
         super()._send_handler_result(future, msg_id=msg_id)
+
+    def set_writer(self, writer, include_headers: bool = True):
+        """Stdout gets an ``OrderedWriter`` (TCP and websocket writers do not block)."""
+        if isinstance(writer, StdoutWriter):
+            writer = OrderedWriter(writer)
+        super().set_writer(writer, include_headers)
 
     def _send_data(self, data):
         """``RawJSON`` results are sent as they are (a 3,000-line file has ~500 code lenses;

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import weakref
 from pathlib import Path
 
@@ -89,3 +90,33 @@ async def test_a_closed_big_document_is_released_in_a_thread(tmp_path, monkeypat
         gc.collect()
         await asyncio.sleep(0.05)
     assert alive() is None
+
+
+def test_big_messages_are_written_by_a_thread_in_order():
+    """stdout: a big answer does not hold the event loop, and nothing overtakes it."""
+    from asight_lsp.server.jsonrpc import OrderedWriter
+
+    class SlowPipe:   # a client that reads slowly
+        def __init__(self):
+            self.got, self.threads, self.closed = [], set(), False
+            self.read_on = threading.Event()
+
+        def write(self, data):
+            self.threads.add(threading.current_thread().name)
+            if len(data) > OrderedWriter.BIG:
+                assert self.read_on.wait(30)   # the client reads it only when the test says so
+            self.got.append(data[:1])
+
+        def close(self):
+            self.closed = True
+    pipe = SlowPipe()
+    writer = OrderedWriter(pipe)
+    writer.write(b"a")                      # idle: written at once, here
+    assert pipe.got == [b"a"] and pipe.threads == {threading.current_thread().name}
+    writer.write(b"B" * (OrderedWriter.BIG + 1))
+    for part in (b"c", b"d", b"e"):
+        writer.write(part)                  # queued behind the big one
+    assert pipe.got == [b"a"]               # the big one is still being read: nothing overtook it
+    pipe.read_on.set()
+    writer.close()
+    assert pipe.got == [b"a", b"B", b"c", b"d", b"e"] and pipe.closed
