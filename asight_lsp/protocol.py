@@ -29,11 +29,13 @@ CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"  # {uri?, function?, run?} -> s
 CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loopView payload
 CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"  # {uri, function, mode?: "trace"|"script"}
 CMD_COMPARE_RUNS = "asight.compareRuns"        # {runs: [id, id]} -> compareRuns payload
-CMD_SHOW_CODE = "asight.showCode"              # {uri, function?, run?, candidate?, level?} -> code payload
+CMD_SHOW_CODE = "asight.showCode"              # {uri, function?, run?, candidate?, level?, task?} -> code payload
+CMD_EXPORT_MODEL = "asight.exportModel"        # {uri, function?, run?, output?} -> CommandResult, data: export reply
+CMD_SHOW_MODEL = "asight.showModel"            # {uri, function?, run?} -> model payload (the Model panel)
 
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
-            CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE]
-TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE}     # refused in an untrusted workspace
+            CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL]
+TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL}     # refused in an untrusted workspace
 
 # --------------------------------------------------------------------------- custom requests
 REQ_RUNS = "asight/runs"                 # {uri?, function?} -> runs payload
@@ -123,13 +125,15 @@ class RunSummary(TypedDict, total=False):
     finished: float | None
     stale: bool              # the function's source changed since the run
     error: str | None
+    kind: str                # tir | relax
+    tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
 
 
 class RunUpdated(TypedDict, total=False):
     """``asight/runUpdated``: sent on every progress event and when a run ends."""
     schema: str              # SCHEMA_RUN_UPDATED
     uri: str | None
-    event: str               # started | progress | finished
+    event: str               # started | progress | finished | profiled (a model's per-call times are cached)
     run: RunSummary
 
 
@@ -151,6 +155,9 @@ class CodeLink(TypedDict, total=False):
     share: float             # that block's share of the measured latency (0..1)
     us: float                # that block's latency (µs)
     lineShare: float         # the source line's share of executed instructions (cachegrind), when profiled
+    derivedBlock: str | None  # the generated block a trace instruction derived (None: a loop the schedule made)
+    derivedFrom: str         # the source block it was derived from
+    derivation: str          # "sum — rfactor partial, init" (docs/codeview.md, lineage)
 
 
 class ServerStatus(TypedDict, total=False):

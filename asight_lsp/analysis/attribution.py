@@ -14,6 +14,8 @@ Every figure carries a ``source`` saying where it came from.
 """
 from __future__ import annotations
 
+import re
+
 from ..tvmscript.model import Block, Function, Outline
 from ..tvmscript.selection import Selection
 from .block_origin import match_block
@@ -248,3 +250,66 @@ def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict
     return out
 
 
+
+
+# --------------------------------------------------------------------------- before → after per block
+
+#: A block is flagged as slower after tuning when its tuned figure is at least this many times its
+#: untuned one.  Per-block figures carry no spread of their own (one instrumented run per program,
+#: scaled to the measured headline), so smaller changes are not called out.
+SLOWER_RATIO = 1.2
+
+
+def before_after(kernel: dict) -> list[dict]:
+    """Per source block of a profiled kernel: untuned and tuned µs, their ratio, and a flag.
+
+    ``kernel`` is one ``kernels[]`` entry of a profile (``finish_kernel``): ``blocks.baseline`` and
+    ``blocks.tuned`` hold each block's share of that program's measured headline.  ``ratio`` is
+    tuned / untuned (> 1 = slower); None where either side has no time of its own (a block
+    inlined into its consumer, or not found).  ``estimate`` says a side's figure was split from a
+    stage shared with other blocks (by FLOPs), not timed alone.
+    """
+    blocks = kernel.get("blocks") or {}
+    before = {b.get("name"): b for b in blocks.get("baseline") or [] if isinstance(b, dict)}
+    out = []
+    for after in blocks.get("tuned") or []:
+        if not isinstance(after, dict) or not after.get("name"):
+            continue
+        base = before.get(after["name"]) or {}
+        own = [e for e in (base, after) if e and not str(e.get("attribution", "stage")).startswith(("inlined", "not found"))]
+        b_us, a_us = base.get("us"), after.get("us")
+        ratio = a_us / b_us if len(own) == 2 and b_us and a_us else None
+        out.append({"name": after["name"], "before_us": b_us, "after_us": a_us, "ratio": ratio,
+                    "slower": ratio is not None and ratio >= SLOWER_RATIO,
+                    "estimate": any(str(e.get("attribution", "stage")).startswith("stage shared") for e in (base, after)),
+                    "attribution": {"untuned": base.get("attribution"), "tuned": after.get("attribution")}})
+    return out
+
+
+#: The first words of ``trace_replay`` steps, as the verbs a user reads ("split + parallel").
+_VERBS = (("decompose reduction", "decompose reduction"), ("multi-level tiling", "multi-level tiling"),
+          ("cache read", "cache read"), ("cache write", "cache write"), ("reverse compute at", "reverse compute-at"),
+          ("compute at", "compute-at"), ("unroll", "unroll"), ("inlined", "inline"), ("rfactor", "rfactor"),
+          ("tensorize", "tensorize"), ("bind", "bind"), ("split", "split"), ("fuse", "fuse"),
+          ("reorder", "reorder"), ("parallel", "parallel"), ("vectorize", "vectorize"))
+
+
+def schedule_verbs(steps: list[str] | None) -> list[str]:
+    """``["split", "parallel", "vectorize"]``: what the schedule did to a block, in order, once each
+    (from its ``trace_summary`` steps, e.g. ``"split j → 96×8"``)."""
+    out: list[str] = []
+    for step in steps or []:
+        text = re.sub(r"^\w+: ", "", step)            # a derived block's step: "matmul_init: split …"
+        verb = next((name for prefix, name in _VERBS if text.startswith(prefix)), None)
+        if verb and verb not in out:
+            out.append(verb)
+    return out
+
+
+def block_verbs(summary: dict | None) -> list[str]:
+    """What the schedule did to a block and the blocks derived from it (a ``trace_summary`` block
+    summary): post-processor loop rewrites included, so a parallel + vectorized block reads
+    ``fuse + split + parallel + vectorize``."""
+    if not summary:
+        return []
+    return schedule_verbs(summary.get("all_steps", summary.get("steps", [])) + summary.get("derived_steps", []))

@@ -2,7 +2,8 @@
 
 The worker prints scheduled / lowered TIR with the TVMScript printer's ``obj_to_annotate``: every
 statement that still carries a span gets a comment tag ``asight:L<line>-<end>:<kind>`` (kind ``b``
-for a block realize, ``s`` for any other statement).  The printer puts the tag after a one-line
+for a block realize, ``s`` for any other statement), plus ``:d<k>`` on a statement the trace derived
+from a source block (``k`` = index into the worker's lineage list, ``worker/lineage.py``).  The printer puts the tag after a one-line
 statement (``C[vi, vj] = ...  # asight:L21-21:s``) and on its own line before a statement that
 spans several lines (``# asight:L17-21:b`` then ``with T.sblock("matmul_update"):``).
 ``strip_tags`` removes the tags and returns the clean text with one link per generated line.
@@ -20,13 +21,15 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-_TAG = re.compile(r"#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
-_OWN_LINE_TAG = re.compile(r"^(?P<indent>\s*)#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])\s*$")
+_TAG = re.compile(r"#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])(?::d(?P<derived>\d+))?\s*$")
+_OWN_LINE_TAG = re.compile(r"^(?P<indent>\s*)#\s*asight:L(?P<line>\d+)-(?P<end>\d+):(?P<kind>[bs])"
+                           r"(?::d(?P<derived>\d+))?\s*$")
 _DBG_REF = re.compile(r"!dbg !(?P<id>\d+)")
 _DILOCATION = re.compile(r"^!(?P<id>\d+) = (?:distinct )?!DILocation\(line: (?P<line>\d+)")
 _ASM_LOC = re.compile(r"^\s*\.loc\s+(?P<file>\d+)\s+(?P<line>\d+)")
 _ASM_FILE = re.compile(r'^\s*\.file\s+(?P<file>\d+)\s+(?P<names>".*")')
 _ASM_LABEL = re.compile(r"^[^\s#][^:]*:")
+_SBLOCK = re.compile(r'T\.sblock\("(?P<name>[^"]+)"\)')
 
 
 def _indent(text: str) -> int:
@@ -38,16 +41,17 @@ def strip_tags(annotated: str) -> tuple[str, list[dict]]:
 
     A tag on its own line applies to the next code line; a block's tag also covers the lines of
     the block's body (deeper indentation) that have no tag of their own (``T.axis``, ``T.reads``,
-    ...), since they describe that block.  Tag lines are dropped from the text.
+    ...), since they describe that block.  Tag lines are dropped from the text.  A tag's ``:d<k>``
+    becomes the link's ``derived: k`` (a body line inherits its block's).
     """
     out: list[str] = []
     links: list[dict] = []
-    pending: tuple[int, str] | None = None
-    blocks: list[tuple[int, int]] = []          # (indent of the `with` line, 1-based source line)
+    pending: tuple[int, str, int | None] | None = None
+    blocks: list[tuple[int, int, int | None]] = []   # (indent of the `with` line, 1-based source line, derived)
     for raw in annotated.splitlines():
         own = _OWN_LINE_TAG.match(raw)
         if own:
-            pending = (int(own["line"]), own["kind"])
+            pending = (int(own["line"]), own["kind"], _derived(own))
             continue
         trailing = _TAG.search(raw)
         text = raw[:trailing.start()].rstrip() if trailing else raw
@@ -55,21 +59,49 @@ def strip_tags(annotated: str) -> tuple[str, list[dict]]:
         if text.strip():
             while blocks and indent <= blocks[-1][0]:
                 blocks.pop()
-        source, kind = None, None
+        source, kind, derived = None, None, None
         if trailing:
-            source, kind = int(trailing["line"]), trailing["kind"]
+            source, kind, derived = int(trailing["line"]), trailing["kind"], _derived(trailing)
         elif pending and text.strip():
-            source, kind = pending
+            source, kind, derived = pending
         if text.strip():
             pending = None
         if source is None and blocks and text.strip():
-            source = blocks[-1][1]
+            source, derived = blocks[-1][1], blocks[-1][2]
         if source is not None and kind == "b" and not trailing:
-            blocks.append((indent, source))
+            blocks.append((indent, source, derived))
         if source is not None and source > 0:
-            links.append({"line": len(out), "sourceLine": source - 1})
+            links.append({"line": len(out), "sourceLine": source - 1, **({"derived": derived} if derived is not None else {})})
         out.append(text)
     return "\n".join(out) + ("\n" if out else ""), links
+
+
+def _derived(match) -> int | None:
+    return int(match["derived"]) if match["derived"] is not None else None
+
+
+def label_links(links: list[dict], lineage: list[dict]) -> list[dict]:
+    """Links with ``derived: k`` get the lineage entry's block and label (``"sum — rfactor partial"``)."""
+    out = []
+    for link in links:
+        k = link.get("derived")
+        if isinstance(k, int) and 0 <= k < len(lineage):
+            entry = lineage[k]
+            link = {**{key: v for key, v in link.items() if key != "derived"}, "derivedBlock": entry.get("block"),
+                    "derivedFrom": entry["source"], "derivation": entry["label"]}
+        out.append(link)
+    return out
+
+
+def derived_in_text(text: str, lineage: list[dict]) -> dict[str, int]:
+    """``{derived block: the generated line of its `with T.sblock("…")` header}`` (0-based)."""
+    names = {e["block"] for e in lineage if e.get("block")}
+    out: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines()):
+        found = _SBLOCK.search(line)
+        if found and found["name"] in names and found["name"] not in out:
+            out[found["name"]] = number
+    return out
 
 
 def llvm_links(ir: str) -> list[dict]:

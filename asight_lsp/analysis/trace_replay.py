@@ -113,7 +113,7 @@ class _Replay:
             self.blocks[name] = {"name": name, "splits": {}, "order": None, "parallel": None, "vectorize": None,
                                  "unroll": None, "cache": [], "compute_at": None, "inline": None,
                                  "decompose_reduction": None, "bind": [], "tiling": None, "steps": [],
-                                 "derived_from": None}
+                                 "derived_from": None, "all_steps": []}
         return self.blocks[name]
 
     def block(self, rv: Any) -> _Block | None:
@@ -140,6 +140,12 @@ class _Replay:
 
     def step(self, block: str, text: str) -> None:
         self.summary(block)["steps"].append(text)
+        self.summary(block)["all_steps"].append(text)
+
+    def post_step(self, block: str, text: str) -> None:
+        """A post-processor's loop rewrite (the fuse/split that makes the parallel and vector loops):
+        not a sampled decision, so only in ``all_steps`` (what the schedule did, in order)."""
+        self.summary(block)["all_steps"].append(text)
 
     def state(self, name: str, source: bool = True) -> _Block:
         if name not in self.states:
@@ -267,6 +273,8 @@ class _Replay:
             if not self.in_postproc:
                 summary["splits"][names[0]] = factors
                 self.step(loop.block, f"split {names[0]} → {'×'.join(str(f) for f in factors)}")
+        if loop.block and self.in_postproc:
+            self.post_step(loop.block, f"split {' '.join(names) or 'a loop'}")
 
     def _replace(self, block: str | None, old: str, new: list[str]) -> None:
         st = self.states.get(block) if block else None
@@ -291,6 +299,8 @@ class _Replay:
             st.loops.insert(first, outputs[0])
         if len(inputs) > 1 and fused.block and not self.in_postproc:
             self.step(fused.block, f"fuse {' '.join(labels)}")
+        elif len(inputs) > 1 and fused.block:
+            self.post_step(fused.block, f"fuse {' '.join(labels)}")
 
     def do_Reorder(self, index, inputs, attrs, outputs):
         loops = [self.loop(rv) for rv in inputs]
@@ -356,7 +366,7 @@ class _Replay:
             unroll = summary["unroll"] or {"loops": list(target.labels), "max_step": None, "explicit": False}
             unroll["max_step"] = value
             summary["unroll"] = unroll
-            self.step(target.block, f"unroll up to {value} steps at {' '.join(target.labels)}")
+            self.step(target.block, f"unroll up to {value} steps at {' '.join(target.labels) or 'the outer loop'}")
         elif key == "pragma_unroll_explicit" and isinstance(target, _Loop) and target.block:
             summary = self.summary(target.block)
             if summary["unroll"] is not None:
@@ -462,9 +472,15 @@ class _Replay:
         self.step(st.name, f"decompose reduction at {at or 'a loop'} → {st.name}_init / {st.name}_update")
 
     def do_RFactor(self, index, inputs, attrs, outputs):
+        """The rfactor block (TVM names it ``<block>_rf``) is new and placed before its block, so
+        later ``GetChildBlocks`` of the root count it (LayerNorm: 5 children, not 3)."""
         loop = self.loop(inputs[0])
         if loop is not None and loop.block:
             self.step(loop.block, f"rfactor over {' '.join(loop.labels)}")
+            rf = self._new_block(f"{loop.block}_rf", loop.block, after=False)
+            rf.loops = None
+            if outputs:
+                self.rvs[outputs[0]] = rf
 
     def do_EnterPostproc(self, index, inputs, attrs, outputs):
         self.in_postproc = True

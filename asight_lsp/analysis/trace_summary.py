@@ -27,7 +27,8 @@ def summarize_trace(insts: list, decisions: list, blocks: Iterable[SourceBlock] 
         where a block summary holds ``splits`` ({loop var: factors}), ``order``, ``parallel`` /
         ``vectorize`` ({loops, extent}), ``unroll`` ({loops, max_step, explicit}), ``cache``,
         ``compute_at``, ``inline``, ``decompose_reduction``, ``bind``, ``tiling``,
-        ``derived_from`` and ``steps`` (one human-readable line per transformation, in order).
+        ``derived_from``, ``steps`` (one human-readable line per transformation, in order) and
+        ``all_steps`` (the same plus the post-processor's fuse/split of parallel/vector loops).
     """
     replay = _Replay(insts or [], decisions or [], list(blocks or []))
     replay.run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..services.hotspots import collect
+from ..views.text import format_latency, slowed_lines
 from .common import print_json
 
 
@@ -60,6 +61,15 @@ def _behind(entry: dict) -> str:
     return ", ".join(t["block"] if t["role"] == "compute" else f"{t['block']} ({t['role']})" for t in items) or "-"
 
 
+def _before_after(entry: dict) -> str:
+    """``1.2 µs → 5.5 µs ⚠`` from the profile's per-block figures of both programs (``-`` without them)."""
+    change = entry.get("change") or {}
+    if change.get("before_us") is None:
+        return "-"
+    return (f"{format_latency(change['before_us'])} → {format_latency(change.get('after_us'))}"
+            + (" ⚠" if change.get("slower") else ""))
+
+
 def render(result: dict) -> str:
     lines = [f"hotspots of {result['function']} ({result['kind']}), run {result['run']}"]
     for part in result["parts"]:
@@ -69,16 +79,19 @@ def render(result: dict) -> str:
         else:
             lines.append(f"{part['name']}: {_us(part['measured_us'])} summed over the kernel calls (per call, "
                          "VM instrument hook; not the end-to-end latency)")
-        lines.append(f"  {'#':>2}  {'source':<16} {'latency':>10} {'share':>6}  {'lines':<8} {'match':<14} behind it")
+        lines.append(f"  {'#':>2}  {'source':<16} {'latency':>10} {'share':>6}  {'untuned → tuned':<24} {'lines':<8} "
+                     f"{'match':<14} behind it")
         for e in part["entries"]:
             share = f"{e['share'] * 100:5.1f}%" if e.get("share") is not None else "     -"
             split = f" [split by {e['split']}]" if e.get("split") in ("flops", "equal") else ""
             inl = f" [inlined into {e['inlined_into']}]" if e.get("inlined_into") else ""
-            lines.append(f"  {e['rank']:>2}  {e['name']:<16} {_us(e['us']):>10} {share}  {_lines(e):<8} "
+            lines.append(f"  {e['rank']:>2}  {e['name']:<16} {_us(e['us']):>10} {share}  {_before_after(e):<24} {_lines(e):<8} "
                          f"{e.get('match') or '-':<14} {_behind(e)}{split}{inl}")
         for u in part["unattributed"]:
             where = f"stage {u['stage']} {u['blocks']}" if "stage" in u else f"{u['task']}#{u['call']}"
             lines.append(f"  unattributed: {where}: {_us(u['us'])}")
+        lines.extend(f"  {line}" for line in slowed_lines(part.get("changes") or [],
+                                                        {c["name"]: c.get("schedule") for c in part.get("changes") or []}))
         if part.get("warning"):
             lines.append(f"  warning: {part['warning']}")
     lines.append(f"note: {result['parts'][0]['split_rule']}" if result["parts"] else "no kernels profiled")

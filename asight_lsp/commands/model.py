@@ -34,7 +34,7 @@ def render(p: dict) -> str:
         lines.append(f"{t['task']:<34} {len(t['calls']):>5} {_us(t['untunedUs']):>10} {_us(t['tunedUs']):>10} "
                      f"{share:>6} {t['trials'] if t['trials'] is not None else '-':>6} "
                      f"{t['failed'] if t['failed'] is not None else '-':>6}"
-                     + ("  SLOWER than untuned" if t["untunedUs"] and t["tunedUs"] > 1.1 * t["untunedUs"] else ""))
+                     + ("  SLOWER than untuned" if t.get("slower") else "  untuned (no trial)" if t["trials"] == 0 else ""))
         for c in t["calls"]:
             where = f"lines {c['lines'][0] + 1}-{c['lines'][1] + 1}" if c.get("lines") else "lines ?"
             lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {_us(c['tunedUs'])}")

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import sys
 
+from ..analysis.attribution import SLOWER_RATIO
 from ..analysis.measurement import how_text, speedup_text
 from ..errors import AsightError, InputError
+from ..services.hotspots import add_changes
 from ..services.profiling import ProfileOptions, profile_file
+from ..views.text import change_text
 from ..engine.client import WorkerClient
 from .common import print_json
 
@@ -41,6 +44,7 @@ def run(args) -> int:
     except InputError as err:  # the file has errors: exit 1, like `asight check`
         print(f"asight: error: {str(err).replace('refusing to tune', 'refusing to profile')}", file=sys.stderr)
         return 1
+    add_changes(profile, args.file)
     if args.json:
         print_json(profile)
     else:
@@ -137,6 +141,7 @@ def _part_lines(part: dict, peak: dict, several: bool) -> list[str]:
                    f"   [{part['flops']['value']:.3g} FLOPs: {part['flops']['source']}]")
     if "stages" in part:
         out += _block_lines(part)
+        out += change_lines(part.get("changes") or [])
         out += _memory_lines(part.get("memory") or {})
         out += _cachegrind_lines(part.get("cachegrind") or {})
     if "tasks" in part:
@@ -153,6 +158,18 @@ def _check_lines(check: dict | None) -> list[str]:
     return ["  !!! OUTPUT MISMATCH !!! " + "; ".join(
         f"{b['name']}: {b['mismatched']}/{b['elements']} elements differ, max abs err {b['max_abs_err']:.3g}"
         for b in bad)]
+
+
+def change_lines(changes: list[dict]) -> list[str]:
+    """Per block: untuned → tuned latency (each its share of that program's headline), slowed blocks
+    flagged with what the best schedule did to them."""
+    if not any(c.get("before_us") is not None for c in changes):
+        return []
+    out = [f"  per-block latency, untuned → tuned (⚠: ≥ {SLOWER_RATIO:g}× slower after tuning):"]
+    for change in changes:
+        flag = "⚠ " if change.get("slower") else "  "
+        out.append(f"   {flag}{change_text(change, change.get('schedule'))}")
+    return out
 
 
 def _block_lines(part: dict) -> list[str]:

@@ -124,15 +124,36 @@ def resolves_edits(ls) -> bool:
     return bool(support and "edit" in (support.properties or []))
 
 
+def export_actions(ls, doc, outline, rng: types.Range) -> list[types.CodeAction]:
+    """``ASight: export the tuned model`` on a Relax function whose run has records (runs
+    ``asight.exportModel``: a build of seconds to minutes, so a command with progress, not an edit)."""
+    actions = []
+    for fn in outline.functions:
+        if fn.kind != "relax_function" or fn.range["end"]["line"] < rng.start.line \
+                or fn.range["start"]["line"] > rng.end.line:
+            continue
+        result = ls.state.result(doc, fn)
+        if result is None or result.running or result.meta.kind != "relax" or not result.meta.best_us:
+            continue
+        title = f"ASight: export the tuned model ({fn.id}, run {result.meta.id}) as a library"
+        arg = {"uri": doc.uri, "function": fn.id, "run": result.meta.id}
+        actions.append(types.CodeAction(title=title, kind=EXPORT_KIND, command=types.Command(
+            title=title, command=P.CMD_EXPORT_MODEL, arguments=[arg])))
+    return actions
+
+
+EXPORT_KIND = "refactor.export.asight"   # a refactor kind: VS Code shows it in the light bulb (source.* only in a menu)
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite],
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite, EXPORT_KIND],
                                             resolve_provider=True))
     async def code_action(ls, params: types.CodeActionParams):
         doc = ls.doc(params.text_document.uri)
         outline = (await ls.state.outline(doc)).outline
         lazy = resolves_edits(ls)
-        actions = []
+        actions = export_actions(ls, doc, outline, params.range)
         for fn in outline.functions:
             if fn.kind != "prim_func" or fn.range["end"]["line"] < params.range.start.line \
                     or fn.range["start"]["line"] > params.range.end.line:

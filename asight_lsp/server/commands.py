@@ -166,16 +166,17 @@ async def monitor(ls, job: MonitoredJob) -> dict:
         notify_run(ls, job.uri, "finished", meta)
         refresh_views(ls)
         if meta.state == "done" and meta.kind == "relax" and state.options.trusted:
-            asyncio.ensure_future(profile_model(ls, job.handle.run))
+            asyncio.ensure_future(profile_model(ls, job.handle.run, job.uri))
     status = "ok" if meta.state == "done" else meta.state
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": status,
             "message": meta.error or f"{meta.trials_done} trials · {run_summary(meta)['headline']}",
             "run": run_summary(meta)}
 
 
-async def profile_model(ls, run: Run) -> None:
+async def profile_model(ls, run: Run, uri: str | None = None) -> None:
     """After a model is tuned, time each kernel call at once (cached in the run) so the bindings get
-    their hints and hovers without a Profile click; a failure is logged, the run is untouched."""
+    their hints and hovers without a Profile click, and tell the client (``profiled``: a Model panel
+    of the run redraws); a failure is logged, the run is untouched."""
     from ..services.profiling import profile_run
     try:
         await asyncio.to_thread(profile_run, run, ls.state.worker)
@@ -184,6 +185,7 @@ async def profile_model(ls, run: Run) -> None:
                                                      f"ASight: per-call profile of {run.id} failed: {err}"))
         return
     ls.state.index.invalidate()
+    notify_run(ls, uri, "profiled", run.load())
     refresh_views(ls)
 
 
@@ -259,6 +261,10 @@ async def show_loop_view(ls, *args):
     return await custom.dispatch(ls, P.REQ_LOOP_VIEW, command_args(args))
 
 
+async def show_model(ls, *args):
+    return await custom.dispatch(ls, P.REQ_MODEL, command_args(args))
+
+
 async def show_code(ls, *args):
     return await custom.dispatch(ls, P.REQ_CODE, command_args(args))
 
@@ -293,10 +299,39 @@ async def compare_runs(ls, *args):
         raise JsonRpcInvalidParams(str(err)) from None
 
 
+# --------------------------------------------------------------------------- export
+
+
+async def export_model(ls, *args):
+    """Build the file's tuned model into a library (``services/export.py``) off the event loop, with
+    work-done progress; the reply (library, applied records, output check, load snippet) is ``data``."""
+    a = command_args(args)
+    require_trust(ls, "exporting a model", "it builds the file's model with TVM")
+    doc = ls.doc(_required(a, "uri"))
+    for key in ("run", "function", "output"):
+        if a.get(key) is not None and not isinstance(a[key], str):
+            raise JsonRpcInvalidParams(f"'{key}' must be a string")
+    from ..services import export  # TVM-free; imported on first use
+    out = a.get("output") or export.default_output(doc.path)
+    token = await begin_progress(ls, f"ASight: exporting {a.get('function') or doc.path}", cancellable=False)
+    try:
+        reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),
+                                        ls.state.store_root, ls.state.worker, doc.text)
+    except AsightError as err:
+        raise RequestFailed(f"ASight: cannot export: {err}") from None
+    finally:
+        if token:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+    status = "ok" if (reply.get("check") or {}).get("ok") else "failed"
+    return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_EXPORT_MODEL, "status": status,
+            "message": export.export_summary(reply), "run": None, "data": reply}
+
+
 HANDLERS = {P.CMD_TUNE: tune, P.CMD_PROFILE: profile, P.CMD_CANCEL: cancel,
             P.CMD_SHOW_SEARCH_SPACE: show_search_space, P.CMD_SHOW_LOOP_VIEW: show_loop_view,
             P.CMD_APPLY_BEST_SCHEDULE: apply_best_schedule, P.CMD_COMPARE_RUNS: compare_runs,
-            P.CMD_SHOW_CODE: show_code}
+            P.CMD_SHOW_CODE: show_code, P.CMD_EXPORT_MODEL: export_model,
+            P.CMD_SHOW_MODEL: show_model}
 
 
 def register(server) -> None:

@@ -15,7 +15,8 @@ from ..tvmscript.model import Block, Function, Loop, Outline
 from .convert import to_range
 from ..services.results import FunctionResult
 from ..analysis.measurement import speedup_text
-from ..views.text import format_latency, relative_time
+from ..analysis.attribution import block_verbs
+from ..views.text import format_latency, ratio_text, relative_time, slowed_lines
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
 
@@ -115,11 +116,10 @@ def run_line(result: FunctionResult) -> str:
 def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     lines = [run_line(result)]
     prof = (result.profile or {}).get(blk.name)
-    if prof and prof.get("us") is not None:
-        share = f" ({prof['share'] * 100:.0f} % of the function)" if prof.get("share") is not None else ""
-        source = f" — {prof['source']}" if prof.get("source") else ""
-        lines.append(f"- latency: {format_latency(prof['us'])}{share}{source}")
     summary = result.block(blk.name)
+    if prof and prof.get("us") is not None:
+        lines.extend(latency_lines(blk.name, prof, summary))
+
     if summary is None:
         if result.best is not None:
             lines.append("- the best schedule did not change this block")
@@ -128,6 +128,21 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     lines.append(f"- best schedule (trial {result.best['trial']}, {format_latency(result.best['latency_us'])})"
                  + (f": {head}" if head else ""))
     lines.extend(f"  - {step}" for step in summary["steps"] + summary.get("derived_steps", []))
+    return lines
+
+
+def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:
+    """The block's measured latency, untuned → tuned when the profile has both, and a flag when
+    tuning made it slower (with what the best schedule did to it)."""
+    share = f" ({prof['share'] * 100:.0f} % of the function)" if prof.get("share") is not None else ""
+    source = f" — {prof['source']}" if prof.get("source") else ""
+    change = prof.get("change")
+    if not change or change.get("before_us") is None:
+        return [f"- latency: {format_latency(prof['us'])}{share}{source}"]
+    verbs = block_verbs(summary)
+    lines = [f"- latency: untuned {format_latency(change['before_us'])} → tuned {format_latency(change['after_us'])}"
+             + (f", {ratio_text(change['ratio'])}" if change.get("ratio") is not None else "") + f"{share}{source}"]
+    lines.extend(f"- **{line}**" for line in slowed_lines([change], {name: verbs}))
     return lines
 
 

@@ -1,16 +1,19 @@
-"""textDocument/inlayHint: per block its latency share and schedule, per loop the chosen split
+"""textDocument/inlayHint: per block its latency share, untuned → tuned latency (⚠ when tuning
+made it slower) and schedule, per loop the chosen split
 factors and parallel / vector tiles of the best schedule.  Only within the requested range, and
 only for runs of the function's current source (a stale run's loops may not exist any more)."""
 from __future__ import annotations
 
 from lsprotocol import types
 
+from ..analysis.attribution import block_verbs
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.model import Function
 from .hover import choice_text
 from ..services.results import FunctionResult
 from .state import document_spaces, space_result_of
+from ..views.text import format_latency, slowed_lines
 
 
 def _end_of_line(lines: list[str], line: int) -> int:
@@ -28,13 +31,18 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
         prof = (result.profile or {}).get(blk.name)
         if prof and prof.get("share") is not None:
             parts.append(f"{prof['share'] * 100:.0f}%")
+        change = (prof or {}).get("change") or {}
+        if change.get("before_us") is not None and change.get("after_us") is not None:
+            parts.append(("⚠ " if change.get("slower") else "")
+                         + f"{format_latency(change['before_us'])} → {format_latency(change['after_us'])}")
         summary = result.block(blk.name)
         if summary:
             head = block_headline(summary)
             if head:
                 parts.append(head)
         if parts:
-            tip = "\n".join(summary["steps"]) if summary else ""
+            flagged = slowed_lines([change], {blk.name: block_verbs(summary)}) if change.get("slower") else []
+            tip = "\n".join(flagged + (summary["steps"] if summary else []))
             out.append((blk.range["start"]["line"], " · ".join(parts), tip))
     return out
 

@@ -57,9 +57,17 @@ def scheduled_code_lens(uri: str, fn: Function, result: FunctionResult, line: in
     return (line, "Scheduled code", P.CMD_SHOW_CODE, {"uri": uri, "function": fn.id, "run": result.meta.id})
 
 
+def model_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
+    """``Model`` (per-task table, docs/models.md) once a Relax run has ended."""
+    if result.running or result.meta.kind != "relax" or result.meta.state != "done":
+        return None
+    return (line, "Model", P.CMD_SHOW_MODEL, {"uri": uri, "function": fn.id, "run": result.meta.id})
+
+
 def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple[int, str, str, dict]]:
-    """The lenses that depend on the function's run: result, re-tune, scheduled code."""
-    optional = [retune_lens(uri, fn, result, line), scheduled_code_lens(uri, fn, result, line)]
+    """The lenses that depend on the function's run: result, re-tune, scheduled code, model."""
+    optional = [retune_lens(uri, fn, result, line), scheduled_code_lens(uri, fn, result, line),
+                model_lens(uri, fn, result, line)]
     return [result_lens(uri, fn, result, line)] + [lens for lens in optional if lens]
 
 

@@ -13,7 +13,8 @@ import difflib
 from pathlib import Path
 
 from .results import profile_blocks
-from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, drop_parallel, llvm_links, strip_tags)
+from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, derived_in_text, drop_parallel,
+                                  label_links, llvm_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
 from ..engine.client import borrowed
@@ -78,6 +79,9 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     if reply.get("task"):
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
+    lineage_error = (reply.get("applied") or {}).get("lineage_error")
+    if lineage_error:
+        payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
     payload["stale"] = _stale(found, selection, text) if found else None
     if payload["stale"]:
         payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "
@@ -131,8 +135,10 @@ def best_trial(records: list[dict], latency_us: float | None, workload: int | No
 def _payload(path: str, selection, run: Run | None, records: list[dict], record: dict | None,
              reply: dict, chosen: list | None = None) -> tuple[dict, dict | None]:
     level = reply["level"]
+    lineage = reply.get("lineage") or []
     if reply.get("format") == "tagged-tvmscript":
         text, links = strip_tags(reply["text"])
+        links = label_links(links, lineage)
     else:
         text = reply["text"]
         links = llvm_links(text) if level == "llvm" else asm_links(text)
@@ -156,7 +162,17 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
             "text": text, "links": links, "bySource": [{"sourceLine": k, "lines": v} for k, v in by_source(links).items()],
             "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
             "lineShareSource": LINE_SHARE_SOURCE if counts else None,
+            "lineage": _lineage(text, lineage, level),
             "note": _note(run, best, shares, level)}, record
+
+
+def _lineage(text: str, lineage: list[dict], level: str) -> list[dict]:
+    """The trace's derived blocks (and schedule-made loops) with their generated header line where
+    the text shows one (scheduled TIR: ``with T.sblock("sum_rf")``; lowered TIR has no blocks)."""
+    headers = derived_in_text(text, lineage) if level == "scheduled" else {}
+    return [{"block": e.get("block"), "loop": bool(e.get("loop")), "source": e["source"],
+             "derivation": e["derivation"], "label": e["label"], "line": headers.get(e.get("block"))}
+            for e in lineage]
 
 
 def _is_best(records: list[dict], record: dict, chosen: list | None = None) -> bool:

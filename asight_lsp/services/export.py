@@ -46,6 +46,32 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     return reply
 
 
+def default_output(path: str) -> str:
+    """Where the editor's export writes when the user names no file: ``<stem>.so`` beside the model."""
+    return os.path.splitext(os.path.abspath(path))[0] + ".so"
+
+
+def applied_text(reply: dict) -> str:
+    """``3 of 4 tuned kernels from run R's records`` (+ what was not applied, what folded away)."""
+    applied = reply.get("applied") or {}
+    text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
+    if applied.get("missing"):
+        text += f"; NOT applied (default schedule): {', '.join(applied['missing'])}"
+    if applied.get("folded"):
+        text += f"; folded into constants with the weights: {', '.join(applied['folded'])}"
+    return text
+
+
+def export_summary(reply: dict) -> str:
+    """One paragraph for the editor: the library, the records check, the weights and the output check."""
+    check = reply.get("check") or {}
+    weights = (f"{reply['bound_weights']} weights bound from {os.path.basename(reply['weights'])}"
+               if reply.get("bound_weights") else
+               "no weights file beside the model (<file>.weights.npz): the library takes every parameter as an input")
+    outputs = "outputs match the untuned build" if check.get("ok") else "outputs DIFFER from the untuned build"
+    return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}"
+
+
 def load_snippet(reply: dict) -> str:
     """Python that loads the library and calls it (the model's inputs as numpy arrays)."""
     lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"))  # your input'

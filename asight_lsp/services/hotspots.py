@@ -9,11 +9,14 @@ server and the report share ``collect``.
 """
 from __future__ import annotations
 
+from ..analysis.attribution import before_after, block_verbs
 from ..analysis.hotspot_ranking import relax_hotspots, scale_to_headline, tir_hotspots
+from ..analysis.trace_replay import source_blocks
+from ..analysis.trace_summary import summarize_trace
 from ..analysis.matching import match_relax, match_tir
 from ..engine import wire
 from ..errors import AsightError
-from ..store.runs import RunStore
+from ..store.runs import RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from .lookup import read_text
@@ -64,9 +67,12 @@ def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker, headline_
     part = scale_to_headline(tir_hotspots(reply["source"], match, stages["stages"]), headline_us)
     fn = outline.function(kernel.get("function") or "")
     ranges = {b.name: b.range for b in (fn.blocks if fn else [])}
+    changes = {c["name"]: c for c in block_changes(kernel, run_dir, fn)}
     for entry in part["entries"]:
         entry["range"] = ranges.get(entry["name"])
         entry["source_id"] = f"{fn.id}/{entry['name']}" if fn else entry["name"]
+        entry["change"] = changes.get(entry["name"])
+    part["changes"] = list(changes.values())
     best = kernel.get("best") or {}
     record = transformed.get("record") or {}
     part.update(name=kernel["name"], function=fn.id if fn else kernel["name"], whole_us=stages.get("whole_us"),
@@ -101,3 +107,41 @@ def _relax_part(relax: dict, unit: dict, selection, outline, worker) -> dict:
 def _match_summary(match: dict) -> dict:
     return {k: match.get(k) for k in ("method", "isomorphisms", "ambiguous", "inlined", "notes", "unmatched",
                                       "unmatched_source", "trials")}
+
+
+# --------------------------------------------------------------------------- before → after per block
+
+
+def block_changes(kernel: dict, run_dir: str | None, fn) -> list[dict]:
+    """``analysis.attribution.before_after`` of a profiled kernel, each block with ``schedule``: what
+    the profiled record's trace did to it (``["split", "parallel", "vectorize"]``)."""
+    changes = before_after(kernel)
+    verbs = schedule_of(run_dir, fn, (kernel.get("best") or {}).get("latency_us")) if run_dir and fn else {}
+    for change in changes:
+        change["schedule"] = verbs.get(change["name"], [])
+    return changes
+
+
+def schedule_of(run_dir: str, fn, latency_us: float | None) -> dict[str, list[str]]:
+    """``{source block: verbs}`` of the run's record the profile measured (same latency; else the
+    fastest), read from the JSON database's trace without TVM (``trace_summary``)."""
+    from .codeview import best_trial
+    records = read_records(run_dir)
+    record = best_trial(records, latency_us)
+    if record is None:
+        valid = [r for r in records if r["latency_us"] is not None]
+        record = min(valid, key=lambda r: r["latency_us"]) if valid else None
+    if record is None:
+        return {}
+    summary = summarize_trace(record["insts"], record["decisions"], source_blocks(fn))
+    return {name: block_verbs(s) for name, s in summary["blocks"].items()}
+
+
+def add_changes(profile: dict, path: str, text: str | None = None) -> dict:
+    """``profile`` with ``changes`` (``block_changes``) on each TIR kernel; for ``asight profile``."""
+    run_dir = (profile.get("run") or {}).get("dir")
+    outline = build_outline(read_text(path) if text is None else text, path)
+    for kernel in profile.get("kernels") or []:
+        if (kernel.get("blocks") or {}).get("tuned"):
+            kernel["changes"] = block_changes(kernel, run_dir, outline.function(kernel.get("function") or ""))
+    return profile

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.trace_replay import source_blocks
+from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.index import RunIndex
@@ -131,12 +132,14 @@ def profile_blocks(profile: dict | None, fn: Function) -> dict | None:
     label = "tuned" if blocks.get("tuned") else "baseline"
     entries = blocks.get(label) or []
     stage_source = ((kernel.get("stages") or {}).get(label) or {}).get("source") or "profile"
+    changes = {c["name"]: c for c in before_after(kernel)} if label == "tuned" else {}
     out = {}
     for entry in entries:
         if isinstance(entry, dict) and entry.get("name"):
             note = entry.get("attribution", "stage")
             out[entry["name"]] = {"us": entry.get("us"), "share": entry.get("share"), "program": label,
-                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}")}
+                                  "source": f"{label} program, {stage_source}" + ("" if note == "stage" else f"; {note}"),
+                                  "change": changes.get(entry["name"])}
     return out or None
 
 

@@ -4,6 +4,7 @@ failures.  Built from a run's profile (``services/profiling``: per-call VM timin
 and the tuned build) and its measurement record (the end-to-end headline)."""
 from __future__ import annotations
 
+from ..analysis.attribution import SLOWER_RATIO
 from ..protocol import SCHEMA_MODEL
 from .context import clean
 
@@ -21,6 +22,17 @@ def _call(call: dict, untuned: dict[str, float]) -> dict:
     before = [untuned[v] for v in call.get("vars") or [] if v in untuned]
     return {"call": call.get("call", 0), "bindings": call.get("vars") or [], "lines": call.get("lines"),
             "tunedUs": call.get("us"), "untunedUs": sum(before) if before else None}
+
+
+def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
+    """Tuning made this task slower: it had trials, and its calls take ≥ ``SLOWER_RATIO`` × untuned.
+
+    A task with no trial runs the default schedule in both builds, so a difference there is the noise
+    of one timed pass per call, never a verdict (ResNet-18 at 64 trials showed 0-trial tasks at 1.8×).
+    """
+    if not record.get("trials") or not untuned_us or not tuned_us:
+        return False
+    return tuned_us >= SLOWER_RATIO * untuned_us
 
 
 def model_view(profile: dict, run: dict | None = None) -> dict:
@@ -42,7 +54,8 @@ def model_view(profile: dict, run: dict | None = None) -> dict:
         rec = records.get(name) or {}
         tuned = sum(c["tunedUs"] or 0.0 for c in entry["calls"])
         before = [c["untunedUs"] for c in entry["calls"]]
-        rows.append({**entry, "tunedUs": tuned, "untunedUs": sum(before) if None not in before else None,
+        untuned_us = sum(before) if None not in before else None
+        rows.append({**entry, "tunedUs": tuned, "untunedUs": untuned_us, "slower": _slower(tuned, untuned_us, rec),
                      "share": tuned / total if total else None, "trials": rec.get("trials"),
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))

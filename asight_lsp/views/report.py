@@ -15,7 +15,8 @@ from typing import Any
 
 from ..analysis.measurement import how_text
 from .searchspace import COLOR_STOPS
-from .text import measurement_text
+from ..analysis.attribution import SLOWER_RATIO
+from .text import measurement_text, ratio_text, slowed_lines
 
 E = html.escape  # every piece of text below goes through this
 
@@ -34,6 +35,7 @@ th{background:#f4f4f6}
 code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 pre{background:#f6f6f8;padding:10px;overflow:auto;max-height:420px;border-radius:6px}
 .note{color:#6b6b6b;font-size:12px}
+.change.slower,.slowed li{color:#b3261e}
 .row{display:flex;gap:18px;flex-wrap:wrap;align-items:flex-start}
 #cellinfo{min-width:260px;max-width:360px;font-size:13px}
 svg text{font-family:system-ui,sans-serif}
@@ -280,11 +282,33 @@ def _hotspots_section(hot: dict | None, error: str | None) -> str:
             share = f"{e['share'] * 100:.1f}%" if e.get("share") is not None else "-"
             rows.append(f"<tr><td>{e.get('rank', '')}</td><td>{E(str(e.get('name')))}</td>"
                         f"<td class='num'>{E(_fmt_us(e.get('us')))}</td><td class='num'>{share}</td>"
+                        f"{_before_after_cell(e.get('change'))}"
                         f"<td>{E(lines)}</td><td>{E(str(e.get('match') or '-'))}</td></tr>")
         parts.append(f"<h3>{E(str(part.get('name')))}</h3><table><tr><th>#</th><th>source</th><th>latency</th>"
-                     f"<th>share</th><th>lines</th><th>match</th></tr>{''.join(rows)}</table>")
+                     f"<th>share</th><th>untuned → tuned</th><th>lines</th><th>match</th></tr>{''.join(rows)}</table>")
+        parts.append(_slowed_list(part.get("changes") or []))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _before_after_cell(change: dict | None) -> str:
+    """Per-block before → after: the profile's figure of the block in the untuned and the tuned program."""
+    if not change or change.get("before_us") is None:
+        return "<td>-</td>"
+    ratio = ratio_text(change.get("ratio"))
+    flag = " slower" if change.get("slower") else ""
+    return (f"<td class='change{flag}'>{E(_fmt_us(change['before_us']))} → {E(_fmt_us(change.get('after_us')))}"
+            f"{(' (' + E(ratio) + ')') if ratio else ''}</td>")
+
+
+def _slowed_list(changes: list[dict]) -> str:
+    """The blocks tuning made slower (≥ ``SLOWER_RATIO``), with what the best schedule did to them."""
+    items = slowed_lines(changes, {c["name"]: c.get("schedule") for c in changes})
+    if not items:
+        return ""
+    return ('<ul class="slowed">' + "".join(f"<li>{E(item)}</li>" for item in items) + "</ul>"
+            f'<p class="note">Per-block figures: each block\'s share of its program\'s measured latency (rdtsc '
+            f'around stages); flagged at ≥ {SLOWER_RATIO:g}× the untuned figure.</p>')
 
 
 def _best_section(best: dict | None) -> str:

@@ -19,7 +19,9 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
            "noisy": bool((record.get("load") or {}).get("busy")),
            "headline": headline_text(record, meta.best_us if meta.state != "done" or not record else None),
            "target": meta.target_label or str(meta.target or ""), "created": meta.created,
-           "finished": meta.finished, "error": meta.error}
+           "finished": meta.finished, "error": meta.error, "kind": meta.kind}
+    if meta.kind == "relax":     # per-task views and the code view pick one of these
+        out["tasks"] = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict) and t.get("name")]
     if stale is not None:
         out["stale"] = stale
     return out

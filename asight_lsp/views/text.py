@@ -65,3 +65,37 @@ def measurement_text(measurement: dict | None) -> str:
     if (record.get("load") or {}).get("busy"):
         text += " [measured on a busy machine: noisy]"
     return text
+
+
+# --------------------------------------------------------------------------- before → after per block
+
+
+def ratio_text(ratio: float | None) -> str:
+    """``4.6× slower`` / ``48× faster`` / ``unchanged`` for tuned / untuned = ``ratio``."""
+    if ratio is None:
+        return ""
+    if 1 / 1.05 <= ratio <= 1.05:
+        return "about the same"
+    return f"{format_speedup(ratio)} slower" if ratio > 1 else f"{format_speedup(1 / ratio)} faster"
+
+
+def change_text(change: dict, verbs: list[str] | None = None) -> str:
+    """``normalize 1.2 µs → 5.5 µs, 4.6× slower; schedule: split + parallel + vectorize``.
+
+    ``change`` is one ``analysis.attribution.before_after`` entry; ``verbs`` what the best
+    schedule did to the block (``schedule_verbs``), shown for a slowed block.
+    """
+    text = f"{change['name']} {format_latency(change.get('before_us'))} → {format_latency(change.get('after_us'))}"
+    ratio = ratio_text(change.get("ratio"))
+    if ratio:
+        text += f", {ratio}"
+    if change.get("estimate"):
+        text += " (a stage shared with other blocks, split by FLOPs: an estimate)"
+    if change.get("slower") and verbs:
+        text += f"; schedule: {' + '.join(verbs)}"
+    return text
+
+
+def slowed_lines(changes: list[dict], verbs: dict[str, list[str]] | None = None) -> list[str]:
+    """``⚠ slower after tuning: …`` per flagged block (empty when none got slower)."""
+    return [f"⚠ slower after tuning: {change_text(c, (verbs or {}).get(c['name']))}" for c in changes if c.get("slower")]

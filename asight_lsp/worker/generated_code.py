@@ -24,6 +24,7 @@ from ..engine.wire import tag
 from ..protocol import CODE_LEVELS
 from ..engine import wire
 from .compat import Trace, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm
+from .lineage import mark_index, tie
 from .relax_pipeline import bindings
 from .parse import parse_request
 from .programs import measuring_target, prim_funcs
@@ -64,21 +65,40 @@ def _function(params: dict):
 
 
 def _schedule(func, params: dict) -> tuple[object, dict]:
-    """The scheduled module and what was applied (``record``: None = untuned)."""
+    """The scheduled module and what was applied (``record``: None = untuned).
+
+    When a trace was applied, ``applied["lineage"]`` lists the blocks and loops it derived from
+    source blocks, and the module's derived statements carry spans on their source block's lines
+    (``worker/lineage.py``), so every level links them.
+    """
     mod = fresh_copy(normalize_mod(func))
     trace_json = params.get("trace")
     if trace_json is not None:
         sch = s_tir.Schedule(mod)
         Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
-        return sch.mod, {"source": "the requested record's trace"}
+        return _tied(func, sch, {"source": "the requested record's trace"})
     db = run_database(params.get("run_dir"))
     if db is None:
-        return mod, {"source": "untuned (no run)"}
+        return mod, {"source": "untuned (no run)", "lineage": []}
     record, match = best_record(db, func, params.get("run_dir"), params.get("chosen"))
     if record is None:
         raise ValueError(match)
     sch = apply_record(func, record, serial=bool(params.get("serial")))
-    return sch.mod, {"source": "best record of the run", "match": match, "latency_us": record_latency(record) * 1e6}
+    return _tied(func, sch, {"source": "best record of the run", "match": match,
+                             "latency_us": record_latency(record) * 1e6})
+
+
+def _tied(func, sch, applied: dict) -> tuple[object, dict]:
+    """Replay ``sch``'s trace once more, noting the blocks each instruction made (``lineage.tie``).
+
+    Lineage only adds links: if its replay fails, the code is shown with span links alone and
+    ``lineage_error`` says why.
+    """
+    try:
+        mod, entries = tie(func, fresh_copy(normalize_mod(func)), sch.trace)
+    except Exception as err:  # noqa: BLE001 - a TVM error of the second replay must not hide the code
+        return sch.mod, {**applied, "lineage": [], "lineage_error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+    return mod, {**applied, "lineage": entries}
 
 
 def annotations(mod) -> dict:
@@ -88,7 +108,9 @@ def annotations(mod) -> dict:
     def walk(node):
         span = getattr(node, "span", None)
         if isinstance(node, tirx.Stmt) and span is not None and int(span.line) > 0:
-            found[node] = tag(int(span.line), int(span.end_line), isinstance(node, s_tir.SBlockRealize))
+            derived = mark_index(span)
+            found[node] = tag(int(span.line), int(span.end_line), isinstance(node, s_tir.SBlockRealize)) \
+                + (f":d{derived}" if derived is not None else "")
         for child in stmt_children(node):
             walk(child)
 
@@ -114,7 +136,7 @@ def code(params: dict, emit=None) -> dict:
         raise ValueError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
     name, func = _function(params)
     mod, applied = _schedule(func, params)
-    out = {"function": name, "level": level, "applied": applied}
+    out = {"function": name, "level": level, "applied": applied, "lineage": applied.get("lineage") or []}
     if "_sites" in params:
         out["task"], out["callSites"] = name, params["_sites"]
     if level == "scheduled":

@@ -81,6 +81,29 @@ def code_server(vsix, tmp_path_factory):
     ws.mkdir()
     for fixture in (FIXTURE, SPACE_FIXTURE):
         shutil.copy(fixture, ws / fixture.name)
+    yield from _serve(vsix, d, ws)
+
+
+@pytest.fixture(scope="session")
+def model_code_server(vsix, tmp_path_factory):
+    """code-server on a workspace with the tiny model imported (`asight import`), tuned by the CLI
+    (9 trials: the run recorded before the editor opens) and its calls profiled (`asight model`)."""
+    d = tmp_path_factory.mktemp("code-server-model")
+    ws = d / "ws"
+    ws.mkdir()
+    sys.path.insert(0, str(ROOT / "fixtures" / "models"))
+    import onnx_build
+    onnx_build.save(onnx_build.tiny_resnet(seed=1, size=8, width=4), ws / "tiny.onnx")
+    env = dict(os.environ, TVM_NUM_THREADS="2")
+    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "9"],
+                 ["model", "tiny_relax.py"]):
+        done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=ws, capture_output=True, text=True,
+                              timeout=900, env=env)
+        assert done.returncode == 0, done.stderr
+    yield from _serve(vsix, d, ws)
+
+
+def _serve(vsix: Path, d: Path, ws: Path):
     (d / "user" / "User").mkdir(parents=True)
     (d / "user" / "User" / "settings.json").write_text(json.dumps(user_settings(), indent=1))
     env = dict(os.environ, XDG_CONFIG_HOME=str(d / "xdg-config"), XDG_DATA_HOME=str(d / "xdg-data"),
@@ -137,7 +160,7 @@ def _keep_logs(d: Path) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for log in (d / "user" / "logs").rglob("*.log") if (d / "user" / "logs").exists() else []:
         if "asight" in log.parent.name or log.name in ("remoteagent.log", "exthost.log"):
-            shutil.copy(log, ARTIFACTS / f"{log.parent.name}-{log.name}")
+            shutil.copy(log, ARTIFACTS / f"{d.name}-{log.parent.name}-{log.name}")
     if (d / "code-server.log").exists():
         shutil.copy(d / "code-server.log", ARTIFACTS / "code-server.log")
 
@@ -145,12 +168,24 @@ def _keep_logs(d: Path) -> None:
 @pytest.fixture(scope="session")
 def session(code_server) -> dict:
     """Facts from one drive through the real VS Code (see drive.mjs); wall time in ``wall_s``."""
+    return _drive(code_server, "drive.mjs", "", CRASH="1")
+
+
+@pytest.fixture(scope="session")
+def model_session(model_code_server) -> dict:
+    """Facts from the model drive (drive_model.mjs): Model panel, task click, per-task view, export."""
+    facts = _drive(model_code_server, "drive_model.mjs", "model-")
+    facts["workspace"] = str(model_code_server[1])
+    return facts
+
+
+def _drive(code_server, script: str, prefix: str, **extra_env) -> dict:
     url, ws, cs_pid = code_server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    proc = subprocess.Popen(["node", str(Path(__file__).with_name("drive.mjs"))], cwd=ROOT, text=True,
+    proc = subprocess.Popen(["node", str(Path(__file__).with_name(script))], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS), CRASH="1"))
+                            env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS), **extra_env))
     log, killed = [], []
     timer = threading.Timer(480, proc.kill)
     timer.start()
@@ -163,10 +198,10 @@ def session(code_server) -> dict:
         proc.wait()
     finally:
         timer.cancel()
-    (ARTIFACTS / "drive.log").write_text("".join(log))
+    (ARTIFACTS / f"{prefix}drive.log").write_text("".join(log))
     assert proc.returncode == 0, "".join(log)[-3000:]
     facts = json.loads(out.strip().splitlines()[-1])
     facts["killed"] = killed
     facts["wall_s"] = round(time.monotonic() - started, 1)
-    (ARTIFACTS / "facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))
+    (ARTIFACTS / f"{prefix}facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))
     return facts

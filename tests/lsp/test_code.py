@@ -39,7 +39,13 @@ async def test_code_request_lens_and_diff(client, workspace, tuned):
     by_source = {item["sourceLine"]: item["lines"] for item in payload["bySource"]}
     update = next(i for i, s in enumerate(source) if s.strip().startswith("C[vi, vj] = C[vi, vj] +"))
     assert [generated[g].strip() for g in by_source[update]] == [source[update].strip()]
-    assert all(set(link) <= {"line", "sourceLine", "block", "share", "us"} for link in payload["links"])
+    assert all(set(link) <= {"line", "sourceLine", "block", "share", "us", "derivedBlock", "derivedFrom", "derivation"}
+               for link in payload["links"])
+    # lineage over the wire: matmul_init's header links to the source block with its derivation
+    init = next(e for e in payload["lineage"] if e["block"] == "matmul_init")
+    assert init["label"] == "matmul — init" and 'T.sblock("matmul_init")' in generated[init["line"]]
+    header = next(link for link in payload["links"] if link["line"] == init["line"])
+    assert 'T.sblock("matmul")' in source[header["sourceLine"]] and header["derivation"] == "matmul — init"
 
     by_command = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=P.CMD_SHOW_CODE, arguments=[{"uri": uri, "function": FN, "run": "mbr128", "level": "lowered",

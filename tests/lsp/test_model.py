@@ -1,10 +1,15 @@
 """A model in the real stdio server: the file `asight import` printed, tuned through asight.tune;
 when tuning ends the server times each kernel call by itself, and every call of a repeated kernel
-gets an inlay hint on its own binding; a binding's hover names its call."""
+gets an inlay hint on its own binding; a binding's hover names its call.  On a model tuned by the
+CLI (module fixture): the Model lens and panel payload, per-task views and code with call sites,
+and the export command (progress, library, applied records, load snippet, clear errors)."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import pytest_lsp
@@ -32,6 +37,115 @@ def _import(workspace) -> str:
     subprocess.run([sys.executable, "-m", "asight_lsp", "import", str(workspace / "tiny.onnx")], check=True,
                    capture_output=True, timeout=300)
     return workspace / "tiny_relax.py"
+
+
+@pytest.fixture(scope="module")
+def tuned_model(tmp_path_factory) -> Path:
+    """The tiny model imported and tuned by the CLI (9 trials), its calls profiled (``asight model``)."""
+    base = tmp_path_factory.mktemp("tuned_model")
+    script = _import(base)
+    for argv in (["tune", str(script), "--func", "Module", "--trials", "9"], ["model", str(script)]):
+        done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=base, capture_output=True, text=True,
+                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2"})
+        assert done.returncode == 0, done.stderr
+    return script
+
+
+async def _open_tuned(client, script: Path, options: dict | None = None) -> str:
+    await initialize(client, "vscode", script.parent, {**OPTIONS, **(options or {})})
+    return open_doc(client, script)
+
+
+async def _command(client, command: str, arg: dict):
+    return plain(await client.workspace_execute_command_async(types.ExecuteCommandParams(command=command, arguments=[arg])))
+
+
+async def test_model_lens_panel_views_and_code_per_task(client: LanguageClient, tuned_model):
+    uri = await _open_tuned(client, tuned_model)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
+    model_lens = [lens for lens in lenses if lens.command and lens.command.command == P.CMD_SHOW_MODEL]
+    assert len(model_lens) == 1 and model_lens[0].command.title == "Model"
+    arg = plain(model_lens[0].command.arguments[0])
+    model = await _command(client, P.CMD_SHOW_MODEL, arg)                 # what the lens click returns
+    assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
+    repeated = [t for t in model["tasks"] if len(t["calls"]) == 2]
+    assert repeated, model["tasks"]
+    first, second = repeated[0]["calls"]
+    assert first["lines"][1] < second["lines"][0]                        # every call its own lines
+    runs = plain(await client.protocol.send_request_async(P.REQ_RUNS, {"uri": uri, "function": arg["function"]}))
+    run = runs["runs"][0]
+    assert run["kind"] == "relax" and repeated[0]["task"] in run["tasks"]
+    task = next(t["task"] for t in model["tasks"] if t["trials"])        # a task with a measured candidate
+    space = plain(await client.protocol.send_request_async(P.REQ_SEARCH_SPACE, {**arg, "task": task}))
+    assert space["run"]["task"] == task and task in space["run"]["tasks"]
+    loops = plain(await client.protocol.send_request_async(P.REQ_LOOP_VIEW, {**arg, "task": task}))
+    assert loops["run"]["task"] == task and loops["run"]["tasks"] == space["run"]["tasks"]   # the panels' selector
+    code = await _command(client, P.CMD_SHOW_CODE, {**arg, "task": task})   # the Scheduled code lens + a task
+    assert code["status"] == "ok" and code["task"] == task, code
+    rows = next(t for t in model["tasks"] if t["task"] == task)
+    assert [c["lines"][0] + 1 for c in rows["calls"]] == [min(s["lines"]) for s in code["callSites"]]
+    unnamed = await _command(client, P.CMD_SHOW_CODE, arg)               # no task: the error names them
+    assert unnamed["status"] == "unavailable" and task in unnamed["message"]
+
+
+async def test_export_command_writes_a_checked_library_with_progress(client: LanguageClient, tuned_model, tmp_path):
+    uri = await _open_tuned(client, tuned_model)
+    export = [a for a in await _raw_code_actions(client, uri, 12) if (a.get("command") or {}).get("command") == P.CMD_EXPORT_MODEL]
+    assert len(export) == 1 and export[0]["kind"] == "refactor.export.asight", export
+    assert "export the tuned model" in export[0]["title"]
+    out = tmp_path / "lib" / "tiny.so"
+    out.parent.mkdir()
+    result = await _command(client, P.CMD_EXPORT_MODEL, {**export[0]["command"]["arguments"][0], "output": str(out)})
+    assert result["status"] == "ok", result
+    data = result["data"]
+    assert data["library"] == str(out) and out.stat().st_size == data["bytes"] > 0
+    assert data["applied"]["from_records"] and data["check"]["ok"] and data["bound_weights"] == 12
+    assert f'load_module("{out}")' in data["load"]
+    assert f"wrote {out}" in result["message"] and "kernels from run" in result["message"]
+    (reports,) = [r for r in client.progress_reports.values() if r and getattr(r[0], "title", "").startswith("ASight: exporting")]
+    assert reports[-1].kind == "end"
+
+
+async def _raw_code_actions(client, uri: str, line: int) -> list[dict]:
+    """The code actions as sent: lsprotocol's client converter reads a CodeAction that carries a
+    command as a bare Command (the union's first member), losing its kind."""
+    get = client.protocol.get_result_type
+    client.protocol.get_result_type = lambda method: None if method == types.TEXT_DOCUMENT_CODE_ACTION else get(method)
+    try:
+        at = types.Position(line=line, character=0)
+        return plain(await client.protocol.send_request_async(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionParams(
+            text_document=ident(uri), range=types.Range(start=at, end=at), context=types.CodeActionContext(diagnostics=[]))))
+    finally:
+        client.protocol.get_result_type = get
+
+
+async def test_export_errors_are_clear(client: LanguageClient, tuned_model, tmp_path):
+    copy = tuned_model.parent / "untuned_copy.py"                        # same model, no run of it
+    shutil.copy(tuned_model, copy)
+    uri = await _open_tuned(client, tuned_model)
+    fresh = open_doc(client, copy)
+    with pytest.raises(Exception, match="cannot export: no run of"):
+        await _command(client, P.CMD_EXPORT_MODEL, {"uri": fresh, "function": "Module.main"})
+    with pytest.raises(Exception, match="is a directory; name the library file"):
+        await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main", "output": str(tmp_path)})
+    with pytest.raises(Exception, match="'run' must be a string"):
+        await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "run": 3})
+    assert not list(tmp_path.glob("*.so"))
+    weights = tuned_model.with_suffix(".weights.npz")
+    weights.rename(tmp_path / "away.npz")                                # no weights beside the model:
+    try:                                                                 # it says so, every parameter is an input
+        result = await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main",
+                                                             "output": str(tmp_path / "noweights.so")})
+    finally:
+        (tmp_path / "away.npz").rename(weights)
+    assert "no weights file beside the model" in result["message"] and result["data"]["bound_weights"] == 0
+    assert len(result["data"]["inputs"]) == 13                           # the input and the 12 weights
+
+
+async def test_export_is_refused_in_an_untrusted_workspace(client: LanguageClient, tuned_model):
+    uri = await _open_tuned(client, tuned_model, {"trusted": False})
+    with pytest.raises(Exception, match="exporting a model is disabled because this workspace is not trusted"):
+        await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main"})
 
 
 async def _hints(client, uri):
@@ -68,6 +182,8 @@ async def test_tuned_model_gets_hints_per_call_without_a_profile_click(client: L
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=ident(uri), position=types.Position(line=second.position.line, character=14)))
     assert "#1` (tuned build)" in hover.contents.value and "- tensor: float32[" in hover.contents.value
+    profiled = [u for u in client.run_updates if u["event"] == "profiled"]     # a Model panel redraws on it
+    assert len(profiled) == 1 and profiled[0]["uri"] == uri and profiled[0]["run"]["state"] == "done"
     model = plain(await client.protocol.send_request_async(P.REQ_MODEL, {"uri": uri, "function": "Module.main"}))
     assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
     assert any(len(t["calls"]) == 2 for t in model["tasks"])

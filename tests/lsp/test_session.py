@@ -17,10 +17,10 @@ async def client(lsp_client: LanguageClient):
 
 
 @pytest.mark.parametrize("kind", ["vscode", "neovim"])
-async def test_initialize_answers_fast_and_advertises_features(client: LanguageClient, kind, workspace):
+async def test_initialize_answers_without_tvm_and_advertises_features(client: LanguageClient, kind, workspace):
     seconds = await initialize(client, kind, workspace, {"disabledFeatures": ["tvmDiagnostics"]})
-    print(f"initialize answered in {seconds:.3f} s ({kind})")   # a figure, not a check: it depends on
-    # the machine's load (3.3 s with load 7 on 2 cores); bench/lsp_latency.py measures the <= 1 s goal
+    print(f"initialize answered in {seconds:.3f} s ({kind})")
+    # No timing assert: the ≤ 1 s goal is measured by bench/lsp_latency.py, which prints the load.
     status = await request(client, P.REQ_STATUS)
     assert status["status"] == "running" and status["tvmImported"] is False
     assert "tvmDiagnostics" not in status["features"]

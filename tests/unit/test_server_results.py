@@ -150,6 +150,8 @@ def test_profile_blocks_prefers_the_tuned_program():
     profile = {"kernels": [{"function": "matmul64", "stages": {"tuned": {"source": "rdtsc"}},
                             "blocks": {"baseline": [{"name": "C", "us": 100.0, "share": 1.0}],
                                        "tuned": [{"name": "C", "us": 6.0, "share": 1.0, "attribution": "stage"}]}}]}
-    assert profile_blocks(profile, fn) == {"C": {"us": 6.0, "share": 1.0, "program": "tuned",
-                                                 "source": "tuned program, rdtsc"}}
+    blocks = profile_blocks(profile, fn)
+    change = blocks["C"].pop("change")
+    assert blocks == {"C": {"us": 6.0, "share": 1.0, "program": "tuned", "source": "tuned program, rdtsc"}}
+    assert (change["before_us"], change["after_us"], change["slower"]) == (100.0, 6.0, False)   # untuned → tuned
     assert profile_blocks({"kernels": []}, fn) is None and profile_blocks(None, fn) is None

@@ -389,3 +389,7 @@ def test_hotspots_command_end_to_end(softmax_run):
     assert sum(e["share"] for e in part["entries"]) == pytest.approx(1.0)
     assert all(e["us"] > 0 and e["range"] is not None for e in part["entries"])
     assert part["entries"][0]["us"] >= part["entries"][-1]["us"]
+    # before → after per block: the profile's figure of each block in the untuned and the tuned program
+    assert all(e["change"]["before_us"] > 0 and e["change"]["after_us"] > 0 for e in part["entries"])
+    assert {c["name"] for c in part["changes"]} == {"exp_sum", "normalize", "row_max"}
+    assert all(c["slower"] == (c["ratio"] >= 1.2) for c in part["changes"])

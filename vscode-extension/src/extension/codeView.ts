@@ -3,10 +3,12 @@
  * as a read-only `asight-code:` document beside the source, linked both ways like Compiler
  * Explorer. Each linked source line and the generated lines from it share a colour band; the cursor
  * (or a hover) on a line of either editor highlights its peers in the other; generated lines show
- * their source block's measured latency share as after-text. Two candidates compare in `vscode.diff`.
+ * their source block's measured latency share as after-text, and the header of a block the trace
+ * derived from a source block its derivation ("← sum — rfactor partial, init"); the hover names it
+ * too. Two candidates compare in `vscode.diff`.
  */
 import * as vscode from "vscode";
-import { ACTIVE_COLOUR, BAND_COLOURS, codePath, diffSummary, LinkIndex, shareLabel,
+import { ACTIVE_COLOUR, BAND_COLOURS, codePath, derivationMarks, diffSummary, generatedHover, LinkIndex, shareLabel,
   type CodeDiffPayload, type CodePayload } from "../shared/codeLinks";
 import * as P from "../shared/protocol";
 import type { ServerManager } from "./server";
@@ -19,6 +21,7 @@ export interface CodeArgs {
   run?: string;
   candidate?: number;
   level?: P.CodeLevel;
+  task?: string; // a Relax run's kernel (docs/models.md)
   serial?: boolean; // drop the schedule's Parallel instructions (assembly of parallel loops has no line info)
 }
 
@@ -150,7 +153,7 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
       this.setActive(uri, peers.generated);
       this.setActive(view.source, peers.source);
       if (peers.source.length && !hover) {
-        hover = own ? `from source line ${peers.source[0] + 1}${shareLabel(view.index.link(line))}`
+        hover = own ? generatedHover(peers.source[0], view.index.link(line))
           : `${peers.generated.length} ${view.payload.level ?? "generated"} line${peers.generated.length === 1 ? "" : "s"}: ${peers.generated.slice(0, 8).map((n) => n + 1).join(", ")}${peers.generated.length > 8 ? ", …" : ""}`;
       }
     }
@@ -180,8 +183,9 @@ export class CodeViews implements vscode.TextDocumentContentProvider, vscode.Hov
           else perBand[band].push(src);
         }
         if (own) {
-          for (const line of view.index.generatedLines()) {
-            const label = shareLabel(view.index.link(line));
+          const marks = derivationMarks(view.payload);
+          for (const line of new Set([...view.index.generatedLines(), ...marks.keys()])) {
+            const label = `${marks.get(line) ?? ""}${shareLabel(view.index.link(line))}`;
             if (!label || line >= editor.document.lineCount) continue;
             const end = editor.document.lineAt(line).range.end;
             shares.push({ range: new vscode.Range(end, end), renderOptions: { after: { contentText: label } } });

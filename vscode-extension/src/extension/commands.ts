@@ -22,6 +22,7 @@ import type { ScheduleDocuments } from "./schedules";
 import { currentSettings, errorText, workspaceFolder, type ServerManager } from "./server";
 import { resolvePath } from "./settings";
 import { spaceChoices } from "./spaces";
+import { exportWithProgress, selectCallSites, withTask } from "./models";
 import { compareMarkdown, profileText } from "./texts";
 import { CANCEL_COMMAND, type TuningUi } from "./tuning";
 
@@ -42,6 +43,8 @@ export const UI_COMMANDS = {
   showCode: "asight.ui.showCode",
   compareCandidates: "asight.ui.compareCandidates",
   tuneWithSpace: "asight.ui.tuneWithSpace",
+  showModel: "asight.ui.showModel",
+  exportModel: "asight.ui.exportModel",
 } as const;
 
 export interface Parts {
@@ -69,7 +72,11 @@ export function commandMiddleware(get: () => Parts): Middleware {
       case P.CMD_PROFILE:
         return profileWithProgress(arg.function ?? "", () => next(command, args) as Promise<P.CommandResult>, parts, arg);
       case P.CMD_SHOW_CODE:
-        return parts.codeViews.open((await next(command, args)) as CodePayload | undefined, arg.uri ?? "");
+        return showCode(parts, arg, (a) => next(command, [a]) as Promise<CodePayload | undefined>);
+      case P.CMD_SHOW_MODEL:
+        return parts.panels.show("model", arg, await next(command, args));
+      case P.CMD_EXPORT_MODEL:
+        return exportWithProgress(arg.function ?? "the model", () => next(command, args) as Promise<P.CommandResult>);
       case P.CMD_APPLY_BEST_SCHEDULE:
         return announceApplied((await next(command, args)) as Record<string, unknown>);
       default:
@@ -77,6 +84,19 @@ export function commandMiddleware(get: () => Parts): Middleware {
     }
   };
   return { executeCommand };
+}
+
+/**
+ * The scheduled code (lens or palette): a Relax run shows one task's kernel (asked for with a
+ * quick pick), opened beside the source with the bindings it came from selected.
+ */
+async function showCode<A extends P.ViewArgs>(parts: Parts, args: A,
+  fetch: (a: object) => Promise<CodePayload | undefined>): Promise<CodePayload | undefined> {
+  const withKernel = await withTask(parts.server, args);
+  if (!withKernel) return undefined;
+  const payload = await parts.codeViews.open(await fetch(withKernel), args.uri ?? "");
+  await selectCallSites(payload, args.uri);
+  return payload;
 }
 
 async function profileWithProgress(label: string, run: () => Promise<P.CommandResult>, parts: Parts, args: P.ViewArgs) {
@@ -148,11 +168,21 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
     const fn = await pickFunction("ASight: generated code of which function?");
     if (!fn) return;
     const level = await vscode.window.showQuickPick(LEVEL_ITEMS, { title: "ASight: which code?" });
-    if (level) await parts.codeViews.show({ ...argsOf(fn), level: level.level, ...(level.serial ? { serial: true } : {}) });
+    if (!level) return;
+    const args = { ...argsOf(fn), level: level.level, ...(level.serial ? { serial: true } : {}) };
+    await showCode(parts, args, (a) => server.request<CodePayload>(P.REQ_CODE, a));
   });
   reg(UI_COMMANDS.compareCandidates, async () => {
     const fn = await pickFunction("ASight: compare candidates of which function?");
     if (fn) await compareCandidates(server, parts.codeViews, argsOf(fn));
+  });
+  reg(UI_COMMANDS.showModel, async () => {
+    const fn = await pickFunction("ASight: the model of which Relax function?");
+    if (fn) await panels.show("model", argsOf(fn));
+  });
+  reg(UI_COMMANDS.exportModel, async () => {
+    const fn = await pickFunction("ASight: export which tuned model?");
+    if (fn) await exportWithProgress(fn.id, () => server.executeCommand<P.CommandResult>(P.CMD_EXPORT_MODEL, argsOf(fn)));
   });
   reg(UI_COMMANDS.restartServer, () => server.restart());
   reg(UI_COMMANDS.showOutput, () => server.output.show());

@@ -24,6 +24,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     openCandidate: (run, trial) => schedules.open(run, trial),
     showCandidateCode: (run, trial, args) => codeViews.showCandidate(run, trial, args),
     compareCandidates: (run, a, b) => schedules.compare(run, a, b),
+    showTaskCode: async (task, args) => { await vscode.commands.executeCommand(P.CMD_SHOW_CODE, { ...args, task }); },
   });
   const tuning = new TuningUi(server, (kind, run) => void panels.show(kind, { run: run.id, function: run.function }));
   parts = { server, tuning, panels, schedules, codeViews };
@@ -32,7 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   server.onDidStartClient((client) => {
     context.subscriptions.push(client.onNotification(P.NOTIFY_RUN_UPDATED, (msg: P.RunUpdated) => {
-      tuning.onRunUpdated(msg);
+      if (msg.event !== "profiled") tuning.onRunUpdated(msg); // not a tuning event: no second "tuned" message
       panels.onRunUpdated(msg);
     }));
     panels.refreshAll();

@@ -2,12 +2,13 @@
 import type { PanelKind, PanelState } from "../shared/messages";
 import type * as P from "../shared/protocol";
 
-/** Only the string fields of the view arguments (uri, function, run). */
+/** Only the string fields of the view arguments (uri, function, run, task). */
 export function cleanArgs(args: P.ViewArgs): P.ViewArgs {
   const out: P.ViewArgs = {};
   if (typeof args.uri === "string") out.uri = args.uri;
   if (typeof args.function === "string") out.function = args.function;
   if (typeof args.run === "string") out.run = args.run;
+  if (typeof args.task === "string") out.task = args.task;
   return out;
 }
 

@@ -21,6 +21,7 @@ export const PANEL_REQUESTS: Record<PanelKind, string> = {
   loopView: P.REQ_LOOP_VIEW,
   stageGraph: P.REQ_STAGE_GRAPH,
   hotspots: P.REQ_HOTSPOTS,
+  model: P.REQ_MODEL,
 };
 
 /** What the host does for a webview's requests (open schedules, diffs). */
@@ -29,6 +30,8 @@ export interface PanelActions {
   /** The candidate's scheduled code beside its source; ``args`` are the panel's (uri, function). */
   showCandidateCode(run: string, trial: number, args: P.ViewArgs): Promise<void>;
   compareCandidates(run: string, a: number, b: number): Promise<void>;
+  /** One task's scheduled code (Model panel): ``args`` are the panel's (uri, function, run). */
+  showTaskCode(task: string, args: P.ViewArgs): Promise<void>;
 }
 
 const REFRESH_MS = 2000;
@@ -92,13 +95,20 @@ class Panel {
     this.panel.title = panelTitle(kind, args);
   }
 
+  /** The run id of the payload on show (a panel opened without one shows the newest run). */
+  shownRun(): string | undefined {
+    const run = this.last?.type === "show" ? (this.last.payload as { run?: { id?: unknown } } | null)?.run : undefined;
+    return typeof run?.id === "string" ? run.id : undefined;
+  }
+
   dispose(): void {
     if (this.timer) clearTimeout(this.timer);
   }
 }
 
 export function panelTitle(kind: PanelKind, args: P.ViewArgs): string {
-  return `ASight ${PANEL_TITLES[kind]}` + (args.function ? `: ${args.function}` : args.run ? `: ${args.run}` : "");
+  return `ASight ${PANEL_TITLES[kind]}` + (args.function ? `: ${args.function}` : args.run ? `: ${args.run}` : "") +
+    (args.task && kind !== "model" ? ` · ${args.task}` : "");
 }
 
 export class PanelManager implements vscode.Disposable {
@@ -190,6 +200,16 @@ export class PanelManager implements vscode.Disposable {
         case "state":
           p.state = { ...p.state, cell: msg.cell };
           return;
+        case "selectTask":
+          p.state = { ...p.state, args: { ...p.state.args, task: msg.task }, cell: null };
+          return await p.refresh();
+        case "revealCalls":
+          return await selectCalls(msg.uri, msg.file, msg.ranges);
+        case "openTaskView": {
+          const args = { ...p.state.args, run: p.state.args.run ?? p.shownRun() };
+          if (msg.view === "code") return await this.actions.showTaskCode(msg.task, args);
+          return await this.show(msg.view, { ...args, task: msg.task });
+        }
       }
     } catch (err) {
       void vscode.window.showErrorMessage(`ASight: ${errorText(err)}`);
@@ -211,7 +231,7 @@ export class PanelManager implements vscode.Disposable {
   onRunUpdated(msg: P.RunUpdated): void {
     const run = msg.run;
     if (!run?.id) return;
-    const ended = msg.event === "finished";
+    const ended = msg.event === "finished" || msg.event === "profiled";
     for (const p of this.panels.values()) {
       const a = p.state.args;
       const same = a.run ? a.run === run.id : (!a.uri || a.uri === msg.uri) && (!a.function || a.function === run.function);
@@ -232,6 +252,35 @@ export class PanelManager implements vscode.Disposable {
     for (const d of this.disposables) d.dispose();
     for (const p of this.panels.values()) p.panel.dispose();
   }
+}
+
+/** The document a panel's message names: its URI, else the run's file (maybe relative to the workspace). */
+function sourceUri(uri: string | undefined, file: string | undefined): vscode.Uri {
+  const ws = workspaceFolder();
+  return uri ? vscode.Uri.parse(uri, true) : vscode.Uri.file(path.isAbsolute(file!) || !ws ? file! : path.join(ws, file!));
+}
+
+/** Select every call site of a task (one selection per call, whole lines) and reveal the first. */
+export async function selectCalls(uri: string | undefined, file: string | undefined,
+  ranges: { line: number; endLine: number }[]): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument(sourceUri(uri, file));
+  const editor = await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, preserveFocus: false });
+  editor.selections = callSelections(doc, ranges);
+  const first = editor.selections[0].active;
+  editor.revealRange(new vscode.Range(first, first), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
+
+/**
+ * Selections over whole lines (clamped to the document), in the order given; each is reversed
+ * (cursor at its start) so the editor scrolls to the binding names, not to the ends of long lines.
+ */
+export function callSelections(doc: vscode.TextDocument, ranges: { line: number; endLine: number }[]): vscode.Selection[] {
+  const last = Math.max(0, doc.lineCount - 1);
+  return ranges.map((r) => {
+    const start = Math.min(r.line, last);
+    const end = Math.min(r.endLine, last);
+    return new vscode.Selection(end, doc.lineAt(end).range.end.character, start, doc.lineAt(start).firstNonWhitespaceCharacterIndex);
+  });
 }
 
 export async function revealSource(uri: string | undefined, file: string | undefined, line: number, character: number,

@@ -23,6 +23,17 @@ export interface CodePayload {
   links?: CodeLink[];
   note?: string;
   shareSource?: string | null;
+  /** Blocks and loops a trace instruction derived from a source block (docs/codeview.md, lineage). */
+  lineage?: LineageEntry[];
+}
+
+export interface LineageEntry {
+  block?: string | null; // the generated block (null: a loop the schedule made)
+  loop?: boolean;
+  source?: string; // the source block
+  derivation?: string[]; // ["rfactor partial", "init"]
+  label?: string; // "sum — rfactor partial, init"
+  line?: number | null; // its `with T.sblock(...)` line in the generated text (scheduled level)
 }
 
 export interface CodeDiffPayload {
@@ -102,6 +113,21 @@ export function shareLabel(link: CodeLink | undefined): string {
   if (typeof link.share === "number") parts.push(`${pct(link.share)}% ${link.block ?? ""}`.trimEnd());
   if (typeof link.lineShare === "number") parts.push(`${pct(link.lineShare)}% instr`);
   return parts.length ? `  ${parts.join(" · ")}` : "";
+}
+
+/** Hover text of a generated line: its source line, how the trace derived it, its share. */
+export function generatedHover(sourceLine: number, link: CodeLink | undefined): string {
+  const derived = link?.derivation ? ` — ${link.derivedBlock ? `${link.derivedBlock}: ` : ""}${link.derivation}` : "";
+  return `from source line ${sourceLine + 1}${derived}${shareLabel(link)}`;
+}
+
+/** After-text of derived block headers: `{generated line: "← sum — rfactor partial, init"}`. */
+export function derivationMarks(payload: CodePayload): Map<number, string> {
+  const marks = new Map<number, string>();
+  for (const entry of payload.lineage ?? []) {
+    if (typeof entry.line === "number" && entry.label) marks.set(entry.line, `  ← ${entry.label}`);
+  }
+  return marks;
 }
 
 /** The virtual document path of a payload: `/<run|untuned>/<function>.<level>.<ext>`. */

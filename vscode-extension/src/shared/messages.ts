@@ -5,7 +5,7 @@
 import type { RunSummary, ViewArgs } from "./protocol";
 
 /** The panels the extension shows. */
-export const PANEL_KINDS = ["searchSpace", "loopView", "stageGraph", "hotspots"] as const;
+export const PANEL_KINDS = ["searchSpace", "loopView", "stageGraph", "hotspots", "model"] as const;
 export type PanelKind = (typeof PANEL_KINDS)[number];
 
 /** VS Code webview view types (one per panel kind; also the serializer ids). */
@@ -14,6 +14,7 @@ export const VIEW_TYPES: Record<PanelKind, string> = {
   loopView: "asight.loopView",
   stageGraph: "asight.stageGraph",
   hotspots: "asight.hotspots",
+  model: "asight.model",
 };
 
 export const PANEL_TITLES: Record<PanelKind, string> = {
@@ -21,7 +22,12 @@ export const PANEL_TITLES: Record<PanelKind, string> = {
   loopView: "Loop view",
   stageGraph: "Stage graph",
   hotspots: "Hotspots",
+  model: "Model",
 };
+
+/** The views a Model panel row opens for its task (`openTaskView`). */
+export const TASK_VIEWS = ["searchSpace", "loopView", "code"] as const;
+export type TaskView = (typeof TASK_VIEWS)[number];
 
 /** What a panel keeps across reloads (`vscode.setState`, and the serializer's state). */
 export interface PanelState {
@@ -84,9 +90,21 @@ export interface SelectRunMessage { type: "selectRun"; run: string }
 export interface OpenPanelMessage { type: "openPanel"; kind: PanelKind }
 /** Remember the panel's UI state (selected cell). */
 export interface StateMessage { type: "state"; cell: number | null }
+/** Select every call site of a task in the editor (one selection per call; 0-based inclusive lines). */
+export interface RevealCallsMessage {
+  type: "revealCalls";
+  uri?: string;
+  file?: string;
+  ranges: { line: number; endLine: number }[];
+}
+/** Show one task of a Relax run in this panel (the per-task selector). */
+export interface SelectTaskMessage { type: "selectTask"; task: string }
+/** Open a task's search space, loop view or scheduled code (Model panel buttons). */
+export interface OpenTaskViewMessage { type: "openTaskView"; view: TaskView; task: string }
 
 export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | ShowCandidateCodeMessage |
-  CompareCandidatesMessage | RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage;
+  CompareCandidatesMessage | RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage |
+  RevealCallsMessage | SelectTaskMessage | OpenTaskViewMessage;
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isStr = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length < 4096;
@@ -123,7 +141,29 @@ export function parseWebviewMessage(raw: unknown): WebviewMessage | null {
       return (PANEL_KINDS as readonly unknown[]).includes(m.kind) ? { type: "openPanel", kind: m.kind as PanelKind } : null;
     case "state":
       return m.cell === null || isInt(m.cell) ? { type: "state", cell: m.cell as number | null } : null;
+    case "revealCalls":
+      return parseRevealCalls(m);
+    case "selectTask":
+      return isStr(m.task) ? { type: "selectTask", task: m.task } : null;
+    case "openTaskView":
+      return isStr(m.task) && (TASK_VIEWS as readonly unknown[]).includes(m.view)
+        ? { type: "openTaskView", view: m.view as TaskView, task: m.task } : null;
     default:
       return null;
   }
+}
+
+const MAX_CALLS = 1000;
+
+function parseRevealCalls(m: Record<string, unknown>): RevealCallsMessage | null {
+  const ranges = m.ranges;
+  if (!Array.isArray(ranges) || ranges.length === 0 || ranges.length > MAX_CALLS) return null;
+  if (!isStr(m.uri) && !isStr(m.file)) return null;
+  const out: { line: number; endLine: number }[] = [];
+  for (const r of ranges as unknown[]) {
+    const o = (r ?? {}) as Record<string, unknown>;
+    if (!isInt(o.line) || !isInt(o.endLine) || o.endLine < o.line) return null;
+    out.push({ line: o.line, endLine: o.endLine });
+  }
+  return { type: "revealCalls", ranges: out, ...(isStr(m.uri) ? { uri: m.uri } : {}), ...(isStr(m.file) ? { file: m.file } : {}) };
 }

@@ -24,11 +24,13 @@ export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, functio
 export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, run?} -> loopView payload
 export const CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"; // {uri, function, mode?: "trace"|"script"}
 export const CMD_COMPARE_RUNS = "asight.compareRuns"; // {runs: [id, id]} -> compareRuns payload
-export const CMD_SHOW_CODE = "asight.showCode"; // {uri, function?, run?, candidate?, level?} -> code payload
+export const CMD_SHOW_CODE = "asight.showCode"; // {uri, function?, run?, candidate?, level?, task?} -> code payload
+export const CMD_EXPORT_MODEL = "asight.exportModel"; // {uri, function?, run?, output?} -> CommandResult, data: export reply
+export const CMD_SHOW_MODEL = "asight.showModel"; // {uri, function?, run?} -> model payload (the Model panel)
 
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
-  CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE] as const;
-export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE] as const; // a set on the Python side
+  CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL] as const;
+export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL] as const; // a set on the Python side
 
 // ------------------------------------------------------------------------------------ requests
 export const REQ_RUNS = "asight/runs"; // {uri?, function?} -> runs payload
@@ -123,16 +125,18 @@ export interface RunSummary {
   finished?: number | null;
   stale?: boolean; // the function's source changed since the run
   error?: string | null;
+  kind?: "tir" | "relax" | string;
+  tasks?: string[]; // a Relax run's task names (one fused kernel each; views take one as "task")
 }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error"] as const;
+  "stale", "error", "kind", "tasks"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
   schema?: string; // SCHEMA_RUN_UPDATED
   uri?: string | null;
-  event?: "started" | "progress" | "finished" | string;
+  event?: "started" | "progress" | "finished" | "profiled" | string; // profiled: a model's per-call times are cached
   run?: RunSummary;
 }
 export const RUN_UPDATED_KEYS = ["schema", "uri", "event", "run"] as const;
@@ -156,8 +160,21 @@ export interface CodeLink {
   share?: number; // that block's share of the measured latency (0..1)
   us?: number; // that block's latency (µs)
   lineShare?: number; // the source line's share of executed instructions (cachegrind), when profiled
+  derivedBlock?: string | null; // the generated block a trace instruction derived (null: a loop the schedule made)
+  derivedFrom?: string; // the source block it was derived from
+  derivation?: string; // "sum — rfactor partial, init" (docs/codeview.md, lineage)
 }
-export const CODE_LINK_KEYS = ["line", "sourceLine", "block", "share", "us", "lineShare"] as const;
+export const CODE_LINK_KEYS = [
+  "line",
+  "sourceLine",
+  "block",
+  "share",
+  "us",
+  "lineShare",
+  "derivedBlock",
+  "derivedFrom",
+  "derivation",
+] as const;
 
 /** `asight/status`: what the server is doing. */
 export interface ServerStatus {
@@ -214,6 +231,8 @@ export interface ViewArgs {
   run?: string;
   uri?: string;
   function?: string;
+  /** One task (fused kernel) of a Relax run: its candidates alone (docs/models.md). */
+  task?: string;
 }
 
 /** The payload a request answers with when there is nothing to show yet. */

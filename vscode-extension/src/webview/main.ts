@@ -7,6 +7,7 @@ import { h, mount } from "./dom";
 import { getState, onHostMessage, post, setState } from "./host";
 import { renderHotspots } from "./hotspots";
 import { renderLoopView } from "./loopView";
+import { addTaskSelector, renderModel } from "./model";
 import { renderSearchSpace } from "./searchSpace";
 import { renderStageGraph } from "./stageGraph";
 
@@ -35,9 +36,12 @@ function draw(msg: ShowMessage): void {
     renderLoopView(root, msg);
   } else if (kind === "stageGraph") {
     renderStageGraph(root, msg);
+  } else if (kind === "model") {
+    renderModel(root, msg);
   } else {
     renderHotspots(root, msg);
   }
+  if (kind === "searchSpace" || kind === "loopView") addTaskSelector(root, msg);
   document.body.dataset.rendered = String(Date.now());
   document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
 }

@@ -1,7 +1,7 @@
 // Pure parts of the code view: link index (peers both ways, bands), share labels, paths, diff summary.
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { BAND_COLOURS, codePath, diffSummary, LinkIndex, shareLabel } from "../../src/shared/codeLinks";
+import { BAND_COLOURS, codePath, derivationMarks, diffSummary, generatedHover, LinkIndex, shareLabel } from "../../src/shared/codeLinks";
 
 const links = [
   { line: 11, sourceLine: 13 },
@@ -44,4 +44,18 @@ test("share labels, virtual document paths and the diff summary", () => {
   const summary = diffSummary({ latencyUs: [705.06, 115.5], decisions: [
     { block: "matmul", inst: "SamplePerfectTile", loopVar: "i", a: [4, 4, 2, 4], b: [4, 1, 4, 8] }] });
   assert.equal(summary, "705.1 µs → 115.5 µs (−589.6 µs) · 1 decision differs — matmul i: [4,4,2,4] → [4,1,4,8]");
+});
+
+test("derived lines: the hover names the derivation and block headers get it as after-text", () => {
+  const link = { line: 5, sourceLine: 11, derivedBlock: "sum_rf_init", derivedFrom: "sum",
+    derivation: "sum — rfactor partial, init", block: "sum", share: 0.41 };
+  assert.equal(generatedHover(11, link), "from source line 12 — sum_rf_init: sum — rfactor partial, init  41% sum");
+  assert.equal(generatedHover(11, { line: 2, sourceLine: 11, derivedBlock: null, derivation: "sum — loop made by the schedule" }),
+    "from source line 12 — sum — loop made by the schedule");
+  assert.equal(generatedHover(20, { line: 9, sourceLine: 20 }), "from source line 21");
+  const marks = derivationMarks({ lineage: [
+    { block: "sum_rf_init", source: "sum", label: "sum — rfactor partial, init", line: 4 },
+    { block: null, loop: true, source: "sum", label: "sum — loop made by the schedule", line: null },
+  ] });
+  assert.deepEqual([...marks], [[4, "  ← sum — rfactor partial, init"]]);
 });

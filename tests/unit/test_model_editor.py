@@ -1,0 +1,74 @@
+"""The editor's model path, TVM-free parts: run summaries name a Relax run's tasks (the task pickers
+and selectors read them), the Model lens appears only for an ended Relax run, and the export's
+one-paragraph summary says what was built, applied, bound and checked."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from asight_lsp import protocol as P
+from asight_lsp.server.lens import model_lens, result_lenses
+from asight_lsp.services.export import default_output, export_summary, load_snippet
+from asight_lsp.services.results import FunctionResult
+from asight_lsp.store.runs import RunMeta
+from asight_lsp.tvmscript.outline import build_outline
+from asight_lsp.views.runs import run_summary
+
+TASKS = [{"name": "fused_conv2d_add_relu", "weight": 1.0}, {"name": "mean", "weight": 1.0}, {"weight": 2.0}]
+SOURCE = '''from tvm.script import ir as I
+from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        with R.dataflow():
+            y = R.nn.relu(x)
+            R.output(y)
+        return y
+'''
+
+
+def _meta(kind: str, state: str = "done") -> RunMeta:
+    return RunMeta(id="r1", file="m.py", function="Module", state=state, kind=kind, tasks=TASKS, trials_done=9,
+                   trials_requested=9, best_us=40.0, baseline_us=25.0, finished=time.time() - 60)
+
+
+def test_run_summary_names_a_relax_runs_tasks_only():
+    relax = run_summary(_meta("relax"))
+    assert relax["kind"] == "relax" and relax["tasks"] == ["fused_conv2d_add_relu", "mean"]
+    tir = run_summary(_meta("tir"))
+    assert tir["kind"] == "tir" and "tasks" not in tir
+    assert set(relax) <= set(P.RunSummary.__annotations__)
+
+
+def test_model_lens_only_for_an_ended_relax_run():
+    fn = next(f for f in build_outline(SOURCE, "m.py").functions if f.kind == "relax_function")
+    done = FunctionResult(fn.id, _meta("relax"), Path("."), stale=False)
+    lens = model_lens("file:///m.py", fn, done, 5)
+    assert lens == (5, "Model", P.CMD_SHOW_MODEL, {"uri": "file:///m.py", "function": fn.id, "run": "r1"})
+    assert lens in result_lenses("file:///m.py", fn, done, 5)
+    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, _meta("tir"), Path("."), stale=False), 5) is None
+    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, _meta("relax", "failed"), Path("."), stale=False), 5) is None
+
+
+REPLY = {"library": "/w/m.so", "bytes": 1000, "run": "r1", "weights": "/w/m.weights.npz", "bound_weights": 12,
+         "applied": {"from_records": ["a", "b"], "kernels": 4, "missing": ["c"], "folded": ["transpose"], "default": ["c"]},
+         "check": {"ok": True, "rtol": 1e-3}, "function": "main",
+         "inputs": [{"name": "input", "shape": [1, 3, 8, 8], "dtype": "float32"}]}
+
+
+def test_export_summary_says_built_applied_bound_and_checked():
+    text = export_summary(REPLY)
+    assert text.startswith("wrote /w/m.so · 2 of 4 kernels from run r1's records; NOT applied (default schedule): c")
+    assert "folded into constants with the weights: transpose" in text
+    assert "12 weights bound from m.weights.npz" in text and text.endswith("outputs match the untuned build")
+    bad = export_summary({**REPLY, "bound_weights": 0, "check": {"ok": False}})
+    assert "no weights file beside the model" in bad and bad.endswith("outputs DIFFER from the untuned build")
+
+
+def test_default_output_and_load_snippet():
+    assert default_output("/w/models/tiny_relax.py") == "/w/models/tiny_relax.so"
+    snippet = load_snippet(REPLY)
+    assert 'tvm.runtime.load_module("/w/m.so")' in snippet and 'np.zeros((1, 3, 8, 8), "float32")' in snippet
+    compile(snippet, "snippet", "exec")

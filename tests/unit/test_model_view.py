@@ -1,0 +1,30 @@
+"""The model view's per-task verdict (views/model.py), pure: no TVM."""
+from asight_lsp.views.model import model_view
+
+
+def _profile(trials: dict[str, int], untuned: dict[str, float], tuned: dict[str, float]) -> dict:
+    """A Relax profile of one call per task: binding ``v_<task>`` computed by the task's kernel."""
+    return {"relax": {
+        "function": "main",
+        "tasks": {"baseline": {"tasks": [{"task": t, "us": us, "vars": [f"v_{t}"]} for t, us in untuned.items()]},
+                  "tuned": {"tasks": [{"task": t, "us": us, "vars": [f"v_{t}"], "lines": [1, 2]}
+                                      for t, us in tuned.items()]}},
+        "task_records": {t: {"trials": n} for t, n in trials.items()}}}
+
+
+def test_slower_needs_trials_and_a_clear_margin():
+    view = model_view(_profile({"tried": 4, "never": 0, "close": 4, "faster": 4},
+                               {"tried": 10.0, "never": 10.0, "close": 10.0, "faster": 10.0},
+                               {"tried": 13.0, "never": 18.0, "close": 11.5, "faster": 2.0}))
+    slower = {t["task"]: t["slower"] for t in view["tasks"]}
+    # A task with no trial runs its default schedule in both builds: 1.8x there is timing noise.
+    assert slower == {"tried": True, "never": False, "close": False, "faster": False}
+
+
+def test_rendered_table_names_untried_tasks():
+    from asight_lsp.commands.model import render
+    view = model_view(_profile({"tried": 4, "never": 0}, {"tried": 10.0, "never": 10.0}, {"tried": 13.0, "never": 18.0}))
+    text = render(view)
+    tried = next(line for line in text.splitlines() if line.startswith("tried"))
+    never = next(line for line in text.splitlines() if line.startswith("never"))
+    assert "SLOWER than untuned" in tried and "untuned (no trial)" in never and "SLOWER" not in never
