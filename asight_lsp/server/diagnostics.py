@@ -111,7 +111,8 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
     """Publish static diagnostics now and TVM ones once the document is quiet."""
     docout = await ls.state.outline(doc)
     text = doc.outline_text    # the text of ``docout`` (an edit during the build makes a newer one)
-    lines = doc.lines if doc.text is text else text.splitlines()
+    lines = docout.lines
+    await asyncio.sleep(0)     # requests that waited for this outline answer first
     units = checkable_units(docout)
     keys = unit_keys(doc, units, lines, docout.outline)
     # a Python file that is not TVMScript at all gets nothing (its syntax is another tool's job)
