@@ -178,6 +178,7 @@ class Fuzzer:
         self.texts: dict[str, str] = {}
         self.versions = {uri: 0 for uri in self.uris}
         self.docs = 0
+        self.large: list[tuple[int, int, int]] = []   # (document number, characters, lines) over 100,000 characters
 
     def document_step(self) -> str:
         rng, uri = self.rng, self.rng.choice(self.uris)
@@ -187,6 +188,8 @@ class Fuzzer:
                 self.server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             text = self.seeds[5] if uri.endswith("doc0.py") and uri not in self.texts else F.document(rng, self.seeds)
             self.texts[uri] = text
+            if len(text) > 100_000:
+                self.large.append((self.docs, len(text), text.count("\n") + 1))
             self.server.notify("textDocument/didOpen", {"textDocument": {
                 "uri": uri, "languageId": "python", "version": self.versions[uri], "text": text}})
         else:
@@ -249,7 +252,8 @@ async def run_fuzz(args, work: Path) -> dict:
     returncode = await server.stop()
     all_answers += server.answers
     result.update(summarize(all_answers, unanswered, deaths, server, stderr_path, late, returncode))
-    result.update({"documents_and_edits": fuzzer.docs, "seconds": round(time.perf_counter() - started, 1)})
+    result.update({"documents_and_edits": fuzzer.docs, "large_documents": fuzzer.large,
+                   "seconds": round(time.perf_counter() - started, 1)})
     log = Path(args.json).with_suffix(".stderr.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(stderr_path, log)

@@ -30,6 +30,7 @@ class AsightServer(LanguageServer):
         super().__init__(P.SERVER_NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=AsightProtocol)
         self.state = ServerState(options)
+        self.protocol.on_message = self.state.idle_gc.schedule
         read_loop_log = logging.getLogger("pygls.server")
         if not any(isinstance(f, NotJsonFilter) for f in read_loop_log.filters):
             read_loop_log.addFilter(NotJsonFilter())

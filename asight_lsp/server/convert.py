@@ -23,6 +23,13 @@ def to_range(rng: dict) -> types.Range:
     return types.Range(start=to_position(rng["start"]), end=to_position(rng["end"]))
 
 
+def range_json(rng: dict) -> dict:
+    """An LSP range as plain JSON data (what ``to_range`` serializes to), negatives made 0."""
+    start, end = rng["start"], rng["end"]
+    return {"start": {"line": max(start["line"], 0), "character": max(start["character"], 0)},
+            "end": {"line": max(end["line"], 0), "character": max(end["character"], 0)}}
+
+
 def to_diagnostic(diag: dict) -> types.Diagnostic:
     return types.Diagnostic(range=to_range(diag["range"]), message=diag["message"],
                             severity=SEVERITY.get(diag.get("severity"), types.DiagnosticSeverity.Error),

@@ -23,11 +23,32 @@ from ..tvmscript.outline_cache import DocumentOutline
 from .state import DocState
 
 
-def unit_key(unit: Unit, lines: list[str], outline: Outline) -> str:
-    """Identity of what TVM sees for a unit: its lines, the file's constants and aliases."""
+def unit_key(unit: Unit, lines: list[str], outline: Outline, extra: str | None = None) -> str:
+    """Identity of what TVM sees for a unit: its lines, the file's constants and aliases
+    (``extra``: ``file_context(outline)``, computed once for all units of a file)."""
     body = "\n".join(lines[unit.start_line:unit.end_line + 1])
-    extra = json.dumps([outline.constants, outline.aliases], sort_keys=True, default=str)
+    extra = file_context(outline) if extra is None else extra
     return hashlib.sha1(f"{unit.kind}\x00{body}\x00{extra}".encode("utf-8", "replace")).hexdigest()
+
+
+def file_context(outline: Outline) -> str:
+    return json.dumps([outline.constants, outline.aliases], sort_keys=True, default=str)
+
+
+def unit_keys(doc: DocState, units: list[Unit], lines: list[str], outline: Outline) -> dict[str, str]:
+    """``unit_key`` of each unit by name.  A unit object of the outline stands for the same text
+    while it lives (its chunk is cached by its text), so keys are kept by object and file context
+    (the constants and aliases of the whole file, some maybe defined below the unit) across
+    keystrokes: only the units an edit changed or moved are hashed again."""
+    known = doc.memo.get("unitKeys", {})
+    fresh, extra = {}, file_context(outline)
+    for unit in units:
+        hit = known.get(id(unit))
+        if hit is None or hit[0] is not unit or hit[1] != extra:
+            hit = (unit, extra, unit_key(unit, lines, outline, extra))
+        fresh[id(unit)] = hit
+    doc.memo["unitKeys"] = fresh
+    return {unit.name: fresh[id(unit)][2] for unit in units}
 
 
 def static_part(docout: DocumentOutline) -> list[dict]:
@@ -88,11 +109,12 @@ def cached_part(doc: DocState, units: list[Unit], keys: dict[str, str]) -> list[
 
 async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
     """Publish static diagnostics now and TVM ones once the document is quiet."""
-    text = doc.text
     docout = await ls.state.outline(doc)
-    lines = text.splitlines()
+    text = doc.outline_text    # the text of ``docout`` (an edit during the build makes a newer one)
+    lines = docout.lines
+    await asyncio.sleep(0)     # requests that waited for this outline answer first
     units = checkable_units(docout)
-    keys = {u.name: unit_key(u, lines, docout.outline) for u in units}
+    keys = unit_keys(doc, units, lines, docout.outline)
     # a Python file that is not TVMScript at all gets nothing (its syntax is another tool's job)
     static = static_part(docout) if docout.outline.units or "tvm.script" in text else []
     publish(ls, doc, static + cached_part(doc, units, keys))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import gc
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from ..store.runs import default_store_root
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Function, Outline
+from .idle_gc import IdleCollector
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
 from ..services.results import FunctionResult, Results
@@ -59,16 +60,20 @@ class DocState:
     cache: OutlineCache = field(default_factory=OutlineCache)
     outline: DocumentOutline | None = None
     outline_text: str | None = None
-    hashes: dict = field(default_factory=dict)
+    hashes: dict = field(default_factory=dict)   # id(function) -> (function, source hash)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tvm_diagnostics: dict = field(default_factory=dict)   # unit key -> [diagnostic dict], unit-relative lines
     diagnostics_task: asyncio.Task | None = None
     is_open: bool = True
     memo: dict = field(default_factory=dict)   # feature -> (key, value): answers reused while nothing changed
+    _lines: tuple = field(default=(None, ()), repr=False)   # (text, text.splitlines())
 
     @property
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        """``text.splitlines()``, split once per text (read-only)."""
+        if self._lines[0] is not self.text:
+            self._lines = (self.text, self.text.splitlines())
+        return self._lines[1]
 
 
 @dataclass
@@ -94,7 +99,7 @@ class ServerState:
         self._index: RunIndex | None = None
         self._results: Results | None = None
         self._index_root: str | None = None
-        self._freeze_handle: asyncio.TimerHandle | None = None
+        self.idle_gc = IdleCollector()
 
     # -- configuration
     def configure(self, root: str | None, values: dict | None) -> None:
@@ -169,6 +174,9 @@ class ServerState:
         doc = self.docs.pop(uri, None)
         if doc is not None and doc.diagnostics_task is not None:
             doc.diagnostics_task.cancel()
+            doc.diagnostics_task = None   # no cycle (document -> task -> coroutine -> document) to outlive it
+        if doc is not None and len(doc.text) > RELEASE_OFF_LOOP_CHARS:
+            release_off_loop(doc)
         return doc
 
     def document(self, uri: str) -> DocState:
@@ -191,34 +199,30 @@ class ServerState:
         async with doc.lock:
             text = doc.text
             if doc.outline is None or doc.outline_text is not text:
-                built = await asyncio.to_thread(doc.cache.build, text, doc.path)
-                doc.outline, doc.outline_text, doc.hashes = built, text, {}
-                self.freeze_when_idle()
+                with self.idle_gc.building():
+                    built = await asyncio.to_thread(doc.cache.build, text, doc.path)
+                doc.outline, doc.outline_text = built, text
+                if doc.text is text:
+                    doc._lines = (text, built.lines)   # split once, in the build's thread
+                if len(doc.hashes) > 2 * len(built.outline.functions) + 64:
+                    doc.hashes = {}
+                self.idle_gc.schedule()
             return doc.outline
 
-    def freeze_when_idle(self, delay: float = 2.0) -> None:
-        """Once no outline was built for ``delay`` s: collect garbage, then ``gc.freeze()``.
+    def hash_of(self, doc: DocState, fn: Function, lines: list[str] | None = None) -> str:
+        """The function's source hash (cached per outline object); ``lines``: the text ``fn`` was
+        outlined from, split (default: the document's outline text)."""
+        hit = doc.hashes.get(id(fn))
+        if hit is None or hit[0] is not fn:   # an outline object stands for the same text while it lives
+            text = doc.outline_text or doc.text
+            if lines is None and text is doc.text:
+                lines = doc.lines
+            hit = doc.hashes[id(fn)] = (fn, function_hash(text, fn, lines))
+        return hit[1]
 
-        A big file's outline is ~10^5 objects; without this, Python's full collections walk them
-        all now and then, in the middle of a request (p99 of codeLens 50+ ms instead of ~10 ms).
-        Frozen objects are still freed by reference counting when a newer outline replaces them.
-        """
-        if self._freeze_handle is not None:
-            self._freeze_handle.cancel()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._freeze_handle = loop.call_later(delay, _collect_and_freeze)
-
-    def hash_of(self, doc: DocState, fn: Function) -> str:
-        """The function's current source hash (cached per outline)."""
-        if fn.id not in doc.hashes:
-            doc.hashes[fn.id] = function_hash(doc.outline_text or doc.text, fn)
-        return doc.hashes[fn.id]
-
-    def result(self, doc: DocState, fn: Function, details: bool = True) -> FunctionResult | None:
-        return self.results.result(doc.path, fn, self.hash_of(doc, fn), with_details=details)
+    def result(self, doc: DocState, fn: Function, details: bool = True,
+               lines: list[str] | None = None) -> FunctionResult | None:
+        return self.results.result(doc.path, fn, self.hash_of(doc, fn, lines), with_details=details)
 
     def uri_of(self, path: str) -> str:
         for uri, doc in self.docs.items():
@@ -227,9 +231,28 @@ class ServerState:
         return from_fs_path(os.path.abspath(path)) or path
 
 
-def _collect_and_freeze() -> None:
-    gc.collect()
-    gc.freeze()
+RELEASE_OFF_LOOP_CHARS = 1_000_000   # ~25,000 lines of TVMScript
+
+
+def release_off_loop(doc: DocState) -> None:
+    """Let go of a closed document's outline and caches in a thread: freeing a 100,000-line
+    file's ~3*10^6 outline objects takes 1-5 s, which on the event loop would stall every other
+    request (the thread shares the GIL with the loop in 5 ms slices, as the outline's build does)."""
+    heavy = [doc.outline, doc.cache, doc.hashes, doc.memo, doc._lines]
+    doc.outline, doc.cache, doc.hashes, doc.memo, doc._lines = None, OutlineCache(), {}, {}, (None, ())
+    threading.Thread(target=heavy.clear, name="asight-release", daemon=True).start()
+
+
+OFF_LOOP_FUNCTIONS = 300   # answers about bigger outlines are written in a thread
+
+
+async def off_loop_if_big(functions: int, work, *args):
+    """``work(*args)``, in a thread when the outline has more than ``OFF_LOOP_FUNCTIONS`` functions:
+    writing the symbols or lenses of a 100,000-line file takes a second, and the event loop must
+    answer other documents meanwhile; for a small outline the thread hop would cost more than it saves."""
+    if functions > OFF_LOOP_FUNCTIONS:
+        return await asyncio.to_thread(work, *args)
+    return work(*args)
 
 
 def find_function(outline: Outline, name: str | None, line: int | None = None) -> Function | None:

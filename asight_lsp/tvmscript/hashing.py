@@ -6,9 +6,10 @@ import hashlib
 from .model import Function
 
 
-def function_text(text: str, fn: Function) -> str:
-    """The source lines of one function (for per-function source hashes)."""
-    lines = text.splitlines()
+def function_text(text: str, fn: Function, lines: list[str] | None = None) -> str:
+    """The source lines of one function (for per-function source hashes); ``lines``, when given,
+    are ``text.splitlines()`` already split (hashing every function of a big file splits it once)."""
+    lines = text.splitlines() if lines is None else lines
     return "\n".join(lines[fn.range["start"]["line"]:fn.range["end"]["line"] + 1])
 
 
@@ -22,6 +23,6 @@ def source_hash(text: str) -> str:
     return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def function_hash(text: str, fn: Function) -> str:
+def function_hash(text: str, fn: Function, lines: list[str] | None = None) -> str:
     """The per-function source hash runs are keyed by (``RunMeta.source_hashes``)."""
-    return source_hash(function_text(text, fn))
+    return source_hash(function_text(text, fn, lines))

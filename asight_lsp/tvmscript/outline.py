@@ -14,48 +14,95 @@ decorators and each chunk is parsed alone, so one half-typed function does not h
 from __future__ import annotations
 
 import ast
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .model import DEFAULT_ALIASES, Function, Outline, Unit
+from .model import DEFAULT_ALIASES, Binding, Block, Buffer, Function, Loop, Outline, Unit
 from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree, split_chunks, syntax_error_dict)
-from .ranges import line_range, make_range
+from .ranges import line_range
 from .scanner import _Context, _unit
 
 
-# --------------------------------------------------------------------------- parsing
+class ChunkCache:
+    """Outlines of top-level chunks by their text (and the constants and aliases they see).
+
+    ``max_chars`` bounds the chunk text held (least recently used goes first): an outline takes
+    some 30-50 bytes per character of TVMScript.  ``build_outline(..., chunks=cache)`` with a
+    cache of its own (one per open document, ``outline_cache.OutlineCache``) keeps the chunks of
+    the last two texts it outlined: an edit re-parses only the chunk it changed, however big the
+    file; the keystroke that completes a half-typed line (or an undo) finds the chunk as it was
+    before; and the cache never holds much more than the file.  Threads may share one (services
+    outline files in worker threads): its operations hold a lock.
+    """
+
+    def __init__(self, max_chars: int | None = None):
+        self.entries: OrderedDict[tuple[str, str], _ChunkResult] = OrderedDict()   # (text, context) ->
+        self.max_chars, self.chars = max_chars, 0
+        self._last_keys: set = set()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> "_ChunkResult | None":
+        with self._lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str], result: "_ChunkResult") -> None:
+        with self._lock:
+            if key not in self.entries:
+                self.chars += len(key[0])
+            self.entries[key] = result
+            while self.max_chars is not None and self.chars > self.max_chars and len(self.entries) > 1:
+                self.chars -= len(self.entries.popitem(last=False)[0][0])
+
+    def keep_last(self, keys: set[tuple[str, str]]) -> None:
+        """Keep the chunks of this text (``keys``) and of the text outlined before it."""
+        with self._lock:
+            keep = keys | self._last_keys
+            for key in [k for k in self.entries if k not in keep]:
+                self.chars -= len(key[0])
+                del self.entries[key]
+            self._last_keys = keys
+
+    def clear(self) -> None:
+        with self._lock:
+            self.entries.clear()
+            self.chars = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-# --------------------------------------------------------------------------- functions
-
-
-# --------------------------------------------------------------------------- file level
-
-
-_CHUNK_CACHE: "OrderedDict[str, _ChunkResult]" = OrderedDict()
-_CHUNK_CACHE_SIZE = 4096
+# Shared by callers without a cache of their own (CLI, services: the server's custom requests
+# outline the open document again): 256 Ki characters of chunk text, ~5 MB of outlines (~19 bytes a
+# character of TVMScript), a 6,000-line file.  (It was 8 Mi: 160 MB kept after a few big files.)
+_CHUNK_CACHE = ChunkCache(max_chars=256 * 1024)
 
 
 @dataclass
 class _ChunkResult:
-    """Outline of one top-level chunk, with ranges as if the chunk started at line 0."""
-    units: list[Unit]
-    functions: list[Function]
+    """Outline of one top-level chunk at its last placement (shared, read-only): ``placed`` is
+    ``(start line, units, functions, errors)``, one tuple so that threads sharing the cache never
+    see a start line with another placement's objects."""
+    placed: tuple[int, list[Unit], list[Function], list[dict]]
     constants: dict
     aliases: dict
-    errors: list[dict]
-    placed: tuple | None = None  # (start line, units, functions, errors) of the last placement
+
+    @property
+    def errors(self) -> list[dict]:
+        return self.placed[3]
 
     def at(self, start: int) -> tuple[list[Unit], list[Function], list[dict]]:
-        """The chunk's outline moved to ``start``; the last placement is reused (shared, read-only)."""
-        if self.placed is None or self.placed[0] != start:
-            self.placed = (start, _shifted(self.units, start), _shifted(self.functions, start),
-                           _shifted(self.errors, start))
-        return self.placed[1:]
+        """The chunk's outline moved to ``start`` (copies; the objects handed out before stay as they are)."""
+        placed = self.placed
+        if start != placed[0]:
+            delta = start - placed[0]
+            placed = self.placed = (start, _shifted(placed[1], delta), _shifted(placed[2], delta),
+                                    _shifted(placed[3], delta))
+        return placed[1], placed[2], placed[3]
 
 
 def _outline_trees(trees: list[tuple[ast.Module, int]], lines: list[str], constants: dict,
@@ -71,48 +118,85 @@ def _outline_trees(trees: list[tuple[ast.Module, int]], lines: list[str], consta
     return units, functions
 
 
-def _chunk_result(chunk: str, constants: dict, aliases: dict) -> _ChunkResult:
-    """Outline one chunk (cached by its text and the constants/aliases it can see)."""
-    key = repr((chunk, sorted(constants.items()), sorted(aliases.items())))
-    cached = _CHUNK_CACHE.get(key)
+def _context_key(constants: dict, aliases: dict) -> str:
+    """What a chunk's outline depends on besides its text: the constants and aliases it sees."""
+    return repr((sorted(constants.items()), sorted(aliases.items())))
+
+
+def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], start: int, constants: dict, aliases: dict,
+                  cache: ChunkCache) -> _ChunkResult:
+    """Outline one chunk of the file ``lines``, starting at line ``start`` (cached by ``key``)."""
+    cached = cache.get(key)
     if cached is not None:
-        _CHUNK_CACHE.move_to_end(key)
         return cached
-    lines = chunk.splitlines()
     try:
         tree, errors = parse_tree(chunk), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        tree, errors = None, [syntax_error_dict(err, lines)]
+        tree, errors = None, [syntax_error_dict(err, lines, start)]
     own_constants = module_constants(tree) if tree else {}
     own_aliases = namespace_aliases(tree) if tree else {}
-    units, functions = _outline_trees([(tree, 0)] if tree else [], lines, {**constants, **own_constants},
+    units, functions = _outline_trees([(tree, start)] if tree else [], lines, {**constants, **own_constants},
                                       {**aliases, **own_aliases})
-    result = _ChunkResult(units, functions, own_constants, own_aliases, errors)
-    _CHUNK_CACHE[key] = result
-    if len(_CHUNK_CACHE) > _CHUNK_CACHE_SIZE:
-        _CHUNK_CACHE.popitem(last=False)
+    result = _ChunkResult((start, units, functions, errors), own_constants, own_aliases)
+    cache.put(key, result)
     return result
 
 
-def _shifted(value: Any, delta: int) -> Any:
-    """A copy of outline data with every range moved down by ``delta`` lines."""
-    if isinstance(value, dict):
-        if "start" in value and "end" in value and "line" in value["start"]:
-            return make_range(value["start"]["line"] + delta, value["start"]["character"],
-                              value["end"]["line"] + delta, value["end"]["character"])
-        return {k: _shifted(v, delta) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_shifted(v, delta) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        copy = object.__new__(type(value))
-        for name in value.__dataclass_fields__:
-            field_value = getattr(value, name)
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _moved_range(rng: dict, delta: int) -> dict:
+    start, end = rng["start"], rng["end"]
+    return {"start": {"line": start["line"] + delta, "character": start.get("character", 0)},
+            "end": {"line": end["line"] + delta, "character": end.get("character", 0)}}
+
+
+def _is_range(value: dict) -> bool:
+    start, end = value.get("start"), value.get("end")
+    return type(start) is dict and type(end) is dict and "line" in start and "line" in end
+
+
+# Where the outline's objects hold lines (model.py): their range fields and their lists of objects.
+_LINES_IN = {Function: (("range", "name_range"), ("blocks", "loops", "buffers", "bindings")),
+             Block: (("range", "name_range"), ()), Loop: (("range",), ()), Buffer: (("range",), ()),
+             Binding: (("range",), ())}
+
+
+def _moved(obj: Any, delta: int) -> Any:
+    """A copy of an outline dataclass moved down by ``delta`` lines (the hot path of ``_shifted``:
+    an edit that adds a line moves every unit below it)."""
+    state = obj.__dict__.copy()
+    layout = _LINES_IN.get(type(obj))
+    if layout is not None:
+        for name in layout[0]:
+            state[name] = _moved_range(state[name], delta)
+        for name in layout[1]:
+            state[name] = [_moved(v, delta) for v in state[name]]
+    else:
+        for name, value in state.items():
             if name in ("start_line", "end_line"):
-                field_value += delta
-            elif isinstance(field_value, (dict, list)) or hasattr(field_value, "__dataclass_fields__"):
-                field_value = _shifted(field_value, delta)
-            setattr(copy, name, field_value)
-        return copy
+                state[name] = value + delta
+            elif type(value) in (dict, list) or hasattr(type(value), "__dataclass_fields__"):
+                state[name] = _shifted(value, delta)
+    copy = object.__new__(type(obj))
+    copy.__dict__ = state
+    return copy
+
+
+def _shifted(value: Any, delta: int) -> Any:
+    """A copy of outline data with every range moved down by ``delta`` lines (lists of names,
+    ids and extents are shared, not copied: outline data is read-only)."""
+    kind = type(value)
+    if kind is list:
+        if not value or isinstance(value[0], _ATOMS):
+            return value
+        return [_shifted(v, delta) for v in value]
+    if kind is dict:
+        if _is_range(value):
+            return _moved_range(value, delta)
+        return {k: _shifted(v, delta) for k, v in value.items()}
+    if hasattr(kind, "__dataclass_fields__"):
+        return _moved(value, delta)
     return value
 
 
@@ -126,44 +210,89 @@ def _outline_whole(text: str, lines: list[str], outline: Outline) -> None:
     outline.units, outline.functions = _outline_trees(trees, lines, outline.constants, outline.aliases)
 
 
-def build_outline(text: str | bytes, path: str = "<text>") -> Outline:
+def split_may_be_wrong(lines: list[str], chunks: list[tuple[int, int]], broken: list[bool]) -> bool:
+    """Whether a chunk's syntax error may come from splitting inside a multi-line construct rather
+    than from the code (then the whole file is parsed to find out): a broken chunk that holds a
+    triple quote or a line continued by a backslash, or two broken chunks in a row (a bracket left
+    open across a line that starts with ``@``).  A half-typed statement inside one unit is none of
+    these, so typing does not pay for a parse of the whole file."""
+    for i, (start, end) in enumerate(chunks):
+        if not broken[i]:
+            continue
+        if i and broken[i - 1]:
+            return True
+        for line in lines[start:end + 1]:
+            if '"""' in line or "'''" in line or line.endswith("\\"):
+                return True
+    return False
+
+
+def build_outline(text: str | bytes, path: str = "<text>", chunks: ChunkCache | None = None) -> Outline:
     """Outline of a TVMScript file; never raises on bad input (problems go to ``syntax_errors``).
 
     The file is split into top-level chunks (one per decorated def/class); each chunk's outline is
-    cached by its text, so re-outlining after an edit only re-parses the chunk that changed.  The
-    returned units and functions may be shared with later calls: treat them as read-only.
+    cached by its text (in ``chunks``, else in a cache shared by all callers), so re-outlining after
+    an edit only re-parses the chunk that changed.  The returned units and functions may be shared
+    with later calls: treat them as read-only.
     """
+    return outline_chunks(text, path, chunks)[0]
+
+
+def outline_chunks(text: str | bytes, path: str = "<text>",
+                   chunks: ChunkCache | None = None) -> tuple[Outline, list[str], list[tuple[int, int]]]:
+    """``build_outline``, with the file's lines and the line spans of its chunks."""
     text = decode_source(text)
     lines = text.splitlines()
     outline = Outline(path)
-    if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
-        outline.syntax_errors.append({
-            "range": line_range(lines, 0), "severity": "error", "source": "asight",
-            "message": f"file too large to analyse ({len(text) / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.1f} MB)"})
-        return outline
-    if "\x00" in text:
-        line = text[:text.index("\x00")].count("\n")
-        outline.syntax_errors.append({"range": line_range(lines, line), "severity": "error", "source": "python",
-                                      "message": "syntax error: the file contains NUL bytes (is it a binary file?)"})
-        return outline
-    results = []
-    for start, end in split_chunks(lines):
-        result = _chunk_result("\n".join(lines[start:end + 1]), outline.constants, outline.aliases)
-        outline.constants = {**outline.constants, **result.constants}
-        outline.aliases = {**outline.aliases, **result.aliases}
-        results.append((start, result))
-    if any(r.errors for _, r in results):
+    refusal = _refusal(text, lines)
+    if refusal is not None:
+        outline.syntax_errors.append(refusal)
+        return outline, lines, []
+    spans = split_chunks(lines)
+    results = _chunk_results(lines, spans, outline, _CHUNK_CACHE if chunks is None else chunks, chunks is not None)
+    if any(r.errors for r in results) and split_may_be_wrong(lines, spans, [bool(r.errors) for r in results]):
         try:
             parse_tree(text)
             _outline_whole(text, lines, outline)  # the file is fine: the chunk split was wrong
-            return outline
+            return outline, lines, spans
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             pass
-    for start, result in results:
+    for (start, _), result in zip(spans, results):
         units, functions, errors = result.at(start)
         outline.units.extend(units)
         outline.functions.extend(functions)
         outline.syntax_errors.extend(errors)
-    return outline
+    return outline, lines, spans
 
 
+def _refusal(text: str, lines: list[str]) -> dict | None:
+    """The one diagnostic of a file not outlined at all (too large, binary)."""
+    if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
+        return {"range": line_range(lines, 0), "severity": "error", "source": "asight",
+                "message": f"file too large to analyse ({len(text) / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.1f} MB)"}
+    if "\x00" in text:
+        line = text[:text.index("\x00")].count("\n")
+        return {"range": line_range(lines, line), "severity": "error", "source": "python",
+                "message": "syntax error: the file contains NUL bytes (is it a binary file?)"}
+    return None
+
+
+def _chunk_results(lines: list[str], spans: list[tuple[int, int]], outline: Outline, cache: ChunkCache,
+                   own_cache: bool) -> list[_ChunkResult]:
+    """Each chunk's outline, from ``cache`` where its text (and what it sees) is unchanged; the
+    file's constants and aliases gathered into ``outline``.  An own cache keeps only these chunks."""
+    results, keys = [], set()
+    context = _context_key(outline.constants, outline.aliases)
+    for start, end in spans:
+        chunk = "\n".join(lines[start:end + 1])
+        key = (chunk, context)
+        keys.add(key)
+        result = _chunk_result(key, chunk, lines, start, outline.constants, outline.aliases, cache)
+        constants, aliases = {**outline.constants, **result.constants}, {**outline.aliases, **result.aliases}
+        if constants != outline.constants or aliases != outline.aliases:
+            outline.constants, outline.aliases = constants, aliases
+            context = _context_key(constants, aliases)
+        results.append(result)
+    if own_cache:
+        cache.keep_last(keys)
+    return results

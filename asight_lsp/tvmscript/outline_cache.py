@@ -8,23 +8,25 @@ those units (their safety-gate findings are stale and TVM cannot check them).
 """
 from __future__ import annotations
 
+import bisect
 import copy
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .model import Function, Outline, Unit
-from .outline import build_outline
-from .pysource import split_chunks
+from .outline import ChunkCache, outline_chunks
 
 _UNIT_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 
 
 @dataclass
 class DocumentOutline:
-    """The outline of a document plus which units come from an older good parse."""
+    """The outline of a document plus which units come from an older good parse, and the text's
+    lines (``text.splitlines()``, read-only)."""
     outline: Outline
     fallback: set[str] = field(default_factory=set)
+    lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -99,30 +101,38 @@ def chunk_name(lines: list[str], start: int, end: int) -> str | None:
 
 
 class OutlineCache:
-    """Per-document outline builder that remembers the last good outline of every unit."""
+    """Per-document outline builder: the chunks of the last text (``outline.ChunkCache``) and the
+    last good outline of every unit whose name is still in the text."""
 
     def __init__(self):
         self._good: dict[str, _Good] = {}
+        self.chunks = ChunkCache()
 
     def build(self, text: str, path: str = "<text>") -> DocumentOutline:
-        outline = build_outline(text, path)
-        present = {u.name for u in outline.units}
+        outline, lines, spans = outline_chunks(text, path, self.chunks)
+        by_unit: dict[str, list[Function]] = {}
+        for fn in outline.functions:
+            by_unit.setdefault(fn.unit, []).append(fn)
+        present = set()
         for unit in outline.units:   # a name may be defined twice: only the functions inside this one
-            self._good[unit.name] = _Good(unit, [f for f in outline.functions if f.unit == unit.name
-                                                 and unit.start_line <= f.range["start"]["line"] <= unit.end_line])
+            present.add(unit.name)
+            self._good[unit.name] = _Good(unit, [f for f in by_unit.get(unit.name, ())
+                                                 if unit.start_line <= f.range["start"]["line"] <= unit.end_line])
         if not outline.syntax_errors:
-            return DocumentOutline(outline)
-        return self._with_fallbacks(outline, text.splitlines(), present)
+            self._keep(present)
+            return DocumentOutline(outline, lines=lines)
+        broken = broken_chunks(outline, lines, spans)
+        self._keep(present | {name for name, _, _ in broken})
+        return self._with_fallbacks(outline, lines, [b for b in broken if b[0] not in present and b[0] in self._good])
 
-    def _with_fallbacks(self, outline: Outline, lines: list[str], present: set[str]) -> DocumentOutline:
-        broken = []
-        for start, end in split_chunks(lines):
-            if any(start <= e["range"]["start"]["line"] <= end for e in outline.syntax_errors):
-                name = chunk_name(lines, start, end)
-                if name and name not in present and name in self._good:
-                    broken.append((name, start, end))
+    def _keep(self, names: set[str]) -> None:
+        """Forget the last good outline of units no longer in the text (memory stays bounded)."""
+        if len(self._good) > len(names):
+            self._good = {name: good for name, good in self._good.items() if name in names}
+
+    def _with_fallbacks(self, outline: Outline, lines: list[str], broken: list[tuple[str, int, int]]) -> DocumentOutline:
         if not broken:
-            return DocumentOutline(outline)
+            return DocumentOutline(outline, lines=lines)
         merged = Outline(outline.path, list(outline.units), list(outline.functions), outline.constants,
                          outline.aliases, outline.syntax_errors)
         for name, start, end in broken:
@@ -135,4 +145,17 @@ class OutlineCache:
         merged.units.sort(key=lambda u: u.start_line)
         order = {u.name: i for i, u in enumerate(merged.units)}
         merged.functions.sort(key=lambda f: (order.get(f.unit, 0), f.range["start"]["line"]))
-        return DocumentOutline(merged, {name for name, _, _ in broken})
+        return DocumentOutline(merged, {name for name, _, _ in broken}, lines)
+
+
+def broken_chunks(outline: Outline, lines: list[str], spans: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` of the named chunks (``spans``) that hold a syntax error."""
+    error_lines = sorted(e["range"]["start"]["line"] for e in outline.syntax_errors)
+    out = []
+    for start, end in spans:
+        k = bisect.bisect_left(error_lines, start)
+        if k < len(error_lines) and error_lines[k] <= end:
+            name = chunk_name(lines, start, end)
+            if name:
+                out.append((name, start, end))
+    return out
