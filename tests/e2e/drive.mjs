@@ -5,46 +5,13 @@
 // notification; the result lens and inlay hints; a killed server comes back with a message (CRASH=1);
 // the scheduled code beside the source with linked highlights; the search-space panel from the
 // result lens; click a cell and see its candidates; open one. Prints one JSON line of facts at the end (also on failure, with "error").
-import { createRequire } from "node:module";
-import * as path from "node:path";
+import { openSession } from "./session.mjs";
 
-const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
-const require = createRequire(path.join(repo, "vscode-extension", "package.json"));
-const { chromium } = require("playwright-core");
+const { page, facts, step, shot, palette, finish, gotoWorkspace } = await openSession({ height: 900, shotPrefix: "e2e-", paletteShot: "palette" });
 
-const BASE = process.env.CS_URL;
-const FOLDER = process.env.CS_FOLDER;
-const SHOTS = process.env.SHOT_DIR || ".";
-const t0 = Date.now();
-const facts = { steps: {}, pageErrors: [] };
-const step = (name, extra = {}) => {
-  facts.steps[name] = { t: +((Date.now() - t0) / 1000).toFixed(1), ...extra };
-  console.error(`${facts.steps[name].t}s ${name} ${JSON.stringify(extra)}`);
-};
-
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic"] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-page.on("pageerror", (e) => facts.pageErrors.push(String(e).slice(0, 300)));
-const shot = (name) => page.screenshot({ path: path.join(SHOTS, `e2e-${name}.png`) });
-
-async function palette(title) {
-  await page.keyboard.press("F1");
-  await page.locator(".quick-input-widget input").waitFor();
-  await page.keyboard.type(title);
-  // Pick the row whose label is exactly the title: "ASight: Tune" also fuzzily matches
-  // "ASight: Tune Guided by Principles of a Run"; never rely on the ranking.
-  const label = title.replace(/^>?\s*/, "");
-  const row = page.locator(".quick-input-list .monaco-list-row")
-    .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }) });
-  await row.first().waitFor({ timeout: 20000 });
-  await shot("palette");
-  await row.first().click();
-}
-
+let failure = null;
 try {
-  await page.goto(`${BASE}/?folder=${encodeURIComponent(FOLDER)}`);
+  await gotoWorkspace();
   await page.locator(".monaco-workbench").waitFor({ timeout: 90000 });
   step("workbench");
 
@@ -220,9 +187,6 @@ try {
   step("space hints", { hints: facts.spaceHints });
   await shot("space");
 } catch (err) {
-  facts.error = String(err && err.stack || err).slice(0, 2000);
-  await shot("failure").catch(() => undefined);
+  failure = err;
 }
-facts.total_s = +((Date.now() - t0) / 1000).toFixed(1);
-await browser.close();
-process.stdout.write(JSON.stringify(facts) + "\n");
+await finish(failure);

@@ -3,40 +3,9 @@
 // click a task of two calls and read the editor's selections (one per call); "ASight: Export Tuned
 // Model" from the palette writes the library; a row's "Search space" opens that task alone, with a
 // task selector. Prints one JSON line of facts at the end (also on failure, with "error").
-import { createRequire } from "node:module";
-import * as path from "node:path";
+import { openSession } from "./session.mjs";
 
-const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
-const require = createRequire(path.join(repo, "vscode-extension", "package.json"));
-const { chromium } = require("playwright-core");
-
-const BASE = process.env.CS_URL;
-const FOLDER = process.env.CS_FOLDER;
-const SHOTS = process.env.SHOT_DIR || ".";
-const t0 = Date.now();
-const facts = { steps: {}, pageErrors: [] };
-const step = (name, extra = {}) => {
-  facts.steps[name] = { t: +((Date.now() - t0) / 1000).toFixed(1), ...extra };
-  console.error(`${facts.steps[name].t}s ${name} ${JSON.stringify(extra)}`);
-};
-
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic"] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.on("pageerror", (e) => facts.pageErrors.push(String(e).slice(0, 300)));
-const shot = (name) => page.screenshot({ path: path.join(SHOTS, `e2e-model-${name}.png`) });
-
-async function palette(title) {
-  await page.keyboard.press("F1");
-  await page.locator(".quick-input-widget input").waitFor();
-  await page.keyboard.type(title);
-  const label = title.replace(/^>?\s*/, "");
-  const row = page.locator(".quick-input-list .monaco-list-row")
-    .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }) });
-  await row.first().waitFor({ timeout: 20000 });
-  await row.first().click();
-}
+const { page, facts, step, shot, palette, finish, gotoWorkspace } = await openSession({ height: 1000, shotPrefix: "e2e-model-", paletteShot: null });
 
 /** Lines of the source editor covered by a selection (Monaco's .selected-text overlays). */
 async function selectedLines() {
@@ -56,8 +25,9 @@ async function selectedLines() {
   return handle.jsonValue();
 }
 
+let failure = null;
 try {
-  await page.goto(`${BASE}/?folder=${encodeURIComponent(FOLDER)}`);
+  await gotoWorkspace();
   await page.locator(".monaco-workbench").waitFor({ timeout: 90000 });
   step("workbench");
   const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "tiny_relax.py" });
@@ -156,9 +126,6 @@ try {
   step("task code", { tab: facts.codeTab, selected: facts.codeSelected.length });
   await shot("task-code");
 } catch (err) {
-  facts.error = String(err && err.stack || err).slice(0, 2000);
-  await shot("failure").catch(() => undefined);
+  failure = err;
 }
-facts.total_s = +((Date.now() - t0) / 1000).toFixed(1);
-await browser.close();
-process.stdout.write(JSON.stringify(facts) + "\n");
+await finish(failure);
