@@ -231,6 +231,20 @@ def run_records(run_dir: str, func) -> tuple[list[dict], str]:
     return records, how
 
 
+def _lineage(func, sch, source: dict) -> dict[str, str]:
+    """Derived block → its source block, from the trace (``worker/lineage``), e.g. ``row_max_rf_init``
+    → ``row_max``: what the graph match cannot pair (rfactor, decompose) is still attributed.  A
+    failed replay gives no lineage (the match alone stands)."""
+    from ..analysis.block_origin import lineage
+    from .lineage import replay
+    sources = [n["name"] for n in source["nodes"] if n.get("kind") == "block"]
+    try:
+        _, events = replay(fresh_copy(normalize_mod(func)), sch.trace)
+        return {e["block"]: e["source"] for e in lineage(events, sources) if e.get("source") in sources}
+    except Exception:  # noqa: BLE001 - lineage only adds attributions
+        return {}
+
+
 def block_graph(params: dict, emit=None) -> dict:
     """Source graph of one PrimFunc and the transformed graphs of some of its schedules.
 
@@ -254,8 +268,9 @@ def block_graph(params: dict, emit=None) -> dict:
     for job in jobs:
         info = {k: v for k, v in job.items() if k != "trace"}
         try:
-            graph = tir_graph(apply_trace(func, job["trace"]).mod["main"])
-            out["transformed"].append({**graph, "record": info})
+            sch = apply_trace(func, job["trace"])
+            graph = tir_graph(sch.mod["main"])
+            out["transformed"].append({**graph, "record": info, "lineage": _lineage(func, sch, out["source"])})
         except Exception as err:  # a trace of another function, or of an edited one
             text = str(err).strip()
             out["transformed"].append({"error": text.splitlines()[0] if text else type(err).__name__,

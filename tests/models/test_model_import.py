@@ -109,6 +109,7 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     for first, second, *_ in repeated:
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
     _model_view_has_every_call(profile)
+    _hotspots_map_every_call(script, meta.id, tmp_path, repeated)
     _export_runs(script, meta.id, tmp_path)
     _code_of_a_task(script, meta.id, tmp_path, repeated[0])
     _views_are_per_task(meta, tmp_path)
@@ -139,6 +140,26 @@ def _code_of_a_task(script: Path, run: str, store: Path, calls: list[dict]):
     assert [s["vars"] for s in view["callSites"]] == [c["vars"] for c in calls]
     with pytest.raises(Exception, match="pick one with --task"):
         code_view(str(script), run=run, store_root=str(store))
+
+
+def _hotspots_map_every_call(script: Path, run: str, store: Path, repeated: list[list[dict]]):
+    """`asight hotspots` ties each call of a repeated kernel to that call's own bindings and lines."""
+    import json
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "asight_lsp", "hotspots", str(script), "--run", run,
+                          "--work-dir", str(store), "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    entries = [e for part in json.loads(out.stdout)["parts"] for e in part["entries"]]
+    for calls in repeated:
+        task = calls[0]["task"]
+        lines_of = {}
+        for e in entries:
+            for label in e.get("calls") or []:
+                name, _, index = label.rpartition("#")
+                if name == task:
+                    lines_of.setdefault(int(index), set()).update(range(e["lines"][0], e["lines"][1] + 1))
+        assert len(lines_of) == len(calls), (task, lines_of)
+        assert not lines_of[0] & lines_of[1], (task, lines_of)   # the second call is not on the first's lines
 
 
 def _model_view_has_every_call(profile: dict):

@@ -28,6 +28,23 @@ def test_stage_of_blocks_without_flops_is_shared_equally():
     assert [e["rank"] for e in hot["entries"]] == [1, 2]
 
 
+def test_blocks_the_match_leaves_unpaired_are_attributed_by_the_trace_lineage():
+    """rfactor makes row_max_rf_init/update, which the graph match does not pair: the trace's
+    lineage (row_max_rf_* ← row_max) attributes their stage instead of leaving it unattributed."""
+    source = {"nodes": [{"id": "b0", "kind": "block", "name": "row_max", "flops": 10},
+                        {"id": "b1", "kind": "block", "name": "out", "flops": 10}]}
+    match = {"source": {"b0": {"match": "graph"}, "b1": {"match": "graph"}},
+             "transformed": {"row_max": {"source": ["b0"]}, "out": {"source": ["b1"]}}}
+    stages = [{"index": 0, "us": 6.0, "blocks": ["row_max_rf_init", "row_max_rf_update"]},
+              {"index": 1, "us": 2.0, "blocks": ["out"]}]
+    without = tir_hotspots(source, match, stages)
+    assert [u["stage"] for u in without["unattributed"]] == [0]
+    lineage = {"row_max_rf_init": "row_max", "row_max_rf_update": "row_max", "elsewhere": "missing"}
+    hot = tir_hotspots(source, match, stages, lineage=lineage)
+    assert hot["unattributed"] == []
+    assert {e["name"]: e["us"] for e in hot["entries"]} == {"row_max": 6.0, "out": 2.0}
+
+
 def test_repeated_kernel_calls_land_on_their_own_call_sites():
     data = copy.deepcopy(RECORDED["relax_cnn"])
     result = matching.match_relax(data["source"], data["transformed"])

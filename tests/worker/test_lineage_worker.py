@@ -188,3 +188,23 @@ def test_a_failing_lineage_replay_still_shows_the_code(runs, monkeypatch):
     assert 'T.sblock("matmul_init")' in reply["text"]
     view = _payload(str(SOURCE), selection, Run(runs["matmul"]), read_records(runs["matmul"]), None, reply)[0]
     assert view["links"] and all("derivation" not in link for link in view["links"])
+
+
+def test_block_graph_carries_the_trace_lineage_for_hotspots():
+    """The hotspot attribution's fallback: rfactor/decompose blocks that the graph match cannot pair
+    come with their source block from the trace (LayerNorm rfactored: sum_rf_* ← sum, sqsum_* ← sqsum)."""
+    import json
+    from asight_lsp.engine import wire
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.tir_graphs import block_graph
+    root = Path(__file__).resolve().parents[2]
+    path = root / "bench" / "workloads" / "layernorm.py"
+    text = path.read_text()
+    outline = build_outline(text, str(path))
+    trace = json.loads((root / "fixtures" / "traces" / "layernorm_rfactor.json").read_text())
+    out = block_graph({**wire.source_params(text, outline, outline.units[0]),
+                       "traces": [[trace["insts"], trace["decisions"]]]})
+    lineage = out["transformed"][0]["lineage"]
+    assert lineage["sum_rf_init"] == lineage["sum_rf_update"] == lineage["sum_update"] == "sum"
+    assert lineage["sqsum_rf_update"] == "sqsum"
+    assert set(lineage.values()) <= {n["name"] for n in out["source"]["nodes"] if n.get("kind") == "block"}
