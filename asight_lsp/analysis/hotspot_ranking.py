@@ -39,16 +39,7 @@ def _entry(node: dict, match: dict) -> dict:
             "flops": node.get("flops")}
 
 
-def _sources_of(name: str, match: dict, lineage: dict[str, str], by_name: dict) -> list:
-    """Source block ids of a transformed block: the graph match's, else the trace's lineage."""
-    matched = (match["transformed"].get(name) or {}).get("source") or []
-    if matched:
-        return matched
-    return [by_name[lineage[name]]] if lineage.get(name) in by_name else []
-
-
-def tir_hotspots(source: dict, match: dict, stages: list[dict], total_us: float | None = None,
-                 lineage: dict[str, str] | None = None) -> dict:
+def tir_hotspots(source: dict, match: dict, stages: list[dict], total_us: float | None = None) -> dict:
     """Per source block latency from the tuned program's stages.
 
     Parameters
@@ -57,19 +48,16 @@ def tir_hotspots(source: dict, match: dict, stages: list[dict], total_us: float 
     match : ``matching.match_tir(source, transformed)``.
     stages : ``[{"index", "us", "blocks": [name | {"name": ...}]}]`` of the same transformed program.
     total_us : the whole program's latency; defaults to the sum of the stages.
-    lineage : derived block name → source block name from the trace (``row_max_rf_init`` →
-        ``row_max``), for the blocks the graph match leaves unpaired.
     """
     blocks = [n for n in source["nodes"] if n.get("kind") == "block"]
     flops = {n["id"]: n.get("flops") for n in blocks}
     entries = {n["id"]: _entry(n, match["source"].get(n["id"], {})) for n in blocks}
-    by_name = {n.get("name"): n["id"] for n in blocks}
     unattributed = []
     for stage in stages:
         names = _stage_block_names(stage)
         ids = []
         for name in names:
-            for sid in _sources_of(name, match, lineage or {}, by_name):
+            for sid in (match["transformed"].get(name) or {}).get("source", []):
                 if sid not in ids and sid in entries:
                     ids.append(sid)
         index = stage.get("index", stages.index(stage))

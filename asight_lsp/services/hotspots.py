@@ -63,9 +63,8 @@ def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker, headline_
         raise AsightError(f"{kernel['name']}: the run's best schedule does not apply"
                           + (f" ({errors[0]})" if errors else " (no successful record)"))
     transformed = graphs[0]
-    match = match_tir(reply["source"], transformed)
-    part = scale_to_headline(tir_hotspots(reply["source"], match, stages["stages"],
-                                          lineage=transformed.get("lineage")), headline_us)
+    match = match_tir(reply["source"], transformed, transformed.get("lineage"))
+    part = scale_to_headline(tir_hotspots(reply["source"], match, stages["stages"]), headline_us)
     fn = outline.function(kernel.get("function") or "")
     ranges = {b.name: b.range for b in (fn.blocks if fn else [])}
     changes = {c["name"]: c for c in block_changes(kernel, run_dir, fn)}

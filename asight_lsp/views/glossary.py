@@ -13,6 +13,7 @@ LINKED_BY = {
     "graph-relaxed": "similar dataflow",
     "label": "similar block (the whole dataflow did not match)",
     "name": "name only",
+    "lineage": "made from it by the schedule (the trace says so)",
     "unmatched": "not linked",
 }
 

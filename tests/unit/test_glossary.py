@@ -32,7 +32,7 @@ def test_docs_glossary_lists_every_term_and_link_kind():
 def test_linked_by_says_match_kinds_in_plain_words():
     from asight_lsp.analysis.matching import common
 
-    kinds = [common.GRAPH, common.GRAPH_NAMES, common.GRAPH_RELAXED, common.LABEL, common.NAME, common.UNMATCHED]
+    kinds = [common.GRAPH, common.GRAPH_NAMES, common.GRAPH_RELAXED, common.LABEL, common.NAME, common.LINEAGE, common.UNMATCHED]
     assert set(kinds) == set(LINKED_BY), "every kind the matcher can give has words"
     assert linked_by("graph") == "same dataflow" and linked_by(None) == "not linked"
     assert all("graph" not in linked_by(k) for k in kinds), "no 'graph' jargon left"

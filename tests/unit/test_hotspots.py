@@ -30,17 +30,25 @@ def test_stage_of_blocks_without_flops_is_shared_equally():
 
 def test_blocks_the_match_leaves_unpaired_are_attributed_by_the_trace_lineage():
     """rfactor makes row_max_rf_init/update, which the graph match does not pair: the trace's
-    lineage (row_max_rf_* ← row_max) attributes their stage instead of leaving it unattributed."""
+    lineage (row_max_rf_* ← row_max) pairs them in the match, so their stage is attributed instead
+    of left unattributed."""
+    import copy
+    from asight_lsp.analysis.matching.tir import adopt_lineage
     source = {"nodes": [{"id": "b0", "kind": "block", "name": "row_max", "flops": 10},
                         {"id": "b1", "kind": "block", "name": "out", "flops": 10}]}
-    match = {"source": {"b0": {"match": "graph"}, "b1": {"match": "graph"}},
-             "transformed": {"row_max": {"source": ["b0"]}, "out": {"source": ["b1"]}}}
+    match = {"source": {"b0": {"match": "graph", "transformed": [], "evidence": [], "inlined_into": None},
+                        "b1": {"match": "graph", "transformed": [], "evidence": [], "inlined_into": None}},
+             "transformed": {"row_max": {"source": ["b0"]}, "out": {"source": ["b1"]}},
+             "unmatched": ["row_max_rf_init", "row_max_rf_update"], "unmatched_source": []}
     stages = [{"index": 0, "us": 6.0, "blocks": ["row_max_rf_init", "row_max_rf_update"]},
               {"index": 1, "us": 2.0, "blocks": ["out"]}]
     without = tir_hotspots(source, match, stages)
     assert [u["stage"] for u in without["unattributed"]] == [0]
     lineage = {"row_max_rf_init": "row_max", "row_max_rf_update": "row_max", "elsewhere": "missing"}
-    hot = tir_hotspots(source, match, stages, lineage=lineage)
+    adopted = adopt_lineage(copy.deepcopy(match), source, lineage)
+    assert adopted["unmatched"] == [] and adopted["transformed"]["row_max_rf_init"] == \
+        {"source": ["b0"], "role": "derived", "unit": None, "match": "lineage"}
+    hot = tir_hotspots(source, adopted, stages)
     assert hot["unattributed"] == []
     assert {e["name"]: e["us"] for e in hot["entries"]} == {"row_max": 6.0, "out": 2.0}
 

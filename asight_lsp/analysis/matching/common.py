@@ -33,6 +33,9 @@ LABEL = "label"                    # per-node label score (no consistent graph m
 NAME = "name"                      # name only
 
 
+LINEAGE = "lineage"                # no graph pairing; the trace says which source block it was made from
+
+
 UNMATCHED = "unmatched"
 
 

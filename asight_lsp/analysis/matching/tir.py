@@ -8,7 +8,7 @@ from collections import Counter
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
-from .common import (GRAPH, GRAPH_NAMES, GRAPH_RELAXED, LABEL, MAX_INLINE_COMBOS, MAX_INLINE_TRIALS, MAX_ISOMORPHISMS, NAME, UNMATCHED, Unit, _is_reduction, _sig, base_name)
+from .common import (GRAPH, GRAPH_NAMES, GRAPH_RELAXED, LABEL, LINEAGE, MAX_INLINE_COMBOS, MAX_INLINE_TRIALS, MAX_ISOMORPHISMS, NAME, UNMATCHED, Unit, _is_reduction, _sig, base_name)
 from .normalise import _writers, normalise_tir
 
 
@@ -183,8 +183,12 @@ def _isomorphisms(src_c: nx.DiGraph, tgt: nx.DiGraph, strict: bool) -> list[dict
     return list(itertools.islice(matcher.isomorphisms_iter(), MAX_ISOMORPHISMS))
 
 
-def match_tir(source: dict, transformed: dict) -> dict:
-    """Map every transformed block to the source block(s) it came from (see module docstring)."""
+def match_tir(source: dict, transformed: dict, lineage: dict[str, str] | None = None) -> dict:
+    """Map every transformed block to the source block(s) it came from (see module docstring).
+
+    ``lineage`` (derived block name → source block name, from replaying the trace: ``worker/lineage``)
+    pairs the blocks the graph leaves unmatched, such as rfactor's ``row_max_rf_init``.
+    """
     source_buffers = set(source.get("buffers") or {}) or {n["name"] for n in source["nodes"] if n.get("kind") == "param"} \
         | {w["name"] for n in source["nodes"] for w in n.get("writes") or []}
     units, alias, notes = normalise_tir(transformed, source_buffers)
@@ -200,6 +204,26 @@ def match_tir(source: dict, transformed: dict) -> dict:
     else:
         result = _fallback(source, transformed, units, notes)
     result["trials"] = trials
+    return adopt_lineage(result, source, lineage or {})
+
+
+def adopt_lineage(result: dict, source: dict, lineage: dict[str, str]) -> dict:
+    """Pair the still unmatched transformed blocks with their source block by the trace's lineage
+    (match kind ``LINEAGE``): what a trace instruction reported, never a guess from names."""
+    by_name = {n.get("name"): n["id"] for n in source["nodes"] if n.get("kind") == "block"}
+    for block in list(result["unmatched"]):
+        sid = by_name.get(lineage.get(block))
+        if sid is None:
+            continue
+        result["transformed"][block] = {"source": [sid], "role": "derived", "unit": None, "match": LINEAGE}
+        entry = result["source"].setdefault(sid, {"transformed": [], "match": LINEAGE, "evidence": [],
+                                                  "inlined_into": None})
+        entry["transformed"].append({"block": block, "role": "derived"})
+        if entry["match"] == UNMATCHED:
+            entry["match"] = LINEAGE
+        result["unmatched"].remove(block)
+        if sid in result["unmatched_source"]:
+            result["unmatched_source"].remove(sid)
     return result
 
 

@@ -34,6 +34,7 @@ export const LINKED_BY: Record<string, string> = {
   "graph-relaxed": "similar dataflow",
   "label": "similar block (the whole dataflow did not match)",
   "name": "name only",
+  "lineage": "made from it by the schedule (the trace says so)",
   "unmatched": "not linked",
 };
 
