@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import DEFAULT_ALIASES, Binding, Block, Buffer, Function, Loop, Outline, Unit
-from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree, split_chunks, syntax_error_dict)
+from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, moved_errors, namespace_aliases, parse_chunks,
+                       parse_tree, split_chunks, syntax_error_dict)
 from .ranges import line_range
+from .members import ClassChunk, outline_class, split_class
 from .scanner import _Context, _unit
 
 
@@ -90,6 +92,7 @@ class _ChunkResult:
     placed: tuple[int, list[Unit], list[Function], list[dict]]
     constants: dict
     aliases: dict
+    parts: tuple = ()    # the cache keys of its members (an ``@I.ir_module`` class read member by member)
 
     @property
     def errors(self) -> list[dict]:
@@ -101,7 +104,7 @@ class _ChunkResult:
         if start != placed[0]:
             delta = start - placed[0]
             placed = self.placed = (start, _shifted(placed[1], delta), _shifted(placed[2], delta),
-                                    _shifted(placed[3], delta))
+                                    moved_errors(placed[3], delta))
         return placed[1], placed[2], placed[3]
 
 
@@ -123,12 +126,20 @@ def _context_key(constants: dict, aliases: dict) -> str:
     return repr((sorted(constants.items()), sorted(aliases.items())))
 
 
-def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], start: int, constants: dict, aliases: dict,
-                  cache: ChunkCache) -> _ChunkResult:
-    """Outline one chunk of the file ``lines``, starting at line ``start`` (cached by ``key``)."""
+def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], span: tuple[int, int], constants: dict,
+                  aliases: dict, cache: ChunkCache) -> _ChunkResult:
+    """Outline one chunk (file lines ``span``) of the file ``lines`` (cached by ``key``)."""
     cached = cache.get(key)
     if cached is not None:
         return cached
+    start = span[0]
+    split = split_class(lines, *span)
+    by_member = split and outline_class(ClassChunk(lines, split, constants, aliases, key[1]), cache)
+    if by_member:
+        units, functions, errors, parts = by_member
+        result = _ChunkResult((start, units, functions, errors), {}, {}, tuple(parts))
+        cache.put(key, result)
+        return result
     try:
         tree, errors = parse_tree(chunk), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
@@ -287,7 +298,8 @@ def _chunk_results(lines: list[str], spans: list[tuple[int, int]], outline: Outl
         chunk = "\n".join(lines[start:end + 1])
         key = (chunk, context)
         keys.add(key)
-        result = _chunk_result(key, chunk, lines, start, outline.constants, outline.aliases, cache)
+        result = _chunk_result(key, chunk, lines, (start, end), outline.constants, outline.aliases, cache)
+        keys.update(result.parts)
         constants, aliases = {**outline.constants, **result.constants}, {**outline.aliases, **result.aliases}
         if constants != outline.constants or aliases != outline.aliases:
             outline.constants, outline.aliases = constants, aliases

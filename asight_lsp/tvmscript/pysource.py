@@ -31,7 +31,7 @@ def syntax_error_dict(err: BaseException, lines: list[str], line_offset: int = 0
         end_col = max((err.end_offset or 0) - 1, col + 1) if err.end_lineno == err.lineno else col + 1
         if end_line != line:
             end_line, end_col = line, max(len(lines[line]) if 0 <= line < len(lines) else col + 1, col + 1)
-        message = f"syntax error: {err.msg}"
+        message = f"syntax error: {lines_moved(err.msg, line_offset)}"
         rng = make_range(line, col, end_line, end_col)
     else:
         message = f"cannot parse the file: {type(err).__name__}: {err}".rstrip(": ")
@@ -39,6 +39,25 @@ def syntax_error_dict(err: BaseException, lines: list[str], line_offset: int = 0
             message = "cannot parse the file: expressions nested too deeply"
         rng = line_range(lines, line_offset if lines else 0)
     return {"range": rng, "severity": "error", "message": message, "source": "python"}
+
+
+_LINE_IN_MESSAGE = re.compile(r"\b(line )(\d+)")
+
+
+def lines_moved(message: str, delta: int) -> str:
+    """A syntax error's message with the lines it names ("on line 2", "(detected at line 9)") moved
+    by ``delta``: Python counts the lines of the piece it parsed (a chunk, a method), the file does
+    not start there, and a cached piece moves when lines above it come and go."""
+    if not delta:
+        return message
+    return _LINE_IN_MESSAGE.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + delta}", message)
+
+
+def moved_errors(errors: list[dict], delta: int) -> list[dict]:
+    """Syntax-error diagnostics moved down ``delta`` lines (copies), messages included."""
+    return [{**e, "range": make_range(e["range"]["start"]["line"] + delta, e["range"]["start"]["character"],
+                                      e["range"]["end"]["line"] + delta, e["range"]["end"]["character"]),
+             "message": lines_moved(e["message"], delta)} for e in errors]
 
 
 def parse_tree(text: str) -> ast.Module:

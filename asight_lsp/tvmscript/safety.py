@@ -60,17 +60,131 @@ def gate_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], l
     except RecursionError:
         return GateResult([_diagnostic(node_range(unit, lines, line_offset),
                                        "not evaluated: expressions nested too deeply to check")])
+    found = [_placed(place, node, anchor, what) for node, anchor, what in findings.problems]
+    refs = [(place(node, anchor)[0], in_params) for node, anchor, in_params in findings.references]
+    return _verdict(found, refs, aliases)
+
+
+def _verdict(found: list["Finding"], refs: list[tuple[dict, bool]], aliases: dict) -> GateResult:
+    """Placed findings (in TVM's order) as a verdict: one diagnostic per place and reason, then the
+    unit's metadata diagnostic."""
     result = GateResult()
     seen = set()
-    for node, anchor, what in findings.problems:
-        rng, moved = place(node, anchor)
-        key = (rng["start"]["line"], rng["start"]["character"], what)
+    for finding in found:
+        rng = finding.range
+        key = (rng["start"]["line"], rng["start"]["character"], finding.what)
         if key not in seen:
             seen.add(key)
-            where = f" (in `{_short(node)}`)" if moved else ""
-            result.problems.append(_diagnostic(rng, f"not evaluated: {what}{where}{SUFFIX}"))
-    _metadata(findings, aliases, place, result)
+            result.problems.append(_diagnostic(rng, finding.message))
+    _metadata(refs, aliases, result)
     return result
+
+
+@dataclass
+class Finding:
+    """A refusal placed in the file; ``on_class_line``: reported at the ``class`` line of the unit
+    (a method's decorator), not inside the member that holds it."""
+    range: dict
+    what: str
+    message: str
+    on_class_line: bool = False
+
+
+def _placed(place, node: ast.AST, anchor: ast.AST, what: str) -> Finding:
+    rng, moved = place(node, anchor)
+    where = f" (in `{_short(node)}`)" if moved else ""
+    return Finding(rng, what, f"not evaluated: {what}{where}{SUFFIX}", getattr(place, "class_node", None) is anchor)
+
+
+@dataclass
+class MemberVerdict:
+    """The gate's findings in one member of an ``@I.ir_module`` class (a method and the class-level
+    statements after it), by TVM's phases: class statements, method decorators, signatures and
+    bodies.  ``frame``: the class frame after the member (a recursive Relax function binds its name
+    there); ``asked``: the questions the verdict depends on besides the member's text and frame
+    (is a name bound anywhere in the unit, is it a function of the class), with their answers."""
+    phases: tuple[list[Finding], list[Finding], list[Finding]]
+    references: tuple[list, list, list]   # (range, in a func_attr "params" entry, on_class_line)
+    frame: dict
+    asked: dict
+
+
+class AskedSet:
+    """A set whose membership questions are recorded with their answers (``MemberVerdict.asked``)."""
+
+    def __init__(self, items, asked: dict, tag: str):
+        self.items, self.asked, self.tag = items, asked, tag
+
+    def __contains__(self, name) -> bool:
+        answer = name in self.items
+        self.asked[(self.tag, name)] = answer
+        return answer
+
+
+def still_holds(asked: dict, bound_anywhere: set, class_functions: set) -> bool:
+    """Whether a member's recorded questions get the same answers from this version of the unit."""
+    return all((name in (bound_anywhere if tag == "bound" else class_functions)) == answer
+               for (tag, name), answer in asked.items())
+
+
+@dataclass
+class ClassContext:
+    """What a member's verdict depends on besides its own text: the class (``node``, the header
+    parsed apart: the decorators' anchor, at file line ``line``), its method names, the names bound
+    anywhere in it, and the file's aliases and constants."""
+    node: ast.ClassDef
+    line: int
+    functions: set
+    bound_anywhere: set
+    aliases: dict
+    constants: dict
+
+
+def gate_member(body: list[ast.stmt], cls: ClassContext, frame: dict, lines: list[str], line_offset: int,
+                header: bool = False) -> MemberVerdict:
+    """The gate on part of an ``@I.ir_module`` class's body parsed on its own (``members.py``):
+    ``body``'s lines count from ``line_offset``; ``frame``: the class frame its methods' bodies
+    start from (earlier members may have bound names there); ``header``: the part before the first
+    method, after the class's own decorators.  With every part's phases joined in order
+    (``class_verdict``), the verdict equals ``gate_unit``'s on the whole class."""
+    asked: dict = {}
+    findings = Findings(cls.aliases, {cls.node.name: AskedSet(cls.functions, asked, "function")},
+                        AskedSet(cls.bound_anywhere, asked, "bound"))
+    rules = StatementRules(findings, module_scope(cls.aliases, cls.constants))
+    place = _Placer(lines, line_offset, cls.node, cls.line)
+    marks = [(0, 0)]
+    try:
+        if header:
+            for decorator in cls.node.decorator_list:
+                rules.check(decorator, cls.node, decorator=True)
+        # statements and decorators are evaluated before any method's body, in the class frame as
+        # the header leaves it; bodies in the frame the methods before this one leave
+        rules.scope.frames.append({cls.node.name: f"module:{cls.node.name}"})
+        for run in (rules.member_statements, lambda b: rules.member_decorators(b, cls.node)):
+            run(body)
+            marks.append((len(findings.problems), len(findings.references)))
+        rules.scope.frames[-1] = dict(frame)
+        rules.member_bodies(body)
+        marks.append((len(findings.problems), len(findings.references)))
+    except RecursionError:
+        rng = node_range(body[0] if body else cls.node, lines, line_offset)
+        return MemberVerdict(([Finding(rng, "nested", "not evaluated: expressions nested too deeply to check")], [], []),
+                             ([], [], []), dict(frame), asked)
+    phases, refs = ([], [], []), ([], [], [])
+    for phase in range(3):
+        (p0, r0), (p1, r1) = marks[phase], marks[phase + 1]
+        phases[phase].extend(_placed(place, n, a, what) for n, a, what in findings.problems[p0:p1])
+        refs[phase].extend((place(n, a)[0], in_params, a is cls.node) for n, a, in_params in findings.references[r0:r1])
+    return MemberVerdict(phases, refs, rules.scope.frames[-1], asked)
+
+
+def class_verdict(header: MemberVerdict, members: list[MemberVerdict], aliases: dict) -> GateResult:
+    """A class's verdict from its header's (the class decorators and statements before the first
+    method) and its members' findings, in TVM's order (``StatementRules.module_class``)."""
+    parts = [header] + members
+    found = [f for phase in range(3) for part in parts for f in part.phases[phase]]
+    refs = [(rng, in_params) for phase in range(3) for part in parts for rng, in_params, _ in part.references[phase]]
+    return _verdict(found, refs, aliases)
 
 
 def check_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> list[dict]:
@@ -89,40 +203,42 @@ def code_string_problem(text: str, aliases: dict) -> str | None:
     return findings.problems[0][2] if findings.problems else None
 
 
-def _metadata(findings: Findings, aliases: dict, place, result: GateResult) -> None:
-    """One diagnostic per unit for ``metadata[...]`` the file cannot resolve: a note when only the
-    ``"params"`` entry of ``R.func_attr`` uses them (the worker drops it), else an error."""
-    refs = findings.references
+def _metadata(refs: list[tuple[dict, bool]], aliases: dict, result: GateResult) -> None:
+    """One diagnostic per unit for ``metadata[...]`` the file cannot resolve (``refs``: where each
+    reference is, and whether it is in the ``"params"`` entry of ``R.func_attr``): a note when only
+    that entry uses them (the worker drops it), else an error."""
     if not refs:
         return
     code = aliases.get(METADATA, "")
     why = (f"the file's metadata section cannot be used ({code[len('metadata!'):]})" if code.startswith("metadata!")
            else "the file has no metadata section (printed without show_meta=True)")
-    node, anchor, _ = refs[0]
-    rng, _ = place(node, anchor)
-    needed = [r for r in refs if not r[2]]
+    needed = [r for r in refs if not r[1]]
     if not needed:
-        result.notes.append({**_diagnostic(rng, f"metadata omitted: {len(refs)} reference(s) in the \"params\" "
-                                                f"attribute are ignored ({why}); the program does not need "
-                                                "them"), "severity": "warning", "source": "metadata"})
+        result.notes.append({**_diagnostic(refs[0][0], f"metadata omitted: {len(refs)} reference(s) in the \"params\" "
+                                                       f"attribute are ignored ({why}); the program does not need "
+                                                       "them"), "severity": "warning", "source": "metadata"})
         return
-    node, anchor, _ = needed[0]
-    rng, _ = place(node, anchor)
-    result.problems.append({**_diagnostic(rng, f"metadata omitted: this unit uses {len(needed)} object(s) "
-                                               f"from metadata[...] but {why}; print the module with "
-                                               "show_meta=True to check and tune it"), "source": "metadata"})
+    result.problems.append({**_diagnostic(needed[0][0], f"metadata omitted: this unit uses {len(needed)} object(s) "
+                                                        f"from metadata[...] but {why}; print the module with "
+                                                        "show_meta=True to check and tune it"), "source": "metadata"})
 
 
 class _Placer:
     """Range of a finding: the node itself when it starts on the line TVM reports (the anchor's
-    first line), else that line, with the node's own line named in the message."""
+    first line), else that line, with the node's own line named in the message.  Nodes count lines
+    from ``line_offset``; ``class_node``, parsed apart (``gate_member``), is at file line ``class_line``."""
 
-    def __init__(self, lines: list[str], line_offset: int):
+    def __init__(self, lines: list[str], line_offset: int, class_node: ast.AST | None = None,
+                 class_line: int | None = None):
         self.lines, self.line_offset = lines, line_offset
+        self.class_node, self.class_line = class_node, class_line
 
     def __call__(self, node: ast.AST, anchor: ast.AST) -> tuple[dict, bool]:
         rng = node_range(node, self.lines, self.line_offset)
-        anchor_line = anchor.lineno - 1 + self.line_offset
+        if anchor is self.class_node and self.class_line is not None:
+            anchor_line = self.class_line
+        else:
+            anchor_line = anchor.lineno - 1 + self.line_offset
         if rng["start"]["line"] == anchor_line:
             return rng, False
         return line_range(self.lines, anchor_line, _column(self.lines, anchor_line)), True

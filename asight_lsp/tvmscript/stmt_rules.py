@@ -55,22 +55,38 @@ class StatementRules:
             self.function(node, kind, node)
 
     def module_class(self, node: ast.ClassDef) -> None:
-        """``@I.ir_module class M``: decorators and bases are never evaluated by TVM; keywords neither."""
+        """``@I.ir_module class M``: decorators and bases are never evaluated by TVM; keywords neither.
+        TVM's order: the class's decorators, its statements, every method's decorators, then each
+        method's signature and body (``member_*`` run these phases for part of the body)."""
         for decorator in node.decorator_list:
             self.check(decorator, node, decorator=True)
         functions = [s for s in node.body if isinstance(s, ast.FunctionDef)]
         self.found.class_functions[node.name] = frozenset(f.name for f in functions)
         with self.scope.frame():
             self.scope.bind(node.name, f"module:{node.name}")
-            for stmt in node.body:
-                if not isinstance(stmt, ast.FunctionDef):
-                    self.class_statement(stmt)
-            kinds = [self.method_kind(f) for f in functions]
-            for function, kind in zip(functions, kinds):
-                for decorator in function.decorator_list:  # evaluated while TVM declares the functions
-                    self.check(decorator, node, decorator=True)
-            for function, kind in zip(functions, kinds):
-                if kind != "pyfunc":  # an @I.pyfunc's body and signature are never parsed
+            self.member_statements(node.body)
+            self.member_decorators(node.body, node)
+            self.member_bodies(node.body)
+
+    def member_statements(self, body: list[ast.stmt]) -> None:
+        """The class-level statements among ``body`` (they bind nothing)."""
+        for stmt in body:
+            if not isinstance(stmt, ast.FunctionDef):
+                self.class_statement(stmt)
+
+    def member_decorators(self, body: list[ast.stmt], class_node: ast.ClassDef) -> None:
+        """The methods' decorators, evaluated while TVM declares the functions (reported at the class)."""
+        for function in body:
+            if isinstance(function, ast.FunctionDef):
+                for decorator in function.decorator_list:
+                    self.check(decorator, class_node, decorator=True)
+
+    def member_bodies(self, body: list[ast.stmt]) -> None:
+        """The methods' signatures and bodies (an ``@I.pyfunc``'s are never parsed)."""
+        for function in body:
+            if isinstance(function, ast.FunctionDef):
+                kind = self.method_kind(function)
+                if kind != "pyfunc":
                     self.function(function, kind, None)
 
     def class_statement(self, stmt: ast.stmt) -> None:
