@@ -11,7 +11,8 @@ hints carry run results.  Requests are timed at the client (send -> answer parse
 ``json.loads``, as an editor would: no typed deserialization on the client side), one at a time,
 like an editor moving the cursor; codeLens covers the whole file, inlayHint a 60-line viewport.
 "After edit": a keystroke (a character, Enter, or a half-typed ``+ (`` that the next keystroke
-deletes again), then at once one request, hover / codeLens / inlayHint / documentSymbol in turn:
+deletes again), in that file and in a 3,000-line file that is one ``@I.ir_module`` class (a model as
+TVM prints it), then at once one request, hover / codeLens / inlayHint / documentSymbol in turn:
 the answer waits for the new outline, as an editor's first request after typing does.
 "Stall": hover and codeLens of a small document, back to back, from the didOpen of a
 ``--stall-lines`` file until that file's documentSymbol answers; then hovers for 5 s after the
@@ -68,10 +69,24 @@ def big_file(lines: int = 3000, fixtures: tuple[str, ...] = ("matmul_bias_relu.p
     return "".join(parts)
 
 
+def big_module(lines: int = 3000, fixture: str = "matmul_bias_relu.py") -> str:
+    """One ``@I.ir_module`` class of ``lines`` lines: the fixture's function repeated as methods under
+    distinct names (the shape of a model as TVM prints it: one class, many prim_funcs)."""
+    head, body = (ROOT / "fixtures" / fixture).read_text().split("@I.ir_module", 1)
+    method = body.split("\n", 2)[2].rstrip("\n") + "\n\n"
+    name = re.search(r"def (\w+)\(", method).group(1)
+    parts, count, n = [head, "@I.ir_module\nclass Model:\n"], head.count("\n") + 2, 0
+    while count < lines:
+        parts.append(method.replace(f"def {name}(", f"def {name}{n}("))
+        count += method.count("\n")
+        n += 1
+    return "".join(parts)
+
+
 def install_runs(store: Path, path: Path, text: str, count: int = 10) -> None:
     outline = build_outline(text, str(path))
     for fn in outline.functions[:: max(len(outline.functions) // count, 1)][:count]:
-        dest = store / "runs" / f"run-{fn.unit}"
+        dest = store / "runs" / f"run-{path.stem}-{fn.id.replace('.', '-')}"
         shutil.copytree(ROOT / "fixtures" / "runs" / "mbr128", dest)
         meta = Run(dest).load()
         meta.id, meta.file, meta.function = dest.name, str(path), fn.id
@@ -288,6 +303,27 @@ async def measure_after_edits(client: RawClient, uri: str, text: str, edits: int
     return out
 
 
+async def one_module_edits(client: RawClient, work: Path, edits: int) -> dict:
+    """``measure_after_edits`` on a 3,000-line file that is one ``@I.ir_module`` class (every
+    keystroke is inside the same unit), with runs recorded for ten of its functions."""
+    text = big_module()
+    path = work / "module.py"
+    path.write_text(text)
+    install_runs(work / ".asight", path, text)
+    uri = path.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": text}})
+    await client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    deadline = time.monotonic() + 180   # its first TVM check (one unit of 125 functions)
+    while client.published.get(uri, 0) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(3)
+    out = {"file_lines": len(text.splitlines()), "functions": len(build_outline(text).functions)}
+    out.update(await measure_after_edits(client, uri, text, edits, 3))
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return out
+
+
 async def measure_stall(client: RawClient, work: Path, lines: int) -> dict:
     """While a ``lines``-line file is opened and outlined: hover and codeLens of another small
     document, one after the other, until the big file's documentSymbol answers."""
@@ -341,6 +377,7 @@ async def session(args, work: Path) -> dict:
     out["idle"] = await measure(client, uri, text, args.requests, 0)
     if args.edits:
         out["after_edit"] = await measure_after_edits(client, uri, text, args.edits, 2)
+        out["after_edit_one_module"] = await one_module_edits(client, work, args.edits)
     if args.stall_lines:
         out["stall"] = await measure_stall(client, work, args.stall_lines)
     if not args.no_tuning:
@@ -382,7 +419,8 @@ def main() -> int:
         result.update(asyncio.run(session(args, Path(tmp))))
     result["load_average_after"] = os.getloadavg()
     result["goals"] = {"initialize_le_1s": result["initialize_s"]["median"] <= 1.0,
-                       "p99_le_30ms": all(v["p99_ms"] <= 30 for case in ("idle", "tuning", "after_edit")
+                       "p99_le_30ms": all(v["p99_ms"] <= 30 for case in ("idle", "tuning", "after_edit",
+                                                                          "after_edit_one_module")
                                           if case in result for k, v in result[case].items() if isinstance(v, dict))}
     if "stall" in result:
         result["goals"]["no_stall_le_100ms"] = max(result["stall"]["small_doc_requests_meanwhile"]["max_ms"],

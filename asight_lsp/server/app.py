@@ -3,12 +3,15 @@ feature modules (each registers its own handlers; features in ``disabledFeatures
 registered, so they are not advertised either)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
+import threading
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -18,6 +21,7 @@ from . import actions, commands, custom, diagnostics, hover, inlay, lens, symbol
 from .convert import RawJSON
 from .jsonrpc import AsightProtocol, NotJsonFilter
 from .options import ServerOptions
+from .stdio import PipeReader, pipe_usable
 from ..views.runs import run_summary
 from .state import DocState, ServerState, Status, UnknownDocument
 
@@ -34,6 +38,23 @@ class AsightServer(LanguageServer):
         read_loop_log = logging.getLogger("pygls.server")
         if not any(isinstance(f, NotJsonFilter) for f in read_loop_log.filters):
             read_loop_log.addFilter(NotJsonFilter())
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """pygls' stdio server, with stdin read on the event loop where it can be (``stdio.py``)."""
+        stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout.buffer
+        if not pipe_usable(stdin, stdout):
+            return super().start_io(stdin, stdout)
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout))
+        try:
+            asyncio.run(run_async(stop_event=self._stop_event, reader=PipeReader(stdin), protocol=self.protocol,
+                                  logger=logging.getLogger("pygls.server"), error_handler=self.report_server_error))
+        except BrokenPipeError:
+            logging.getLogger(__name__).error("the client is gone (broken pipe): shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     def report_server_error(self, error: Exception, source) -> None:
         """A body that is not JSON gets a ParseError answer; other errors as pygls reports them."""

@@ -136,12 +136,16 @@ def register(server) -> None:
         return cached[1]
 
 
+ANY_LINE = -7_770_777_077   # the line in a static lens template (``lens_list_json``); no real line is negative
+ANY_LINE_JSON = f'"line": {ANY_LINE}'   # as ``json.dumps`` writes it (a string value cannot hold it unescaped)
+
+
 def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
     """All lenses of a document (``outline`` of the text split into ``lines``) as JSON text; each
-    function's static lenses are kept as JSON fragments (by function and line), so a new answer
-    costs little more than the result lenses."""
+    function's static lenses are kept as a JSON template (by function id) with the line filled in,
+    so a new answer costs little more than the result lenses."""
     fragments = doc.memo.get("lensFragments")
-    if fragments is None or len(fragments) > 4 * len(outline.functions) + 64:
+    if fragments is None or len(fragments) > 2 * len(outline.functions) + 64:
         fragments = doc.memo["lensFragments"] = {}
     parts = [code_lens_json(module_lenses(doc.uri, outline, lines))]
     for space in document_spaces(doc):
@@ -149,10 +153,10 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         parts.append(code_lens_json(space_lenses(doc.uri, space, result)))
     for fn in outline.functions:
         line = lens_line(fn, lines)
-        static = fragments.get((fn.id, line))
-        if static is None:
-            static = fragments[(fn.id, line)] = code_lens_json(static_lenses(doc.uri, fn, line))
-        parts.append(static)
+        template = fragments.get(fn.id)
+        if template is None:
+            template = fragments[fn.id] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE))
+        parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         result = ls.state.result(doc, fn, details=False, lines=lines)
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))

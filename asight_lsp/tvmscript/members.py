@@ -17,6 +17,7 @@ as in the whole class, or the next, and sometimes another message.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 
 from .model import Function, Unit
@@ -35,35 +36,52 @@ class ClassSplit:
     members: tuple[tuple[int, int], ...]
 
 
-def split_class(lines: list[str], start: int, end: int) -> ClassSplit | None:
-    """The class in file lines ``start..end`` (a top-level chunk) cut into header and members, or
-    None when it cannot be cut safely or has fewer than two methods."""
-    class_line = next((k for k in range(start, min(end + 1, start + 60)) if lines[k].startswith("class ")), None)
-    if class_line is None or not lines[class_line].split("#", 1)[0].rstrip().endswith(":"):
+_CLASS_LINE = re.compile(r"^class [^\n]*", re.M)
+_FIRST_CODE = re.compile(r"\n([ \t]*)[^\s#]")
+_TAB_INDENT = re.compile(r"\n *\t")
+_BY_INDENT: dict[str, tuple[re.Pattern, re.Pattern]] = {}
+
+
+def _indent_patterns(indent: str) -> tuple[re.Pattern, re.Pattern]:
+    """Code less indented than ``indent``; lines at exactly ``indent`` (a method's, or a class statement's)."""
+    if indent not in _BY_INDENT:
+        escaped = re.escape(indent)
+        _BY_INDENT[indent] = (re.compile(rf"\n(?!{escaped})[ \t]*[^\s#]"), re.compile(rf"\n{escaped}(@|def |[^\s])"))
+    return _BY_INDENT[indent]
+
+
+def split_class(lines: list[str], start: int, end: int, chunk: str | None = None) -> ClassSplit | None:
+    """The class in file lines ``start..end`` (a top-level chunk, ``chunk`` its text) cut into header
+    and members, or None when it cannot be cut safely or has fewer than two methods.  Regular
+    expressions over the text (each starting at a newline: a literal the engine skips to), not a
+    loop over its lines: this runs on every edit of the class."""
+    chunk = "\n".join(lines[start:end + 1]) if chunk is None else chunk
+    if '"""' in chunk or "'''" in chunk or "\\\n" in chunk or chunk.endswith("\\"):
+        return None   # a string or statement may span lines: dedenting could change its text
+    found = _CLASS_LINE.search(chunk)
+    if found is None or not found.group().split("#", 1)[0].rstrip().endswith(":"):
         return None
-    indent, starts, after_decorator = None, [], False
-    for k in range(class_line + 1, end + 1):
-        text = lines[k]
-        stripped = text.lstrip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if indent is None:
-            indent = text[:len(text) - len(stripped)]
-        if not indent or not text.startswith(indent):
-            return None   # less indented code: a string's body, a continuation, code after the class
-        if "\t" in text[:len(text) - len(stripped)] or '"""' in text or "'''" in text or text.endswith("\\"):
-            return None   # a tab's width depends on its column; a string may span lines: dedenting
-            #               would change the indentation or the string
-        rest = text[len(indent):]
-        if rest[0] in " \t":
-            continue      # inside a method (or a decorator's continuation)
-        if rest.startswith("@"):
+    class_line = start + chunk.count("\n", 0, found.start())
+    body = chunk[found.end():]   # from the newline that ends the class line
+    first = _FIRST_CODE.search(body)
+    if class_line - start > 60 or first is None or not first.group(1) or _TAB_INDENT.search(body):
+        return None   # no indented body; a tab's width depends on its column
+    indent = first.group(1)
+    less_indented, at_indent = _indent_patterns(indent)
+    if less_indented.search(body):
+        return None   # code less indented than the methods: code after the class, a continuation
+    starts, line, pos, after_decorator = [], class_line, 0, False
+    for match in at_indent.finditer(body):
+        line += body.count("\n", pos, match.start() + 1)
+        pos = match.start() + 1
+        head = match.group(1)
+        if head == "@":
             if not after_decorator:
-                starts.append(k)
+                starts.append(line)
             after_decorator = True
         else:
-            if rest.startswith("def ") and not after_decorator:
-                starts.append(k)
+            if head == "def " and not after_decorator:
+                starts.append(line)
             after_decorator = False
     if len(starts) < 2:
         return None

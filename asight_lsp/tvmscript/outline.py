@@ -133,7 +133,7 @@ def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], span: tupl
     if cached is not None:
         return cached
     start = span[0]
-    split = split_class(lines, *span)
+    split = split_class(lines, *span, chunk)
     by_member = split and outline_class(ClassChunk(lines, split, constants, aliases, key[1]), cache)
     if by_member:
         units, functions, errors, parts = by_member

@@ -81,6 +81,8 @@ def split_chunks(lines: list[str]) -> list[tuple[int, int]]:
     starts = [0]
     prev_decorator = False
     for i, text in enumerate(lines):
+        if not text or text[0] in " \t#":
+            continue   # most lines: indented, blank or comments (the regexes below match none)
         if _TOP_DECORATOR.match(text):
             if not prev_decorator and i:
                 starts.append(i)

@@ -26,7 +26,7 @@ from pygls.workspace.position_codec import PositionCodec
 from asight_lsp.server.convert import to_range
 from asight_lsp.server.diagnostics import unit_key, unit_keys
 from asight_lsp.server.jsonrpc import spliced
-from asight_lsp.server.lens import code_lens_json, lens_line, static_lenses
+from asight_lsp.server.lens import code_lens_json, lens_line, lens_list_json, module_lenses, static_lenses
 from asight_lsp.server.symbols import outline_nodes, symbols_json
 from asight_lsp.tvmscript import outline as outline_module
 from asight_lsp.tvmscript.outline import ChunkCache
@@ -176,6 +176,21 @@ def test_symbols_and_lenses_as_json_text_match_lsprotocol_after_edits(seed):
                                                             tooltip=rest[0] if rest else None))
                        for line, title, command, arg, *rest in lenses]
             assert json.loads("[" + code_lens_json(lenses) + "]") == CONVERTER.unstructure(objects)
+
+
+@pytest.mark.parametrize("seed", [3, 9])
+def test_lenses_from_line_free_templates_are_the_lenses_written_afresh_after_edits(seed):
+    """``lens_list_json`` keeps each function's static lenses as a template across edits (an Enter
+    moves every function below it): the answer is the one written from scratch for every text."""
+    ls = SimpleNamespace(state=SimpleNamespace(result=lambda *args, **kwargs: None, index=None))
+    cache, doc = OutlineCache(), SimpleNamespace(uri="file:///-7770777077 doc.py", memo={}, text="", path="doc.py")
+    for text in edits(seed, 80):
+        docout = cache.build(text, "doc.py")
+        outline, lines = docout.outline, docout.lines
+        doc.text = text
+        fresh = [code_lens_json(module_lenses(doc.uri, outline, lines))] + \
+            [code_lens_json(static_lenses(doc.uri, fn, lens_line(fn, lines))) for fn in outline.functions]
+        assert json.loads(str(lens_list_json(ls, doc, outline, lines))) == json.loads("[" + ", ".join(p for p in fresh if p) + "]")
 
 
 TEXTS = ["", "a", "a\n", "a\nb", "ab\r\ncd\r\n", "x = '😋é'\ny\n\n", "\n\n\n", "def f():\n    return 1\n"]
