@@ -41,6 +41,7 @@ def run(args) -> int:
     options = ServerOptions(trusted=not args.untrusted, store_root=args.store, worker_python=args.worker_python,
                             disabled_features=list(args.disable))
     server = create_server(options)
+    server.state.idle_gc.take_over_full_collections()
     if args.tcp is not None:
         server.start_tcp(args.host, args.tcp)
     elif args.ws is not None:

@@ -117,7 +117,7 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
     keys = unit_keys(doc, units, lines, docout.outline)
     # a Python file that is not TVMScript at all gets nothing (its syntax is another tool's job)
     static = static_part(docout) if docout.outline.units or "tvm.script" in text else []
-    publish(ls, doc, static + cached_part(doc, units, keys))
+    publish(ls, doc, static + cached_part(doc, units, keys), unless_same=not immediate)
     if not ls.state.options.enabled("tvmDiagnostics"):
         return
     missing = [u for u in units if keys[u.name] not in doc.tvm_diagnostics]
@@ -133,8 +133,13 @@ async def refresh(ls, doc: DocState, immediate: bool = False) -> None:
         publish(ls, doc, static + cached_part(doc, units, keys) + failures)
 
 
-def publish(ls, doc: DocState, diags: list[dict]) -> None:
+def publish(ls, doc: DocState, diags: list[dict], unless_same: bool = False) -> None:
+    """Send the document's diagnostics; ``unless_same``: not when they equal the last ones sent
+    (a keystroke that moved no diagnostic: nothing for the client to redraw)."""
     diags = sorted(diags, key=lambda d: (d["range"]["start"]["line"], d["range"]["start"]["character"]))
+    if unless_same and doc.memo.get("published") == diags:
+        return
+    doc.memo["published"] = diags
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
         uri=doc.uri, version=doc.version, diagnostics=[to_diagnostic(d) for d in diags]))
 
