@@ -69,6 +69,7 @@ class DocState:
     memo: dict = field(default_factory=dict)   # feature -> (key, value): answers reused while nothing changed
     build_s: float | None = None   # how long its last outline build took (``ServerState._build``)
     built_chars: int = 0
+    opening: tuple | None = None   # (future, text): the outline of the opened text, being built
     _lines: tuple = field(default=(None, ()), repr=False)   # (text, text.splitlines())
 
     @property
@@ -167,7 +168,8 @@ class ServerState:
         if doc is None or not doc.is_open:
             doc = DocState(uri, to_fs_path(uri) or uri, text, version)
             self.docs[uri] = doc
-        else:
+            _start_opening_build(doc, text)
+        else:   # opened again without a close: the next request outlines the new text
             doc.text, doc.version = text, version
         return doc
 
@@ -205,6 +207,9 @@ class ServerState:
     async def outline(self, doc: DocState) -> DocumentOutline:
         """The document's outline for its current text (built off the event loop, cached)."""
         async with doc.lock:
+            if doc.opening is not None:   # the opened text's outline, started at didOpen
+                (future, opened), doc.opening = doc.opening, None
+                (doc.outline, doc.build_s), doc.outline_text, doc.built_chars = await future, opened, len(opened)
             text = doc.text
             if doc.outline is None or doc.outline_text is not text:
                 with self.idle_gc.building():
@@ -223,7 +228,7 @@ class ServerState:
         a thread, so that a big file's first outline never stalls other requests.  A thread hop
         costs little itself, but while the build holds the GIL every read and write of the loop
         waits for it: a 3 ms build became 10-18 ms before the answer (issue 14)."""
-        quick = doc.build_s is not None and doc.build_s < INLINE_BUILD_S and \
+        quick = doc.build_s is not None and doc.build_s < INLINE_BUILD_S and len(text) < INLINE_MAX_CHARS and \
             abs(len(text) - doc.built_chars) < INLINE_BUILD_CHARS
         built, doc.build_s = _timed_build(doc.cache, text, doc.path) if quick else \
             await asyncio.to_thread(_timed_build, doc.cache, text, doc.path)
@@ -256,6 +261,17 @@ class ServerState:
         return from_fs_path(os.path.abspath(path)) or path
 
 
+def _start_opening_build(doc: DocState, text: str) -> None:
+    """Outline the opened text in a thread at once.  An editor may send a change right behind
+    didOpen (both are read before any task runs): the opened text must still be outlined, as the
+    last good outline that stands in for a half-typed unit (``OutlineCache``)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return   # no event loop (a direct call): the first request builds it
+    doc.opening = (loop.run_in_executor(None, _timed_build, doc.cache, text, doc.path), text)
+
+
 def _timed_build(cache: OutlineCache, text: str, path: str) -> tuple[DocumentOutline, float]:
     """The build and its CPU time in this thread (waits for the GIL do not count)."""
     started = time.thread_time()
@@ -265,6 +281,8 @@ def _timed_build(cache: OutlineCache, text: str, path: str) -> tuple[DocumentOut
 
 INLINE_BUILD_S = 0.008        # a build this quick may run on the event loop next time (``_build``)
 INLINE_BUILD_CHARS = 4_000    # unless the text grew or shrank by more than this (a paste)
+INLINE_MAX_CHARS = 400_000    # nor in a bigger file: one keystroke (a stray triple quote) may make
+#                               the next build parse the whole file (~0.2 s at this size, seconds at 4 MB)
 RELEASE_OFF_LOOP_CHARS = 1_000_000   # ~25,000 lines of TVMScript
 
 
