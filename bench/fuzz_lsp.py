@@ -92,7 +92,10 @@ class Server:
         self.next_id += 1
         msg_id = f"s{self.next_id}" if odd_id else self.next_id
         future = asyncio.get_running_loop().create_future()
-        self.pending[msg_id] = (method, time.perf_counter(), future)
+        label = method   # an executeCommand is timed per command (a slow one must be named)
+        if method == "workspace/executeCommand" and isinstance(params, dict) and isinstance(params.get("command"), str):
+            label = f"{method} {params['command'][:40]}"
+        self.pending[msg_id] = (label, time.perf_counter(), future)
         message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params

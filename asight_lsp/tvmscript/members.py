@@ -4,14 +4,13 @@ gating all of it took 240 ms a keystroke at 3,000 lines).
 
 ``split_class`` cuts the class's lines into its header (decorators, the ``class`` line and the
 statements before the first method) and its members (a method, its decorators first, and the
-class-level statements after it).  Each member is parsed alone, dedented, its positions moved back
-to the file's; its functions and gate findings are cached by its text (in the document's
+class-level statements after it).  Each member is parsed alone, where it stands (inside an
+``if True:`` block: its indentation, columns and text are the file's); its functions and gate findings are cached by its text (in the document's
 ``ChunkCache``), and the class's unit is put together from them: the same ``Unit``, functions and
 verdict as the whole class parsed at once (``tests/unit/test_members.py`` checks it on every unit
 of the corpora).  A class that cannot be cut safely (code less indented than its methods, a
-triple-quoted string or a backslash continuation, whose text dedenting would change, a tab in an
-indentation, two half-typed methods: maybe a bracket across them, one method only) is parsed whole,
-as before.  A half-typed method's syntax error is Python's on that method alone: the same line
+triple-quoted string or a backslash continuation: a line inside one may look like a method's start;
+two half-typed methods: maybe a bracket across them; one method only) is parsed whole, as before.  A half-typed method's syntax error is Python's on that method alone: the same line
 as in the whole class, or the next, and sometimes another message.
 """
 from __future__ import annotations
@@ -21,6 +20,7 @@ import re
 from dataclasses import dataclass, replace
 
 from .model import Function, Unit
+from .moves import shifted as _shifted
 from .pysource import moved_errors, parse_tree, syntax_error_dict, unit_kind
 from .ranges import make_range
 from .safety import ClassContext, Finding, MemberVerdict, class_verdict, gate_member, still_holds
@@ -38,7 +38,6 @@ class ClassSplit:
 
 _CLASS_LINE = re.compile(r"^class [^\n]*", re.M)
 _FIRST_CODE = re.compile(r"\n([ \t]*)[^\s#]")
-_TAB_INDENT = re.compile(r"\n *\t")
 _BY_INDENT: dict[str, tuple[re.Pattern, re.Pattern]] = {}
 
 
@@ -57,15 +56,15 @@ def split_class(lines: list[str], start: int, end: int, chunk: str | None = None
     loop over its lines: this runs on every edit of the class."""
     chunk = "\n".join(lines[start:end + 1]) if chunk is None else chunk
     if '"""' in chunk or "'''" in chunk or "\\\n" in chunk or chunk.endswith("\\"):
-        return None   # a string or statement may span lines: dedenting could change its text
+        return None   # a string or statement spanning lines could be cut at a line that looks like a method
     found = _CLASS_LINE.search(chunk)
     if found is None or not found.group().split("#", 1)[0].rstrip().endswith(":"):
         return None
     class_line = start + chunk.count("\n", 0, found.start())
     body = chunk[found.end():]   # from the newline that ends the class line
     first = _FIRST_CODE.search(body)
-    if class_line - start > 60 or first is None or not first.group(1) or _TAB_INDENT.search(body):
-        return None   # no indented body; a tab's width depends on its column
+    if class_line - start > 60 or first is None or not first.group(1):
+        return None   # no indented body
     indent = first.group(1)
     less_indented, at_indent = _indent_patterns(indent)
     if less_indented.search(body):
@@ -93,25 +92,17 @@ def member_text(lines: list[str], span: tuple[int, int]) -> str:
     return "\n".join(lines[span[0]:span[1] + 1])
 
 
-def parse_member(lines: list[str], span: tuple[int, int], indent: str) -> ast.Module:
-    """A member's statements, parsed dedented; lines count from ``span[0]``, columns are the file's.
-    Raises ``SyntaxError`` (columns moved to the file's too)."""
-    n = len(indent)
-    text = "\n".join(line[n:] if line.startswith(indent) else "" for line in lines[span[0]:span[1] + 1])
-    try:
-        tree = parse_tree(text)
-    except SyntaxError as err:
-        if err.offset is not None:   # 0 for an IndentationError at the start of a line
-            err.offset += n
-        if getattr(err, "end_offset", None) is not None:
-            err.end_offset += n
-        raise
-    for node in ast.walk(tree):
-        if getattr(node, "col_offset", None) is not None:
-            node.col_offset += n
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset += n
-    return tree
+def parse_member(lines: list[str], span: tuple[int, int]) -> ast.Module:
+    """A member's statements, parsed where they stand: inside an ``if True:`` block, so that its
+    lines keep their indentation (columns are the file's, no walk to move them) and its text is the
+    file's.  Line numbers count from ``span[0] - 1`` (``at_line``).  Raises ``SyntaxError``."""
+    tree = parse_tree("if True:\n" + "\n".join(lines[span[0]:span[1] + 1]))
+    return ast.Module(body=tree.body[0].body, type_ignores=[])
+
+
+def at_line(start: int) -> int:
+    """The line offset of a member parsed by ``parse_member`` from file line ``start``."""
+    return start - 1
 
 
 @dataclass
@@ -132,7 +123,6 @@ class MemberOutline:
         """This member moved to ``start`` (class line ``class_line``): a copy, or itself."""
         if start == self.start and class_line == self.class_line:
             return self
-        from .outline import _shifted
         delta, class_delta = start - self.start, class_line - self.class_line
         verdict = self.verdict and _moved_verdict(self.verdict, delta, class_delta)
         return replace(self, start=start, end=self.end + delta, class_line=class_line, functions=_shifted(self.functions, delta),
@@ -140,7 +130,6 @@ class MemberOutline:
 
 
 def _moved_verdict(verdict: MemberVerdict, delta: int, class_delta: int) -> MemberVerdict:
-    from .outline import _shifted
     phases = tuple([replace(f, range=_shifted(f.range, class_delta if f.on_class_line else delta)) for f in phase]
                    for phase in verdict.phases)
     refs = tuple([(_shifted(r, class_delta if on_class else delta), in_params, on_class) for r, in_params, on_class in part]
@@ -193,11 +182,11 @@ def _member(chunk: ClassChunk, name: str, span: tuple[int, int], key: tuple, cac
     if cached is not None:
         return cached.at(span[0], chunk.split.class_line)
     try:
-        tree = parse_member(chunk.lines, span, chunk.split.indent)
+        tree = parse_member(chunk.lines, span)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return MemberOutline(span[0], span[1], chunk.split.class_line, [], frozenset(), frozenset(), span[1], (),
-                             errors=[syntax_error_dict(err, chunk.lines, span[0])])
-    ctx = _Context(chunk.lines, span[0], chunk.constants, chunk.aliases)
+                             errors=[syntax_error_dict(err, chunk.lines, at_line(span[0]))])
+    ctx = _Context(chunk.lines, at_line(span[0]), chunk.constants, chunk.aliases)
     functions, names = [], []
     for item in tree.body:
         if isinstance(item, ast.FunctionDef):
@@ -205,7 +194,7 @@ def _member(chunk: ClassChunk, name: str, span: tuple[int, int], key: tuple, cac
             kind = unit_kind(item, chunk.aliases)
             if kind in ("prim_func", "relax_function"):
                 functions.append(_function(item, kind, ctx, name, name))
-    last = max([(s.end_lineno or s.lineno) for s in tree.body] or [1]) - 1 + span[0]
+    last = max([(s.end_lineno or s.lineno) for s in tree.body] or [2]) - 1 + at_line(span[0])
     outline = MemberOutline(span[0], span[1], chunk.split.class_line, functions, frozenset(names),
                             frozenset(names_bound_anywhere(tree)), last, ())
     outline.tree = tree    # kept until its verdict is computed (``_assemble``), never cached
@@ -225,9 +214,9 @@ def _assemble(chunk: ClassChunk, header: ast.ClassDef, members: list[MemberOutli
         before = tuple(sorted(frame.items()))
         if member.verdict is None or member.frame_before != before or \
                 not still_holds(member.verdict.asked, bound, functions):
-            tree = getattr(member, "tree", None) or parse_member(lines, (member.start, member.end), split.indent)
+            tree = getattr(member, "tree", None) or parse_member(lines, (member.start, member.end))
             member = replace(member, frame_before=before,
-                             verdict=gate_member(tree.body, cls, frame, lines, member.start))
+                             verdict=gate_member(tree.body, cls, frame, lines, at_line(member.start)))
         if member is not cache.get(key):
             cache.put(key, member)   # gated again or moved: the next edit starts from here
         verdicts.append(member.verdict)

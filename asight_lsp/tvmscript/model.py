@@ -76,6 +76,14 @@ class Function:
     buffers: list[Buffer] = field(default_factory=list)
     bindings: list[Binding] = field(default_factory=list)
 
+    def __getattr__(self, name: str):
+        """The lists of a function moved lazily (``moves.py``), made on first use."""
+        if name in ("blocks", "loops", "buffers", "bindings") and "_moved_from" in self.__dict__:
+            from .moves import function_lists
+            function_lists(self)
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
 
 @dataclass
 class Unit:

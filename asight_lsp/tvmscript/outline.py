@@ -24,6 +24,7 @@ from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, moved_er
                        parse_tree, split_chunks, syntax_error_dict)
 from .ranges import line_range
 from .members import ClassChunk, outline_class, split_class
+from .moves import shifted as _shifted
 from .scanner import _Context, _unit
 
 
@@ -151,64 +152,6 @@ def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], span: tupl
     result = _ChunkResult((start, units, functions, errors), own_constants, own_aliases)
     cache.put(key, result)
     return result
-
-
-_ATOMS = (str, int, float, bool, type(None))
-
-
-def _moved_range(rng: dict, delta: int) -> dict:
-    start, end = rng["start"], rng["end"]
-    return {"start": {"line": start["line"] + delta, "character": start.get("character", 0)},
-            "end": {"line": end["line"] + delta, "character": end.get("character", 0)}}
-
-
-def _is_range(value: dict) -> bool:
-    start, end = value.get("start"), value.get("end")
-    return type(start) is dict and type(end) is dict and "line" in start and "line" in end
-
-
-# Where the outline's objects hold lines (model.py): their range fields and their lists of objects.
-_LINES_IN = {Function: (("range", "name_range"), ("blocks", "loops", "buffers", "bindings")),
-             Block: (("range", "name_range"), ()), Loop: (("range",), ()), Buffer: (("range",), ()),
-             Binding: (("range",), ())}
-
-
-def _moved(obj: Any, delta: int) -> Any:
-    """A copy of an outline dataclass moved down by ``delta`` lines (the hot path of ``_shifted``:
-    an edit that adds a line moves every unit below it)."""
-    state = obj.__dict__.copy()
-    layout = _LINES_IN.get(type(obj))
-    if layout is not None:
-        for name in layout[0]:
-            state[name] = _moved_range(state[name], delta)
-        for name in layout[1]:
-            state[name] = [_moved(v, delta) for v in state[name]]
-    else:
-        for name, value in state.items():
-            if name in ("start_line", "end_line"):
-                state[name] = value + delta
-            elif type(value) in (dict, list) or hasattr(type(value), "__dataclass_fields__"):
-                state[name] = _shifted(value, delta)
-    copy = object.__new__(type(obj))
-    copy.__dict__ = state
-    return copy
-
-
-def _shifted(value: Any, delta: int) -> Any:
-    """A copy of outline data with every range moved down by ``delta`` lines (lists of names,
-    ids and extents are shared, not copied: outline data is read-only)."""
-    kind = type(value)
-    if kind is list:
-        if not value or isinstance(value[0], _ATOMS):
-            return value
-        return [_shifted(v, delta) for v in value]
-    if kind is dict:
-        if _is_range(value):
-            return _moved_range(value, delta)
-        return {k: _shifted(v, delta) for k, v in value.items()}
-    if hasattr(kind, "__dataclass_fields__"):
-        return _moved(value, delta)
-    return value
 
 
 def _outline_whole(text: str, lines: list[str], outline: Outline) -> None:

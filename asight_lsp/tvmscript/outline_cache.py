@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from .model import Function, Outline, Unit
-from .outline import ChunkCache, _shifted, outline_chunks
+from .moves import shifted as _shifted
+from .outline import ChunkCache, outline_chunks
 
 _UNIT_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 

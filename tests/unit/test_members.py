@@ -102,14 +102,20 @@ def test_split_finds_each_method_with_its_decorators_and_trailing_statements():
     module(BENIGN_TIR),                                                 # one method: nothing to gain
     module(BENIGN_TIR, BENIGN_RELAX) + "x = 1\n",                       # code after the class in the chunk
     module('@T.prim_func\ndef a():\n    s = 1', BENIGN_RELAX).replace("s = 1", 's = """\n"""'),  # text at column 0
-    module('@T.prim_func\ndef a():\n    """doc\n    more"""\n    T.evaluate(0)', BENIGN_RELAX),   # dedenting changes a string
+    module('@T.prim_func\ndef a():\n    """doc\n    def b():\n    """\n    T.evaluate(0)', BENIGN_RELAX),  # a "method" in a string
     module('@T.prim_func\ndef a():\n    x = 1 + \\\n        2', BENIGN_RELAX),                   # a continued line
-    module(BENIGN_TIR, BENIGN_RELAX).replace("            vi = T.axis", "        \t    vi = T.axis"),  # a tab: width by column
 ])
 def test_a_class_that_cannot_be_cut_safely_is_read_whole(text):
     lines = text.splitlines()
     assert split_class(lines, 5, len(lines) - 1) is None
     assert by_member(text) == whole(text)
+
+
+def test_tabs_in_indentation_keep_their_width():
+    text = module(BENIGN_TIR, BENIGN_RELAX).replace("            vi = T.axis", "        \t    vi = T.axis")
+    assert by_member(text) == whole(text)
+    broken = module(BENIGN_TIR, BENIGN_RELAX).replace("            vi = T.axis", "          \t  vi = T.axis")
+    assert by_member(broken) == whole(broken) and whole(broken).syntax_errors   # 10 spaces + tab: column 16
 
 
 def test_a_string_across_methods_is_read_whole():
