@@ -48,21 +48,27 @@ try {
   const trialsSeen = new Set();
   const done = page.locator(".notification-toast", { hasText: /ASight: tuned matmul64|tuning of matmul64 (failed|cancelled)/ });
   const deadline = Date.now() + 240000;
-  while (Date.now() < deadline && !(await done.isVisible())) {
-    const text = await progress.innerText().catch(() => "");
+  // Poll with short waits: the progress toast disappears when tuning ends, and an innerText() that
+  // waited its default 30 s for it could outlast the result toast (which VS Code hides again).
+  while (Date.now() < deadline && !facts.result) {
+    if (await done.isVisible()) {
+      facts.result = (await done.locator(".notification-list-item-message").innerText({ timeout: 5000 }).catch(() => "")).trim();
+      if (facts.result) break;
+    }
+    const text = await progress.innerText({ timeout: 1000 }).catch(() => "");
     const m = /(\d+)\/(\d+) trials/.exec(text);
     if (m) trialsSeen.add(`${m[1]}/${m[2]}`);
     if (!facts.progressText && m) {
-      facts.progressText = (await progress.locator(".notification-list-item-message").innerText().catch(() => text)).trim();
+      facts.progressText = (await progress.locator(".notification-list-item-message").innerText({ timeout: 1000 }).catch(() => text)).trim();
       await shot("progress");
     }
     facts.cancelButton = facts.cancelButton || (await progress.locator("a, .monaco-button", { hasText: "Cancel" }).count()) > 0;
     const bar = page.locator("#status\\.asight\\.tuning, .statusbar-item", { hasText: "ASight matmul64" });
-    if (!facts.statusBar && (await bar.count()) > 0) facts.statusBar = (await bar.first().innerText()).trim();
+    if (!facts.statusBar && (await bar.count()) > 0) facts.statusBar = (await bar.first().innerText({ timeout: 1000 }).catch(() => "")).trim() || undefined;
     await page.waitForTimeout(300);
   }
   facts.trialsSeen = [...trialsSeen];
-  facts.result = (await done.locator(".notification-list-item-message").innerText()).trim();
+  if (!facts.result) throw new Error("no 'tuned' notification within 240 s");
   step("tuned", { result: facts.result, trialsSeen: facts.trialsSeen });
 
   const resultLens = page.locator(".codelens-decoration a", { hasText: /^(?!⟳).*\d+ trials/ }).first();

@@ -64,9 +64,8 @@ def test_candidate_schedule_opens_in_an_editor(session):
     assert re.search(r"trial-\d+\.py", session["scheduleTab"])
 
 
-def test_no_page_errors_and_time(session):
-    assert session["pageErrors"] == []
-    assert session["wall_s"] < 300, "the whole drive stays within a few minutes"
+def test_no_page_errors(session):
+    assert session["pageErrors"] == []   # (how long the drive took is in session["wall_s"]: not asserted)
 
 
 def test_design_space_lens_tunes_and_hints_its_sampling_calls(session):
