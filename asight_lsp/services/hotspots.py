@@ -55,8 +55,9 @@ def _tir_part(kernel: dict, unit: dict, run_dir: str, outline, worker, headline_
     if not stages or "stages" not in stages:
         why = (stages or {}).get("error") or "the profile has no per-stage latency of the tuned program"
         raise AsightError(f"{kernel['name']}: {why}")
+    profiled = (kernel.get("best") or {}).get("latency_us")   # match the record the profile measured
     reply = worker.request(wire.BLOCK_GRAPH, {**unit, "function": kernel["name"], "run_dir": run_dir,
-                                           "records": "best"}, timeout=300)
+                                           "records": "best", "latency_us": profiled}, timeout=300)
     graphs = [g for g in reply["transformed"] if "error" not in g]
     if not graphs:
         errors = [g["error"] for g in reply["transformed"]]

@@ -250,7 +250,8 @@ def block_graph(params: dict, emit=None) -> dict:
 
     ``traces``: JSON traces ``[insts, decisions]`` as stored in MetaSchedule's database; or
     ``run_dir`` with ``records`` = ``"best"`` (default) or ``"all"``: the run's valid records of this
-    function.  A trace that does not apply gives ``{"error": ...}`` in its slot; the others are still
+    function; with ``latency_us``, the record of that latency (the one a profile measured, as the
+    re-measurement chose it; the fastest if none).  A trace that does not apply gives ``{"error": ...}`` in its slot; the others are still
     described.
     """
     parsed = parse_request(params)
@@ -262,8 +263,11 @@ def block_graph(params: dict, emit=None) -> dict:
     jobs = [({"trace": t}) for t in params.get("traces") or []]
     if params.get("run_dir"):
         records, out["workload_match"] = run_records(params["run_dir"], func)
-        if params.get("records", "best") == "best":
-            records = sorted(records, key=lambda r: r["latency_us"])[:1]
+        fastest = sorted(records, key=lambda r: r["latency_us"])[:1]
+        if params.get("latency_us") is not None:   # the record a profile measured (``services.hotspots``)
+            records = [r for r in records if abs(r["latency_us"] - params["latency_us"]) < 1e-6][:1] or fastest
+        elif params.get("records", "best") == "best":
+            records = fastest
         jobs += records
     for job in jobs:
         info = {k: v for k, v in job.items() if k != "trace"}
