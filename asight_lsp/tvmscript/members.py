@@ -5,13 +5,15 @@ gating all of it took 240 ms a keystroke at 3,000 lines).
 ``split_class`` cuts the class's lines into its header (decorators, the ``class`` line and the
 statements before the first method) and its members (a method, its decorators first, and the
 class-level statements after it).  Each member is parsed alone, where it stands (inside an
-``if True:`` block: its indentation, columns and text are the file's); its functions and gate findings are cached by its text (in the document's
-``ChunkCache``), and the class's unit is put together from them: the same ``Unit``, functions and
-verdict as the whole class parsed at once (``tests/unit/test_members.py`` checks it on every unit
-of the corpora).  A class that cannot be cut safely (code less indented than its methods, a
-triple-quoted string or a backslash continuation: a line inside one may look like a method's start;
-two half-typed methods: maybe a bracket across them; one method only) is parsed whole, as before.  A half-typed method's syntax error is Python's on that method alone: the same line
-as in the whole class, or the next, and sometimes another message.
+``if True:`` block: its indentation, columns and text are the file's); its functions and gate
+findings are cached by its text (in the document's ``ChunkCache``), and the class's unit is put
+together from them: the same ``Unit``, functions and verdict as the whole class parsed at once
+(``bench/members_corpus.py`` checks it on the classes of TVM's tests, ``tests/unit/test_members.py``
+on the fixtures and hostile payloads).  A class that cannot be cut safely (code less indented than
+its methods; a triple-quoted string or a backslash continuation: a line inside one may look like a
+method's start; two half-typed methods: maybe a bracket across them; one method only) is parsed
+whole, as before.  A half-typed method's syntax error is Python's on that method alone: the same
+line as in the whole class, or the next, and sometimes another message.
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ import re
 from dataclasses import dataclass, replace
 
 from .model import Function, Unit
-from .moves import shifted as _shifted
-from .pysource import moved_errors, parse_tree, syntax_error_dict, unit_kind
+from .moves import moved_errors, shifted as _shifted
+from .pysource import parse_tree, syntax_error_dict, unit_kind
 from .ranges import make_range
-from .safety import ClassContext, Finding, MemberVerdict, class_verdict, gate_member, still_holds
+from .safety import ClassContext, MemberVerdict, class_verdict, gate_member, still_holds
 from .scanner import _Context, _function
 from .scope import names_bound_anywhere
 

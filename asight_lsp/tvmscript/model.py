@@ -62,6 +62,10 @@ class Binding:
     range: dict
 
 
+FUNCTION_LISTS = ("blocks", "loops", "buffers", "bindings")   # what ``moves.py`` moves lazily
+MOVED_FROM = "_moved_from"   # a lazily moved function's attribute: (the function with its lists, distance)
+
+
 @dataclass
 class Function:
     id: str
@@ -78,7 +82,7 @@ class Function:
 
     def __getattr__(self, name: str):
         """The lists of a function moved lazily (``moves.py``), made on first use."""
-        if name in ("blocks", "loops", "buffers", "bindings") and "_moved_from" in self.__dict__:
+        if name in FUNCTION_LISTS and MOVED_FROM in self.__dict__:
             from .moves import function_lists
             function_lists(self)
             return self.__dict__[name]

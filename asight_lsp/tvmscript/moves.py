@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import Binding, Block, Buffer, Function, Loop
+from .model import FUNCTION_LISTS, MOVED_FROM, Binding, Block, Buffer, Function, Loop
+from .pysource import lines_moved
 
 _ATOMS = (str, int, float, bool, type(None))
-LAZY = "_moved_from"            # a lazily moved function's (function with its lists, distance)
-FUNCTION_LISTS = ("blocks", "loops", "buffers", "bindings")
 
 
 def moved_range(rng: dict, delta: int) -> dict:
@@ -41,10 +40,10 @@ _LINES_IN = {Block: (("range", "name_range"), ()), Loop: (("range",), ()), Buffe
 def _moved_function(fn: Function, delta: int) -> Function:
     state = fn.__dict__.copy()
     state["range"], state["name_range"] = moved_range(state["range"], delta), moved_range(state["name_range"], delta)
-    base, moved_by = state.pop(LAZY, (fn, 0))
+    base, moved_by = state.pop(MOVED_FROM, (fn, 0))
     for name in FUNCTION_LISTS:
         state.pop(name, None)
-    state[LAZY] = (base, moved_by + delta)
+    state[MOVED_FROM] = (base, moved_by + delta)
     copy = object.__new__(Function)
     copy.__dict__ = state
     return copy
@@ -52,10 +51,16 @@ def _moved_function(fn: Function, delta: int) -> Function:
 
 def function_lists(fn: Function) -> None:
     """Make a lazily moved function's lists (``Function.__getattr__``)."""
-    base, delta = fn.__dict__[LAZY]
+    base, delta = fn.__dict__[MOVED_FROM]
     for name in FUNCTION_LISTS:
         fn.__dict__[name] = [moved(v, delta) for v in getattr(base, name)]
-    fn.__dict__.pop(LAZY, None)
+    fn.__dict__.pop(MOVED_FROM, None)
+
+
+def moved_errors(errors: list[dict], delta: int) -> list[dict]:
+    """Syntax-error diagnostics moved down ``delta`` lines (copies), the lines their messages name too."""
+    return [{**e, "range": moved_range(e["range"], delta), "message": lines_moved(e["message"], delta)}
+            for e in errors]
 
 
 def moved(obj: Any, delta: int) -> Any:

@@ -17,14 +17,13 @@ import ast
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
-from .model import DEFAULT_ALIASES, Binding, Block, Buffer, Function, Loop, Outline, Unit
-from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, moved_errors, namespace_aliases, parse_chunks,
-                       parse_tree, split_chunks, syntax_error_dict)
+from .model import DEFAULT_ALIASES, Function, Outline, Unit
+from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree,
+                       split_chunks, syntax_error_dict)
 from .ranges import line_range
 from .members import ClassChunk, outline_class, split_class
-from .moves import shifted as _shifted
+from .moves import moved_errors, shifted as _shifted
 from .scanner import _Context, _unit
 
 

@@ -53,13 +53,6 @@ def lines_moved(message: str, delta: int) -> str:
     return _LINE_IN_MESSAGE.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + delta}", message)
 
 
-def moved_errors(errors: list[dict], delta: int) -> list[dict]:
-    """Syntax-error diagnostics moved down ``delta`` lines (copies), messages included."""
-    return [{**e, "range": make_range(e["range"]["start"]["line"] + delta, e["range"]["start"]["character"],
-                                      e["range"]["end"]["line"] + delta, e["range"]["end"]["character"]),
-             "message": lines_moved(e["message"], delta)} for e in errors]
-
-
 def parse_tree(text: str) -> ast.Module:
     """``ast.parse`` that turns every parser failure into a ``SyntaxError``-like exception."""
     try:

@@ -93,7 +93,7 @@ class Finding:
 def _placed(place, node: ast.AST, anchor: ast.AST, what: str) -> Finding:
     rng, moved = place(node, anchor)
     where = f" (in `{_short(node)}`)" if moved else ""
-    return Finding(rng, what, f"not evaluated: {what}{where}{SUFFIX}", getattr(place, "class_node", None) is anchor)
+    return Finding(rng, what, f"not evaluated: {what}{where}{SUFFIX}", place.class_node is anchor)
 
 
 @dataclass
