@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .model import DEFAULT_ALIASES, Function, Outline, Unit
 from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree,
-                       split_chunks, syntax_error_dict)
+                       source_lines, split_chunks, syntax_error_dict)
 from .ranges import line_range
 from .members import ClassChunk, outline_class, split_class
 from .moves import moved_errors, shifted as _shifted
@@ -195,7 +195,7 @@ def outline_chunks(text: str | bytes, path: str = "<text>",
                    chunks: ChunkCache | None = None) -> tuple[Outline, list[str], list[tuple[int, int]]]:
     """``build_outline``, with the file's lines and the line spans of its chunks."""
     text = decode_source(text)
-    lines = text.splitlines()
+    lines = source_lines(text)
     outline = Outline(path)
     refusal = _refusal(text, lines)
     if refusal is not None:
@@ -224,7 +224,7 @@ def _refusal(text: str, lines: list[str]) -> dict | None:
         return {"range": line_range(lines, 0), "severity": "error", "source": "asight",
                 "message": f"file too large to analyse ({len(text) / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.1f} MB)"}
     if "\x00" in text:
-        line = text[:text.index("\x00")].count("\n")
+        line = len(source_lines(text[:text.index("\x00")] + ".")) - 1
         return {"range": line_range(lines, line), "severity": "error", "source": "python",
                 "message": "syntax error: the file contains NUL bytes (is it a binary file?)"}
     return None

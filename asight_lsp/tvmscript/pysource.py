@@ -14,6 +14,32 @@ from .ranges import line_range, make_range
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a source text as Python's tokenizer and the editor count them: only ``\\n``,
+    ``\\r\\n`` and ``\\r`` end a line (VS Code's model too).  ``str.splitlines`` also ends one at
+    ``\\x0b``, ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` and ``\\u2029``: a comment holding one
+    would show the gate other lines than Python parses and the worker slices (issue 22).  Every
+    reader of a file's text (gate, outline, worker, LSP ranges) splits it here; otherwise as
+    ``splitlines`` (no empty last line after a final line end)."""
+    if not _OTHER_BREAKS.search(text):
+        return text.splitlines(keepends)
+    if keepends:
+        return _LINE.findall(text)
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def line_text(line: str) -> str:
+    """One line of ``source_lines(text, keepends=True)`` without its line end."""
+    return line.rstrip("\r\n")
+
 
 def decode_source(data: bytes | str) -> str:
     """Text of a file; undecodable bytes become U+FFFD rather than an exception."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .expr_rules import ExprRules, Findings, parse_code_string
+from .expr_rules import SHADOW, ExprRules, Findings, parse_code_string
+from .namespaces import SHADOWING
 from .printed import METADATA
 from .pysource import unit_kind
 from .ranges import line_range, node_range
@@ -39,14 +40,15 @@ class GateResult:
 
 def module_scope(aliases: dict, constants: dict) -> Scope:
     """What a unit sees before its own bindings: namespaces, printed symbols, metadata, and literal
-    constants last (as ``worker/compat.script_globals`` gives them to the parser)."""
+    constants last (as ``worker/compat.script_globals`` gives them to the parser); a constant named
+    like a builtin or parser global (``exec = 0``) is there only to be refused where it is used."""
     base = {}
     for name, what in aliases.items():
         if what in ("T", "R", "I", "Tx"):
             base[name] = f"ns:{what}"
         elif what == "TypeVar" or (name == METADATA and what.startswith("metadata:")):
-            base[name] = VALUE
-    base.update({name: VALUE for name in constants})
+            base[name] = SHADOW if name in SHADOWING else VALUE
+    base.update({name: SHADOW if name in SHADOWING else VALUE for name in constants})
     return Scope(base)
 
 

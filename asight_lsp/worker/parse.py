@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from ..engine import wire
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
-from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree
+from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
 from .compat import DiagnosticError, load_metadata, parse_script, relax, tirx
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
@@ -30,7 +30,7 @@ def mask_text(lines: list[str], start: int, end: int) -> str:
 
 def parse_request(params: dict):
     """The unit a worker request names (``text``, ``unit``, ``constants``, ``aliases``), parsed."""
-    return parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
+    return parse_unit(source_lines(params["text"]), params["unit"], params.get("constants") or {},
                       params.get("aliases") or {})
 
 
@@ -112,7 +112,7 @@ def function_names(parsed) -> list[str]:
 
 def check(params: dict, emit=None) -> dict:
     """Parse every unit; return the problems found and which units parsed."""
-    lines = params["text"].splitlines()
+    lines = source_lines(params["text"])
     constants, aliases = params.get("constants") or {}, params.get("aliases") or {}
     problems, units = [], {}
     for unit in params["units"]:

@@ -300,6 +300,7 @@ class TuningProcess:
     def parse(self, meta: RunMeta):
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
         from ..tvmscript.outline import build_outline
+        from ..tvmscript.pysource import source_lines
         from .parse import error_to_problem, parse_unit
         selection = meta.extra.get("selection") or {}
         text = self.run.source_path.read_text(encoding="utf-8")
@@ -309,7 +310,7 @@ class TuningProcess:
             raise InputProblem(f"{meta.file}: unit {selection.get('unit')!r} not found")
         spec = {"start_line": unit.start_line, "end_line": unit.end_line}
         try:
-            parsed = parse_unit(text.splitlines(), spec, outline.constants, outline.aliases)
+            parsed = parse_unit(source_lines(text), spec, outline.constants, outline.aliases)
         except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
             problem = error_to_problem(err)
             problem["unit"] = unit.name
