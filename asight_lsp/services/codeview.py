@@ -71,7 +71,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
-              "task": task}
+              "task": task, "weights": wire.weights_beside(path)}
     with borrowed(worker) as client:
         if check:
             require_parsed(text, path, selection.unit, client)

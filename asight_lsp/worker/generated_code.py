@@ -35,12 +35,13 @@ LEVELS = CODE_LEVELS
 
 def _relax_task(parsed, params: dict):
     """(task name, PrimFunc MetaSchedule tuned for it, its call sites) of a Relax module."""
-    from .relax_pipeline import fuse
+    from .relax_pipeline import deployable, fuse
     from .relax_profile import call_sites
     stub_tensor_intrin()
     target = measuring_target(params.get("target"))
     entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
-    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)}
+    built, _ = deployable(parsed, entry, params.get("weights"))     # the tasks the run tuned
+    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target), target)}
     name = params.get("task")
     if name not in tasks:
         what = f"no task '{name}' in this model" if name else "a Relax model has one kernel per task: pick one with --task"

@@ -32,7 +32,7 @@ from .programs import (SOURCE_FLOPS, estimate_flops, first_line, is_relax, measu
                        prim_funcs, target_label)
 from .records import (apply_record, best_record, chosen_database, fresh_copy, read_trials, record_info,
                       record_latency, run_database)
-from .relax_pipeline import fuse
+from .relax_pipeline import deployable, fuse
 from .relax_profile import profile_relax
 from .remeasure import build_prim, choose_all, compare_relax, compare_tir, prim_inputs
 from .stages import profile_stages
@@ -149,6 +149,9 @@ def profile(params: dict, emit=None) -> dict:
     opts = _options(params)
     result = {"kind": "relax" if is_relax(parsed) else "tir", "target": target_label(target), "host": host_info(),
               "has_run": db is not None, "options": opts}
+    if result["kind"] == "relax":   # the deployable build: weights bound, as tuned and exported
+        parsed, bound = deployable(parsed, params.get("function"), opts.get("weights"))
+        result["build"] = {"deployable": True, "bound": len(bound)}
     candidate = _candidate(params["candidate"]) if params.get("candidate") else None
     if params.get("choose") and db is not None and candidate is None:
         chosen = result["chosen"] = _choose(parsed, result["kind"], run_dir, target, params.get("function"))
@@ -220,6 +223,7 @@ def apply_best(params: dict, emit=None) -> dict:
     entries = []
     if is_relax(parsed):
         target = measuring_target(params.get("target"))
+        parsed, _ = deployable(parsed, params.get("function"), params.get("weights"))
         database = chosen_database(read_trials(run_dir), chosen) if chosen else db
         for task in ms.relax_integration.extract_tasks(fuse(parsed, target), target):
             mod = task.dispatched[0]

@@ -23,7 +23,7 @@ from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
-from .relax_pipeline import fuse
+from .relax_pipeline import fuse, load_weights
 
 TOP_K = 5
 CANDIDATE_BUDGET_S = 0.6
@@ -142,14 +142,6 @@ def applied_kernels(program, database, target) -> dict:
                for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc)}
     return {"kernels": len(kernels), "from_records": sorted(k for k, v in kernels.items() if v),
             "default": sorted(k for k, v in kernels.items() if not v)}
-
-
-def load_weights(path: str | None) -> dict[str, np.ndarray]:
-    """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
-    if not path:
-        return {}
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
 
 
 def relax_inputs(func, seed: int = 0, weights: str | None = None) -> list[np.ndarray]:

@@ -185,6 +185,7 @@ class TuningProcess:
         from . import metaschedule as tuning
         from ..store.runs import read_records
         parsed, member = self.parse(meta)
+        parsed, build = self.deployable(parsed, member, meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
@@ -197,7 +198,7 @@ class TuningProcess:
         space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
-                           trials_done=before)
+                           trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not tuning.device_for(target).exist:
@@ -208,6 +209,17 @@ class TuningProcess:
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
+
+    def deployable(self, parsed, member, meta: RunMeta):
+        """The unit as ``asight export`` builds it (a Relax model's weights file bound,
+        ``relax_pipeline.deployable``), so the tasks tuned are the exported library's kernels; and
+        what run.json records of it (``extra.build``: the headline's build, docs/models.md)."""
+        from ..engine.wire import weights_beside, weights_digest
+        from .relax_pipeline import deployable
+        weights = weights_beside(meta.file)
+        module, bound = deployable(parsed, member, weights)
+        return module, {"deployable": True, "weights": weights if bound else None, "bound": len(bound),
+                        "weights_digest": weights_digest(weights) if bound else None}
 
     def check_database(self) -> None:
         """Set a torn last line aside (said in an event and run.json), refuse a damaged database
@@ -255,9 +267,12 @@ class TuningProcess:
         from . import remeasure
         try:
             from ..engine.wire import weights_beside
-            return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                         "tuning job", program=plan.program, entry=plan.entry,
-                                         weights=weights_beside(self.run.load().file))
+            record = remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
+                                           "tuning job", program=plan.program, entry=plan.entry,
+                                           weights=weights_beside(self.run.load().file))
+            if record is not None and plan.kind == "relax":   # the figure is of the deployable build
+                record["build"] = self.run.load().extra.get("build")
+            return record
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
