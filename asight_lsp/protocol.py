@@ -136,6 +136,7 @@ class RunSummary(TypedDict, total=False):
     kind: str                # tir | relax
     tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
     failures: list           # [FailureGroup], largest first
+    shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
 
 
 class RunUpdated(TypedDict, total=False):

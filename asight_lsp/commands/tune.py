@@ -190,6 +190,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     failed = (meta.extra.get("tuning") or {}).get("failed")
     print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
           file=out)
+    short = meta.extra.get("shortfall")
+    if short:
+        print(f"why      {short['text']}", file=out)
     for line in failure_lines(meta):
         print(line, file=out)
     unread = records_note(job.run, meta)

@@ -178,7 +178,9 @@ def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
         parts = [f"best {format_latency(m.best_us)} while tuning (not re-measured)"]
     else:
         parts = []
-    parts.append(f"{m.trials_done} trials")
+    short = m.extra.get("shortfall") or {}
+    parts.append(f"⚠ {short['measured']} of {short['requested']} trials measured" if short
+                 else f"{m.trials_done} trials")
     when = relative_time(m.finished or m.started or m.created, now)
     if when:
         parts.append(when)
@@ -194,6 +196,8 @@ def result_lens_tooltip(result: FunctionResult) -> str | None:
     """How the lens's figures were measured (and whether the machine was busy)."""
     record = result.measurement
     failed = failures_text(result.meta.extra.get("failures") or [])
+    short = (result.meta.extra.get("shortfall") or {}).get("text")
+    failed = f"{short[0].upper()}{short[1:]}. {failed}".strip() if short else failed
     if not record.get("tuned"):
         return failed or None
     text = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "

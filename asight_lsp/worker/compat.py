@@ -135,6 +135,36 @@ def normalize_mod(func):
     return _normalize_mod(func)
 
 
+def hoist_root_allocs(mod):
+    """``mod`` (an IRModule of PrimFuncs) with each function's body-level ``AllocBuffer`` statements
+    (TVMScript's ``T.alloc_buffer`` at function level parses to statements in the root block's body
+    in 0.27) moved into the root block's ``alloc_buffers``, where MetaSchedule's GPU rules expect
+    them; a function without such statements is returned unchanged (same object)."""
+    funcs, changed = {}, False
+    for gv, func in mod.functions_items():
+        new = _hoisted(func) if isinstance(func, tirx.PrimFunc) else None
+        funcs[gv] = new if new is not None else func
+        changed |= new is not None
+    return tvm.IRModule(funcs, attrs=mod.attrs) if changed else mod
+
+
+def _hoisted(func):
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    root = realize.block
+    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
+    allocs = [s.buffer for s in stmts if type(s).__name__ == "AllocBuffer"]
+    rest = [s for s in stmts if type(s).__name__ != "AllocBuffer"]
+    if not allocs or not rest:
+        return None
+    body = rest[0] if len(rest) == 1 else tirx.SeqStmt(rest)
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                            list(root.alloc_buffers) + allocs, root.match_buffers, root.annotations)
+    return tirx.PrimFunc(func.params, s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_root),
+                         func.ret_type, func.attrs)
+
+
 def host_target(num_cores: int | None = None):
     """The host CPU as an llvm target with the real ``mcpu`` ("native" is silently ignored)."""
     mcpu = tvm.get_global_func("tvm.codegen.llvm.GetHostCPUName")()

@@ -170,6 +170,34 @@ class TuningProcess:
                 meta = self.run.load()
                 self.run.update(extra={**meta.extra, "failures": fails.merge(meta.extra.get("failures") or [], groups)})
 
+    def record_shortfall(self, meta: RunMeta, tracker) -> dict | None:
+        """Why this session measured fewer valid trials than it asked for (``analysis/shortfall.py``),
+        in ``run.json`` ``extra.shortfall`` and a status event; None (and the key removed) when it did not."""
+        from ..analysis import shortfall as sf
+        requested = max(meta.trials_requested - tracker.trials_before, 0)
+        proposed = tracker.trials_done - tracker.trials_before
+        extra = self.run.load().extra
+        summary = sf.summarise(requested, proposed, tracker.errors, extra.get("failures") or [],
+                               self.budget.ended if self.budget else [], self.rejections())
+        with self.lock:
+            if not self.finished:
+                extra = {k: v for k, v in self.run.load().extra.items() if k != "shortfall"}
+                self.run.update(extra={**extra, **({"shortfall": summary} if summary else {})})
+        if summary:
+            self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
+        return summary
+
+    def rejections(self) -> dict:
+        """Post-processor rejections summed over the run's MetaSchedule task logs (``logs/``)."""
+        from ..analysis import shortfall as sf
+        counts = []
+        for log in sorted((self.run.path / "logs").glob("*task_*.log")):
+            try:
+                counts.append(sf.rejections(log.read_text(encoding="utf-8", errors="replace")))
+            except OSError:
+                continue
+        return sf.merge_rejections(counts)
+
     def top_failure(self) -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
         groups = self.run.load().extra.get("failures") or []
@@ -192,7 +220,7 @@ class TuningProcess:
             raise InputProblem(str(err), "usage") from None
         self.check_database()
         try:
-            plan = tuning.plan_for(parsed, member, target)
+            plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target), target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
         space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
@@ -239,6 +267,9 @@ class TuningProcess:
         """Keep what tuning measured, then re-measure: the best per task and untuned vs tuned
         (end to end for Relax) through the harness; that record is the run's headline."""
         tracker.seed_from_db(database)
+        shortfall = self.record_shortfall(meta, tracker)
+        if shortfall and all(b is None for b in tracker.best) and space is None:
+            raise InputProblem(shortfall["text"] + self.top_failure(), "tuning")
         if space is not None and tracker.total_us() is None:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
                                f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)"

@@ -137,10 +137,11 @@ export interface RunSummary {
   kind?: "tir" | "relax" | string;
   tasks?: string[]; // a Relax run's task names (one fused kernel each; views take one as "task")
   failures?: FailureGroup[]; // largest first
+  shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
 }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {

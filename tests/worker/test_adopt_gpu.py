@@ -1,0 +1,70 @@
+"""``asight adopt`` on the recorded H100 run (fixtures/gpu): the views work on a CUDA run without a GPU
+and without re-tuning (feature extraction and trace replay on CPU-side IR only)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.store.runs import RunStore
+
+pytestmark = [pytest.mark.tvm, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT / "fixtures" / "gpu"
+
+
+def asight(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asight_lsp", *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture(scope="module")
+def adopted(tmp_path_factory):
+    store = tmp_path_factory.mktemp("adopt") / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    return store, RunStore(str(store)).get("latest"), proc.stdout
+
+
+def test_adopt_matches_the_workload_and_takes_the_target_from_the_records(adopted):
+    store, run, out = adopted
+    meta = run.load()
+    assert meta.state == "done" and meta.kind == "tir"
+    assert meta.target["kind"] == "cuda" and meta.target["arch"] == "sm_90a" and meta.target_label == "cuda sm_90a"
+    info = meta.extra["adopted"]
+    assert (info["records"], info["measured"], info["how"]) == (128, 66, "structural hash")
+    assert abs(meta.best_us - 134.58) < 0.01
+    assert (run.path / "counters.jsonl").read_bytes() == (GPU / "counters.jsonl").read_bytes()
+    assert (run.path / "database_tuning_record.json").read_bytes() == (GPU / "database_tuning_record.json").read_bytes()
+    assert "matched by structural hash" in out and "target   cuda sm_90a" in out
+
+
+def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_path):
+    store, run, _ = adopted
+    proc = asight("space", "--run", run.id, "--work-dir", str(store), "--json")
+    assert proc.returncode == 0, proc.stderr
+    space = json.loads(proc.stdout)
+    assert space["status"] == "ok" and space["run"]["measured"] == 66
+    assert space["best"]["trial"] == 76 and abs(space["best"]["latency_us"] - 134.58) < 0.01
+    loops = asight("loops", "--run", run.id, "--work-dir", str(store))
+    assert loops.returncode == 0, loops.stderr
+    assert "threadIdx.x" in loops.stdout and "blockIdx.x" in loops.stdout
+    principles = asight("principles", "--run", run.id, "--work-dir", str(store))
+    assert principles.returncode == 0 and "in block C" in principles.stdout
+    out = tmp_path / "report.html"
+    report = asight("report", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "-o", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "target cuda sm_90a" in out.read_text()
+
+
+def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(ROOT / "fixtures" / "matmul64.py"), "--work-dir", str(store))
+    assert proc.returncode == 2
+    assert "is not in" in proc.stderr and "no workload of the 1 in the database" in proc.stderr
+    assert not RunStore(str(store)).all()
