@@ -129,11 +129,13 @@ def _code_params(params: dict) -> tuple[str, int | None]:
 def model_payload(req: PayloadRequest) -> dict:
     """``asight/model``: per task of a tuned model, from the run's cached profile (the server makes
     one when a model's tuning ends)."""
-    from ..store.caches import load_profile
+    from ..store.caches import archived_profiles, load_profile
     from ..store.runs import Run
     from ..views.model import model_view
     from ..views.runs import run_summary
-    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run))
+    run = Run(req.run_dir)
+    kept = [e["profile"] for e in archived_profiles(run)]
+    return model_view(load_profile(run) or {}, run_summary(req.run), kept)
 
 
 # method -> builder; None = not built yet (answers "unavailable").
