@@ -212,6 +212,11 @@ export class PanelManager implements vscode.Disposable {
           return await p.refresh();
         case "cancel":
           return p.stopFetching();
+        case "clearTask": {
+          const { task: _dropped, ...rest } = p.state.args;
+          p.state = { ...p.state, args: rest, cell: null };
+          return await p.refresh();
+        }
         case "selectRun":
           p.state = { ...p.state, args: { ...p.state.args, run: msg.run } };
           return await p.refresh();

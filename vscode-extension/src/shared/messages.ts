@@ -105,12 +105,14 @@ export interface RevealCallsMessage {
 export interface SelectTaskMessage { type: "selectTask"; task: string }
 /** Open a task's search space, loop view or scheduled code (Model panel buttons). */
 export interface OpenTaskViewMessage { type: "openTaskView"; view: TaskView; task: string }
+/** Show the whole run again instead of one task (the model's stage graph after a kernel's). */
+export interface ClearTaskMessage { type: "clearTask" }
 /** Stop waiting for the panel's payload (long work: hotspots, a first profile). */
 export interface CancelMessage { type: "cancel" }
 
 export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | ShowCandidateCodeMessage |
   CompareCandidatesMessage | RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage |
-  RevealCallsMessage | SelectTaskMessage | OpenTaskViewMessage | CancelMessage;
+  RevealCallsMessage | SelectTaskMessage | OpenTaskViewMessage | CancelMessage | ClearTaskMessage;
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isStr = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length < 4096;
@@ -126,6 +128,7 @@ export function parseWebviewMessage(raw: unknown): WebviewMessage | null {
     case "ready":
     case "refresh":
     case "cancel":
+    case "clearTask":
       return { type: m.type };
     case "openCandidate":
     case "showCandidateCode":
