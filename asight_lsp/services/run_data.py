@@ -83,6 +83,15 @@ def resolve_source(file: str | None, run_dir: Path) -> Path | None:
     return None
 
 
+def source_text(meta: RunMeta, run_dir: Path) -> str | None:
+    """The run's source file's text, or None when it cannot be read."""
+    path = resolve_source(meta.file, run_dir)
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path is not None else None
+    except OSError:
+        return None
+
+
 def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
     """The run's function in its source file (``tvmscript.model.Function``), or None."""
     if text is None:
@@ -129,17 +138,20 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
 
 def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
              text: str | None = None, on_event: Callable[[dict], None] | None = None,
-             task: str | None = None) -> RunData:
+             task: str | None = None, all_tasks: bool = False) -> RunData:
     """The data of one run (see module doc).  ``text``: the source to use instead of the file.
 
     A run of several tasks (a Relax model) is viewed one task at a time: ``task``, else the one
     taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.
+    ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
     shown, names, only = _task(run, meta, task, records)
+    if all_tasks and task is None:
+        shown, only = None, None
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
                                    workload=only, records=records)
     if shown is not None:
@@ -149,7 +161,8 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names))
+    return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names),
+                   text=text if text is not None else source_text(meta, run.path))
 
 
 def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:
@@ -201,6 +214,26 @@ def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=N
     (of one of its tasks: ``task``, else the default one)."""
     if kind == "searchSpace":
         warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
-    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task)
+    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task,
+                    all_tasks=kind == "stageGraph")
+    if kind == "stageGraph" and task is not None and data.function is not None and data.function.kind != "prim_func":
+        return task_stage_graph(data, worker)
     builder = BUILDERS[kind]
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
+
+
+def task_stage_graph(data: RunData, worker) -> dict:
+    """The block-level stage graph of one task (fused kernel) of a Relax run: the blocks of its
+    tuned kernel (the scheduled code the code view shows, read as TVMScript), with the task's
+    per-call cost from the run's profile."""
+    from ..store.caches import load_profile
+    from ..views.loops import kernel_stage_graph
+    from .codeview import code_view
+    if worker is None:
+        raise AsightError("a kernel's stage graph needs its tuned code from the TVM worker (a trusted workspace)")
+    path = resolve_source(data.meta.file, data.run.path)
+    code = code_view(str(path) if path else data.meta.file, str(data.run.path), function=data.function.id,
+                     worker=worker, text=data.text, task=data.task)
+    if code.get("status") != "ok":
+        raise AsightError(code.get("message") or f"no code for task {data.task}")
+    return kernel_stage_graph(data, code, load_profile(data.run))

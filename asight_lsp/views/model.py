@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..analysis.attribution import SLOWER_RATIO
 from ..protocol import SCHEMA_MODEL
 from .context import clean
+from .measured import others_text, shown_measurement
 
 SHARE_NOTE = ("per-call times come from the VM instrument hook (one timed pass per call); shares are of the "
               "tuned build's kernel time, the end-to-end headline is the measurement record")
@@ -35,8 +36,9 @@ def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
     return tuned_us >= SLOWER_RATIO * untuned_us
 
 
-def model_view(profile: dict, run: dict | None = None) -> dict:
-    """The payload from a profile of a Relax run (``unavailable`` for anything else)."""
+def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None = None) -> dict:
+    """The payload from a profile of a Relax run (``unavailable`` for anything else); ``kept``: the
+    run's other kept profiles (``views.measured``), so the view says which measurement it shows."""
     relax = (profile or {}).get("relax")
     if not isinstance(relax, dict):
         return {"schema": SCHEMA_MODEL, "status": "unavailable", "run": run,
@@ -60,7 +62,9 @@ def model_view(profile: dict, run: dict | None = None) -> dict:
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
+    shown = shown_measurement(profile, kept)
+    notes = [SHARE_NOTE] + [n for n in [others_text(shown)] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup")},
-                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": [SHARE_NOTE]})
+                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown})

@@ -25,6 +25,7 @@ import numpy as np
 from ..engine import wire
 from .cachegrind import cachegrind
 from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin, tirx
+from .harness import LoadWatch
 from .host import host_info
 from .inputs import DEFAULT_ATOL, DEFAULT_RTOL
 from .parse import parse_request
@@ -142,6 +143,7 @@ def _options(params: dict) -> dict:
 def profile(params: dict, emit=None) -> dict:
     """Profile one function or unit; see the module docstring for what is measured."""
     started = time.perf_counter()
+    watch = LoadWatch()   # the load of the whole profile: its per-stage / per-call times are measured too
     parsed = parse_request(params)
     target = measuring_target(params.get("target"))
     run_dir, chosen = params.get("run_dir"), params.get("chosen")
@@ -168,6 +170,7 @@ def profile(params: dict, emit=None) -> dict:
             pairs.append(pair)
         result["headline"] = _headline_tir(pairs, target, opts)
     result["seconds"] = time.perf_counter() - started
+    result["load"] = watch.stop()
     return result
 
 

@@ -28,3 +28,22 @@ def test_rendered_table_names_untried_tasks():
     tried = next(line for line in text.splitlines() if line.startswith("tried"))
     never = next(line for line in text.splitlines() if line.startswith("never"))
     assert "SLOWER than untuned" in tried and "untuned (no trial)" in never and "SLOWER" not in never
+
+
+def test_the_view_says_which_measurement_it_shows():
+    from asight_lsp.views.measured import others_text, shown_measurement
+    busy = {"other_cores": 1.2, "busy": True, "reasons": ["other processes used 1.20 cores on average"]}
+    shown = {"measured": {"id": "a", "taken": 1795674078.0, "by": "asight profile", "load": {"other_cores": 0.1, "busy": False},
+                          "headline": {"same": False}},
+             "measurement": {"taken": 1795674000.0, "by": "tuning job", "load": busy}}
+    newer = {"measured": {"id": "b", "taken": 1795674500.0, "by": "hotspots", "load": busy},
+             "not_adopted": "measured while busy; the shown one was quiet"}
+    info = shown_measurement(shown, [shown, newer])
+    assert info["id"] == "a" and info["same"] is False
+    assert "two different measurements" in info["text"] and "quiet (other processes 0.10 cores)" in info["text"]
+    assert "tuning job, busy (other processes 1.20 cores)" in info["text"]
+    assert [o["id"] for o in info["others"]] == ["b"]
+    assert "kept but not shown: measured while busy" in others_text(info)
+    one = shown_measurement({**shown, "measured": {**shown["measured"], "headline": {"same": True}}})
+    assert one["same"] and one["text"].startswith("Per-call times and end to end: one measurement")
+    assert others_text(one) is None

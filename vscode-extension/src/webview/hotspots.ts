@@ -2,7 +2,7 @@
 import { formatLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
 import type { HotspotEntry, HotspotPart, HotspotsPayload } from "../shared/views";
-import { bar, header, notes, pct, sourceLink } from "./common";
+import { bar, header, measurementLine, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, str } from "./dom";
 import { glossary, linkedBy, TERMS } from "./glossary";
 
@@ -36,7 +36,7 @@ export function renderHotspots(root: HTMLElement, msg: ShowMessage): void {
   const p = msg.payload as HotspotsPayload;
   // `asight hotspots --json` names the run by id; the header wants the run block of the other views.
   if (typeof p.run === "string") msg = { ...msg, payload: { ...p, run: { id: p.run, function: p.function, file: p.file } } };
-  mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg),
+  mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg), measurementLine(msg),
     ...arr<HotspotPart>(p.parts).map((pt) => part(pt, msg)), notes({ notes: p.notes }),
     glossary(["share", "linked by", "split (hotspots)", "stage"])));
 }

@@ -8,7 +8,7 @@
 import { formatLatency, formatSpeedup } from "../shared/format";
 import type { ShowMessage, TaskView } from "../shared/messages";
 import { callLabel, callRanges, modelRows, taskChoices, type ModelPayload, type ModelRow } from "../shared/model";
-import { header, notes, pct, runOf } from "./common";
+import { header, measurementLine, notes, pct, runOf } from "./common";
 import { h, mount, str } from "./dom";
 import { post } from "./host";
 
@@ -73,7 +73,7 @@ export function renderModel(root: HTMLElement, msg: ShowMessage): void {
     h("tbody", {}, ...rows.map((r) => tableRow(r, msg))));
   const untimed = (p.notTimed ?? []).filter((t) => typeof t === "string");
   mount(root, h("div", { class: "model-panel" }, header("model", msg), h("p", { class: "headline" }, headline(p)),
-    table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
+    measurementLine(msg), table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
     notes({ notes: p.notes })));
 }
 
