@@ -20,7 +20,7 @@ from ..tvmscript.model import Block, Function, Outline
 from ..tvmscript.selection import Selection
 from .block_origin import match_block
 from .memory_model import cachegrind_by_block, memory_figures
-from .peak import peak_figures
+from .peak import exceeded, peak_figures, peak_fraction
 
 PROFILE_SCHEMA = "asight.profile/1"
 
@@ -50,7 +50,15 @@ def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict 
                                             _timing(record, k["name"], len(kernels) == 1)) for k in kernels]
         parts = profile["kernels"]
     profile["summary"] = summarize(parts, peak, record, check)
+    profile["peak"] = exceeded(peak, _achieved(parts, profile["summary"]))
     return profile
+
+
+def _achieved(parts: list[dict], summary: dict) -> list[tuple[str, float | None]]:
+    """Every GFLOP/s the profile measured, by name (to check none is above the peak)."""
+    rates = [(f"{p.get('name', 'kernel')} ({label})", g) for p in parts if isinstance(p.get("gflops"), dict)
+             for label, g in p["gflops"].items() if label != "source" and isinstance(g, (int, float))]
+    return rates + [(f"whole function ({label})", summary.get(f"gflops_{label}")) for label in ("baseline", "tuned")]
 
 
 def _timing(record: dict | None, name: str, only: bool) -> dict:
@@ -87,8 +95,7 @@ def summarize(parts: list[dict], peak: dict, record: dict | None, check: dict | 
            "busy": (record.get("load") or {}).get("busy"), "source": "the run's measurement record"}
     for label, us in (("baseline", base), ("tuned", tuned)):
         out[f"gflops_{label}"] = flops_total / us / 1e3 if flops_total and us else None
-        out[f"peak_fraction_{label}"] = (out[f"gflops_{label}"] / peak["gflops"]
-                                         if out[f"gflops_{label}"] and peak.get("gflops") else None)
+        out[f"peak_fraction_{label}"] = peak_fraction(out[f"gflops_{label}"], peak)
     return out
 
 
@@ -105,8 +112,7 @@ def finish_kernel(raw: dict, fn: Function | None, peak: dict, timing: dict | Non
     out["gflops"] = {label: (flops["value"] / us / 1e3 if flops["value"] and us else None)
                      for label, us in (("baseline", base), ("tuned", tuned))}
     out["gflops"]["source"] = "FLOPs / median latency of the measurement record"
-    out["peak_fraction"] = {label: (g / peak["gflops"] if g and peak.get("gflops") else None)
-                            for label, g in out["gflops"].items() if label != "source"}
+    out["peak_fraction"] = {label: peak_fraction(g, peak) for label, g in out["gflops"].items() if label != "source"}
     out["stages"], out["blocks"] = {}, {}
     for label, stage_data in (raw.get("stages") or {}).items():
         if "error" in stage_data:

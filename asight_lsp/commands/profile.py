@@ -94,6 +94,8 @@ def render(profile: dict) -> str:
         lines += _part_lines(part, peak, len(parts) > 1)
     if peak.get("gflops"):
         lines.append(f"peak {peak['gflops']:.0f} GFLOP/s [{peak['source']}]")
+        if peak.get("exceeded_by"):
+            lines.append(f"note: {peak['note']}")
     if profile["summary"].get("check_ok") is False:
         lines.append("!!! OUTPUT MISMATCH: the tuned program does not compute what the untuned one does !!!")
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ failures.  Built from a run's profile (``services/profiling``: per-call VM timin
 and the tuned build) and its measurement record (the end-to-end headline)."""
 from __future__ import annotations
 
+from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
 from ..protocol import SCHEMA_MODEL
 from .context import clean
@@ -36,9 +37,20 @@ def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
     return tuned_us >= SLOWER_RATIO * untuned_us
 
 
-def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None = None) -> dict:
+def twin_rows(tuning: dict | None) -> dict[str, dict]:
+    """Per task: its twins and siblings and what the schedules transferred between them gave
+    (run.json ``extra.twins``, ``analysis/twins.summary``)."""
+    kept = (tuning or {}).get("twins") or {}
+    if not kept.get("relations"):
+        return {}
+    return twin_rules.summary(kept["relations"], kept.get("transfers") or [])
+
+
+def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None = None,
+               tuning: dict | None = None) -> dict:
     """The payload from a profile of a Relax run (``unavailable`` for anything else); ``kept``: the
-    run's other kept profiles (``views.measured``), so the view says which measurement it shows."""
+    run's other kept profiles (``views.measured``), so the view says which measurement it shows;
+    ``tuning`` is the run's ``extra`` (twins and transfers, budget outlook) when the caller has it."""
     relax = (profile or {}).get("relax")
     if not isinstance(relax, dict):
         return {"schema": SCHEMA_MODEL, "status": "unavailable", "run": run,
@@ -60,6 +72,14 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
         rows.append({**entry, "tunedUs": tuned, "untunedUs": untuned_us, "slower": _slower(tuned, untuned_us, rec),
                      "share": tuned / total if total else None, "trials": rec.get("trials"),
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
+    related = twin_rows(tuning)
+    defaults = {d["task"]: d for d in ((profile.get("measurement") or {}).get("defaults") or []) if d.get("task")}
+    for row in rows:
+        if row["task"] in related:
+            row["twins"] = related[row["task"]]
+        if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
+            row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
+                                  "bestTrialUs": defaults[row["task"]].get("measured_us")}
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
@@ -67,4 +87,5 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup")},
-                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown})
+                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
+                  "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})

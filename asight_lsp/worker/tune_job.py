@@ -144,11 +144,28 @@ class TuningProcess:
 
         started = time.perf_counter()
         self.budget = tuning.TrialBudget(remaining)
+        transfers, wrap = self.twin_transfer(plan)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
-                        space=space, budget=self.budget)
+                        space=space, budget=self.budget, wrap=wrap)
+        self.keep_transfers(transfers)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+
+    def twin_transfer(self, plan):
+        """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
+        from . import twins
+        return twins.transfer_wrap(plan, self.budget)
+
+    def keep_transfers(self, log) -> None:
+        """``extra.twins`` in run.json: the tasks' relations and what each transfer measured; a resumed
+        session adds its transfers to the earlier ones."""
+        from . import twins
+        kept = twins.run_extra(log)
+        if kept is None:
+            return
+        earlier = (self.run.load().extra.get("twins") or {}).get("transfers") or []
+        self.update(extra={**self.run.load().extra, "twins": {**kept, "transfers": earlier + kept["transfers"]}})
 
     def record_failures(self, first_trial: int, task: str | None, failures: list) -> None:
         """Append each failed candidate's full message to ``failures.log`` and add the batch's groups

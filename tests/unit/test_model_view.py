@@ -47,3 +47,27 @@ def test_the_view_says_which_measurement_it_shows():
     one = shown_measurement({**shown, "measured": {**shown["measured"], "headline": {"same": True}}})
     assert one["same"] and one["text"].startswith("Per-call times and end to end: one measurement")
     assert others_text(one) is None
+
+
+def test_twins_and_kept_defaults_are_shown():
+    """Issue 21: the view says which tasks are twins, what the transfer gave, and which tasks kept
+    their default schedule because no trial beat it in the re-measurement."""
+    from asight_lsp.commands.model import render
+    profile = _profile({"conv_a": 4, "conv_b": 4, "mean": 2}, {"conv_a": 10.0, "conv_b": 10.0, "mean": 1.0},
+                       {"conv_a": 5.0, "conv_b": 3.0, "mean": 1.0})
+    profile["measurement"] = {"defaults": [{"task": "mean", "default_us": 0.9, "measured_us": 3900.0}]}
+    sig = {"op": "conv2d_nchw", "iters": [["S", 4], ["R", 4]], "reads": [], "writes": []}
+    from asight_lsp.analysis.twins import relate
+    tuning = {"twins": {"relations": relate({"conv_a": sig, "conv_b": sig, "mean": None}),
+                        "transfers": [{"task": "conv_a", "donor": "conv_b", "relation": "twin", "latency_us": 2.0,
+                                       "own_best_us": 8.0, "resampled": 0}]}}
+    view = model_view(profile, None, tuning=tuning)
+    rows = {t["task"]: t for t in view["tasks"]}
+    assert rows["conv_a"]["twins"]["twins"] == ["conv_b"] and rows["conv_a"]["twins"]["bestGain"] == 4.0
+    assert view["twinGroups"] == [["conv_a", "conv_b"]]
+    assert rows["mean"]["defaultKept"] == {"defaultUs": 0.9, "bestTrialUs": 3900.0} and "twins" not in rows["mean"]
+    text = render(view)
+    assert "conv_a: twin of conv_b; 1 transfer(s), 1 adopted" in text and "(4.00x)" in text
+    mean = next(line for line in text.splitlines() if line.startswith("mean"))
+    assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
+    assert "twins" not in render(model_view(profile))      # no run extra: no section
