@@ -135,7 +135,8 @@ class Harness:
 
     def __init__(self, work: Path):
         import platform
-        self.work, self.token = work, f"{os.getpid()}"
+        self.work, self.token = work, f"{os.getpid()}_{os.urandom(4).hex()}"
+        self.tmp_before = set(Path("/tmp").glob(f"{MARKER}*"))
         self.markdir = work / "ws"
         self.markdir.mkdir(parents=True, exist_ok=True)
         (self.markdir / "mnt").mkdir(exist_ok=True)
@@ -203,7 +204,7 @@ class Harness:
         found += [f"new entry in the workspace: {p.name}" for p in self.markdir.iterdir()
                   if p.name not in expected and not p.name.endswith(".py") and p.name != ".asight"]
         found += [f"marker: {p}" for d in ["/tmp", *extra_dirs] if os.path.isdir(d)
-                  for p in Path(d).glob(f"{MARKER}*")]
+                  for p in Path(d).glob(f"{MARKER}*") if p not in self.tmp_before]
         found += [f"marker in the workspace: {p}" for p in self.markdir.rglob(f"{MARKER}*")]
         if not self.victim.exists() or self.victim.read_text() != "original content\n":
             found.append("the victim file changed")
@@ -222,6 +223,8 @@ class Harness:
         return found
 
     def close(self) -> None:
+        for stray in Path("/tmp").glob(f"{MARKER}_{self.token}*"):   # the control's, or a failed run's
+            stray.unlink()
         self.sentinel.kill()
         for sock in (self.tcp, self.udp, self.ustream, self.udgram, self.abstract):
             sock.close()
@@ -279,13 +282,20 @@ def via_lsp(harness: Harness, texts: dict[str, str]) -> dict:
     from tests.security.lsp_wire import StdioClient
     with StdioClient([sys.executable, "-I", "-m", "asight_lsp", "serve", "--stdio"], cwd=harness.markdir,
                      env={**os.environ, "ASIGHT_HOME": str(harness.work / "store")}) as client:
+        seen = {}
         client.initialize(harness.markdir)
-        for i, text in enumerate(texts.values()):
+        for i, (name, text) in enumerate(texts.items()):
             path = harness.markdir / f"l{i}.py"
             path.write_text(text)
-            client.open_and_query(path, text)
+            diagnostics = client.open_and_query(path, text)
+            seen[name] = [d.get("message", "")[:200] for d in diagnostics]
         status = client.request("asight/status", {})
-    return {"workerSandbox": (status or {}).get("workerSandbox")}
+        deadline = time.monotonic() + 240
+        while not (status or {}).get("workerSandbox") and time.monotonic() < deadline:   # TVM's pass comes later
+            time.sleep(0.5)
+            status = client.request("asight/status", {})
+        time.sleep(2.0)
+    return {"workerSandbox": (status or {}).get("workerSandbox"), "diagnostics": seen}
 
 
 RAW = r"""
