@@ -120,6 +120,9 @@ class ExprRules:
             self.found.refuse(node, anchor, f"dunder name '{node.id}'")
         elif kind is not None and kind.startswith("ns:"):
             self.found.refuse(node, anchor, f"the namespace '{node.id}' used as a value")
+        elif kind is not None and kind.startswith("macro!"):
+            self.found.refuse(node, anchor, f"the macro '{node.id}' is refused: "
+                                            f"{kind[len('macro!'):].removeprefix('not evaluated: ')}")
         elif (kind is None or kind == SHADOW) and node.id not in api.SAFE_BUILTINS:
             self.found.refuse(node, anchor, self._unbound(node.id, kind))
 
