@@ -157,13 +157,15 @@ class StatementRules:
 
     def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
         """Bind a name in the current frame; a name the gate never counts on is refused."""
-        self.found.binding(name, node, anchor)
+        self.found.binding(name, node, anchor, self.scope)
         self.scope.bind(name, kind)
 
     def macro(self, node: ast.FunctionDef) -> None:
         """A module-level ``@T.macro``: Python runs the def (decorators, defaults, annotations, in the
         module's names); TVM parses its body as TIR where it is called, in a table of the module's
         names and the arguments (a hygienic macro; ``hygienic=False`` reads the caller's names)."""
+        if len(node.decorator_list) > 1:
+            self.found.refuse(node.decorator_list[0], node, "a macro with other decorators than T.macro")
         for decorator in node.decorator_list:
             self.check(decorator, node, decorator=True)
             if isinstance(decorator, ast.Call) and any(k.arg == "hygienic" and not (
@@ -290,7 +292,7 @@ class _Body:
     def bind_targets(self, target: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
         """Bind the names a target stores (a name the gate never counts on is refused)."""
         for name in target_names(target):
-            self.rules.found.binding(name, target, anchor)
+            self.rules.found.binding(name, target, anchor, self.scope)
         self.scope.bind_targets(target, kind)
 
     def _FunctionDef(self, stmt):
@@ -374,7 +376,7 @@ class RelaxBody(_Body):
         """A name TVM binds by a Relax variable's *name hint* (after a dataflow block, an ``if``):
         only when the script's last binding of it emitted a variable of that name (``emits``), and
         never a name the gate does not count on (its binding was refused where it was written)."""
-        if name not in SHADOWING:
+        if name not in SHADOWING and not (self.scope.lookup(name) or "").startswith("ns:"):
             self.scope.bind(name)
 
 

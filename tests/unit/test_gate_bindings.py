@@ -75,6 +75,11 @@ def test_binding_a_builtins_name_is_refused(snippet, name):
     assert any(m.startswith(f"not evaluated: binding '{name}'") for m in found), found
 
 
+def test_binding_a_namespace_alias_is_refused():
+    text = "from tvm.script import tirx as tx\n" + tir("tx = T.int32(0)\nA[0] = T.float32(0)")
+    assert any("binding 'tx', a TVMScript namespace" in m for m in refusals(text))
+
+
 def test_binding_a_harmless_builtins_name_passes():
     assert refusals(tir("for max in range(8):\n    A[max] = T.float32(0)")) == []
 
@@ -116,4 +121,5 @@ def test_a_hygienic_module_macro_is_callable_and_checked():
     assert refusals(MACRO.format(value="0").replace("def zero(buf, i)", "def zero(buf, exec)"))
     [message] = refusals(MACRO.format(value="0").replace("@T.macro", "@T.macro(hygienic=False)"))
     assert "not hygienic" in message
+    assert refusals(MACRO.format(value="0").replace("@T.macro", "@T.prim_func\n@T.macro"))
     assert refusals(MACRO.format(value="open('x')").replace("zero(A, i)", "A[i] = T.float32(0)")) == []  # unused
