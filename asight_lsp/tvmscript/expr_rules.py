@@ -37,10 +37,13 @@ class Findings:
     def refuse(self, node: ast.AST, anchor: ast.AST, message: str) -> None:
         self.problems.append((node, anchor, message))
 
-    def binding(self, name: str, node: ast.AST, anchor: ast.AST) -> None:
-        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``)."""
+    def binding(self, name: str, node: ast.AST, anchor: ast.AST, scope: Scope | None = None) -> None:
+        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``), or one of the
+        file's namespace aliases (where TVM kept the namespace, the gate would take a value)."""
         if name in api.SHADOWING:
             self.refuse(node, anchor, shadowing_message(name))
+        elif scope is not None and (scope.lookup(name) or "").startswith("ns:"):
+            self.refuse(node, anchor, f"binding '{name}', a TVMScript namespace of this file; rename it")
 
 
 def shadowing_message(name: str) -> str:
@@ -120,6 +123,9 @@ class ExprRules:
             self.found.refuse(node, anchor, f"dunder name '{node.id}'")
         elif kind is not None and kind.startswith("ns:"):
             self.found.refuse(node, anchor, f"the namespace '{node.id}' used as a value")
+        elif kind is not None and kind.startswith("macro!"):
+            self.found.refuse(node, anchor, f"the macro '{node.id}' is refused: "
+                                            f"{kind[len('macro!'):].removeprefix('not evaluated: ')}")
         elif (kind is None or kind == SHADOW) and node.id not in api.SAFE_BUILTINS:
             self.found.refuse(node, anchor, self._unbound(node.id, kind))
 
@@ -247,7 +253,7 @@ class ExprRules:
         inner = scope.snapshot()
         with inner.frame():
             for arg in all_arguments(node.args):
-                self.found.binding(arg.arg, node, anchor)
+                self.found.binding(arg.arg, node, anchor, inner)
                 inner.bind(arg.arg)
             self.check(node.body, inner, anchor)
 
@@ -260,7 +266,7 @@ class ExprRules:
                     self.check(gen.iter, inner, anchor)
                 self.check(gen.target, inner, anchor)
                 for name in target_names(gen.target):
-                    self.found.binding(name, gen.target, anchor)
+                    self.found.binding(name, gen.target, anchor, inner)
                 inner.bind_targets(gen.target)
                 for cond in gen.ifs:
                     self.check(cond, inner, anchor)

@@ -157,8 +157,30 @@ class StatementRules:
 
     def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
         """Bind a name in the current frame; a name the gate never counts on is refused."""
-        self.found.binding(name, node, anchor)
+        self.found.binding(name, node, anchor, self.scope)
         self.scope.bind(name, kind)
+
+    def macro(self, node: ast.FunctionDef) -> None:
+        """A module-level ``@T.macro``: Python runs the def (decorators, defaults, annotations, in the
+        module's names); TVM parses its body as TIR where it is called, in a table of the module's
+        names and the arguments (a hygienic macro; ``hygienic=False`` reads the caller's names)."""
+        if len(node.decorator_list) > 1:
+            self.found.refuse(node.decorator_list[0], node, "a macro with other decorators than T.macro")
+        for decorator in node.decorator_list:
+            self.check(decorator, node, decorator=True)
+            if isinstance(decorator, ast.Call) and any(k.arg == "hygienic" and not (
+                    isinstance(k.value, ast.Constant) and k.value.value is True) for k in decorator.keywords):
+                self.found.refuse(decorator, node, "a macro that is not hygienic reads the names of each place "
+                                                   "it is used; only hygienic macros (the default) are checked")
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.check(default, node)
+        for arg in all_arguments(node.args):
+            self.check(arg.annotation, node)
+        self.check(node.returns, node)
+        with self.scope.frame():
+            for arg in all_arguments(node.args):
+                self.bind(arg.arg, arg, node)
+            TirBody(self).body(node.body)
 
     def unbound_annotations(self, node: ast.FunctionDef) -> None:
         """Annotations of parameters TVM ignores (``*args``, keyword-only ...): checked, never bound."""
@@ -270,7 +292,7 @@ class _Body:
     def bind_targets(self, target: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
         """Bind the names a target stores (a name the gate never counts on is refused)."""
         for name in target_names(target):
-            self.rules.found.binding(name, target, anchor)
+            self.rules.found.binding(name, target, anchor, self.scope)
         self.scope.bind_targets(target, kind)
 
     def _FunctionDef(self, stmt):
@@ -354,7 +376,7 @@ class RelaxBody(_Body):
         """A name TVM binds by a Relax variable's *name hint* (after a dataflow block, an ``if``):
         only when the script's last binding of it emitted a variable of that name (``emits``), and
         never a name the gate does not count on (its binding was refused where it was written)."""
-        if name not in SHADOWING:
+        if name not in SHADOWING and not (self.scope.lookup(name) or "").startswith("ns:"):
             self.scope.bind(name)
 
 
@@ -408,24 +430,23 @@ NOT_EMITTED = {"I.meta_var", "T.meta_var", "R.Tensor", "R.Shape", "R.Tuple", "R.
 
 
 def emits(value: ast.AST | None, aliases: dict) -> bool:
-    """Whether binding ``value`` in Relax surely emits a variable named as the target: a call of a
-    listed Relax operator (not a type or ``I.meta_var``), an existing variable, a literal or a tuple."""
-    if isinstance(value, (ast.Constant, ast.Tuple)):
-        return not (isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes, type(None))))
-    if isinstance(value, ast.Name):
+    """Whether binding ``value`` in Relax emits a variable named as the target (an operator's call, a
+    variable, a number, a tuple ...); not ``I.meta_var(...)``, a type (``R.Tensor(...)``), a symbolic
+    ``T.int64()`` declaration, a string or None.  (An approximation: a name it gets wrong is at worst
+    unbound for TVM, never a builtin: those are never bound, ``bind_hinted``.)"""
+    if isinstance(value, ast.Constant):
+        return not isinstance(value.value, (str, bytes, type(None)))
+    if not isinstance(value, ast.Call):
+        return value is not None
+    func, parts = value.func, []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    namespace = aliases.get(func.id) if isinstance(func, ast.Name) else None
+    if namespace not in ("R", "I", "T") or not parts:
         return True
-    if isinstance(value, ast.Call):
-        func = value.func
-        parts = []
-        while isinstance(func, ast.Attribute):
-            parts.insert(0, func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name) or not parts:
-            return isinstance(func, ast.Name)   # a local function's call: a variable of the call
-        namespace = aliases.get(func.id)
-        path = ".".join([namespace or func.id, *parts])
-        return namespace == "R" and path not in NOT_EMITTED
-    return False
+    path = ".".join([namespace, *parts])
+    return path not in NOT_EMITTED and not (namespace == "T" and not value.args and not value.keywords)
 
 
 def is_recursive(node: ast.FunctionDef) -> bool:

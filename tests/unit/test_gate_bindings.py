@@ -75,6 +75,11 @@ def test_binding_a_builtins_name_is_refused(snippet, name):
     assert any(m.startswith(f"not evaluated: binding '{name}'") for m in found), found
 
 
+def test_binding_a_namespace_alias_is_refused():
+    text = "from tvm.script import tirx as tx\n" + tir("tx = T.int32(0)\nA[0] = T.float32(0)")
+    assert any("binding 'tx', a TVMScript namespace" in m for m in refusals(text))
+
+
 def test_binding_a_harmless_builtins_name_passes():
     assert refusals(tir("for max in range(8):\n    A[max] = T.float32(0)")) == []
 
@@ -91,3 +96,30 @@ def test_the_unit_still_outlines():
     outline = build_outline(HEAD + "exec = 8\n" + tir("A[0] = T.float32(exec)"))
     assert outline.functions and not outline.units[0].safe
     assert unit_of("exec = 8\n" + tir("A[0] = T.float32(exec)")).problems
+
+
+def test_module_constants_as_python_assigns_them():
+    import ast
+
+    from asight_lsp.tvmscript.pysource import module_constants
+    tree = ast.parse('M, N = 16, 32\nN, M = M, N\nC = {"n": 4, "s": "f32"}\nK = C["n"] * 2\nx = y = 3\n'
+                     'P = (1, 2)[-1]\nI = {1: 2}\nJ = I[1]\na, *b = 1, 2\nZ = 1\nZ += 1\nQ = f()\nQ2 = C["nope"]\n')
+    assert module_constants(tree) == {"M": 32, "N": 16, "C": {"n": 4, "s": "f32"}, "K": 8, "x": 3, "y": 3, "P": 2,
+                                      "J": 2}   # {1: 2} would reach the worker as {"1": 2}: only J is kept
+    assert module_constants(ast.parse("L = N * 2"), {"N": 4}) == {"L": 8}   # an earlier chunk's constant
+
+
+MACRO = ('@T.macro\ndef zero(buf, i):\n    buf[i] = T.float32({value})\n\n\n'
+         + tir("for i in range(8):\n    zero(A, i)"))
+
+
+def test_a_hygienic_module_macro_is_callable_and_checked():
+    assert refusals(MACRO.format(value="0")) == []
+    [message] = refusals(MACRO.format(value="open('x')"))
+    assert message.startswith("not evaluated: the macro 'zero' is refused: call of 'open'")
+    assert refusals(MACRO.format(value="0").replace("def zero(buf, i)", "def zero(buf, i, d=open('x'))"))
+    assert refusals(MACRO.format(value="0").replace("def zero(buf, i)", "def zero(buf, exec)"))
+    [message] = refusals(MACRO.format(value="0").replace("@T.macro", "@T.macro(hygienic=False)"))
+    assert "not hygienic" in message
+    assert refusals(MACRO.format(value="0").replace("@T.macro", "@T.prim_func\n@T.macro"))
+    assert refusals(MACRO.format(value="open('x')").replace("zero(A, i)", "A[i] = T.float32(0)")) == []  # unused

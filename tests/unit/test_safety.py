@@ -17,7 +17,8 @@ RUNTIME_ONLY = {"annot_computed_shape_string.py"}
 # does (tests/unit/test_source_lines.py).
 ONE_TEXT = {p.name for p in (FIXTURES / "hostile").glob("text_*.py")}
 CLEAN = ["matmul.py", "matmul64.py", "matmul_bias_relu.py", "conv2d_nhwc.py", "depthwise_conv2d.py",
-         "batch_matmul.py", "softmax.py", "relax_cnn.py", "three_kernels.py", "matmul_space.py"]
+         "batch_matmul.py", "softmax.py", "relax_cnn.py", "three_kernels.py", "matmul_space.py", "pagebreak.py",
+         "module_macro.py", "module_constants.py"]
 HEAD = "from tvm.script import ir as I\nfrom tvm.script import relax as R\nfrom tvm.script import tirx as T\n\n"
 
 

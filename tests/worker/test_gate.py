@@ -19,7 +19,9 @@ pytestmark = pytest.mark.tvm
 HOSTILE = sorted((FIXTURES / "hostile").glob("*.py"))
 MARKER = "ASIGHT_PWNED"
 # Their payload runs only as Python (module level or an import statement), never under TVM's parser.
-PYTHON_ONLY = {"bound_name_call.py", "nonliteral_constant.py", "import_in_body.py"}
+PYTHON_ONLY = {"bound_name_call.py", "nonliteral_constant.py", "import_in_body.py",
+               # a module-level macro exists only where Python ran its def (RAW_PARSE does not)
+               "macro_body_call.py", "macro_default_arg.py", "macro_not_hygienic.py"}
 # Their payload is a comment for Python; it ran where the worker sliced ``str.splitlines()`` (as RAW_PARSE
 # still does), not the tokenizer's lines (issue 22).  Now nothing is refused and ``ok`` is checked.
 ONE_TEXT = {p.name for p in HOSTILE if p.name.startswith("text_")}
@@ -207,3 +209,11 @@ def test_the_worker_parses_the_lines_the_gate_read(name, worker, tmp_path, monke
     assert result.diagnostics == []
     assert result.parsed_units == (["add_one", "scale"] if name == "pagebreak" else ["ok"])
     assert not (tmp_path / MARKER).exists()
+
+
+@pytest.mark.parametrize("name,unit", [("module_macro.py", "scale"), ("module_constants.py", "matmul")])
+def test_what_tvm_accepts_from_a_module_is_checked_and_parsed(name, unit, worker):
+    """A module-level hygienic ``@T.macro`` (the worker defines it from the file's lines: an undefined
+    one is TVM's "Undefined variable"), ``M, N = 16, 32`` and ``K = CONFIG["k"]`` (issue 22)."""
+    result = check_text(fixture_text(name), name, worker)
+    assert result.diagnostics == [] and result.parsed_units == [unit]
