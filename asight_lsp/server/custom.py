@@ -133,7 +133,9 @@ def model_payload(req: PayloadRequest) -> dict:
     from ..store.runs import Run
     from ..views.model import model_view
     from ..views.runs import run_summary
-    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run))
+    from ..services.export import headline_of
+    build = headline_of(req.run) if req.run is not None and req.run.kind == "relax" else None
+    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run), build)
 
 
 # method -> builder; None = not built yet (answers "unavailable").

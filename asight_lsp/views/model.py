@@ -35,8 +35,10 @@ def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
     return tuned_us >= SLOWER_RATIO * untuned_us
 
 
-def model_view(profile: dict, run: dict | None = None) -> dict:
-    """The payload from a profile of a Relax run (``unavailable`` for anything else)."""
+def model_view(profile: dict, run: dict | None = None, build: dict | None = None) -> dict:
+    """The payload from a profile of a Relax run (``unavailable`` for anything else).  ``build``
+    (``analysis.deployable.headline_build``; default: the profile's own) says which build the
+    headline measured and whether the exported build would differ."""
     relax = (profile or {}).get("relax")
     if not isinstance(relax, dict):
         return {"schema": SCHEMA_MODEL, "status": "unavailable", "run": run,
@@ -62,5 +64,6 @@ def model_view(profile: dict, run: dict | None = None) -> dict:
     untried = sorted(n for n, r in records.items() if n not in tasks)
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
-                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup")},
+                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
+                               "build": build or profile.get("headline_build")},
                   "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": [SHARE_NOTE]})
