@@ -28,8 +28,10 @@ def _us(value) -> str:
 
 def render(p: dict) -> str:
     head = p["headline"]
+    build = head.get("build") or {}
     lines = [f"model {p['function']}: untuned {_us(head['untunedUs'])} -> tuned {_us(head['tunedUs'])} end to end"
              + (f" ({head['speedup']:.2f}x)" if head.get("speedup") else ""),
+             *([f"build: {'!!! ' if build.get('stale') else ''}{build['text']}"] if build.get("text") else []),
              f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
     for t in p["tasks"]:
         share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"

@@ -134,9 +134,11 @@ def model_payload(req: PayloadRequest) -> dict:
     from ..store.runs import Run
     from ..views.model import model_view
     from ..views.runs import run_summary
+    from ..services.export import headline_of
     run = Run(req.run_dir)
     kept = [e["profile"] for e in archived_profiles(run)]
-    return model_view(load_profile(run) or {}, run_summary(req.run), kept)
+    build = headline_of(req.run) if req.run is not None and req.run.kind == "relax" else None
+    return model_view(load_profile(run) or {}, run_summary(req.run), kept, build=build)
 
 
 # method -> builder; None = not built yet (answers "unavailable").

@@ -174,6 +174,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
         parts = [format_latency(record["tuned"]["median_us"]), short_speedup(record)]
         if (record.get("load") or {}).get("busy"):
             parts.append("noisy")
+        parts.append(build_mark(result.build))
     elif m.best_us:
         parts = [f"best {format_latency(m.best_us)} while tuning (not re-measured)"]
     else:
@@ -192,6 +193,14 @@ def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
     return title
 
 
+def build_mark(build: dict | None) -> str:
+    """A model run's lens names its headline's build: ``deployable build``, or a warning when the
+    exported build would differ (``analysis/deployable``)."""
+    if not build:
+        return ""
+    return "⚠ not the exported build" if build["stale"] else "deployable build"
+
+
 def result_lens_tooltip(result: FunctionResult) -> str | None:
     """How the lens's figures were measured (and whether the machine was busy)."""
     record = result.measurement
@@ -204,6 +213,8 @@ def result_lens_tooltip(result: FunctionResult) -> str | None:
             f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}. Measured {how_text(record)}.")
     if (record.get("load") or {}).get("busy"):
         text += " The machine was busy: the figures are noisy; run `asight profile --remeasure` when it is quiet."
+    if result.build:
+        text += f" Build: {result.build['text']}."
     return text + (" " + failed if failed else "")
 
 

@@ -51,9 +51,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
     with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
         reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600, on_event=on_event)
-    build = headline_build(meta.extra.get("build") or (meta.measurement or {}).get("build"),
-                           wire.weights_digest(params["weights"]))
-    reply.update(run=meta.id, weights=params["weights"], headline={**build, **_headline(meta)})
+    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)})
     if reply.get("status") == "refused":
         reply["message"] = refusal_text(reply["applied"])
         return reply
@@ -80,6 +78,13 @@ def measure_library(params: dict, meta, reply: dict, on_event=None, python: str 
         record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)
     record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")))
     return record
+
+
+def headline_of(meta) -> dict:
+    """Which build a Relax run's headline measured and whether ``asight export`` would build the
+    same now (``analysis.deployable.headline_build``; the weights file's digest is memoised)."""
+    build = meta.extra.get("build") or (meta.measurement or {}).get("build")
+    return headline_build(build, wire.weights_digest(wire.weights_beside(meta.file)))
 
 
 def default_output(path: str) -> str:

@@ -106,7 +106,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     if run is not None and use_cache and not options.remeasure:
         cached = _cached(run, key)
         if cached is not None:
-            return cached
+            return _with_build(cached, meta)
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
               "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
@@ -128,6 +128,15 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     _notes(profile, candidate, run, meta, fresh)
     if run is not None and candidate is None:
         _keep(run, profile, key, new_record if fresh else None, options.replace)
+    return _with_build(profile, meta)
+
+
+def _with_build(profile: dict, meta: RunMeta | None) -> dict:
+    """A model run's profile says which build its run's headline measured (now: the weights file
+    may have changed since), ``analysis.deployable.headline_build``."""
+    if meta is not None and meta.kind == "relax":
+        from .export import headline_of
+        profile["headline_build"] = headline_of(meta)
     return profile
 
 

@@ -45,6 +45,15 @@ class FunctionResult:
         return record if record.get("untuned") else {}
 
     @property
+    def build(self) -> dict | None:
+        """A Relax run: which build its headline measured, stale when an export would differ
+        (``services/export.headline_of``); None for other runs."""
+        if self.meta.kind != "relax":
+            return None
+        from .export import headline_of
+        return headline_of(self.meta)
+
+    @property
     def speedup(self) -> float | None:
         """Untuned / tuned as the measurement record has it (None before a measurement)."""
         return (self.measurement.get("speedup") or {}).get("estimate")

@@ -47,10 +47,12 @@ def twin_rows(tuning: dict | None) -> dict[str, dict]:
 
 
 def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None = None,
-               tuning: dict | None = None) -> dict:
+               tuning: dict | None = None, build: dict | None = None) -> dict:
     """The payload from a profile of a Relax run (``unavailable`` for anything else); ``kept``: the
     run's other kept profiles (``views.measured``), so the view says which measurement it shows;
-    ``tuning`` is the run's ``extra`` (twins and transfers, budget outlook) when the caller has it."""
+    ``tuning`` is the run's ``extra`` (twins and transfers, budget outlook) when the caller has it;
+    ``build`` (``analysis.deployable.headline_build``; default: the profile's own) says which build
+    the headline measured and whether the exported build would differ."""
     relax = (profile or {}).get("relax")
     if not isinstance(relax, dict):
         return {"schema": SCHEMA_MODEL, "status": "unavailable", "run": run,
@@ -86,6 +88,7 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     notes = [SHARE_NOTE] + [n for n in [others_text(shown)] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
-                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup")},
+                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
+                               "build": build or profile.get("headline_build")},
                   "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})

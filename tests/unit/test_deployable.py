@@ -45,3 +45,34 @@ def test_export_verdict_is_an_error_beyond_the_interval_and_the_band():
     edge = 1 + EXPORT_TOLERANCE
     assert export_verdict(_record(edge * 0.99, 2.0, 1.5))["ok"] and not export_verdict(_record(edge * 1.01, 2.0, 1.5))["ok"]
     assert not export_verdict({})["ok"]
+
+
+def test_lens_and_tune_summary_name_the_headline_build(tmp_path):
+    """A model run's lens and `asight tune` summary say whether the headline is of the deployable
+    build, and warn once the exported build would differ (a run from before, or new weights)."""
+    import numpy as np
+    from tests.conftest import measured
+    from asight_lsp.commands.tune import build_lines
+    from asight_lsp.server.lens import result_lens_title, result_lens_tooltip
+    from asight_lsp.services.results import FunctionResult
+    from asight_lsp.store.runs import RunMeta
+    from asight_lsp.engine.wire import weights_digest
+    script = tmp_path / "m_relax.py"
+    script.write_text("")
+    np.savez(tmp_path / "m_relax.weights.npz", w=np.ones(3, "float32"))
+    digest = weights_digest(str(tmp_path / "m_relax.weights.npz"))
+    meta = RunMeta(id="r", file=str(script), function="main", state="done", trials_done=8, trials_requested=8,
+                   measurement=measured(2000.0, 100.0), kind="relax",
+                   extra={"build": {"deployable": True, "bound": 1, "weights_digest": digest}})
+    result = FunctionResult("Module.main", meta, tmp_path, stale=False)
+    assert " · deployable build · 8 trials" in result_lens_title(result)
+    assert "Build: deployable build (weights bound" in result_lens_tooltip(result)
+    assert build_lines(meta) == ["         build: deployable build (weights bound, as `asight export` builds it)"]
+    meta.extra = {}                                                        # a run from before issue 24
+    assert "⚠ not the exported build" in result_lens_title(result)
+    assert build_lines(meta)[0].startswith("         build: !!! weights as parameters, NOT the exported build")
+    meta.extra = {"build": {"deployable": True, "bound": 1, "weights_digest": digest}}
+    np.savez(tmp_path / "m_relax.weights.npz", w=np.zeros(3, "float32"))   # other values: other kernels
+    assert "⚠ not the exported build" in result_lens_title(result)
+    meta.kind = "tir"
+    assert build_lines(meta) == [] and "build" not in result_lens_title(result)

@@ -32,7 +32,9 @@ export interface ModelPayload {
   message?: string;
   run?: { id?: string; file?: string; function?: string; headline?: string } | null;
   function?: string;
-  headline?: { untunedUs?: number | null; tunedUs?: number | null; speedup?: number | null };
+  headline?: { untunedUs?: number | null; tunedUs?: number | null; speedup?: number | null;
+    /** Which build the headline measured (deployable = weights bound, as exported); stale when an export would differ. */
+    build?: { deployable?: boolean; stale?: boolean; text?: string } | null };
   tasks?: ModelTask[];
   kernelUs?: number | null;
   notTimed?: string[];

@@ -64,6 +64,13 @@ function headline(p: ModelPayload): string {
   return `${str(p.function)}: untuned ${formatLatency(hl.untunedUs)} → tuned ${formatLatency(hl.tunedUs)} end to end${ratio}`;
 }
 
+/** The headline's build: the deployable one (what `asight export` writes), or a warning when it would differ. */
+function buildLine(p: ModelPayload): HTMLElement | null {
+  const build = p.headline?.build;
+  if (!build || typeof build.text !== "string") return null;
+  return h("p", { class: build.stale ? "build flag slower" : "build hint" }, `${build.stale ? "⚠ " : ""}build: ${build.text}`);
+}
+
 export function renderModel(root: HTMLElement, msg: ShowMessage): void {
   const p = msg.payload as ModelPayload;
   const rows = modelRows(p);
@@ -73,7 +80,7 @@ export function renderModel(root: HTMLElement, msg: ShowMessage): void {
     h("tbody", {}, ...rows.map((r) => tableRow(r, msg))));
   const untimed = (p.notTimed ?? []).filter((t) => typeof t === "string");
   mount(root, h("div", { class: "model-panel" }, header("model", msg), h("p", { class: "headline" }, headline(p)),
-    measurementLine(msg), table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
+    measurementLine(msg), buildLine(p), table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
     notes({ notes: p.notes })));
 }
 
