@@ -51,6 +51,15 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     space = json.loads(proc.stdout)
     assert space["status"] == "ok" and space["run"]["measured"] == 66
     assert space["best"]["trial"] == 76 and abs(space["best"]["latency_us"] - 134.58) < 0.01
+    contour = space["contour"]       # the recorded Nsight Compute counters, not the model
+    assert contour["origin"]["origin"] == "measured" and contour["origin"]["label"] == "measured (Nsight Compute)"
+    assert (contour["origin"]["profiled"], contour["origin"]["candidates"]) == (41, 66)
+    assert [c["id"] for c in contour["categories"]] == ["dram", "sm", "gpu"]
+    assert contour["agreement"]["verdict"] == "agrees" and contour["agreement"]["per_category"]["dram"]["rho"] > 0.98
+    assert contour["lines"] and contour["draw"] == "full"
+    assert contour["legend"][0].startswith("The measured (Nsight Compute) counters agree with the latencies")
+    winners = {c.get("winner") for c in space["cells"] if c.get("z") is not None}
+    assert winners <= {"dram", "sm", "gpu"} and winners
     loops = asight("loops", "--run", run.id, "--work-dir", str(store))
     assert loops.returncode == 0, loops.stderr
     assert "threadIdx.x" in loops.stdout and "blockIdx.x" in loops.stdout
@@ -68,3 +77,17 @@ def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
     assert proc.returncode == 2
     assert "is not in" in proc.stderr and "no workload of the 1 in the database" in proc.stderr
     assert not RunStore(str(store)).all()
+
+
+def test_without_counters_the_contour_is_the_model_and_says_so(tmp_path):
+    folder = tmp_path / "tuned"
+    folder.mkdir()
+    for name in ("database_workload.json", "database_tuning_record.json"):
+        (folder / name).write_bytes((GPU / name).read_bytes())
+    store = tmp_path / ".asight"
+    assert asight("adopt", str(folder), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store)).returncode == 0
+    proc = asight("space", "--run", "latest", "--work-dir", str(store), "--json")
+    contour = json.loads(proc.stdout)["contour"]
+    assert contour["origin"] == {"origin": "model", "label": "model (MetaSchedule features)",
+                                 "why": "the run has no counters.jsonl"}
+    assert all(c["source"].startswith("model:") for c in contour["categories"])
