@@ -68,8 +68,8 @@ def _strategy(loops: dict) -> str:
     """The strategy mix of one candidate from its scheduled loops (parallel / vector / unroll)."""
     kinds = {k for nest in loops.values() for _, k, _ in nest}
     unroll = any(step for nest in loops.values() for _, _, step in nest)
-    parts = [name for flag, name in ((("p" in kinds), "parallel"), (("v" in kinds), "vector"), (unroll, "unroll"))
-             if flag]
+    parts = [name for flag, name in ((("t" in kinds), "threads"), (("p" in kinds), "parallel"), (("v" in kinds), "vector"),
+                                     (unroll, "unroll")) if flag]
     return "+".join(parts) or "serial"
 
 

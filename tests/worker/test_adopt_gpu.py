@@ -63,12 +63,19 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     loops = asight("loops", "--run", run.id, "--work-dir", str(store))
     assert loops.returncode == 0, loops.stderr
     assert "threadIdx.x" in loops.stdout and "blockIdx.x" in loops.stdout
+    assert "GPU (best, trial 76):" in loops.stdout and "thread_bound 30%" in loops.stdout
+    assert "  threads: blockIdx.x 256 × threadIdx.x 64 · vthread 8 (256 blocks of 64 threads)" in loops.stdout
+    assert "  latency-bound: 6 % of warp slots busy, 128 registers a thread" in loops.stdout
+    assert {c.get("strategy") for c in space["cells"]} <= {"threads+vector+unroll", "threads+unroll", "threads+vector",
+                                                           "threads"}
     principles = asight("principles", "--run", run.id, "--work-dir", str(store))
     assert principles.returncode == 0 and "in block C" in principles.stdout
     out = tmp_path / "report.html"
     report = asight("report", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "-o", str(out))
     assert report.returncode == 0, report.stderr
-    assert "target cuda sm_90a" in out.read_text()
+    html = out.read_text()
+    assert "target cuda sm_90a" in html and "GPU — best candidate (trial 76)" in html
+    assert "measured (Nsight Compute)" in html
 
 
 def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
