@@ -231,6 +231,8 @@ def headline_lines(meta: RunMeta) -> list[str]:
                      f"{fmt_us(record['tuned']['median_us'])}{' (' + scope + ')' if scope else ''}: "
                      f"{speedup_text(record)}")
         lines.append(f"         how: {how_text(record)}")
+        lines += [f"gpu      {line}" if i == 0 else f"         {line}"
+                  for i, line in enumerate((record.get("gpu") or {}).get("lines") or [])]
         if (record.get("load") or {}).get("busy"):
             lines.append(f"         the machine was busy: the figures are noisy; re-measure later with "
                          f"`asight profile {meta.file} --run {meta.id} --remeasure`")
