@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compat import tvm  # noqa: F401  (TVM is loaded; dlight is imported where used)
 from .records import fresh_copy
 
 GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
@@ -27,7 +26,7 @@ def is_gpu(target) -> bool:
 
 def dlight_default(mod, target):
     """DLight's default GPU schedule of a copy of ``mod`` (``mod`` itself is left as it was)."""
-    from tvm.s_tir import dlight as dl
+    from .compat import dlight as dl
     copy = fresh_copy(mod)
     with target:
         return dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
