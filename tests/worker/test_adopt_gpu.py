@@ -98,3 +98,24 @@ def test_without_counters_the_contour_is_the_model_and_says_so(tmp_path):
     assert contour["origin"] == {"origin": "model", "label": "model (MetaSchedule features)",
                                  "why": "the run has no counters.jsonl"}
     assert all(c["source"].startswith("model:") for c in contour["categories"])
+
+
+def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(adopted):
+    store, run, _ = adopted
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "cuda",
+                  "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["language"] == "cuda" and view["candidate"]["trial"] == 76
+    lines = view["text"].splitlines()
+    assert any("__global__" in line for line in lines)
+    by_source = {}
+    for link in view["links"]:
+        by_source.setdefault(link["sourceLine"] + 1, []).append(lines[link["line"]].strip())
+    source = (GPU / "matmul1024.py").read_text().splitlines()
+    init = next(i for i, t in enumerate(source, 1) if "T.float32(0)" in t)
+    update = next(i for i, t in enumerate(source, 1) if "A[vi, vk] * B[vk, vj]" in t)
+    assert by_source[init] and all(t.startswith("C_local_ptr[") and "0x0p+0f" in t for t in by_source[init])
+    assert by_source[update] and all("A_shared_ptr[" in t and "B_shared_ptr[" in t for t in by_source[update])
+    cpu = asight("code", str(ROOT / "fixtures" / "matmul64.py"), "--level", "cuda", "--work-dir", str(store))
+    assert cpu.returncode != 0 and "the cuda level shows a CUDA run's kernels" in cpu.stderr
