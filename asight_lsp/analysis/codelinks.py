@@ -221,3 +221,37 @@ def line_table(text: str, links: list[dict]) -> list[dict]:
             row.update({k: v for k, v in linked[number].items() if k != "line"})
         rows.append(row)
     return rows
+
+
+_CUDA_ASSIGN = re.compile(r"^(?P<lhs>[^=;{}]*?[\]\)])\s*(?P<op>[-+*/]?=)(?!=)\s*(?P<rhs>.*?);?\s*$")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_CONSTANT_RHS = re.compile(r"^(?:make_\w+\()?[\s,()]*(?:[-+]?(?:0x[0-9a-fA-Fp.+-]+|\d[\d.eE+-]*)f?(?:/\*[^*]*\*/)?"
+                           r"[\s,()]*)+\)?$")
+
+
+def cuda_links(source: str, stores: list) -> list[dict]:
+    """Links of CUDA C lines to TVMScript lines by the buffer each line stores to.
+
+    TVM's CUDA codegen writes no line directives; what survives is the buffer name (``C_local`` as
+    ``C_local_ptr[...]`` or ``C_local[...]``).  ``stores`` are the lowered TIR stores with a span:
+    ``[buffer, source line (1-based), stores a constant?]`` (``worker/generated_code.store_lines``).
+    An assignment to a buffer links to the source line of its stores: a constant stored (an init)
+    to the constant stores' line, anything else to the others'; a buffer stored from several source
+    lines links to the first.  Other lines (index arithmetic, loops, declarations) get no link.
+    """
+    lines_of: dict = {}
+    for buffer, line, constant in stores:
+        lines_of.setdefault((buffer, bool(constant)), []).append(int(line))
+    links = []
+    for number, text in enumerate(source.splitlines()):
+        m = _CUDA_ASSIGN.match(text.strip())
+        if not m or text.strip().startswith(("for", "if", "//", "#")):
+            continue
+        constant = bool(_CONSTANT_RHS.match(m.group("rhs").strip()))
+        for ident in _IDENT.findall(m.group("lhs")):
+            name = ident[:-4] if ident.endswith("_ptr") else ident
+            found = lines_of.get((name, constant)) or lines_of.get((name, not constant))
+            if found:
+                links.append({"line": number, "sourceLine": min(found) - 1})
+                break
+    return links

@@ -128,7 +128,27 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     lines.append(f"- best schedule (trial {result.best['trial']}, {format_latency(result.best['latency_us'])})"
                  + (f": {head}" if head else ""))
     lines.extend(f"  - {step}" for step in summary["steps"] + summary.get("derived_steps", []))
+    gpu = gpu_line(result)
+    if gpu:
+        lines.append(gpu)
     return lines
+
+
+def gpu_line(result: FunctionResult) -> str | None:
+    """The limiting factor of the best candidate from the run's measured counters (a GPU run with a
+    ``counters.jsonl``; ``analysis/counters.limiter``), or None."""
+    from ..analysis.counters import by_candidate, limiter
+    from ..errors import AsightError
+    from ..store.counters import read_counters
+    if result.best is None:
+        return None
+    try:
+        entries = read_counters(result.run_dir)
+    except AsightError:
+        return None
+    metrics = by_candidate(entries)[0].get(int(result.best["trial"])) if entries else None
+    words = limiter(metrics) if metrics else None
+    return f"- GPU (measured counters of trial {result.best['trial']}): {words['text']}" if words else None
 
 
 def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:

@@ -13,7 +13,8 @@ import difflib
 from pathlib import Path
 
 from .results import profile_blocks
-from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, derived_in_text, drop_parallel,
+from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, cuda_links, derived_in_text,
+                                  drop_parallel,
                                   label_links, llvm_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
@@ -31,7 +32,7 @@ from .lookup import check_run_function, chosen_records, latest_run, prepare_run
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
 LEVELS = tuple(CODE_LEVELS)
-LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm"}
+LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm", "cuda": "cuda"}
 LINE_SHARE_SOURCE = ("the run's cached profile with cachegrind (asight profile --cachegrind): instructions "
                      "executed (Ir) per source line in a serial build of the best record, simulated by valgrind")
 SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, split per source block): "
@@ -141,7 +142,8 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
         links = label_links(links, lineage)
     else:
         text = reply["text"]
-        links = llvm_links(text) if level == "llvm" else asm_links(text)
+        links = (cuda_links(text, reply.get("stores") or []) if level == "cuda"
+                 else llvm_links(text) if level == "llvm" else asm_links(text))
     applied = reply.get("applied") or {}
     if record is None and run is not None:
         record = best_trial(records, applied.get("latency_us"))

@@ -161,8 +161,20 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
             function = source_function(meta, run.path)
         except OSError:
             function = None
+    counters = _counters(run, notes)
     return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names),
-                   text=text if text is not None else source_text(meta, run.path))
+                   text=text if text is not None else source_text(meta, run.path), counters=counters)
+
+
+def _counters(run: Run, notes: list[str]) -> list | None:
+    """The run's measured counters (``store/counters.py``); a bad file is a note, and the views fall
+    back to the model."""
+    from ..store.counters import read_counters
+    try:
+        return read_counters(run.path)
+    except AsightError as err:
+        notes.append(f"counters not used: {err}")
+        return None
 
 
 def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:

@@ -27,6 +27,21 @@ def best_summary(data: RunData, function=None) -> dict:
     return summarize_trace(rec["insts"], rec["decisions"], sources)["blocks"]
 
 
+def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
+    """GPU words for the best candidate (or ``index``): binding, memory, measured launch figures and
+    the limiting factor (``analysis/gpu_words.py``); None for a CPU run."""
+    from ..analysis.counters import by_candidate
+    from ..analysis.gpu_words import gpu_words
+    index = data.table.best_index() if index is None else index
+    if index is None:
+        return None
+    metrics = by_candidate(data.counters)[0].get(int(data.table.trials[index])) if data.counters else None
+    words = gpu_words(data.table.rows[index], data.table.stores[index], metrics)
+    if words is not None:
+        words["trial"] = int(data.table.trials[index])
+    return words
+
+
 def loop_view(data: RunData) -> dict:
     """Per stage: distribution of scheduling strategies among the measured candidates."""
     base = {"schema": LOOP_VIEW_SCHEMA, "run": run_info(data), "notes": list(data.notes)}
@@ -42,7 +57,7 @@ def loop_view(data: RunData) -> dict:
             stage["range"] = blk.range if blk else None
             stage["id"] = blk.id if blk else None
     return clean({**base, "status": "ok", "function": data.function.id if data.function else data.meta.function,
-                  "stages": stages, "sources": SOURCES,
+                  "stages": stages, "sources": SOURCES, "gpu": gpu_summary(data),
                   "scheduled_loops_available": bool(any(data.table.loops[i] for i in np.flatnonzero(data.table.valid)))})
 
 

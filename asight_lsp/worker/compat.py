@@ -13,6 +13,7 @@ import tvm_ffi
 from tvm import relax, rpc, s_tir, tirx
 from tvm.error import DiagnosticError
 from tvm.ir.utils import derived_object
+from tvm.s_tir import dlight
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir as task_loggers
 from tvm.s_tir.meta_schedule.utils import fork_seed

@@ -143,6 +143,8 @@ def code(params: dict, emit=None) -> dict:
     if level == "scheduled":
         out.update(text=mod.script(obj_to_annotate=annotations(mod)), format="tagged-tvmscript")
         return out
+    if level == "cuda":
+        return {**out, **cuda_source(mod, params.get("target"))}
     target = measuring_target(params.get("target"))
     out["target"] = str(target)
     if level == "lowered":
@@ -153,6 +155,47 @@ def code(params: dict, emit=None) -> dict:
     kind = "ll" if level == "llvm" else "asm"
     out.update(text=built.inspect_source(kind), format=level)
     return out
+
+
+def gpu_target(spec):
+    """The run's GPU target (CUDA source needs no device: TVM's codegen writes it without one)."""
+    from .metaschedule import resolve_target
+    if isinstance(spec, dict):
+        spec = json.dumps(spec)
+    target = resolve_target(spec) if spec else None
+    if target is None or target.kind.name != "cuda":
+        kind = target.kind.name if target is not None else "the host CPU"
+        raise ValueError(f"the cuda level shows a CUDA run's kernels; this run's target is {kind}")
+    return target
+
+
+def store_lines(mod) -> list:
+    """``[[buffer, source line (1-based), constant?]]`` of every store with a span in ``mod``."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, tirx.BufferStore) and node.span is not None and int(node.span.line) > 0:
+            found.append([node.buffer.name, int(node.span.line), isinstance(node.value, (tirx.IntImm, tirx.FloatImm))])
+        for child in stmt_children(node):
+            walk(child)
+
+    for gv in mod.get_global_vars():
+        if isinstance(mod[gv], tirx.PrimFunc):
+            walk(mod[gv].body)
+    return found
+
+
+def cuda_source(mod, spec) -> dict:
+    """The CUDA C source TVM generates for the scheduled module, and the lowered stores (buffer,
+    source line) that ``analysis/codelinks.cuda_links`` ties its lines to.  No GPU and no nvcc needed
+    (without the CUDA runtime, TVM keeps the source in a fallback module); PTX needs nvcc."""
+    target = gpu_target(spec)
+    built = tvm.tirx.build(mod, target=target)
+    device = next((m for m in built.imports), None)
+    if device is None:
+        raise ValueError("the build made no device module (no kernel to show)")
+    return {"text": device.inspect_source("cuda"), "format": "cuda", "target": str(target),
+            "stores": store_lines(lowered(mod, target))}
 
 
 HANDLERS = {wire.CODE: code}

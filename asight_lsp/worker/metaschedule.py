@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from ..engine.targets import TargetError, target_config
+from ..engine.targets import GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
 from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
@@ -162,6 +162,9 @@ def resolve_target(spec: str | None):
     if spec is None or not spec.strip() or spec.strip() == "host":
         return host_target()
     text = spec.strip()
+    if text == GPU_WORD:       # this machine's first NVIDIA GPU: its TVM tag, else cuda with its sm_XY
+        config = gpu_target(local_gpus()[0], set(tvm.target.list_tags()))
+        return tvm.target.Target(config, host=host_target())
     config = target_config(text)
     if isinstance(config, dict) and config.get("kind") == "llvm" and "mcpu" not in config \
             and "mtriple" not in config:

@@ -92,3 +92,21 @@ def test_line_counts_give_per_source_line_shares():
     out = attach_line_counts(links, counts)
     assert [link.get("lineShare") for link in out] == [0.8, 0.8, 0.2, None]
     assert attach_line_counts(links, []) == links
+
+
+def test_cuda_lines_link_to_the_source_lines_of_the_buffers_they_store():
+    from asight_lsp.analysis.codelinks import cuda_links
+    cuda = "\n".join([
+        'extern "C" __global__ void main_kernel(float* __restrict__ A, float* __restrict__ C) {',
+        "  float C_local_ptr[4];",
+        "  C_local_ptr[0] = 0x0p+0f/*0.000000e+00*/;",
+        "  for (int k = 0; k < 16; ++k) {",
+        "    *(float4*)(A_shared_ptr + (((int)threadIdx.x) * 4)) = *(float4*)(A_ptr + ((int)threadIdx.x));",
+        "    C_local_ptr[0] = (C_local_ptr[0] + (A_shared_ptr[k] * B_shared_ptr[k]));",
+        "    if (C_local_ptr[0] == 0) { }",
+        "  }",
+        "  C_ptr[((int)threadIdx.x)] = C_local_ptr[0];",
+        "}"])
+    stores = [["C_local", 17, True], ["C_local", 18, False], ["A_shared", 14, False], ["C", 14, False]]
+    assert cuda_links(cuda, stores) == [{"line": 2, "sourceLine": 16}, {"line": 4, "sourceLine": 13},
+                                        {"line": 5, "sourceLine": 17}, {"line": 8, "sourceLine": 13}]
