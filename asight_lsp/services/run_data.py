@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..analysis import featurelayout as fl
 from ..analysis.candidates import CandidateTable, build_candidates
-from ..analysis.tasks import pick_task, task_workloads
+from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
 from ..engine import wire
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
@@ -160,13 +160,16 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
                                    workload=only, records=records, blocks=blocks)
     if shown is not None:
-        notes.append(f"task {shown} of {len(names)} (pick another with --task: {', '.join(sorted(names))})")
+        notes.append(f"task {shown} of {len(names)} (pick another with --task: "
+                     f"{', '.join(ordered_tasks(meta.tasks or [], names, records, (meta.measurement or {}).get('chosen')))})")
     if function is None:
         try:
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names),
+    chosen = (meta.measurement or {}).get("chosen")
+    return RunData(run, meta, table, function, notes, task=shown,
+                   tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path))
 
 

@@ -47,3 +47,12 @@ def test_the_view_says_which_measurement_it_shows():
     one = shown_measurement({**shown, "measured": {**shown["measured"], "headline": {"same": True}}})
     assert one["same"] and one["text"].startswith("Per-call times and end to end: one measurement")
     assert others_text(one) is None
+
+
+def test_a_calls_selection_skips_another_kernels_bindings():
+    from asight_lsp.views.model import own_ranges
+    # fused_conv2d9's call spans lines 82-89; lines 84 and 86 are fused_conv2d10_add7's lv71, lv74
+    owners = {82: "c9#0", 83: "c9#0", 84: "c10#0", 86: "c10#0", 88: "c9#0", 89: "c9#0"}   # 85, 87: folded weights
+    assert own_ranges([82, 89], "c9#0", owners) == [[82, 83], [87, 89]]
+    assert own_ranges([84, 86], "c10#0", owners) == [[84, 86]]      # its own span holds only folded lines between
+    assert own_ranges([17, 20], "t#0", {17: "t#0", 19: "t#0", 20: "t#0"}) == [[17, 20]]   # contiguous: one range
