@@ -20,7 +20,7 @@ export function tableLatency(values: readonly (number | null | undefined)[]): (u
   return (us) => {
     if (us === null || us === undefined || !Number.isFinite(us)) return "—";
     const v = us / div;
-    return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${unit}`;
+    return `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : v >= 1 ? 2 : 3)} ${unit}`;
   };
 }
 
