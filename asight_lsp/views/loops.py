@@ -8,7 +8,7 @@ from ..analysis.stagegraph import (build_graph, layered_positions, model_graph, 
                                    stage_costs)
 from ..store.caches import load_profile
 from ..analysis.trace_summary import block_headline, summarize_trace
-from ..analysis.trace_replay import source_blocks
+from ..analysis.trace_replay import SourceBlock, source_blocks
 from .context import RunData, clean, run_info
 
 LOOP_VIEW_SCHEMA = "asight.loopView/1"
@@ -24,6 +24,9 @@ def best_summary(data: RunData, function=None) -> dict:
     rec = data.table.records[best]
     function = function if function is not None else data.function
     sources = source_blocks(function) if function is not None else []
+    if not sources and data.table.blocks:   # a Relax task: its kernel's blocks, loops named (workload_loops)
+        sources = [SourceBlock(b.name, list(b.loop_vars), [None] * len(b.loop_vars), list(b.reads), list(b.writes))
+                   for b in data.table.blocks.values()]
     return summarize_trace(rec["insts"], rec["decisions"], sources)["blocks"]
 
 

@@ -20,10 +20,42 @@ def _untuned_by_var(relax: dict) -> dict[str, float]:
     return {v: c["us"] for c in calls for v in c.get("vars") or []}
 
 
-def _call(call: dict, untuned: dict[str, float]) -> dict:
+def _call(call: dict, untuned: dict[str, float], owners: dict[int, str] | None = None) -> dict:
     before = [untuned[v] for v in call.get("vars") or [] if v in untuned]
-    return {"call": call.get("call", 0), "bindings": call.get("vars") or [], "lines": call.get("lines"),
-            "tunedUs": call.get("us"), "untunedUs": sum(before) if before else None}
+    out = {"call": call.get("call", 0), "bindings": call.get("vars") or [], "lines": call.get("lines"),
+           "tunedUs": call.get("us"), "untunedUs": sum(before) if before else None}
+    if owners is not None and call.get("lines"):
+        out["ranges"] = own_ranges(call["lines"], f"{call.get('task')}#{call.get('call', 0)}", owners)
+    return out
+
+
+def line_owners(relax: dict) -> dict[int, str]:
+    """``{source line: "task#call"}`` of every binding a tuned kernel call computes."""
+    owners: dict[int, str] = {}
+    for b in (relax.get("bindings") or {}).get("tuned") or []:
+        rng, tasks = b.get("range"), b.get("tasks") or []
+        if rng and tasks:
+            for line in range(rng["start"]["line"], rng["end"]["line"] + 1):
+                owners[line] = tasks[0]
+    return owners
+
+
+def own_ranges(lines: list[int], call: str, owners: dict[int, str]) -> list[list[int]]:
+    """The call's lines ``[first, last]`` split around the lines of *other* calls' bindings (a branch
+    of another kernel interleaved with this one), so selecting the call selects only its bindings;
+    lines of no call (a folded weight reshape) stay inside."""
+    out: list[list[int]] = []
+    start = None
+    for line in range(lines[0], lines[1] + 1):
+        other = owners.get(line) not in (None, call)
+        if other and start is not None:
+            out.append([start, line - 1])
+            start = None
+        elif not other and start is None:
+            start = line
+    if start is not None:
+        out.append([start, lines[1]])
+    return [r for r in out if any(owners.get(l) == call for l in range(r[0], r[1] + 1))]
 
 
 def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
@@ -62,9 +94,10 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     records = relax.get("task_records") or {}
     total = sum(c.get("us") or 0.0 for c in tuned_calls) or None
     tasks: dict[str, dict] = {}
+    owners = line_owners(relax)
     for call in tuned_calls:
         entry = tasks.setdefault(call["task"], {"task": call["task"], "calls": []})
-        entry["calls"].append(_call(call, untuned))
+        entry["calls"].append(_call(call, untuned, owners))
     rows = []
     for name, entry in tasks.items():
         rec = records.get(name) or {}

@@ -123,6 +123,27 @@ def profile_prim_func(name: str, func, target, db, opts: dict, run_dir=None, cho
     return out, (name, base_mod, sch.mod if sch is not None else None)
 
 
+def task_stages(fused, target, db, run_dir, chosen, opts: dict, tuned: set[str]) -> dict:
+    """Per tuned task of a Relax model: the top-level stages of its chosen schedule, timed with rdtsc
+    like a TIR kernel's (``profile_stages``), each with the blocks it runs; a task that fails alone
+    says why."""
+    out = {}
+    for task in ms.relax_integration.extract_tasks(fused, target):
+        if task.task_name not in tuned:
+            continue
+        func = task.dispatched[0]["main"]
+        sch, _, best, notes = tuned_variant(func, db, run_dir, chosen)
+        if sch is None:
+            out[task.task_name] = {"error": notes[0] if notes else "no record applies"}
+            continue
+        _, arrays = prim_inputs(normalize_mod(func), opts["seed"])
+        rt = build_prim(sch.mod, target)
+        out[task.task_name] = optional_step(lambda: profile_stages(sch.mod, target, arrays, rt, None,
+                                                                   min(opts["budget_ms"], 150.0)))
+        out[task.task_name]["best"] = best
+    return out
+
+
 # --------------------------------------------------------------------------- handlers
 
 
@@ -192,6 +213,9 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
         database = chosen_database(trials, chosen) if chosen else run_database(run_dir)
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
+    if tuned and opts["stages"] and run_dir:
+        detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
+                                                opts, set(tuned))
     headline = compare_relax(mod, fn, database if tuned else None, target, tuned, opts["seed"], opts["check"],
                              opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
     return detail_out, headline

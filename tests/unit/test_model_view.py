@@ -71,3 +71,12 @@ def test_twins_and_kept_defaults_are_shown():
     mean = next(line for line in text.splitlines() if line.startswith("mean"))
     assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
     assert "twins" not in render(model_view(profile))      # no run extra: no section
+
+
+def test_a_calls_selection_skips_another_kernels_bindings():
+    from asight_lsp.views.model import own_ranges
+    # fused_conv2d9's call spans lines 82-89; lines 84 and 86 are fused_conv2d10_add7's lv71, lv74
+    owners = {82: "c9#0", 83: "c9#0", 84: "c10#0", 86: "c10#0", 88: "c9#0", 89: "c9#0"}   # 85, 87: folded weights
+    assert own_ranges([82, 89], "c9#0", owners) == [[82, 83], [87, 89]]
+    assert own_ranges([84, 86], "c10#0", owners) == [[84, 86]]      # its own span holds only folded lines between
+    assert own_ranges([17, 20], "t#0", {17: "t#0", 19: "t#0", 20: "t#0"}) == [[17, 20]]   # contiguous: one range
