@@ -37,10 +37,12 @@ class Findings:
     def refuse(self, node: ast.AST, anchor: ast.AST, message: str) -> None:
         self.problems.append((node, anchor, message))
 
-    def binding(self, name: str, node: ast.AST, anchor: ast.AST, scope: Scope | None = None) -> None:
-        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``), or one of the
-        file's namespace aliases (where TVM kept the namespace, the gate would take a value)."""
-        if name in api.SHADOWING:
+    def binding(self, name: str, node: ast.AST, anchor: ast.AST, scope: Scope | None = None,
+                parameter: bool = False) -> None:
+        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``; a parameter may
+        take the names of ``namespaces.PARAMETER_NAMES``), or one of the file's namespace aliases
+        (where TVM kept the namespace, the gate would take a value)."""
+        if name in api.SHADOWING and not (parameter and name in api.PARAMETER_NAMES):
             self.refuse(node, anchor, shadowing_message(name))
         elif scope is not None and (scope.lookup(name) or "").startswith("ns:"):
             self.refuse(node, anchor, f"binding '{name}', a TVMScript namespace of this file; rename it")

@@ -127,7 +127,7 @@ class StatementRules:
             for arg in node.args.args:
                 self.check(arg.annotation, node)
                 self.bind_shape_names(arg.annotation)  # T.Buffer(("n",)): a match variable from here on
-                self.bind(arg.arg, arg, node)
+                self.bind(arg.arg, arg, node, parameter=True)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             TirBody(self).body(node.body)
@@ -146,7 +146,7 @@ class StatementRules:
                 self.bind_shape_names(arg.annotation)  # R.Tensor(("n", "m")): symbolic variables
             for arg in node.args.args:
                 self.check_strings(arg.annotation, node)
-                self.bind(arg.arg, arg, node)
+                self.bind(arg.arg, arg, node, parameter=True)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             for stmt in node.body:  # TVM evaluates nested functions' (last) decorators before the body
@@ -155,9 +155,9 @@ class StatementRules:
                         self.check(decorator, node, decorator=True)
             RelaxBody(self).body(node.body)
 
-    def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
+    def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value", parameter: bool = False) -> None:
         """Bind a name in the current frame; a name the gate never counts on is refused."""
-        self.found.binding(name, node, anchor, self.scope)
+        self.found.binding(name, node, anchor, self.scope, parameter)
         self.scope.bind(name, kind)
 
     def macro(self, node: ast.FunctionDef) -> None:

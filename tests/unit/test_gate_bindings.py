@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from asight_lsp.tvmscript.namespaces import SAFE_BUILTINS, SHADOWING
+from asight_lsp.tvmscript.namespaces import PARAMETER_NAMES, SAFE_BUILTINS, SHADOWING
 from asight_lsp.tvmscript.outline import build_outline
 from tests.unit.test_safety import HEAD, refusals, relax, tir, unit_of
 
 
 def test_the_names_never_counted_on_are_every_builtin_and_parser_global_but_the_harmless_ones():
     assert {"exec", "eval", "open", "getattr", "__import__", "input", "tvm", "T", "R", "relax"} <= SHADOWING
+    assert not PARAMETER_NAMES & {"exec", "eval", "open", "getattr", "compile", "vars", "globals", "print", "type"}
     assert not SHADOWING & SAFE_BUILTINS and {"range", "len", "max"} <= SAFE_BUILTINS
 
 
@@ -60,7 +61,7 @@ def test_a_buffer_store_reads_its_indices_with_the_var_table():
 
 
 @pytest.mark.parametrize("snippet,name", [
-    (tir("A[0] = T.float32(0)", sig='A: T.Buffer((8,), "float32"), input: T.int32'), "input"),
+    (tir("A[0] = T.float32(0)", sig='A: T.Buffer((8,), "float32"), print: T.int32'), "print"),
     (tir("exec = T.int32(0)\nA[0] = T.float32(0)"), "exec"),
     (tir("for open in range(8):\n    A[open] = T.float32(0)"), "open"),
     (tir("with T.launch_thread('threadIdx.x', 1) as tvm:\n    A[0] = T.float32(0)"), "tvm"),
@@ -123,3 +124,18 @@ def test_a_hygienic_module_macro_is_callable_and_checked():
     assert "not hygienic" in message
     assert refusals(MACRO.format(value="0").replace("@T.macro", "@T.prim_func\n@T.macro"))
     assert refusals(MACRO.format(value="open('x')").replace("zero(A, i)", "A[i] = T.float32(0)")) == []  # unused
+
+
+def test_a_parameter_may_be_named_input_as_onnx_models_name_it_but_not_exec():
+    """TVM binds parameters by their Python name; ``input`` (ONNX's usual input name) is accepted as
+    a parameter, a code-reaching builtin is not, and a target still reads the builtin."""
+    ok = relax("with R.dataflow():\n    lv = R.add(input, input)\n    R.output(lv)\nreturn lv",
+               sig='input: R.Tensor((8,), "float32")')
+    assert refusals(ok) == []
+    assert refusals(tir("A[0] = id[0]", sig='A: T.Buffer((8,), "float32"), id: T.Buffer((8,), "float32")')) == []
+    bad = relax("return exec", sig='exec: R.Tensor((8,), "float32")')
+    assert any("binding 'exec'" in m for m in refusals(bad)), refusals(bad)
+    local = relax("input = R.add(x, x)\nreturn input")
+    assert any("binding 'input'" in m for m in refusals(local)), refusals(local)
+    target = relax("input(x).shape = x\nreturn x", sig='input: R.Tensor((8,), "float32"), x: R.Tensor((8,), "float32")')
+    assert any("assignment target" in m for m in refusals(target)), refusals(target)
