@@ -52,6 +52,9 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
     document's uri)."""
     meta = data.meta
     base = ["asight", "tune", meta.file or "FILE", "--func", meta.function]
+    spec = meta.extra.get("target_spec")    # a GPU (or any named) target is re-tuned on the same target
+    target = {"target": spec} if spec else {}
+    base += ["--target", spec] if spec else []
     trials = len(data.table)
     if kind == "closest":
         settle = p.get("settle") or {}
@@ -63,7 +66,7 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
         return {"kind": "more-trials",
                 "text": f"tune about {more:,} more trials to settle it (a rough estimate)",
                 "cli": shlex.join(base + ["--trials", str(total)]),
-                "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total}}}
+                "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total, **target}}}
     guided = base + ["--guided-by", data.run.id or meta.id, "--trials", str(max(trials, 8))]
     alone = json.dumps([p["constraint"]], separators=(",", ":"))
     tentative = " (as a tentative range, labelled so)" if kind == "tentative" else ""
@@ -72,4 +75,5 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
                     f"with its constraint",
             "cli": shlex.join(guided),
             "cli_alone": f"echo {shlex.quote(alone)} > principle.json && {shlex.join(guided + ['--principles', 'principle.json'])}",
-            "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "guidedBy": data.run.id or meta.id}}}
+            "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "guidedBy": data.run.id or meta.id,
+                                                        **target}}}

@@ -70,6 +70,7 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
                                                            "threads"}
     principles = asight("principles", "--run", run.id, "--work-dir", str(store))
     assert principles.returncode == 0 and "in block C" in principles.stdout
+    assert "--target '{\"arch\":\"sm_90a\"" in principles.stdout    # a re-tune goes to the records' GPU target
     out = tmp_path / "report.html"
     report = asight("report", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "-o", str(out))
     assert report.returncode == 0, report.stderr
