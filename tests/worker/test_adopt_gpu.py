@@ -120,3 +120,12 @@ def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(a
     assert by_source[update] and all("A_shared_ptr[" in t and "B_shared_ptr[" in t for t in by_source[update])
     cpu = asight("code", str(ROOT / "fixtures" / "matmul64.py"), "--level", "cuda", "--work-dir", str(store))
     assert cpu.returncode != 0 and "the cuda level shows a CUDA run's kernels" in cpu.stderr
+
+
+def test_counters_without_a_gpu_say_why_and_keep_the_adopted_ones(adopted):
+    store, run, _ = adopted
+    before = (run.path / "counters.jsonl").read_bytes()
+    proc = asight("counters", "--run", run.id, "--work-dir", str(store))
+    assert proc.returncode == 2
+    assert "not collected: no CUDA device on this machine" in proc.stderr
+    assert (run.path / "counters.jsonl").read_bytes() == before
