@@ -255,3 +255,57 @@ def cuda_links(source: str, stores: list) -> list[dict]:
                 links.append({"line": number, "sourceLine": min(found) - 1})
                 break
     return links
+
+
+# --------------------------------------------------------------------------- a Relax task's kernel -> its call sites
+
+
+def block_spans(text: str) -> list[tuple[str, int, int]]:
+    """``(block, first line, last line)`` (0-based) of every ``with T.sblock("…")`` of scheduled
+    TVMScript: the header and the lines indented below it."""
+    lines = text.splitlines()
+    out = []
+    for number, line in enumerate(lines):
+        found = _SBLOCK.search(line)
+        if not found or not line.lstrip().startswith("with"):
+            continue
+        indent, last = _indent(line), number
+        for k in range(number + 1, len(lines)):
+            if lines[k].strip() and _indent(lines[k]) <= indent:
+                break
+            last = k
+        out.append((found["name"], number, last))
+    return out
+
+
+def source_block(name: str, known: Iterable[str], lineage: list[dict]) -> str | None:
+    """The fused kernel's block a scheduled block comes from: itself, the block the trace derived it
+    from (lineage), else the longest known name it extends (``conv2d_nchw_init`` -> ``conv2d_nchw``)."""
+    known = set(known)
+    if name in known:
+        return name
+    for entry in lineage:
+        if entry.get("block") == name and entry.get("source") in known:
+            return entry["source"]
+    prefixes = [k for k in known if name.startswith(k + "_")]
+    return max(prefixes, key=len) if prefixes else None
+
+
+def task_links(text: str, sites: list[dict], lineage: list[dict]) -> list[dict]:
+    """Links of a Relax task's scheduled kernel to the bindings of each of its call sites.
+
+    ``sites``: the worker's ``callSites``, each with ``blockVars`` ``{block: [binding, 1-based
+    line]}``.  Every generated line of a block gets one link per call: ``sourceLine`` (0-based) is
+    the binding that block computes in that call, ``binding`` and ``call`` name it."""
+    links = []
+    for block, first, last in block_spans(text):
+        for site in sites:
+            vars_ = site.get("blockVars") or {}
+            origin = source_block(block, vars_, lineage)
+            var, line = (vars_.get(origin) or [None, None]) if origin else (None, None)
+            if var is None or not isinstance(line, int) or line < 1:
+                continue
+            for generated in range(first, last + 1):
+                links.append({"line": generated, "sourceLine": line - 1, "binding": var, "call": site.get("call", 0),
+                              "block": origin})
+    return sorted(links, key=lambda l: (l["line"], l["call"]))

@@ -233,6 +233,7 @@ def headline_lines(meta: RunMeta) -> list[str]:
         lines.append(f"         how: {how_text(record)}")
         lines += [f"gpu      {line}" if i == 0 else f"         {line}"
                   for i, line in enumerate((record.get("gpu") or {}).get("lines") or [])]
+        lines += build_lines(meta)
         if (record.get("load") or {}).get("busy"):
             lines.append(f"         the machine was busy: the figures are noisy; re-measure later with "
                          f"`asight profile {meta.file} --run {meta.id} --remeasure`")
@@ -246,6 +247,16 @@ def headline_lines(meta: RunMeta) -> list[str]:
         lines.append(f"while tuning: best {fmt_us(tuning['best_us'])} [MetaSchedule's runner, builders loading "
                      "the cores; not the headline]")
     return lines
+
+
+def build_lines(meta: RunMeta) -> list[str]:
+    """A model's headline names its build: the deployable one (weights bound, what `asight export`
+    writes), or a warning when the exported build would differ (docs/models.md)."""
+    if meta.kind != "relax":
+        return []
+    from ..services.export import headline_of
+    build = headline_of(meta)
+    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"]
 
 
 def speedup(meta: RunMeta) -> float | None:

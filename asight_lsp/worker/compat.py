@@ -47,17 +47,32 @@ def script_globals(constants: dict | None = None, aliases: dict | None = None, m
 
 
 def parse_script(text: str, constants: dict | None = None, aliases: dict | None = None,
-                 check_well_formed: bool = True, metadata=None):
+                 check_well_formed: bool = True, metadata=None, macros: list | None = None):
     """Parse TVMScript text (already vetted by the safety gate) into a PrimFunc or IRModule.
 
     Strings Relax evaluates as shape expressions pass the gate's rules first, computed ones too
-    (``guard_shape_strings``)."""
+    (``guard_shape_strings``).  ``macros``: the file's module-level ``@T.macro`` defs the gate passed,
+    ``(name, text, filename)`` in order (``define_macros``)."""
     token = _ALIASES.set(dict(aliases or {}))
     try:
-        return tvm.script.from_source(text, extra_vars=script_globals(constants, aliases, metadata),
-                                      check_well_formed=check_well_formed)
+        env = script_globals(constants, aliases, metadata)
+        define_macros(env, macros or [])
+        return tvm.script.from_source(text, extra_vars=env, check_well_formed=check_well_formed)
     finally:
         _ALIASES.reset(token)
+
+
+def define_macros(env: dict, macros: list) -> None:
+    """Run each macro's ``def`` (decorators, defaults, annotations: gated) in ``env`` as Python would
+    at module level, so ``T.macro`` captures ``env`` as a hygienic macro's names; its source is
+    registered under ``filename`` for ``inspect`` (TVM reads the body from there when it is called)."""
+    import linecache
+
+    for name, text, filename in macros:
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        exec(compile(text, filename, "exec"), env)  # noqa: S102 - a gated def: runs no body
+        if name not in env:
+            raise ValueError(f"macro {name!r} was not defined")
 
 
 def load_metadata(json_text: str):

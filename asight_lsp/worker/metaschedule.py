@@ -278,7 +278,8 @@ def _symbol(func) -> str | None:
 
 
 def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: int, per_iter: int = 32,
-                  constraints: list | None = None, space=None, budget: TrialBudget | None = None) -> list:
+                  constraints: list | None = None, space=None, budget: TrialBudget | None = None,
+                  wrap: Callable | None = None) -> list:
     """One TuneContext per task, as ``tune_tir``/``tune_relax`` build them; with ``constraints`` (a
     guided run) the design space carries the principle guard (``worker/constraint_guard.py``); ``space`` (a
     SpaceGenerator: the user's design space, ``worker/userspace.py``) replaces the default one."""
@@ -290,6 +291,8 @@ def tune_contexts(plan: Plan, target, work_dir: str, seed: int | None, threads: 
         strategy = search_strategy(per_iter)
         if budget is not None:
             strategy = BudgetedSearch(strategy, budget)
+        if wrap is not None:   # e.g. worker/twins.TransferSearch: (task, strategy) -> strategy
+            strategy = wrap(task, strategy)
         contexts.append(ms.TuneContext(mod=task.mod, target=target, space_generator=generator,
                                        search_strategy=strategy, task_name=task.name, logger=logger,
                                        rand_state=rand_state, num_threads=threads).clone())
@@ -368,14 +371,14 @@ def open_database(work_dir: str):
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
          on_batch: Callable[[int, list, int, list], None] | None = None, per_iter: int | None = None,
          database=None, builder=None, runner=None, constraints: list | None = None, space=None,
-         budget: TrialBudget | None = None):
+         budget: TrialBudget | None = None, wrap: Callable | None = None):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB.
     ``budget`` (default: ``trials``) says afterwards how many known schedules the search skipped."""
     prepare_intrinsics(target)
     threads = cores()
     per_iter = per_iter or trials_per_iter(trials, len(plan.tasks))
     budget = budget or TrialBudget(trials)
-    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints, space, budget)
+    contexts = tune_contexts(plan, target, work_dir, seed, threads, per_iter, constraints, space, budget, wrap)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))

@@ -174,10 +174,11 @@ def read_trials(run_dir: str | Path) -> Trials:
     return trials
 
 
-def chosen_database(trials: Trials, chosen: list[dict]):
+def chosen_database(trials: Trials, chosen: list[dict], database=None):
     """A database holding one record per workload: the trial chosen by re-measurement (its
-    re-measured latency as run_secs), so every build from it applies exactly those schedules."""
-    database = ms.database.MemoryDatabase()
+    re-measured latency as run_secs), so every build from it applies exactly those schedules
+    (``database``: add them to that one instead of a new one)."""
+    database = ms.database.MemoryDatabase() if database is None else database
     for entry in chosen:
         record = trials.record(entry["trial"])
         workload = database.commit_workload(record.workload.mod)

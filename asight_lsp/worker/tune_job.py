@@ -144,11 +144,28 @@ class TuningProcess:
 
         started = time.perf_counter()
         self.budget = tuning.TrialBudget(remaining)
+        transfers, wrap = self.twin_transfer(plan)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
-                        space=space, budget=self.budget)
+                        space=space, budget=self.budget, wrap=wrap)
+        self.keep_transfers(transfers)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+
+    def twin_transfer(self, plan):
+        """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
+        from . import twins
+        return twins.transfer_wrap(plan, self.budget)
+
+    def keep_transfers(self, log) -> None:
+        """``extra.twins`` in run.json: the tasks' relations and what each transfer measured; a resumed
+        session adds its transfers to the earlier ones."""
+        from . import twins
+        kept = twins.run_extra(log)
+        if kept is None:
+            return
+        earlier = (self.run.load().extra.get("twins") or {}).get("transfers") or []
+        self.update(extra={**self.run.load().extra, "twins": {**kept, "transfers": earlier + kept["transfers"]}})
 
     def record_failures(self, first_trial: int, task: str | None, failures: list) -> None:
         """Append each failed candidate's full message to ``failures.log`` and add the batch's groups
@@ -213,6 +230,7 @@ class TuningProcess:
         from . import metaschedule as tuning
         from ..store.runs import read_records
         parsed, member = self.parse(meta)
+        parsed, build = self.deployable(parsed, member, meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
@@ -225,7 +243,7 @@ class TuningProcess:
         space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
-                           trials_done=before)
+                           trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not tuning.device_for(target).exist:
@@ -236,6 +254,17 @@ class TuningProcess:
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
+
+    def deployable(self, parsed, member, meta: RunMeta):
+        """The unit as ``asight export`` builds it (a Relax model's weights file bound,
+        ``relax_pipeline.deployable``), so the tasks tuned are the exported library's kernels; and
+        what run.json records of it (``extra.build``: the headline's build, docs/models.md)."""
+        from ..engine.wire import weights_beside, weights_digest
+        from .relax_pipeline import deployable
+        weights = weights_beside(meta.file)
+        module, bound = deployable(parsed, member, weights)
+        return module, {"deployable": True, "weights": weights if bound else None, "bound": len(bound),
+                        "weights_digest": weights_digest(weights) if bound else None}
 
     def check_database(self) -> None:
         """Set a torn last line aside (said in an event and run.json), refuse a damaged database
@@ -286,9 +315,12 @@ class TuningProcess:
         from . import remeasure
         try:
             from ..engine.wire import weights_beside
-            return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                         "tuning job", program=plan.program, entry=plan.entry,
-                                         weights=weights_beside(self.run.load().file))
+            record = remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
+                                           "tuning job", program=plan.program, entry=plan.entry,
+                                           weights=weights_beside(self.run.load().file))
+            if record is not None and plan.kind == "relax":   # the figure is of the deployable build
+                record["build"] = self.run.load().extra.get("build")
+            return record
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -331,6 +363,7 @@ class TuningProcess:
     def parse(self, meta: RunMeta):
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
         from ..tvmscript.outline import build_outline
+        from ..tvmscript.pysource import source_lines
         from .parse import error_to_problem, parse_unit
         selection = meta.extra.get("selection") or {}
         text = self.run.source_path.read_text(encoding="utf-8")
@@ -340,7 +373,7 @@ class TuningProcess:
             raise InputProblem(f"{meta.file}: unit {selection.get('unit')!r} not found")
         spec = {"start_line": unit.start_line, "end_line": unit.end_line}
         try:
-            parsed = parse_unit(text.splitlines(), spec, outline.constants, outline.aliases)
+            parsed = parse_unit(source_lines(text), spec, outline.constants, outline.aliases)
         except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
             problem = error_to_problem(err)
             problem["unit"] = unit.name
