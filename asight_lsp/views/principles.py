@@ -52,7 +52,7 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
     document's uri)."""
     meta = data.meta
     base = ["asight", "tune", meta.file or "FILE", "--func", meta.function]
-    spec = meta.extra.get("target_spec")    # a GPU (or any named) target is re-tuned on the same target
+    spec = (getattr(meta, "extra", None) or {}).get("target_spec")   # re-tuned on the same (GPU) target
     target = {"target": spec} if spec else {}
     base += ["--target", spec] if spec else []
     trials = len(data.table)
