@@ -129,17 +129,23 @@ def speedup_text(record: dict) -> str:
     return f"no measurable difference ({ratio_text(s['estimate'])}, {ci} {ratio_text(low)}–{ratio_text(high)})"
 
 
+def baseline_word(record: dict) -> str:
+    """What the record's untuned side is: ``untuned``, or ``DLight`` on a GPU (worker/baseline.py)."""
+    return "DLight" if (record.get("baseline") or {}).get("kind") == "dlight" else "untuned"
+
+
 def short_speedup(record: dict) -> str:
-    """What a lens has room for: ``41× vs untuned``, ``≈ untuned``, ``1.3× slower``."""
+    """What a lens has room for: ``41× vs untuned``, ``≈ untuned``, ``1.3× slower`` (``vs DLight`` on a GPU)."""
     s = record.get("speedup") or {}
     if not s:
         return ""
     kind = record.get("verdict") or verdict(s)
+    base = baseline_word(record)
     if kind == FASTER:
-        return f"{ratio_text(s['estimate'])} vs untuned"
+        return f"{ratio_text(s['estimate'])} vs {base}"
     if kind == SLOWER:
-        return f"{ratio_text(1 / s['estimate'])} slower than untuned"
-    return "≈ untuned (no measurable difference)"
+        return f"{ratio_text(1 / s['estimate'])} slower than {base}"
+    return f"≈ {base} (no measurable difference)"
 
 
 def how_text(record: dict) -> str:

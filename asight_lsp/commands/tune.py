@@ -18,7 +18,7 @@ from ..services.jobs import LIVE_STATES, TuneJob, cancel_run, failure_message
 from ..services.tuning import TuneRequest, start_tune
 from ..store.database import records_note
 from ..store.runs import RunMeta, RunStore
-from ..analysis.measurement import how_text, speedup_text
+from ..analysis.measurement import baseline_word, how_text, speedup_text
 from .common import print_json
 
 EXIT_CANCELLED = 130
@@ -227,7 +227,7 @@ def headline_lines(meta: RunMeta) -> list[str]:
     if record.get("tuned"):
         scope = "end to end" if record.get("scope") == "program" else "sum of its PrimFuncs" \
             if record.get("scope") == "module" else ""
-        lines.append(f"measured untuned {fmt_us(record['untuned']['median_us'])} -> tuned "
+        lines.append(f"measured {baseline_word(record)} {fmt_us(record['untuned']['median_us'])} -> tuned "
                      f"{fmt_us(record['tuned']['median_us'])}{' (' + scope + ')' if scope else ''}: "
                      f"{speedup_text(record)}")
         lines.append(f"         how: {how_text(record)}")

@@ -86,8 +86,18 @@ def _meta(store: RunStore, folder: Path, source: str, text: str, outline, select
                    state="done", created=time.time(), started=time.time(), finished=time.time(),
                    tasks=[{"name": name, "weight": 1.0, "functions": [name], "workload_hash": str(workload_hash)}],
                    extra={"selection": {"unit": selection.unit.name, "member": selection.member},
-                          "constants": outline.constants, "target_spec": target_label(target),
+                          "constants": outline.constants, "target_spec": target_spec(target),
                           "adopted": {"from": str(folder), "how": reply["how"], "workload": reply["workload"]}})
+
+
+def target_spec(target) -> str | None:
+    """What ``--target`` re-tunes on the records' target: its tag, else its Target JSON (host left to
+    the job, which gives GPU targets this machine's CPU as host)."""
+    if not isinstance(target, dict):
+        return str(target) if target else None
+    if target.get("tag"):
+        return str(target["tag"])
+    return json.dumps({k: v for k, v in target.items() if k != "host" and v != ""}, separators=(",", ":"))
 
 
 def target_label(target) -> str:

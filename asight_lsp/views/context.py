@@ -45,7 +45,8 @@ def run_info(data: RunData) -> dict:
                   "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
                   "task": data.task, "tasks": data.tasks or None,
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
-                               for g in m.extra.get("failures") or []] or None})
+                               for g in m.extra.get("failures") or []] or None,
+                  "shortfall": (m.extra.get("shortfall") or {}).get("text")})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

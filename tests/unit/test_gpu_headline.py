@@ -35,3 +35,11 @@ def test_when_tuning_loses_the_run_keeps_the_baseline():
     assert out["lines"][-1] == ("tuning lost to DLight's default schedule: the run keeps DLight's default schedule "
                                 "as its result")
     assert headline({}) is None
+
+
+def test_the_lens_words_name_dlight_as_the_baseline_of_a_gpu_record():
+    from asight_lsp.analysis.measurement import short_speedup
+    record = {"speedup": {"estimate": 1.69, "ci": [1.62, 1.75]}, "verdict": "faster", "baseline": DLIGHT}
+    assert short_speedup(record) == "1.69× vs DLight"
+    assert short_speedup({**record, "baseline": None}) == "1.69× vs untuned"
+    assert short_speedup({**record, "verdict": "slower", "speedup": {"estimate": 0.5}}) == "2.0× slower than DLight"

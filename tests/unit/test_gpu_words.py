@@ -64,3 +64,23 @@ def test_lens_says_how_many_trials_were_measured_and_why():
     result = FunctionResult("main", meta, Path("."), stale=False)
     assert "⚠ 0 of 32 trials measured" in result_lens_title(result)
     assert result_lens_tooltip(result).startswith("Measured 0 of 32 trials: 32 never proposed")
+
+
+def test_block_hover_and_inlay_of_the_recorded_gpu_run_name_binding_and_limiter():
+    from asight_lsp.analysis.trace_replay import source_blocks
+    from asight_lsp.analysis.trace_summary import summarize_trace
+    from asight_lsp.server.hover import hover_markdown
+    from asight_lsp.server.inlay import block_hints
+    from asight_lsp.store.runs import read_records
+    from asight_lsp.tvmscript.outline import build_outline
+    fn = build_outline((GPU / "matmul1024.py").read_text()).functions[0]
+    best = next(r for r in read_records(GPU) if r["trial"] == 76)
+    meta = RunMeta(id="h100", file="matmul1024.py", function=fn.id, state="done", trials_done=128)
+    result = FunctionResult(fn.id, meta, GPU, False, best, summarize_trace(best["insts"], best["decisions"],
+                                                                           source_blocks(fn)))
+    block = fn.blocks[0]
+    hover = hover_markdown("block", fn, block, result)
+    assert "threadIdx.x" in hover and "blockIdx.x" in hover
+    assert "- GPU (measured counters of trial 76): latency-bound: 6 % of warp slots busy" in hover
+    (_, label, tip), = block_hints(fn, result)
+    assert "threadIdx.x" in label and "GPU (measured counters of trial 76): latency-bound" in tip

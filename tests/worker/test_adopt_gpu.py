@@ -70,6 +70,7 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
                                                            "threads"}
     principles = asight("principles", "--run", run.id, "--work-dir", str(store))
     assert principles.returncode == 0 and "in block C" in principles.stdout
+    assert "--target '{\"arch\":\"sm_90a\"" in principles.stdout    # a re-tune goes to the records' GPU target
     out = tmp_path / "report.html"
     report = asight("report", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "-o", str(out))
     assert report.returncode == 0, report.stderr
@@ -119,3 +120,12 @@ def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(a
     assert by_source[update] and all("A_shared_ptr[" in t and "B_shared_ptr[" in t for t in by_source[update])
     cpu = asight("code", str(ROOT / "fixtures" / "matmul64.py"), "--level", "cuda", "--work-dir", str(store))
     assert cpu.returncode != 0 and "the cuda level shows a CUDA run's kernels" in cpu.stderr
+
+
+def test_counters_without_a_gpu_say_why_and_keep_the_adopted_ones(adopted):
+    store, run, _ = adopted
+    before = (run.path / "counters.jsonl").read_bytes()
+    proc = asight("counters", "--run", run.id, "--work-dir", str(store))
+    assert proc.returncode == 2
+    assert "not collected: no CUDA device on this machine" in proc.stderr
+    assert (run.path / "counters.jsonl").read_bytes() == before

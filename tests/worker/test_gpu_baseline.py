@@ -57,3 +57,11 @@ def test_live_tune_on_the_gpu_measures_tuned_vs_dlight_with_the_vendor_line(tmp_
     assert record["baseline"]["kind"] == "dlight" and record["gpu"]["lines"]
     assert "vendor" in record and ("median_us" in record["vendor"] or record["vendor"].get("note"))
     assert "gpu      tuned" in proc.stdout
+    counters = subprocess.run([sys.executable, "-m", "asight_lsp", "counters", "--work-dir", str(store), "--budget-s",
+                               "60"], capture_output=True, text=True, timeout=1200,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if counters.returncode != 0:      # ncu missing or not permitted: said in one line
+        assert "not collected: " in counters.stderr and ("ncu" in counters.stderr or "Nsight" in counters.stderr)
+        return
+    lines = (RunStore(str(store)).get("latest").path / "counters.jsonl").read_text().splitlines()
+    assert lines[0].startswith('{"candidate": "baseline"') and len(lines) >= 2
