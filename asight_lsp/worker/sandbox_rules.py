@@ -69,7 +69,7 @@ def allowed(seccomp, pid: int) -> list[tuple[str, tuple]]:
     return rules
 
 
-def allowed_names(seccomp=None) -> list[str]:
+def allowed_names() -> list[str]:
     """The calls the filter allows at all (some only with the arguments above), for the report."""
     names = list(PLAIN) + ["clone", "openat", "open", "kill", "tgkill", "rt_tgsigqueueinfo", "ioctl", "prctl",
                            "prlimit64"]
