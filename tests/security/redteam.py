@@ -60,6 +60,9 @@ t("file_symlink", lambda: os.symlink(V, D + "/{marker}.link"))
 t("file_mkfifo", lambda: os.mkfifo(D + "/{marker}.fifo"))
 t("file_proc_self_mem", lambda: open("/proc/self/mem", "r+b"))
 t("file_memfd", lambda: os.memfd_create("x"))
+import fcntl
+t("file_lock_victim", lambda: fcntl.fcntl(os.open(V, os.O_RDONLY), fcntl.F_SETLK, b"\0" * 32))
+t("file_lease_victim", lambda: fcntl.fcntl(os.open(V, os.O_RDONLY), fcntl.F_SETLEASE, fcntl.F_RDLCK))
 for fam, kind, nm in [(1, 1, "unix_stream"), (1, 2, "unix_dgram"), (2, 1, "inet_tcp"), (2, 2, "inet_udp"),
                       (10, 1, "inet6_tcp"), (16, 3, "netlink"), (17, 3, "packet"), (40, 1, "vsock"), (38, 5, "alg")]:
     t("socket_" + nm, lambda: socket.socket(fam, kind))
