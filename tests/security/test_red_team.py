@@ -105,10 +105,15 @@ def python_for(user: str, request) -> str:
     return request.getfixturevalue("nobody_python") if user == "nobody" else sys.executable
 
 
-def assert_refused(reports: dict) -> None:
+# refused by Landlock's ptrace scoping only (opening another process's /proc entries is no syscall of its own)
+LANDLOCK_ONLY = {"proc_fd_of_another_process", "proc_environ_of_another_process"}
+
+
+def assert_refused(reports: dict, landlock: str) -> None:
     payload = reports["payload"]
-    assert len(payload) >= 45, payload                                   # the payload ran to its end
-    assert [name for name, result in payload.items() if not result.startswith("refused")] == []
+    assert len(payload) >= 50, payload                                   # the payload ran to its end
+    exempt = LANDLOCK_ONLY if landlock.startswith("unsupported") else set()
+    assert [name for name, result in payload.items() if not result.startswith("refused") and name not in exempt] == []
     for name, report in reports.items():
         assert "SUCCEEDED" not in report.values(), (name, report)
 
@@ -117,8 +122,8 @@ def assert_refused(reports: dict) -> None:
 def test_the_sandbox_alone_contains_every_payload(user, request):
     result = harness("worker", user, python_for(user, request))
     assert result["evidence"] == []
-    assert_refused(result["reports"])
     worker = result["worker"]
+    assert_refused(result["reports"], worker["sandbox"]["layers"]["landlock"])
     assert worker["sandbox"]["active"] is True, worker["sandbox"]
     assert all(v.startswith("refused") for v in worker["sandbox"]["selftest"].values())
     assert worker["private_cwd_entries"] == [] and worker["same_worker_after_all"] is True
