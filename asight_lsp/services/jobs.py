@@ -254,10 +254,11 @@ def failure_message(run: Run, meta: RunMeta) -> str | None:
     if not problem or not run.source_path.exists():
         return meta.error
     from ..tvmscript.diagnostics import problem_to_diagnostic
+    from ..tvmscript.pysource import source_lines
     text = run.source_path.read_text(encoding="utf-8")
     outline = build_outline(text, meta.file)
     unit = next((u for u in outline.units if u.name == problem.get("unit")), None)
-    diag = problem_to_diagnostic(problem, unit, text.splitlines())
+    diag = problem_to_diagnostic(problem, unit, source_lines(text))
     start = diag["range"]["start"]
     return f"{meta.file}:{start['line'] + 1}:{start['character'] + 1}: {diag['message']}"
 

@@ -15,7 +15,7 @@ from ..errors import InputError, WorkerError
 from .ranges import line_range, make_range, node_range
 from .model import Outline, Unit
 from .outline import build_outline
-from .pysource import parse_tree
+from .pysource import parse_tree, source_lines
 
 
 @dataclass
@@ -77,7 +77,7 @@ def tvm_diagnostics(worker, text: str, outline: Outline, units: list[Unit]) -> t
     """TVM's parse and well-formedness problems of ``units`` as diagnostics, per unit name, and the
     names of the units that parsed.  Blocking; ``WorkerError`` when the worker cannot answer."""
     reply = worker.request(wire.CHECK, wire.check_params(text, outline, units))
-    lines = text.splitlines()
+    lines = source_lines(text)
     by_name = {u.name: u for u in units}
     found: dict[str, list[dict]] = {u.name: [] for u in units}
     for problem in reply.get("problems", []):

@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 
 from . import namespaces as api
 from .printed import METADATA, is_reference, params_entries
-from .scope import VALUE, Scope
+from .scope import VALUE, Scope, target_names
 
 FORBIDDEN = {ast.NamedExpr: "assignment expressions (:=)", ast.Yield: "yield", ast.YieldFrom: "yield",
              ast.Await: "await"}
 # Calls whose string arguments TVM evaluates as Python (shape strings of parameter annotations).
 SHAPE_CALLS = {"R.Tensor", "R.Shape", "T.Buffer"}
+# The kind of a module constant named like a builtin or parser global (``exec = 0``): never used.
+SHADOW = "shadow"
+# What TVM's ``eval_assign`` sees: ``exec("target = rhs", {}, locals)``, no name of the script.
+TARGET_SCOPE = Scope({})
 
 
 @dataclass
@@ -33,6 +37,22 @@ class Findings:
     def refuse(self, node: ast.AST, anchor: ast.AST, message: str) -> None:
         self.problems.append((node, anchor, message))
 
+    def binding(self, name: str, node: ast.AST, anchor: ast.AST, scope: Scope | None = None,
+                parameter: bool = False) -> None:
+        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``; a parameter may
+        take the names of ``namespaces.PARAMETER_NAMES``), or one of the file's namespace aliases
+        (where TVM kept the namespace, the gate would take a value)."""
+        if name in api.SHADOWING and not (parameter and name in api.PARAMETER_NAMES):
+            self.refuse(node, anchor, shadowing_message(name))
+        elif scope is not None and (scope.lookup(name) or "").startswith("ns:"):
+            self.refuse(node, anchor, f"binding '{name}', a TVMScript namespace of this file; rename it")
+
+
+def shadowing_message(name: str) -> str:
+    what = "one of TVM's parser globals" if name in api.PARSER_GLOBALS else "a Python builtin"
+    return (f"binding '{name}', {what}: TVM does not always bind a name as written (Relax name hints, "
+            "assignment targets), and there it would be the builtin; rename it")
+
 
 class ExprRules:
     """Checks expressions; ``check(node, scope, anchor)`` records findings, returns nothing."""
@@ -40,6 +60,7 @@ class ExprRules:
     def __init__(self, findings: Findings):
         self.found = findings
         self.params_refs: set[int] = set()  # ids of metadata references inside func_attr "params"
+        self.in_target = False  # checking what an assignment target reads (``check_target``)
 
     # -- entry points
     def check(self, node: ast.AST | None, scope: Scope, anchor: ast.AST, decorator: bool = False) -> None:
@@ -58,6 +79,25 @@ class ExprRules:
         else:
             for child in ast.iter_child_nodes(node):
                 self.check(child, scope, anchor)
+
+    def check_target(self, target: ast.AST, anchor: ast.AST) -> None:
+        """What TVM's ``eval_assign`` evaluates in a target (``target = rhs`` run with empty globals):
+        the object of an attribute, the value and index of a subscript, at any depth of a tuple,
+        list or starred target.  Every name read there is a Python builtin (or a name the same
+        target stored before it), whatever the script bound: only the harmless builtins pass."""
+        for part in stored_parts(target):
+            if isinstance(part, ast.Attribute):
+                reads = [part.value]
+            elif isinstance(part, ast.Subscript):
+                reads = [part.value, part.slice]
+            else:
+                continue
+            self.in_target = True
+            try:
+                for node in reads:
+                    self.check(node, TARGET_SCOPE, anchor)
+            finally:
+                self.in_target = False
 
     def check_shape_strings(self, call: ast.Call, scope: Scope, anchor: ast.AST) -> None:
         """Strings TVM evaluates as code: those in the shape of ``R.Tensor``/``R.Shape``/``T.Buffer``."""
@@ -85,10 +125,20 @@ class ExprRules:
             self.found.refuse(node, anchor, f"dunder name '{node.id}'")
         elif kind is not None and kind.startswith("ns:"):
             self.found.refuse(node, anchor, f"the namespace '{node.id}' used as a value")
-        elif kind is None and node.id not in api.SAFE_BUILTINS:
-            self.found.refuse(node, anchor, self._unbound(node.id))
+        elif kind is not None and kind.startswith("macro!"):
+            self.found.refuse(node, anchor, f"the macro '{node.id}' is refused: "
+                                            f"{kind[len('macro!'):].removeprefix('not evaluated: ')}")
+        elif (kind is None or kind == SHADOW) and node.id not in api.SAFE_BUILTINS:
+            self.found.refuse(node, anchor, self._unbound(node.id, kind))
 
-    def _unbound(self, name: str) -> str:
+    def _unbound(self, name: str, kind: str | None = None) -> str:
+        if self.in_target:
+            return (f"name '{name}' in an assignment target (TVM runs the target with empty globals: "
+                    "it would be Python's builtin, whatever the script bound)")
+        if kind == SHADOW:
+            return (f"the module constant '{name}' has the name of a Python builtin or TVM parser global: "
+                    "TVM evaluates assignment targets and some shape strings with the builtins only, so "
+                    "the gate does not use it; rename it")
         if name in self.found.bound_anywhere:
             return (f"name '{name}' is used where it is not bound (TVM would take it from its parser "
                     "globals or Python's builtins)")
@@ -176,8 +226,9 @@ class ExprRules:
         func = node.func
         if decorator and self._decorator_path(func, scope):
             pass
-        elif isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in api.SAFE_BUILTINS:
-            self.found.refuse(func, anchor, f"call of '{func.id}': {self._unbound(func.id)}")
+        elif isinstance(func, ast.Name) and scope.lookup(func.id) in (None, SHADOW) \
+                and func.id not in api.SAFE_BUILTINS:
+            self.found.refuse(func, anchor, f"call of '{func.id}': {self._unbound(func.id, scope.lookup(func.id))}")
         else:
             self.check(func, scope, anchor)
         if isinstance(func, ast.Attribute) and func.attr == "func_attr":
@@ -204,6 +255,7 @@ class ExprRules:
         inner = scope.snapshot()
         with inner.frame():
             for arg in all_arguments(node.args):
+                self.found.binding(arg.arg, node, anchor, inner)
                 inner.bind(arg.arg)
             self.check(node.body, inner, anchor)
 
@@ -215,6 +267,8 @@ class ExprRules:
                 if i:
                     self.check(gen.iter, inner, anchor)
                 self.check(gen.target, inner, anchor)
+                for name in target_names(gen.target):
+                    self.found.binding(name, gen.target, anchor, inner)
                 inner.bind_targets(gen.target)
                 for cond in gen.ifs:
                     self.check(cond, inner, anchor)
@@ -234,6 +288,15 @@ def all_arguments(args: ast.arguments) -> list[ast.arg]:
     """Every parameter of a signature, in order (Python binds them all when it runs a function)."""
     found = args.posonlyargs + args.args + args.kwonlyargs
     return found + [a for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def stored_parts(target: ast.AST) -> list[ast.AST]:
+    """The parts of an assignment target Python stores into, through tuples, lists and starred."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [part for element in target.elts for part in stored_parts(element)]
+    if isinstance(target, ast.Starred):
+        return stored_parts(target.value)
+    return [target]
 
 
 def shape_strings(call: ast.Call) -> list[ast.Constant]:

@@ -27,6 +27,12 @@ SAFE_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool",
 # Names an unbound identifier may resolve to at parse time: TVM's parser globals and every builtin.
 RESERVED = frozenset(PARSER_GLOBALS) | frozenset(dir(builtins))
 
+# Names whose binding the gate never counts on (issue 22): where TVM does not bind a name as the
+# script wrote it (a Relax variable's name hint after a dataflow block or an ``if``; an assignment
+# target, run with empty globals; a shape string evaluated without the var table) it is the builtin
+# or parser global of that name.  Binding one is refused; a module constant of that name is not used.
+SHADOWING = RESERVED - SAFE_BUILTINS
+
 
 def path_kind(path: str) -> str | None:
     """``member`` / ``prefix`` / ``decorator`` / None for a dotted path from a namespace's own name."""
@@ -72,3 +78,12 @@ def is_value_attribute(name: str) -> bool:
 def import_namespace(module: str, name: str) -> str | None:
     """The namespace ``from MODULE import NAME`` binds (``tvm.script``, ``tirx`` -> ``T``)."""
     return IMPORTS.get(f"{module}:{name}")
+
+# Builtins a function *parameter* may be named (ONNX models name their input ``input``): TVM binds a
+# TIR or Relax parameter by its Python name in the var table, and the places where it does not
+# (assignment targets, name hints) are checked on their own (``expr_rules.check_target``,
+# ``TARGET_SCOPE``).  Should one ever resolve to the builtin, it computes a value (or reads the
+# worker's own stdin): none reaches code, attributes or the system.
+PARAMETER_NAMES = frozenset({"input", "id", "format", "hash", "iter", "next", "pow", "str", "bytes", "ord", "chr",
+                             "repr", "ascii", "bin", "hex", "oct", "complex", "frozenset", "isinstance",
+                             "issubclass", "callable", "bytearray"})

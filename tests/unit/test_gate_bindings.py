@@ -1,0 +1,141 @@
+"""Issue 22's evaluation gaps, modelled as TVM 0.27's parser has them (docs/safety.md):
+
+* Relax binds a variable's *name hint* after a dataflow block and an ``if``, not the script's name;
+* TVM's ``eval_assign`` runs an assignment target with empty globals (``exec(code, {}, locals)``);
+* a module constant named like a builtin is the builtin wherever TVM does not look at its table.
+
+A name that would reach a builtin or parser global is never counted as bound (``SHADOWING``)."""
+from __future__ import annotations
+
+import pytest
+
+from asight_lsp.tvmscript.namespaces import PARAMETER_NAMES, SAFE_BUILTINS, SHADOWING
+from asight_lsp.tvmscript.outline import build_outline
+from tests.unit.test_safety import HEAD, refusals, relax, tir, unit_of
+
+
+def test_the_names_never_counted_on_are_every_builtin_and_parser_global_but_the_harmless_ones():
+    assert {"exec", "eval", "open", "getattr", "__import__", "input", "tvm", "T", "R", "relax"} <= SHADOWING
+    assert not PARAMETER_NAMES & {"exec", "eval", "open", "getattr", "compile", "vars", "globals", "print", "type"}
+    assert not SHADOWING & SAFE_BUILTINS and {"range", "len", "max"} <= SAFE_BUILTINS
+
+
+@pytest.mark.parametrize("snippet", [
+    # a name bound by I.meta_var is the variable it names (hint lv), not a variable of that name
+    relax("with R.dataflow():\n    lv = R.add(x, x)\n    y = I.meta_var(lv)\n    R.output(y)\ngv = R.add(y, y)\nreturn gv"),
+    # an if binds the name of each branch's last *emitted* variable: a meta_var or a type emits none
+    relax("if c:\n    lv = R.add(x, x)\n    y = I.meta_var(lv)\nelse:\n    lv = R.add(x, x)\n    y = I.meta_var(lv)\n"
+          "return y", sig='x: R.Tensor((8,), "float32"), c: R.Prim("bool")'),
+    relax("if c:\n    lv = R.add(x, x)\n    y = R.Tensor((8,), 'float32')\nelse:\n    lv = R.add(x, x)\n"
+          "    y = R.Tensor((8,), 'float32')\nreturn y", sig='x: R.Tensor((8,), "float32"), c: R.Prim("bool")'),
+])
+def test_a_name_relax_binds_by_another_hint_is_not_bound_after_its_block(snippet):
+    assert any("name 'y' is used where it is not bound" in m for m in refusals(snippet)), refusals(snippet)
+
+
+@pytest.mark.parametrize("snippet", [
+    relax("with R.dataflow():\n    lv = R.add(x, x)\n    y = R.multiply(lv, lv)\n    R.output(y)\nreturn y"),
+    relax("if c:\n    y = R.add(x, x)\nelse:\n    y = R.multiply(x, x)\nreturn y",
+          sig='x: R.Tensor((8,), "float32"), c: R.Prim("bool")'),
+    relax("with R.dataflow():\n    y = I.meta_var(x)\n    y = R.add(y, y)\n    R.output(y)\nreturn y"),
+])
+def test_a_name_relax_emits_under_that_name_is_bound_after_its_block(snippet):
+    assert refusals(snippet) == []
+
+
+@pytest.mark.parametrize("snippet", [
+    tir("for A.dtype in T.serial(8):\n    pass"),                               # a parameter
+    tir("k = T.int32(0)\nwith T.sblock('b') as k.dtype:\n    pass"),          # a local
+    tir("A.dtype: T.int32 = 0"),
+    relax("lv, x.shape = (x, x)\nreturn x"),
+    relax("[lv, *x.shape] = (x, x)\nreturn x"),
+    tir("A.data = T.int32(0)"),
+])
+def test_a_name_an_assignment_target_reads_is_a_builtin_there(snippet):
+    found = refusals(snippet)
+    assert any("in an assignment target" in m for m in found), found
+
+
+def test_a_buffer_store_reads_its_indices_with_the_var_table():
+    assert refusals(tir("for i in range(8):\n    A[i] = T.float32(0)")) == []
+
+
+@pytest.mark.parametrize("snippet,name", [
+    (tir("A[0] = T.float32(0)", sig='A: T.Buffer((8,), "float32"), print: T.int32'), "print"),
+    (tir("exec = T.int32(0)\nA[0] = T.float32(0)"), "exec"),
+    (tir("for open in range(8):\n    A[open] = T.float32(0)"), "open"),
+    (tir("with T.launch_thread('threadIdx.x', 1) as tvm:\n    A[0] = T.float32(0)"), "tvm"),
+    (tir("A[0] = T.float32(len([0 for eval in range(2)]))"), "eval"),
+    (tir("A[0] = T.float32((lambda getattr: 1)(0))"), "getattr"),
+    (relax("with R.dataflow():\n    exec = R.add(x, x)\n    R.output(exec)\nreturn x"), "exec"),
+    (relax("return x", sig='x: R.Tensor((8,), "float32"), vars: R.Tensor((8,), "float32")'), "vars"),
+    (tir("@T.inline\ndef compile(B):\n    B[0] = T.float32(0)\ncompile(A)"), "compile"),
+])
+def test_binding_a_builtins_name_is_refused(snippet, name):
+    found = refusals(snippet)
+    assert any(m.startswith(f"not evaluated: binding '{name}'") for m in found), found
+
+
+def test_binding_a_namespace_alias_is_refused():
+    text = "from tvm.script import tirx as tx\n" + tir("tx = T.int32(0)\nA[0] = T.float32(0)")
+    assert any("binding 'tx', a TVMScript namespace" in m for m in refusals(text))
+
+
+def test_binding_a_harmless_builtins_name_passes():
+    assert refusals(tir("for max in range(8):\n    A[max] = T.float32(0)")) == []
+
+
+def test_a_module_constant_named_like_a_builtin_is_refused_where_it_is_used():
+    used = "exec = 8\n" + tir("A[0] = T.float32(exec)")
+    [message] = refusals(used)
+    assert "the module constant 'exec'" in message and "rename it" in message
+    assert refusals("exec = 8\nN = 8\n" + tir("A[0] = T.float32(N)")) == []   # unused: harmless
+    assert refusals("input = 8\n" + tir("for input.dtype in T.serial(8):\n    pass"))
+
+
+def test_the_unit_still_outlines():
+    outline = build_outline(HEAD + "exec = 8\n" + tir("A[0] = T.float32(exec)"))
+    assert outline.functions and not outline.units[0].safe
+    assert unit_of("exec = 8\n" + tir("A[0] = T.float32(exec)")).problems
+
+
+def test_module_constants_as_python_assigns_them():
+    import ast
+
+    from asight_lsp.tvmscript.pysource import module_constants
+    tree = ast.parse('M, N = 16, 32\nN, M = M, N\nC = {"n": 4, "s": "f32"}\nK = C["n"] * 2\nx = y = 3\n'
+                     'P = (1, 2)[-1]\nI = {1: 2}\nJ = I[1]\na, *b = 1, 2\nZ = 1\nZ += 1\nQ = f()\nQ2 = C["nope"]\n')
+    assert module_constants(tree) == {"M": 32, "N": 16, "C": {"n": 4, "s": "f32"}, "K": 8, "x": 3, "y": 3, "P": 2,
+                                      "J": 2}   # {1: 2} would reach the worker as {"1": 2}: only J is kept
+    assert module_constants(ast.parse("L = N * 2"), {"N": 4}) == {"L": 8}   # an earlier chunk's constant
+
+
+MACRO = ('@T.macro\ndef zero(buf, i):\n    buf[i] = T.float32({value})\n\n\n'
+         + tir("for i in range(8):\n    zero(A, i)"))
+
+
+def test_a_hygienic_module_macro_is_callable_and_checked():
+    assert refusals(MACRO.format(value="0")) == []
+    [message] = refusals(MACRO.format(value="open('x')"))
+    assert message.startswith("not evaluated: the macro 'zero' is refused: call of 'open'")
+    assert refusals(MACRO.format(value="0").replace("def zero(buf, i)", "def zero(buf, i, d=open('x'))"))
+    assert refusals(MACRO.format(value="0").replace("def zero(buf, i)", "def zero(buf, exec)"))
+    [message] = refusals(MACRO.format(value="0").replace("@T.macro", "@T.macro(hygienic=False)"))
+    assert "not hygienic" in message
+    assert refusals(MACRO.format(value="0").replace("@T.macro", "@T.prim_func\n@T.macro"))
+    assert refusals(MACRO.format(value="open('x')").replace("zero(A, i)", "A[i] = T.float32(0)")) == []  # unused
+
+
+def test_a_parameter_may_be_named_input_as_onnx_models_name_it_but_not_exec():
+    """TVM binds parameters by their Python name; ``input`` (ONNX's usual input name) is accepted as
+    a parameter, a code-reaching builtin is not, and a target still reads the builtin."""
+    ok = relax("with R.dataflow():\n    lv = R.add(input, input)\n    R.output(lv)\nreturn lv",
+               sig='input: R.Tensor((8,), "float32")')
+    assert refusals(ok) == []
+    assert refusals(tir("A[0] = id[0]", sig='A: T.Buffer((8,), "float32"), id: T.Buffer((8,), "float32")')) == []
+    bad = relax("return exec", sig='exec: R.Tensor((8,), "float32")')
+    assert any("binding 'exec'" in m for m in refusals(bad)), refusals(bad)
+    local = relax("input = R.add(x, x)\nreturn input")
+    assert any("binding 'input'" in m for m in refusals(local)), refusals(local)
+    target = relax("input(x).shape = x\nreturn x", sig='input: R.Tensor((8,), "float32"), x: R.Tensor((8,), "float32")')
+    assert any("assignment target" in m for m in refusals(target)), refusals(target)
