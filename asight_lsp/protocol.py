@@ -183,7 +183,7 @@ class ServerStatus(TypedDict, total=False):
     jobs: list               # [RunSummary] of jobs this server started and still follows
     features: list           # enabled feature names
     tvmImported: bool        # always False: the server process never imports TVM
-    workerSandbox: dict | None  # the worker's OS sandbox {active, mechanism, reason, requested} (docs/sandbox.md)
+    workerSandbox: dict | None  # the worker's OS sandbox {active, mechanism, reason, requested, layers, selftest} (docs/sandbox.md)
 
 
 def unavailable(schema: str, message: str) -> UnavailablePayload:

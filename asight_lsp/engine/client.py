@@ -17,6 +17,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -68,13 +69,16 @@ class WorkerClient:
         threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True).start()
 
     def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
+        """The first frame is the worker's hello (its sandbox, reported before any user text is read);
+        a later "hello" is not believed: code TVM evaluated can write frames to the pipe too."""
         try:
+            first = read_frame(proc.stdout)
+            if first.get("id") == 0 and "hello" in first:
+                self.sandbox = (first["hello"] or {}).get("sandbox")
+            else:
+                frames.put(first)
             while True:
-                frame = read_frame(proc.stdout)
-                if "hello" in frame:
-                    self.sandbox = (frame["hello"] or {}).get("sandbox")
-                    continue
-                frames.put(frame)
+                frames.put(read_frame(proc.stdout))
         except (FrameError, OSError, ValueError, Exception):
             frames.put(_EOF)
 
@@ -166,7 +170,8 @@ class WorkerClient:
 def remove_private_cwd(status: dict | None) -> None:
     """The sandboxed worker's empty working directory (it cannot remove it itself)."""
     path = ((status or {}).get("layers") or {}).get("cwd")
-    if path and os.path.basename(path).startswith("asight-worker-"):
+    if isinstance(path, str) and os.path.dirname(path) == tempfile.gettempdir() \
+            and os.path.basename(path).startswith("asight-worker-"):
         with contextlib.suppress(OSError):
             os.rmdir(path)
 

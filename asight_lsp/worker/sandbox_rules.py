@@ -7,7 +7,8 @@ take (``rt_sigreturn``, ``restart_syscall``, ``nanosleep``, ``gettid`` ...).  Ca
 leave the process are absent (sockets of every family, ``clone`` without ``CLONE_THREAD``,
 ``execve``, ``mount`` and the new mount API, ``unshare``/``setns``, ``ptrace``,
 ``process_vm_*``, ``io_uring_*``, ``bpf`` ...) or argument-filtered (``openat`` read-only,
-signals to this process only, ``ioctl`` with terminal queries only, ``prlimit64`` reads only).
+signals to this process only, ``ioctl`` with terminal queries only, ``fcntl`` without locks or
+leases, ``prlimit64`` reads only).
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ CLONE_THREAD = 0x00010000
 IOCTLS = {"TCGETS": 0x5401, "TIOCGWINSZ": 0x5413, "FIONREAD": 0x541B, "FIONBIO": 0x5421, "FIONCLEX": 0x5450,
           "FIOCLEX": 0x5451}
 PR_SET_NAME, PR_GET_NAME = 15, 16
+# fcntl on the worker's own fds; no locks or leases (they would block other processes' writers), no F_SETOWN/F_NOTIFY
+FCNTLS = {"F_DUPFD": 0, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3, "F_SETFL": 4, "F_DUPFD_CLOEXEC": 1030,
+          "F_GETPIPE_SZ": 1032}
 
 MEMORY = ("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mbind", "get_mempolicy", "membarrier",
           "msync", "mincore")
@@ -35,7 +39,7 @@ SIGNALS = ("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_
            "rt_sigsuspend", "restart_syscall")
 # on fds the worker already holds (stdio pipes, files opened read-only): no call here creates or changes a file
 FDS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "writev", "close", "dup", "dup2", "dup3",
-       "fcntl", "lseek", "fstat", "fstatfs", "fadvise64", "getdents64", "getdents", "poll", "ppoll", "select",
+       "lseek", "fstat", "fstatfs", "fadvise64", "getdents64", "getdents", "poll", "ppoll", "select",
        "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait")
 PATHS = ("newfstatat", "statx", "stat", "lstat", "statfs", "readlink", "readlinkat", "access", "faccessat",
          "faccessat2", "getcwd")
@@ -64,15 +68,16 @@ def allowed(seccomp, pid: int) -> list[tuple[str, tuple]]:
     rules += [("openat", (arg(2, seccomp.MASKED_EQ, WRITE_FLAGS, 0),)), ("open", (arg(1, seccomp.MASKED_EQ, WRITE_FLAGS, 0),))]
     rules += [(name, (arg(0, seccomp.EQ, pid),)) for name in ("kill", "tgkill", "rt_tgsigqueueinfo")]
     rules += [("ioctl", (arg(1, seccomp.EQ, request),)) for request in IOCTLS.values()]
+    rules += [("fcntl", (arg(1, seccomp.EQ, command),)) for command in FCNTLS.values()]
     rules += [("prctl", (arg(0, seccomp.EQ, option),)) for option in (PR_SET_NAME, PR_GET_NAME)]
     rules.append(("prlimit64", (arg(0, seccomp.EQ, 0), arg(2, seccomp.EQ, 0))))   # read this process's limits
     return rules
 
 
-def allowed_names(seccomp=None) -> list[str]:
+def allowed_names() -> list[str]:
     """The calls the filter allows at all (some only with the arguments above), for the report."""
-    names = list(PLAIN) + ["clone", "openat", "open", "kill", "tgkill", "rt_tgsigqueueinfo", "ioctl", "prctl",
-                           "prlimit64"]
+    names = list(PLAIN) + ["clone", "openat", "open", "kill", "tgkill", "rt_tgsigqueueinfo", "ioctl", "fcntl",
+                           "prctl", "prlimit64"]
     return sorted(set(names))
 
 

@@ -60,6 +60,14 @@ t("file_symlink", lambda: os.symlink(V, D + "/{marker}.link"))
 t("file_mkfifo", lambda: os.mkfifo(D + "/{marker}.fifo"))
 t("file_proc_self_mem", lambda: open("/proc/self/mem", "r+b"))
 t("file_memfd", lambda: os.memfd_create("x"))
+def steal():
+    fd = os.open("/proc/%d/fd/0" % P, os.O_RDONLY | os.O_NONBLOCK)
+    if b"SECRET" not in os.read(fd, 100): raise OSError(errno.ENODATA, "")
+t("proc_fd_of_another_process", steal)
+t("proc_environ_of_another_process", lambda: open("/proc/%d/environ" % P, "rb").read())
+import fcntl
+t("file_lock_victim", lambda: fcntl.fcntl(os.open(V, os.O_RDONLY), fcntl.F_SETLK, b"\0" * 32))
+t("file_lease_victim", lambda: fcntl.fcntl(os.open(V, os.O_RDONLY), fcntl.F_SETLEASE, fcntl.F_RDLCK))
 for fam, kind, nm in [(1, 1, "unix_stream"), (1, 2, "unix_dgram"), (2, 1, "inet_tcp"), (2, 2, "inet_udp"),
                       (10, 1, "inet6_tcp"), (16, 3, "netlink"), (17, 3, "packet"), (40, 1, "vsock"), (38, 5, "alg")]:
     t("socket_" + nm, lambda: socket.socket(fam, kind))
@@ -144,7 +152,9 @@ class Harness:
         self.victim.write_text("original content\n")
         (self.markdir / "replacement").write_text("REPLACED\n")
         self.hits: list[str] = []
-        self.sentinel = subprocess.Popen(["sleep", "600"])
+        self.sentinel = subprocess.Popen(["sleep", "600"], stdin=subprocess.PIPE)
+        self.sentinel.stdin.write(b"SECRET-IN-A-PIPE")        # what /proc/<pid>/fd/0 would hand out
+        self.sentinel.stdin.flush()
         self.mounts = Path("/proc/self/mountinfo").read_text()
         self.nr = NR[platform.machine()]
         self._listen()
@@ -223,6 +233,7 @@ class Harness:
         return found
 
     def close(self) -> None:
+        self.sentinel.stdin.close()
         for stray in Path("/tmp").glob(f"{MARKER}_{self.token}*"):   # the control's, or a failed run's
             stray.unlink()
         self.sentinel.kill()

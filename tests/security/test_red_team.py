@@ -105,10 +105,15 @@ def python_for(user: str, request) -> str:
     return request.getfixturevalue("nobody_python") if user == "nobody" else sys.executable
 
 
-def assert_refused(reports: dict) -> None:
+# refused by Landlock's ptrace scoping only (opening another process's /proc entries is no syscall of its own)
+LANDLOCK_ONLY = {"proc_fd_of_another_process", "proc_environ_of_another_process"}
+
+
+def assert_refused(reports: dict, landlock: str) -> None:
     payload = reports["payload"]
-    assert len(payload) >= 45, payload                                   # the payload ran to its end
-    assert [name for name, result in payload.items() if not result.startswith("refused")] == []
+    assert len(payload) >= 50, payload                                   # the payload ran to its end
+    exempt = LANDLOCK_ONLY if landlock.startswith("unsupported") else set()
+    assert [name for name, result in payload.items() if not result.startswith("refused") and name not in exempt] == []
     for name, report in reports.items():
         assert "SUCCEEDED" not in report.values(), (name, report)
 
@@ -117,8 +122,8 @@ def assert_refused(reports: dict) -> None:
 def test_the_sandbox_alone_contains_every_payload(user, request):
     result = harness("worker", user, python_for(user, request))
     assert result["evidence"] == []
-    assert_refused(result["reports"])
     worker = result["worker"]
+    assert_refused(result["reports"], worker["sandbox"]["layers"]["landlock"])
     assert worker["sandbox"]["active"] is True, worker["sandbox"]
     assert all(v.startswith("refused") for v in worker["sandbox"]["selftest"].values())
     assert worker["private_cwd_entries"] == [] and worker["same_worker_after_all"] is True
@@ -157,3 +162,39 @@ def test_control_without_a_sandbox_the_payload_leaves_traces():
     for trace in ("tcp connection", "unix_dgram datagram", "marker", "the victim file changed",
                   "the sentinel process died", "the mount table changed"):
         assert trace in kinds, evidence
+
+
+FORGE = '''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def evil(A: T.Buffer((8,), "float32")):
+    for i in range((exec({src!r}, {{}}), 8)[1]):
+        with T.sblock("b"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = T.float32(0)
+'''
+FORGED_HELLO = ('import msgpack, os, struct\n'
+                'd = msgpack.packb({{"id": 0, "hello": {{"pid": 1, "sandbox": {{"active": True, "reason": "forged", '
+                '"layers": {{"cwd": {cwd!r}}}}}}}}})\n'
+                'os.write(1, struct.pack(">I", len(d)) + d)\n')
+
+
+def test_a_frame_forged_on_the_workers_pipe_changes_nothing(tmp_path):
+    """Code TVM evaluates can write to fd 1, the frame pipe: a later "hello" is not believed (the
+    sandbox status stays the self-test's; its folder is not removed on the forger's word)."""
+    from asight_lsp.engine import wire
+    from asight_lsp.engine.client import WorkerClient
+    from asight_lsp.tvmscript.outline import build_outline
+    decoy = Path(tempfile.mkdtemp(prefix="asight-worker-decoy-"))
+    text = FORGE.format(src=FORGED_HELLO.format(cwd=str(decoy)))
+    outline = build_outline(text, "evil.py")
+    try:
+        with WorkerClient() as client:
+            client.request(wire.CHECK, wire.check_params(text, outline, outline.units), timeout=120)
+            assert client.request(wire.PING)["sandbox"]["active"] is True
+            assert client.sandbox["reason"] is None and client.sandbox["selftest"]
+            real_cwd = client.sandbox["layers"]["cwd"]
+        assert decoy.is_dir() and not Path(real_cwd).exists()
+    finally:
+        shutil.rmtree(decoy, ignore_errors=True)

@@ -310,7 +310,8 @@ async function openReport(server: ServerManager): Promise<void> {
   const status = await server.status();
   const out = path.join(status.storeRoot ?? path.join(workspaceFolder() ?? os.tmpdir(), ".asight"), "runs", run, "report.html");
   const python = resolvePath(currentSettings().pythonPath, workspaceFolder(), os.homedir()) || "python3";
-  const args = ["-m", "asight_lsp", "report", editor.document.uri.fsPath, "--run", run, "-o", out];
+  // -I: nothing in the workspace (its cwd) is imported, no PYTHON* variable steers it (docs/sandbox.md)
+  const args = ["-I", "-m", "asight_lsp", "report", editor.document.uri.fsPath, "--run", run, "-o", out];
   server.output.info(`report: ${python} ${args.join(" ")}`);
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: "ASight: writing the report…" },
     () => new Promise<void>((resolve, reject) => {

@@ -201,7 +201,8 @@ export interface ServerStatus {
   jobs?: RunSummary[]; // jobs this server started and still follows
   features?: string[]; // enabled feature names
   tvmImported?: boolean; // whether the LSP process itself imported TVM (it must not)
-  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean } | null; // docs/sandbox.md
+  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean;
+    layers?: Record<string, unknown>; selftest?: Record<string, string> } | null; // docs/sandbox.md (selftest: probe -> "refused (EPERM)")
 }
 export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid", "workerRestarts", "jobs",
   "features", "tvmImported", "workerSandbox"] as const;
