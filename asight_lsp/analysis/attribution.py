@@ -20,7 +20,7 @@ from ..tvmscript.model import Block, Function, Outline
 from ..tvmscript.selection import Selection
 from .block_origin import match_block
 from .memory_model import cachegrind_by_block, memory_figures
-from .peak import peak_figures
+from .peak import exceeded, peak_figures, peak_fraction
 
 PROFILE_SCHEMA = "asight.profile/1"
 
@@ -50,7 +50,15 @@ def finish_profile(raw: dict, outline: Outline, selection: Selection, run: dict 
                                             _timing(record, k["name"], len(kernels) == 1)) for k in kernels]
         parts = profile["kernels"]
     profile["summary"] = summarize(parts, peak, record, check)
+    profile["peak"] = exceeded(peak, _achieved(parts, profile["summary"]))
     return profile
+
+
+def _achieved(parts: list[dict], summary: dict) -> list[tuple[str, float | None]]:
+    """Every GFLOP/s the profile measured, by name (to check none is above the peak)."""
+    rates = [(f"{p.get('name', 'kernel')} ({label})", g) for p in parts if isinstance(p.get("gflops"), dict)
+             for label, g in p["gflops"].items() if label != "source" and isinstance(g, (int, float))]
+    return rates + [(f"whole function ({label})", summary.get(f"gflops_{label}")) for label in ("baseline", "tuned")]
 
 
 def _timing(record: dict | None, name: str, only: bool) -> dict:
@@ -87,8 +95,7 @@ def summarize(parts: list[dict], peak: dict, record: dict | None, check: dict | 
            "busy": (record.get("load") or {}).get("busy"), "source": "the run's measurement record"}
     for label, us in (("baseline", base), ("tuned", tuned)):
         out[f"gflops_{label}"] = flops_total / us / 1e3 if flops_total and us else None
-        out[f"peak_fraction_{label}"] = (out[f"gflops_{label}"] / peak["gflops"]
-                                         if out[f"gflops_{label}"] and peak.get("gflops") else None)
+        out[f"peak_fraction_{label}"] = peak_fraction(out[f"gflops_{label}"], peak)
     return out
 
 
@@ -105,8 +112,7 @@ def finish_kernel(raw: dict, fn: Function | None, peak: dict, timing: dict | Non
     out["gflops"] = {label: (flops["value"] / us / 1e3 if flops["value"] and us else None)
                      for label, us in (("baseline", base), ("tuned", tuned))}
     out["gflops"]["source"] = "FLOPs / median latency of the measurement record"
-    out["peak_fraction"] = {label: (g / peak["gflops"] if g and peak.get("gflops") else None)
-                            for label, g in out["gflops"].items() if label != "source"}
+    out["peak_fraction"] = {label: peak_fraction(g, peak) for label, g in out["gflops"].items() if label != "source"}
     out["stages"], out["blocks"] = {}, {}
     for label, stage_data in (raw.get("stages") or {}).items():
         if "error" in stage_data:
@@ -220,7 +226,8 @@ def finish_relax(raw: dict, fn: Function | None, record: dict | None = None) -> 
     out = {"function": fn_id, "range": fn.range if fn else None, "baseline": record.get("untuned"),
            "tuned": record.get("tuned"), "applied": record.get("applied"), "notes": list(raw.get("notes") or []),
            "flops": {"value": raw.get("flops"), "source": raw.get("flops_source")},
-           "task_records": raw.get("task_records"), "tasks": {}}
+           "task_records": raw.get("task_records"), "tasks": {},
+           "task_stages": {name: task_stage_blocks(st) for name, st in (raw.get("task_stages") or {}).items()}}
     out["speedup"] = (record.get("speedup") or {}).get("estimate")
     for label, data in (raw.get("tasks") or {}).items():
         total = data.get("sum_us") or None
@@ -236,6 +243,23 @@ def finish_relax(raw: dict, fn: Function | None, record: dict | None = None) -> 
                                "instrumented_run_us": data.get("instrumented_run_us"), "source": data.get("source")}
         out.setdefault("bindings", {})[label] = _binding_latency(tasks, bindings, fn_id)
     return out
+
+
+def task_stage_blocks(timed: dict) -> dict:
+    """A task's stage timing (``worker/measure.task_stages``) per block of its scheduled kernel:
+    ``{"blocks": {block: {us, share, stage, shared_with}}, "source", "error"}``.  Blocks of one
+    top-level stage share its time (no finer measurement exists), and say so."""
+    stages = [s for s in timed.get("stages") or [] if isinstance(s, dict) and s.get("us") is not None]
+    total = sum(s["us"] for s in stages) or None
+    blocks = {}
+    for stage in stages:
+        names = [b.get("name") for b in stage.get("blocks") or [] if b.get("name")]
+        for name in names:
+            blocks[name] = {"us": stage["us"], "share": stage["us"] / total if total else None, "stage": stage.get("index"),
+                            "shared_with": [n for n in names if n != name]}
+    return {"blocks": blocks, "error": timed.get("error"),
+            "source": "rdtsc per top-level stage of the task's chosen schedule, timed with the profile "
+                      "(blocks of one stage share its time)"}
 
 
 def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict]:

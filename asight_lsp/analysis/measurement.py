@@ -151,3 +151,47 @@ def how_text(record: dict) -> str:
     state = "busy: " + "; ".join(load.get("reasons") or []) if load.get("busy") else "quiet"
     return (f"{h.get('rounds', '?')} interleaved rounds, calls per repeat: {per or '?'}, "
             f"{h.get('threads', '?')} threads, {record.get('by', 'measured')}; machine {state}")
+
+
+# --------------------------------------------------------------------------- one record per run: which one is shown
+
+NOISIER_MARGIN = BUSY_OTHER_CORES   # a quarter of a core more of other work than the shown one
+
+
+def load_of(raw_load: dict | None) -> dict:
+    """A load reading (``harness.LoadWatch``) with its verdict (``busy``, ``reasons``)."""
+    load = dict(raw_load or {})
+    return {**load, **load_verdict(load.get("other_cores"), load.get("steal"))}
+
+
+def noisier_than(new: dict | None, shown: dict | None) -> str | None:
+    """Why a measurement taken under load ``new`` must not replace one taken under ``shown``, or None.
+
+    Only a *busy* new measurement can lose, and only to one that was quieter: not busy at all, or
+    busy with at least ``NOISIER_MARGIN`` of a core less of other work.  An unknown load (an older
+    profile) never blocks a new one: nothing says it was quieter."""
+    if not new or not shown or not new.get("busy"):
+        return None
+    new_other, old_other = new.get("other_cores"), shown.get("other_cores")
+    if not shown.get("busy"):
+        return f"measured while busy ({'; '.join(new.get('reasons') or [])}); the shown one was quiet"
+    if new_other is not None and old_other is not None and new_other > old_other + NOISIER_MARGIN:
+        return (f"noisier: other processes used {new_other:.2f} cores while it ran, {old_other:.2f} while "
+                "the shown one ran")
+    return None
+
+
+def when_text(taken: float | None) -> str:
+    """``26 Nov 06:21`` (UTC) of a measurement's ``taken`` time, or ``?``."""
+    import time as _time
+    if not taken:
+        return "?"
+    return _time.strftime("%d %b %H:%M:%S", _time.gmtime(taken))
+
+
+def load_text(load: dict | None) -> str:
+    """``quiet (other processes 0.10 cores)`` / ``busy (other processes 1.30 cores)`` / ``load unknown``."""
+    if not load or (load.get("other_cores") is None and "busy" not in load):
+        return "load unknown"
+    other = load.get("other_cores")
+    return ("busy" if load.get("busy") else "quiet") + (f" (other processes {other:.2f} cores)" if other is not None else "")

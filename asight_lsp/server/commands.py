@@ -322,7 +322,7 @@ async def export_model(ls, *args):
     finally:
         if token:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
-    status = "ok" if (reply.get("check") or {}).get("ok") else "failed"
+    status = "ok" if export.export_ok(reply) else "failed"
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_EXPORT_MODEL, "status": status,
             "message": export.export_summary(reply), "run": None, "data": reply}
 

@@ -11,12 +11,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from ..engine.client import worker_env
+from ..engine.spawn import module_argv
 from ..store.database import database_health
 from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.outline import build_outline
@@ -267,7 +267,7 @@ def spawn(run: Run) -> subprocess.Popen:
     """Start the job process (own session = own process group); the job records its pid itself."""
     log = (run.path / "job.log").open("ab")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "asight_lsp.worker.tune_job", str(run.path.resolve())],
+        proc = subprocess.Popen(module_argv("asight_lsp.worker.tune_job", str(run.path.resolve())),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=worker_env(), start_new_session=True, cwd=str(run.path))
     finally:

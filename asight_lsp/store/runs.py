@@ -144,6 +144,15 @@ class Run:
         self.save(meta)
         return meta
 
+    def keep_unadopted(self, record: dict, why: str) -> RunMeta:
+        """Keep a measurement that did not become the headline (noisier than it) in
+        ``extra.measurement_history`` with ``adopted: false`` and the reason; the headline stays."""
+        meta = self.load()
+        kept = {**record, "adopted": False, "not_adopted": why}
+        meta.extra["measurement_history"] = (meta.extra.get("measurement_history") or [])[-4:] + [kept]
+        self.save(meta)
+        return meta
+
     def append_event(self, event: dict) -> None:
         with self.events_path.open("a") as stream:
             stream.write(json.dumps(event, default=str) + "\n")

@@ -23,6 +23,8 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     task: str | None = None                      # the task shown (runs of several tasks: one at a time)
     tasks: list[str] = field(default_factory=list)
+    text: str | None = None                      # the source text the function was read from
+    counters: list | None = None                 # the run's counters.jsonl entries (store/counters.py), if any
 
 
 def run_info(data: RunData) -> dict:

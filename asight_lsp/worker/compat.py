@@ -13,6 +13,7 @@ import tvm_ffi
 from tvm import relax, rpc, s_tir, tirx
 from tvm.error import DiagnosticError
 from tvm.ir.utils import derived_object
+from tvm.s_tir import dlight
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir as task_loggers
 from tvm.s_tir.meta_schedule.utils import fork_seed
@@ -148,6 +149,36 @@ def normalize_mod(func):
     """What MetaSchedule tunes for a PrimFunc (adds ``tirx.noalias``); DB lookups need it."""
     from tvm.s_tir.meta_schedule.tune_context import _normalize_mod
     return _normalize_mod(func)
+
+
+def hoist_root_allocs(mod):
+    """``mod`` (an IRModule of PrimFuncs) with each function's body-level ``AllocBuffer`` statements
+    (TVMScript's ``T.alloc_buffer`` at function level parses to statements in the root block's body
+    in 0.27) moved into the root block's ``alloc_buffers``, where MetaSchedule's GPU rules expect
+    them; a function without such statements is returned unchanged (same object)."""
+    funcs, changed = {}, False
+    for gv, func in mod.functions_items():
+        new = _hoisted(func) if isinstance(func, tirx.PrimFunc) else None
+        funcs[gv] = new if new is not None else func
+        changed |= new is not None
+    return tvm.IRModule(funcs, attrs=mod.attrs) if changed else mod
+
+
+def _hoisted(func):
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    root = realize.block
+    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
+    allocs = [s.buffer for s in stmts if type(s).__name__ == "AllocBuffer"]
+    rest = [s for s in stmts if type(s).__name__ != "AllocBuffer"]
+    if not allocs or not rest:
+        return None
+    body = rest[0] if len(rest) == 1 else tirx.SeqStmt(rest)
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                            list(root.alloc_buffers) + allocs, root.match_buffers, root.annotations)
+    return tirx.PrimFunc(func.params, s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_root),
+                         func.ret_type, func.attrs)
 
 
 def host_target(num_cores: int | None = None):

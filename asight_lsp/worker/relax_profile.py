@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .compat import ms, relax, tirx, tvm
+from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
 from .relax_pipeline import bindings, fuse, group, legalize
 from .remeasure import relax_inputs
@@ -69,18 +69,34 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
         if isinstance(value, relax.Call) and isinstance(op, tvm.ir.GlobalVar) and isinstance(grouped[op], relax.Function):
             inner_fn = grouped[op]
             inner = dict(zip(inner_fn.params, (env.get(a, getattr(a, "name", None)) for a in value.args)))
-            members = []
+            members, member_blocks = [], []
             for ib in bindings(inner_fn):
                 name = _match_call(ib.value, inner, index) if _callee(ib.value) else None
                 if name is not None:
                     inner[ib.var] = name
                     members.append(name)
+                    member_blocks.append(block_names(grouped[ib.value.args[0]]))
             env[b.var] = members[-1] if members else b.var.name
-            sites.append({"callee": op.name_hint, "vars": members})
+            sites.append({"callee": op.name_hint, "vars": members, "member_blocks": member_blocks})
         elif _callee(value):
             env[b.var] = _match_call(value, env, index) or b.var.name
             sites.append({"callee": _callee(value), "vars": [env[b.var]]})
     return sites
+
+
+def block_names(func) -> list[str]:
+    """Names of a PrimFunc's blocks (root left out), in the order they appear."""
+    names: list[str] = []
+
+    def walk(node):
+        if isinstance(node, s_tir.SBlock) and node.name_hint != "root":
+            names.append(str(node.name_hint))
+        for child in stmt_children(node):
+            walk(child)
+
+    if isinstance(func, tirx.PrimFunc):
+        walk(func.body)
+    return names
 
 
 def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], list[float]]:

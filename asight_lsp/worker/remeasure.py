@@ -17,16 +17,24 @@ import time
 
 import numpy as np
 
+from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from .compat import ms, relax, s_tir, tirx, tvm
+from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
-from .relax_pipeline import fuse
+from .relax_pipeline import fuse, load_weights
 
 TOP_K = 5
 CANDIDATE_BUDGET_S = 0.6
+
+
+def device_of(target):
+    """The device a target's programs run on (``tvm.cuda(0)`` for a CUDA target)."""
+    kind = target.kind.name
+    return tvm.cpu(0) if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
 def build_prim(mod, target):
@@ -47,16 +55,18 @@ def prim_inputs(mod, seed: int = 0) -> tuple[list[str], list[np.ndarray]]:
 
 
 def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = TOP_K) -> dict | None:
-    """Re-measure the ``k`` fastest trials (in-tuning) of one workload; the best by re-measurement.
+    """Re-measure the ``k`` fastest trials (in-tuning) of one workload, and the workload's default
+    (unscheduled: what the untuned build runs) schedule in the same rounds; the best by re-measurement.
 
     Returns ``{"task", "workload", "workload_hash", "trial", "tuning_us", "measured_us",
-    "candidates": [{trial, tuning_us, measured_us | error}], "harness"}`` or None without a valid trial.
-    """
+    "candidates": [{trial, tuning_us, measured_us | error}], "harness", "default_us",
+    "default_wins"}`` or None without a valid trial.  ``default_wins``: no trial beat the default
+    schedule, so the tuned build must keep the default for this task (``measure_run``)."""
     top = trials.valid(workload)[:k]
     if not top:
         return None
     _, arrays = prim_inputs(mod)
-    dev = tvm.cpu(0)
+    dev = device_of(target)
     programs, table = [], []
     for trial, secs in top:
         entry = {"trial": trial, "tuning_us": secs * 1e6}
@@ -70,19 +80,53 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
         table.append(entry)
     if not programs:
         return None
-    raw = time_rounds(programs, budget_s=CANDIDATE_BUDGET_S * len(programs))
+    default, once_us = default_program(mod, target, arrays, dev)
+    if default is not None and once_us > DEFAULT_MARGIN * min(e["tuning_us"] for e in table):
+        default = None     # clearly slower (one call): not worth the rounds (an untuned conv takes ~0.1-1 s)
+    raw = time_rounds(programs + ([default] if default else []), budget_s=CANDIDATE_BUDGET_S * (len(programs) + 1))
     for entry in table:
         samples = raw["samples_us"].get(f"trial {entry['trial']}")
         if samples:
             entry["measured_us"] = float(np.median(samples))
     best = min((e for e in table if "measured_us" in e), key=lambda e: e["measured_us"])
+    default_samples = raw["samples_us"].get(DEFAULT_LABEL) if default else None
+    default_us = float(np.median(default_samples)) if default_samples else once_us
     return {"task": name, "workload": workload, "workload_hash": trials.hashes[workload], "trial": best["trial"],
             "tuning_us": best["tuning_us"], "measured_us": best["measured_us"], "candidates": table,
+            "default_us": default_us, "default_wins": default_us is not None and default_us < best["measured_us"],
             "harness": {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"], "load": raw["load"]}}
 
 
+DEFAULT_LABEL = "default schedule"
+DEFAULT_MARGIN = 3.0   # a default slower than this x the best trial in one call is not timed in rounds
+
+
+def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | None]:
+    """The workload as the untuned build runs it (no schedule applied), one more candidate (issue 21:
+    no task ends slower than untuned), and one call's µs; (None, None) when the lever is off
+    (``ASIGHT_LEVERS_OFF=default``)."""
+    from .twins import lever_on
+    if not lever_on("default"):
+        return None, None
+    plain = fresh_copy(mod)
+    rt = build_prim(plain, target)
+    args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+    func = rt[entry_name(plain)]
+    func(*args)
+    started = time.perf_counter()
+    func(*args)
+    once_us = (time.perf_counter() - started) * 1e6
+    return Program(DEFAULT_LABEL, evaluator_timer(rt.time_evaluator, entry_name(plain), dev, args)), once_us
+
+
 def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K) -> list[dict]:
-    """``choose_best`` for every task that has a valid trial (``tasks``: (name, tuned module))."""
+    """``choose_best`` for every task that has a valid trial and whose best beat its default schedule
+    (``tasks``: (name, tuned module)): the records a tuned build applies."""
+    return split_defaults(choose_tasks(trials, tasks, target, k))[0]
+
+
+def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K) -> list[dict]:
+    """``choose_best`` for every task that has a valid trial, default-schedule winners included."""
     chosen = []
     for name, mod in tasks:
         workload = trials.workload_of(mod)
@@ -94,12 +138,17 @@ def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int =
     return chosen
 
 
+def split_defaults(chosen: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(entries whose record the tuned build applies, entries whose default schedule won)."""
+    return [c for c in chosen if not c.get("default_wins")], [c for c in chosen if c.get("default_wins")]
+
+
 def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, check: bool = True,
                 budget_s: float | None = None, timed: bool = True) -> dict:
     """Untuned vs tuned PrimFuncs in interleaved rounds: ``pairs`` = (name, untuned mod, tuned mod or
     None); returns the harness result, the labels of each side, and the output check."""
-    dev = tvm.cpu(0)
-    programs, untuned, tuned, checks = [], [], [], []
+    dev = device_of(target)
+    programs, untuned, tuned, checks, last = [], [], [], [], None
     for name, base_mod, tuned_mod in pairs:
         names, arrays = prim_inputs(base_mod, seed)
         outputs = {}
@@ -115,10 +164,11 @@ def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, 
             (untuned if side == "untuned" else tuned).append(label)
         if check and "tuned" in outputs:
             checks.append({"function": name, **compare_outputs(names, outputs["untuned"], outputs["tuned"])})
+        last = (arrays, outputs)
     if tuned:   # a function without a tuned variant runs untuned in the tuned module too
         tuned = [f"tuned {n}" if t is not None else f"untuned {n}" for n, _, t in pairs]
     raw = time_rounds(programs, budget_s=budget_s) if timed else None
-    return {"raw": raw, "untuned": untuned, "tuned": tuned, "check": _merge_checks(checks)}
+    return {"raw": raw, "untuned": untuned, "tuned": tuned, "check": _merge_checks(checks), "last": last}
 
 
 def _merge_checks(checks: list[dict]) -> dict | None:
@@ -142,14 +192,6 @@ def applied_kernels(program, database, target) -> dict:
                for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc)}
     return {"kernels": len(kernels), "from_records": sorted(k for k, v in kernels.items() if v),
             "default": sorted(k for k, v in kernels.items() if not v)}
-
-
-def load_weights(path: str | None) -> dict[str, np.ndarray]:
-    """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
-    if not path:
-        return {}
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
 
 
 def relax_inputs(func, seed: int = 0, weights: str | None = None) -> list[np.ndarray]:
@@ -194,7 +236,7 @@ def compare_relax(program, entry: str, database, target, tasks_with_records: lis
         if tasks_with_records and not applied["from_records"]:
             raise ValueError(f"the tuned build applied none of the {len(tasks_with_records)} tuned kernels")
         executables["tuned"] = ms.relax_integration.compile_relax(database, program, target, params=None)
-    dev = tvm.cpu(0)
+    dev = device_of(target)
     arrays = relax_inputs(program[entry], seed, weights)
     programs, outputs = [], {}
     for side, executable in executables.items():
@@ -218,10 +260,10 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
     given), then untuned vs tuned through the harness.  ``tasks``: (name, module MetaSchedule tuned);
     for Relax ``program`` is the raw module, measured end to end.  None when no task has a record."""
     trials = read_trials(run_dir)
-    chosen = choose_all(trials, tasks, target) if chosen is None else chosen
-    if not chosen:
+    chosen, defaults = split_defaults(choose_tasks(trials, tasks, target) if chosen is None else chosen)
+    if not chosen and not defaults:
         return None
-    extra = {"chosen": chosen, "trials": len(trials.rows)}
+    extra = {"chosen": chosen, "trials": len(trials.rows), "defaults": defaults}
     if kind == "relax":
         result = compare_relax(program, entry, chosen_database(trials, chosen), target,
                                [c["task"] for c in chosen], seed, weights=weights)
@@ -229,9 +271,18 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
         scope = "program"
     else:
         by_task = {c["task"]: c for c in chosen}
-        pairs = [(name, mod, scheduled(mod, trials.record(by_task[name]["trial"])) if name in by_task else None)
+        pairs = [(name, baseline_of(mod, target)[0],
+                  scheduled(mod, trials.record(by_task[name]["trial"])) if name in by_task else None)
                  for name, mod in tasks]
+        if is_gpu(target):   # the "untuned" side of a GPU record is DLight's default schedule
+            extra["baseline"] = dict(DLIGHT)
         result = compare_tir(pairs, target, seed)
         scope = "function" if len(pairs) == 1 else "module"
+        if is_gpu(target) and len(pairs) == 1 and result["last"] and "tuned" in result["last"][1]:
+            arrays, outputs = result["last"]
+            extra["vendor"] = vendor_reference(arrays, outputs["tuned"][-1])
     extra["check"] = result["check"]
-    return comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
+    record = comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
+    if is_gpu(target):
+        record["gpu"] = gpu_headline(record)      # tuned vs DLight (+ vendor); kept = the faster
+    return record

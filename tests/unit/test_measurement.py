@@ -80,3 +80,14 @@ def test_a_record_is_current_only_for_the_records_it_measured():
     record = {**measured(100.0, 10.0), "trials": 16}
     assert M.is_current(record, 16) and not M.is_current(record, 17)
     assert not M.is_current({"error": "boom", "trials": 16}, 16) and not M.is_current(None, 0)
+
+
+def test_only_a_busier_measurement_is_kept_beside_the_shown_one():
+    from asight_lsp.analysis.measurement import load_of, noisier_than
+    quiet, busy, busier = load_of({"other_cores": 0.05}), load_of({"other_cores": 0.9}), load_of({"other_cores": 1.4})
+    assert quiet["busy"] is False and busy["busy"] is True
+    assert "the shown one was quiet" in noisier_than(busy, quiet)
+    assert noisier_than(quiet, busy) is None                  # a quieter one always replaces
+    assert "1.40 cores" in noisier_than(busier, busy)         # busy vs busy: only by more than a quarter core
+    assert noisier_than(load_of({"other_cores": 1.0}), busy) is None
+    assert noisier_than(busy, None) is None and noisier_than(busy, {}) is None   # unknown load never blocks

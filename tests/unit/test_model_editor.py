@@ -60,7 +60,8 @@ REPLY = {"library": "/w/m.so", "bytes": 1000, "run": "r1", "weights": "/w/m.weig
 
 def test_export_summary_says_built_applied_bound_and_checked():
     text = export_summary(REPLY)
-    assert text.startswith("wrote /w/m.so · 2 of 4 kernels from run r1's records; NOT applied (default schedule): c")
+    assert text.startswith("wrote /w/m.so · 2 of 4 kernels from run r1's records; NOT TUNED (TVM's default schedule, "
+                           "accepted with --allow-untuned): c")
     assert "folded into constants with the weights: transpose" in text
     assert "12 weights bound from m.weights.npz" in text and text.endswith("outputs match the untuned build")
     bad = export_summary({**REPLY, "bound_weights": 0, "check": {"ok": False}})
@@ -71,4 +72,8 @@ def test_default_output_and_load_snippet():
     assert default_output("/w/models/tiny_relax.py") == "/w/models/tiny_relax.so"
     snippet = load_snippet(REPLY)
     assert 'tvm.runtime.load_module("/w/m.so")' in snippet and 'np.zeros((1, 3, 8, 8), "float32")' in snippet
+    # the thread count is set before TVM is imported, as the headline measured it (TVM may default to one)
+    threads = load_snippet({**REPLY, "headline": {"threads": 7}})
+    assert threads.index('os.environ.setdefault("TVM_NUM_THREADS", "7")') < threads.index("import numpy as np, tvm")
+    assert "default to one thread" in threads
     compile(snippet, "snippet", "exec")

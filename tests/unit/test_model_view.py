@@ -28,3 +28,55 @@ def test_rendered_table_names_untried_tasks():
     tried = next(line for line in text.splitlines() if line.startswith("tried"))
     never = next(line for line in text.splitlines() if line.startswith("never"))
     assert "SLOWER than untuned" in tried and "untuned (no trial)" in never and "SLOWER" not in never
+
+
+def test_the_view_says_which_measurement_it_shows():
+    from asight_lsp.views.measured import others_text, shown_measurement
+    busy = {"other_cores": 1.2, "busy": True, "reasons": ["other processes used 1.20 cores on average"]}
+    shown = {"measured": {"id": "a", "taken": 1795674078.0, "by": "asight profile", "load": {"other_cores": 0.1, "busy": False},
+                          "headline": {"same": False}},
+             "measurement": {"taken": 1795674000.0, "by": "tuning job", "load": busy}}
+    newer = {"measured": {"id": "b", "taken": 1795674500.0, "by": "hotspots", "load": busy},
+             "not_adopted": "measured while busy; the shown one was quiet"}
+    info = shown_measurement(shown, [shown, newer])
+    assert info["id"] == "a" and info["same"] is False
+    assert "two different measurements" in info["text"] and "quiet (other processes 0.10 cores)" in info["text"]
+    assert "tuning job, busy (other processes 1.20 cores)" in info["text"]
+    assert [o["id"] for o in info["others"]] == ["b"]
+    assert "kept but not shown: measured while busy" in others_text(info)
+    one = shown_measurement({**shown, "measured": {**shown["measured"], "headline": {"same": True}}})
+    assert one["same"] and one["text"].startswith("Per-call times and end to end: one measurement")
+    assert others_text(one) is None
+
+
+def test_twins_and_kept_defaults_are_shown():
+    """Issue 21: the view says which tasks are twins, what the transfer gave, and which tasks kept
+    their default schedule because no trial beat it in the re-measurement."""
+    from asight_lsp.commands.model import render
+    profile = _profile({"conv_a": 4, "conv_b": 4, "mean": 2}, {"conv_a": 10.0, "conv_b": 10.0, "mean": 1.0},
+                       {"conv_a": 5.0, "conv_b": 3.0, "mean": 1.0})
+    profile["measurement"] = {"defaults": [{"task": "mean", "default_us": 0.9, "measured_us": 3900.0}]}
+    sig = {"op": "conv2d_nchw", "iters": [["S", 4], ["R", 4]], "reads": [], "writes": []}
+    from asight_lsp.analysis.twins import relate
+    tuning = {"twins": {"relations": relate({"conv_a": sig, "conv_b": sig, "mean": None}),
+                        "transfers": [{"task": "conv_a", "donor": "conv_b", "relation": "twin", "latency_us": 2.0,
+                                       "own_best_us": 8.0, "resampled": 0}]}}
+    view = model_view(profile, None, tuning=tuning)
+    rows = {t["task"]: t for t in view["tasks"]}
+    assert rows["conv_a"]["twins"]["twins"] == ["conv_b"] and rows["conv_a"]["twins"]["bestGain"] == 4.0
+    assert view["twinGroups"] == [["conv_a", "conv_b"]]
+    assert rows["mean"]["defaultKept"] == {"defaultUs": 0.9, "bestTrialUs": 3900.0} and "twins" not in rows["mean"]
+    text = render(view)
+    assert "conv_a: twin of conv_b; 1 transfer(s), 1 adopted" in text and "(4.00x)" in text
+    mean = next(line for line in text.splitlines() if line.startswith("mean"))
+    assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
+    assert "twins" not in render(model_view(profile))      # no run extra: no section
+
+
+def test_a_calls_selection_skips_another_kernels_bindings():
+    from asight_lsp.views.model import own_ranges
+    # fused_conv2d9's call spans lines 82-89; lines 84 and 86 are fused_conv2d10_add7's lv71, lv74
+    owners = {82: "c9#0", 83: "c9#0", 84: "c10#0", 86: "c10#0", 88: "c9#0", 89: "c9#0"}   # 85, 87: folded weights
+    assert own_ranges([82, 89], "c9#0", owners) == [[82, 83], [87, 89]]
+    assert own_ranges([84, 86], "c10#0", owners) == [[84, 86]]      # its own span holds only folded lines between
+    assert own_ranges([17, 20], "t#0", {17: "t#0", 19: "t#0", 20: "t#0"}) == [[17, 20]]   # contiguous: one range

@@ -414,3 +414,26 @@ class _NullClient:
 
     def __exit__(self, *exc):
         return None
+
+
+def test_peak_uses_the_clock_the_cores_reach_and_never_passes_100_percent():
+    """Issue 21: the TSC (2.6 GHz, nominal) put a tuned kernel at 112 % of a znver5 peak; the cores
+    ran a dependent add/xor chain at ~4.2 GHz.  The highest real clock is used and named."""
+    host = {"threads": 2, "tsc_hz": 2.6e9, "cpu": "znver5", "flags": AVX512,
+            "clock": {"measured_hz": 4.2e9, "cpuinfo_max_hz": 2.6e9, "scaling_max_hz": None}}
+    peak = peak_rules.peak_figures(host)
+    assert peak["formula"]["gflops"] == pytest.approx(64 * 4.2 * 2)
+    assert peak["formula"]["clock_source"].startswith("measured") and "4.200 GHz (measured" in peak["source"]
+    assert peak_rules.peak_fraction(372.3, peak) == pytest.approx(372.3 / (64 * 4.2 * 2))   # was 1.12 with the TSC
+    # cpufreq's maximum wins over a measured clock slowed by load; the TSC is the last resort
+    assert peak_rules.core_clock({**host, "clock": {"measured_hz": 3.0e9, "scaling_max_hz": 3.7e9}}) == \
+        (pytest.approx(3.7), "cpufreq scaling_max_freq")
+    assert peak_rules.core_clock({"tsc_hz": 2.6e9}) == (pytest.approx(2.6), "TSC, nominal")
+    assert peak_rules.core_clock({}) is None
+    # an achieved rate above any peak is capped at 100 % and the peak says it is too low
+    tsc_only = peak_rules.peak_figures({**host, "clock": None})
+    assert tsc_only["gflops"] == pytest.approx(64 * 2.6 * 2)
+    assert peak_rules.peak_fraction(372.3, tsc_only) == 1.0
+    flagged = peak_rules.exceeded(tsc_only, [("conv", 372.3), ("relu", 3.0), ("none", None)])
+    assert flagged["exceeded_by"] == {"name": "conv", "gflops": 372.3} and "too low" in flagged["note"]
+    assert peak_rules.exceeded(peak, [("conv", 372.3)]) is peak

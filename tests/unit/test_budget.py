@@ -1,0 +1,47 @@
+"""Where the next trials go (analysis/budget.py, pure)."""
+import pytest
+
+from asight_lsp.analysis import budget
+
+
+def task(best, weight=1.0, trials=32, history=None, done=False, floor=None, batches=1):
+    return {"best_us": best, "weight": weight, "trials": trials, "history": history or [], "done": done,
+            "floor_us": floor, "batches": batches}
+
+
+def test_warm_up_first_in_plan_order_then_failures_wait():
+    tasks = [task(100.0), task(None, batches=0), task(None, batches=0)]
+    assert budget.next_task(tasks, 8) == 1
+    tasks[1] = task(None, batches=budget.WARMUP_BATCHES)            # failed twice: waits
+    assert budget.next_task(tasks, 8) == 2
+    assert budget.next_task([task(1.0, done=True), task(None, done=True)], 8) is None
+
+
+def test_the_batch_goes_where_it_saves_most_end_to_end():
+    # the same trials and progress: the task holding more of the model's time wins (calls x latency)
+    heavy, light = task(2160.0, weight=2), task(550.0, weight=2)
+    assert budget.next_task([light, heavy], 32) == 1
+    # a task still improving steeply beats a bigger one that has stalled (and has had many trials)
+    stalled = task(1000.0, trials=400, history=[(368, 1000.0), (400, 1000.0)])
+    falling = task(600.0, trials=64, history=[(32, 900.0), (64, 600.0)])
+    assert budget.observed_rate(falling["history"]) == pytest.approx((300 / 900) / 32)
+    assert budget.next_task([stalled, falling], 32) == 1
+    # a task at its floor (FLOPs at peak) is not worth trials however large its share
+    at_floor = task(5000.0, floor=5000.0)
+    assert budget.gap(at_floor) == 0.0 and budget.expected_saving_us(at_floor, 32) == 0.0
+    assert budget.next_task([at_floor, task(10.0)], 32) == 1
+    # ties keep plan order
+    assert budget.next_task([task(10.0), task(10.0)], 8) == 0
+
+
+def test_prior_decays_with_trials_and_outlook_reports_it():
+    fresh, old = task(100.0, trials=4), task(100.0, trials=396)
+    assert budget.rate(fresh) == pytest.approx(budget.PRIOR / 8)
+    assert budget.rate(old) == pytest.approx(budget.PRIOR / 400)
+    assert budget.expected_saving_us(fresh, 8) > budget.expected_saving_us(old, 8) > 0
+    rows = budget.outlook(["a", "b", "c"], [fresh, old, task(None, batches=0)], 8)
+    assert [r["task"] for r in rows] == ["a", "b", "c"]
+    assert rows[0]["share"] == pytest.approx(0.5) and rows[2]["share"] == 0.0
+    assert rows[0]["expectedSavingUs"] == pytest.approx(100.0 * (1 - (1 - budget.PRIOR / 8) ** 8))
+    assert rows[0]["expectedSavingShare"] == pytest.approx(rows[0]["expectedSavingUs"] / 200.0)
+    assert budget.outlook(["x"], [task(None)], 8)[0]["share"] is None
