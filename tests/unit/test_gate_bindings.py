@@ -123,3 +123,8 @@ def test_a_hygienic_module_macro_is_callable_and_checked():
     assert "not hygienic" in message
     assert refusals(MACRO.format(value="0").replace("@T.macro", "@T.prim_func\n@T.macro"))
     assert refusals(MACRO.format(value="open('x')").replace("zero(A, i)", "A[i] = T.float32(0)")) == []  # unused
+
+
+def test_r_rewriter_which_parses_the_class_it_is_given_is_not_listed():
+    found = refusals(relax("y = R.rewriter(R.Tensor)\nreturn x"))
+    assert any("'R.rewriter' is not part of TVMScript" in m for m in found), found
