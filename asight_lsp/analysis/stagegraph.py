@@ -15,6 +15,7 @@ import re
 import networkx as nx
 
 from ..tvmscript.model import Function
+from ..tvmscript.pysource import source_lines
 
 
 def build_graph(function: Function, num_input: int | None = None) -> nx.MultiDiGraph:
@@ -117,7 +118,7 @@ NUM_INPUT = re.compile(r"""R\.func_attr\(\s*\{[^}]*["']num_input["']\s*:\s*(\d+)
 def num_input_of(text: str, function: Function) -> int | None:
     """``num_input`` of a Relax function's ``R.func_attr`` (the importer's: the parameters after it
     are weights), read from the function's own lines; None when it has none."""
-    lines = text.splitlines()[function.range["start"]["line"]:function.range["end"]["line"] + 1]
+    lines = source_lines(text)[function.range["start"]["line"]:function.range["end"]["line"] + 1]
     found = NUM_INPUT.search("\n".join(lines))
     return int(found.group(1)) if found else None
 

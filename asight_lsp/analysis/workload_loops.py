@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from ..tvmscript.pysource import source_lines
+
 _STMT_KEYS = ("body", "seq", "block", "then_case", "else_case", "init")
 LAYOUT = re.compile(r"""data_layout\s*=\s*["']([A-Za-z]+)["']""")
 
@@ -60,7 +62,7 @@ def block_loop_vars(graph: dict) -> dict[str, list[str]]:
 
 def layout_of(text: str, line: int) -> str | None:
     """The ``data_layout`` a source line names (``NCHW``), or None."""
-    lines = text.splitlines()
+    lines = source_lines(text)   # the outline's lines (issue 22)
     found = LAYOUT.search(lines[line]) if 0 <= line < len(lines) else None
     return found.group(1) if found else None
 

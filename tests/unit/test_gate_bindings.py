@@ -139,3 +139,8 @@ def test_a_parameter_may_be_named_input_as_onnx_models_name_it_but_not_exec():
     assert any("binding 'input'" in m for m in refusals(local)), refusals(local)
     target = relax("input(x).shape = x\nreturn x", sig='input: R.Tensor((8,), "float32"), x: R.Tensor((8,), "float32")')
     assert any("assignment target" in m for m in refusals(target)), refusals(target)
+
+
+def test_r_rewriter_which_parses_the_class_it_is_given_is_not_listed():
+    found = refusals(relax("y = R.rewriter(R.Tensor)\nreturn x"))
+    assert any("'R.rewriter' is not part of TVMScript" in m for m in found), found
