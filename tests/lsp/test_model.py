@@ -41,12 +41,13 @@ def _import(workspace) -> str:
 
 @pytest.fixture(scope="module")
 def tuned_model(tmp_path_factory) -> Path:
-    """The tiny model imported and tuned by the CLI (9 trials), its calls profiled (``asight model``)."""
+    """The tiny model imported and tuned by the CLI (9 trials, one per batch: each of its 6 kernels
+    gets one, so the export has a record for every kernel), its calls profiled (``asight model``)."""
     base = tmp_path_factory.mktemp("tuned_model")
     script = _import(base)
     for argv in (["tune", str(script), "--func", "Module", "--trials", "9"], ["model", str(script)]):
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=base, capture_output=True, text=True,
-                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2"})
+                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2", "ASIGHT_TRIALS_PER_ITER": "1"})
         assert done.returncode == 0, done.stderr
     return script
 
@@ -102,6 +103,8 @@ async def test_export_command_writes_a_checked_library_with_progress(client: Lan
     assert data["applied"]["from_records"] and data["check"]["ok"] and data["bound_weights"] == 12
     assert f'load_module("{out}")' in data["load"]
     assert f"wrote {out}" in result["message"] and "kernels from run" in result["message"]
+    assert data["applied"]["missing"] == [] and data["measured"]["verdict_export"]["ok"]     # issue 24
+    assert "headline build" in result["message"] and "exported library" in result["message"]
     (reports,) = [r for r in client.progress_reports.values() if r and getattr(r[0], "title", "").startswith("ASight: exporting")]
     assert reports[-1].kind == "end"
 
