@@ -38,7 +38,7 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     check_selection(outline, selection)
     if profile is None:
         profile = profile_file(path, function, str(run.path), store_root, worker, text=text, use_cache=use_cache)
-    unit = wire.source_params(text, outline, selection.unit)
+    unit = {**wire.source_params(text, outline, selection.unit), "weights": wire.weights_beside(path)}
     out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
            "parts": []}
     if profile.get("kind") == "relax":

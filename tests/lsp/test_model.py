@@ -137,11 +137,20 @@ async def test_export_errors_are_clear(client: LanguageClient, tuned_model, tmp_
     weights = tuned_model.with_suffix(".weights.npz")
     weights.rename(tmp_path / "away.npz")                                # no weights beside the model:
     try:                                                                 # it says so, every parameter is an input
-        result = await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main",
-                                                             "output": str(tmp_path / "noweights.so")})
+        args = {"uri": uri, "function": "Module.main", "output": str(tmp_path / "noweights.so")}
+        refused = await _command(client, P.CMD_EXPORT_MODEL, args)
+        result = await _command(client, P.CMD_EXPORT_MODEL, {**args, "allowUntuned": True})
+        with pytest.raises(Exception, match="'tuneMissing' must be a number of trials"):
+            await _command(client, P.CMD_EXPORT_MODEL, {**args, "tuneMissing": "2"})
     finally:
         (tmp_path / "away.npz").rename(weights)
+    # unbound, the bias reshapes and the FC weight's transpose are kernels again, which the run (tuned
+    # with the weights bound) never tuned: refused, not silently built on TVM's default schedule (issue 24)
+    assert refused["status"] == "failed" and refused["data"]["status"] == "refused"
+    assert refused["message"].startswith("export refused: 2 of 8 kernels") and "transpose: " in refused["message"]
+    assert not (tmp_path / "noweights.so").exists()
     assert "no weights file beside the model" in result["message"] and result["data"]["bound_weights"] == 0
+    assert "NOT TUNED" in result["message"] and (tmp_path / "noweights.so").exists()
     assert len(result["data"]["inputs"]) == 13                           # the input and the 12 weights
 
 
