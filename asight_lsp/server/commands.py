@@ -311,12 +311,16 @@ async def export_model(ls, *args):
     for key in ("run", "function", "output"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"'{key}' must be a string")
+    tune_missing = a.get("tuneMissing") or 0          # as `asight export --tune-missing N / --allow-untuned`
+    if not isinstance(tune_missing, int) or isinstance(tune_missing, bool) or tune_missing < 0:
+        raise JsonRpcInvalidParams("'tuneMissing' must be a number of trials >= 0")
     from ..services import export  # TVM-free; imported on first use
     out = a.get("output") or export.default_output(doc.path)
     token = await begin_progress(ls, f"ASight: exporting {a.get('function') or doc.path}", cancellable=False)
     try:
         reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),
-                                        ls.state.store_root, ls.state.worker, doc.text)
+                                        ls.state.store_root, ls.state.worker, doc.text, tune_missing=tune_missing,
+                                        allow_untuned=a.get("allowUntuned") is True)
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot export: {err}") from None
     finally:

@@ -41,7 +41,7 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     if profile is None:   # the run's shown profile when it is current (measured only when there is none)
         profile = profile_file(path, meta.function, str(run.path), store_root, worker, text=text, use_cache=use_cache,
                                options=ProfileOptions(by="hotspots"))
-    unit = wire.source_params(text, outline, selection.unit)
+    unit = {**wire.source_params(text, outline, selection.unit), "weights": wire.weights_beside(path)}
     out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
            "parts": [], "measurement": shown_measurement(profile, [e["profile"] for e in archived_profiles(run)])}
     if profile.get("kind") == "relax":

@@ -53,9 +53,15 @@ def legalize(mod, target):
                                      relax.transform.AnnotateTIROpPattern()])(mod)
 
 
+def folded(mod, target):
+    """``legalize`` + FoldConstant: the calls FuseOps groups (kernels on bound weights alone are
+    gone, their constants passed directly; binding names kept)."""
+    return relax.transform.FoldConstant()(legalize(mod, target))
+
+
 def group(mod, target):
-    """``legalize`` + FoldConstant + FuseOps: fused groups as Relax functions (names inside kept)."""
-    return tvm.transform.Sequential([relax.transform.FoldConstant(), relax.transform.FuseOps()])(legalize(mod, target))
+    """``folded`` + FuseOps: fused groups as Relax functions (names inside kept)."""
+    return relax.transform.FuseOps()(folded(mod, target))
 
 
 def fuse(mod, target):

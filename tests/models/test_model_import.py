@@ -61,17 +61,33 @@ def test_import_refuses_to_overwrite_and_bad_models(imported, capsys):
     assert "integer dimensions" in capsys.readouterr().err
 
 
-def _call_sites(script: Path):
+def _call_sites(script: Path, weights: Path | None = None):
     from asight_lsp.tvmscript.outline import build_outline
     from asight_lsp.worker.parse import parse_unit
     from asight_lsp.worker.programs import measuring_target
+    from asight_lsp.worker.relax_pipeline import deployable
     from asight_lsp.worker.relax_profile import call_sites
     text = script.read_text()
     outline = build_outline(text)
     unit = outline.units[0]
     mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
                      outline.constants, outline.aliases)
+    mod, _ = deployable(mod, "main", str(weights) if weights else None)
     return call_sites(mod, measuring_target(None), True)
+
+
+def test_calls_of_the_deployable_build_keep_their_bindings(imported):
+    """With the weights bound (the build tuned and exported), folded bias reshapes and the FC
+    weight's transpose are no calls, and every fused call still finds all its own bindings."""
+    base = imported[0]
+    unbound = _call_sites(base / "tiny_relax.py")
+    bound = _call_sites(base / "tiny_relax.py", base / "tiny_relax.weights.npz")
+    assert {s["callee"] for s in unbound} - {s["callee"] for s in bound} == {"reshape", "transpose"}
+    kept = [s for s in unbound if s["callee"] not in ("reshape", "transpose")]
+    folded = {v for s in unbound if s["callee"] in ("reshape", "transpose") for v in s["vars"]}
+    assert [s["callee"] for s in bound] == [s["callee"] for s in kept]
+    assert [s["vars"] for s in bound] == [[v for v in s["vars"] if v not in folded] for s in kept]
+    assert all(s["vars"] for s in bound)
 
 
 def test_each_call_of_a_repeated_kernel_has_its_own_bindings(imported):
