@@ -82,8 +82,10 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
         out.append(model)
     items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
               "argument": {"uri": uri, "function": fn.id}},
-             {"label": "Profile", "detail": "the run's per-call profile (kept: a noisier one never replaces a quieter one)",
+             {"label": "Profile", "detail": "the run's per-call profile (the shown measurement)",
               "command": P.CMD_PROFILE, "argument": arg},
+             {"label": "Re-measure", "detail": "a new dated measurement, kept beside the shown one; shown unless it "
+              "is noisier", "command": P.CMD_PROFILE, "argument": {**arg, "remeasure": True}},
              {"label": "Scheduled code", "detail": "one task's tuned kernel, linked to its call sites",
               "command": P.CMD_SHOW_CODE, "argument": arg},
              {"label": "Stage graph", "detail": "the model's kernel calls and their data flow", "panel": "stageGraph",
