@@ -188,15 +188,15 @@ try {
   await page.locator(".monaco-editor .view-lines", { hasText: "R.dataflow" }).first().waitFor({ timeout: 30000 });
   step("opened");
 
-  // The short lens line of a model: its result, "Model", "More…".
-  const lens = page.locator(".codelens-decoration a", { hasText: /^Model$/ }).first();
+  // The short lens line of a model: "Model · <latency> · <verdict>", "More…".
+  const lens = page.locator(".codelens-decoration a", { hasText: /^Model · / }).first();
   await lens.waitFor({ timeout: 120000 });
   facts.lenses = (await page.locator(".codelens-decoration").first().innerText()).trim();
   facts.lensAlone = await lensVisibility();
   step("model lens", { lenses: facts.lenses });
 
   // A binding's hover: untuned → tuned, the task's trials and what its schedule did.
-  await page.locator(".view-line", { hasText: /^\s*lv4: R\.Tensor/ }).first().click();
+  await page.locator(".view-line", { hasText: /^\s*lv4:\sR\.Tensor/ }).first().click();
   const hover = page.locator(".monaco-hover-content", { hasText: "kernel call" });
   for (let i = 0; i < 5 && !(await hover.isVisible()); i++) {
     await page.keyboard.press("Control+k"); await page.keyboard.press("Control+i");
