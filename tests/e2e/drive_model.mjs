@@ -196,7 +196,7 @@ try {
   step("model lens", { lenses: facts.lenses });
 
   // A binding's hover: untuned → tuned, the task's trials and what its schedule did.
-  await page.locator(".view-line", { hasText: /^\s*lv4:\sR\.Tensor/ }).first().click();
+  await page.locator(".view-line", { hasText: /^\s*lv4:\sR\.Tensor/ }).first().click({ position: { x: 140, y: 6 } });
   const hover = page.locator(".monaco-hover-content", { hasText: "kernel call" });
   for (let i = 0; i < 5 && !(await hover.isVisible()); i++) {
     await page.keyboard.press("Control+k"); await page.keyboard.press("Control+i");
@@ -300,7 +300,9 @@ try {
   // The task's scheduled code (More… → Scheduled code), the task under the cursor offered first.
   const binding = /#\d+ (\w+)/.exec(measuredRow.calls[0])[1];
   const source = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "R.dataflow" }) }).first();
-  await source.locator(".view-line", { hasText: new RegExp(`^\\s*${binding}:\\sR\\.Tensor`) }).first().click();
+  // near the line's start: a long line runs under the panel group beside, whose webview takes the click
+  await source.locator(".view-line", { hasText: new RegExp(`^\\s*${binding}:\\sR\\.Tensor`) }).first()
+    .click({ position: { x: 140, y: 6 } });
   await more("Scheduled code");
   const first = page.locator(".quick-input-list .monaco-list-row").first();
   await first.waitFor({ timeout: 60000 });
