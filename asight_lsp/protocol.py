@@ -23,7 +23,7 @@ PROTOCOL_VERSION = 1
 # workspace/executeCommand ids.  Argument object fields are listed next to each.
 CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
 # space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
-CMD_PROFILE = "asight.profile"                 # {uri, function?, run?}
+CMD_PROFILE = "asight.profile"                 # {uri, function?, run?, remeasure?, replace?}
 CMD_CANCEL = "asight.cancel"                   # {run?} (none: every running job of this server)
 CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"  # {uri?, function?, run?} -> searchSpace payload
 CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loopView payload

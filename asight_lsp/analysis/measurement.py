@@ -170,14 +170,30 @@ def load_of(raw_load: dict | None) -> dict:
     return {**load, **load_verdict(load.get("other_cores"), load.get("steal"))}
 
 
+SPREAD_RATIO, SPREAD_MARGIN = 2.0, 0.10   # per-call spread at least twice the shown one's, and 0.10 more
+
+
+def spread_of(calls: list[dict]) -> float | None:
+    """Median over kernel calls (or stages) of their relative spread (p75 - p25) / median: how much
+    one profile's per-call times wobbled.  None when no call has quartiles."""
+    import statistics
+    rel = [(c["p75_us"] - c["p25_us"]) / c["us"] for c in calls
+           if isinstance(c, dict) and c.get("us") and c.get("p25_us") is not None and c.get("p75_us") is not None]
+    return statistics.median(rel) if rel else None
+
+
 def noisier_than(new: dict | None, shown: dict | None) -> str | None:
     """Why a measurement taken under load ``new`` must not replace one taken under ``shown``, or None.
 
     Only a *busy* new measurement can lose, and only to one that was quieter: not busy at all, or
-    busy with at least ``NOISIER_MARGIN`` of a core less of other work.  An unknown load (an older
-    profile) never blocks a new one: nothing says it was quieter."""
+    busy with at least ``NOISIER_MARGIN`` of a core less of other work, or (both busy alike) whose
+    per-call times spread less: ``spread`` at most half the new one's and ``SPREAD_MARGIN`` lower.
+    An unknown load (an older profile) never blocks a new one: nothing says it was quieter."""
     if not new or not shown or not new.get("busy"):
         return None
+    a, b = new.get("spread"), shown.get("spread")
+    if shown.get("busy") and a is not None and b is not None and a >= SPREAD_RATIO * b and a - b >= SPREAD_MARGIN:
+        return f"noisier: its per-call times spread {a:.2f} (IQR / median), the shown one's {b:.2f}"
     new_other, old_other = new.get("other_cores"), shown.get("other_cores")
     if not shown.get("busy"):
         return f"measured while busy ({'; '.join(new.get('reasons') or [])}); the shown one was quiet"

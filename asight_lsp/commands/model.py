@@ -16,9 +16,13 @@ def run(args) -> int:
     from ..services.profiling import profile_file
     from ..services.levers import run_extra
     from ..views.model import model_view
+    from ..store.caches import archived_profiles
+    from ..store.runs import Run
     with WorkerClient(args.python, default_timeout=3600) as worker:
         profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
-    return show(model_view(profile, profile.get("run"), tuning=run_extra(profile.get("run"), args.work_dir)),
+    run_dir = (profile.get("run") or {}).get("dir")
+    kept = [e["profile"] for e in archived_profiles(Run(run_dir))] if run_dir else []
+    return show(model_view(profile, profile.get("run"), kept, tuning=run_extra(profile.get("run"), args.work_dir)),
                 args.json, render)
 
 
@@ -45,6 +49,8 @@ def render(p: dict) -> str:
     lines += twin_lines(p)
     if p.get("notTimed"):
         lines.append(f"not timed as kernels (VM builtins or folded): {', '.join(p['notTimed'])}")
+    if (p.get("measurement") or {}).get("text"):
+        lines.append(p["measurement"]["text"])
     lines += [f"note: {n}" for n in p["notes"]]
     return "\n".join(lines) + "\n"
 

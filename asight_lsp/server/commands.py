@@ -236,8 +236,12 @@ async def profile(ls, *args):
     from ..services import profiling as profiles  # TVM-free; imported on first use
     token = await begin_progress(ls, f"ASight: profiling {a.get('function') or doc.path}", cancellable=False)
     try:
+        # remeasure: a new dated measurement (kept beside the shown one; shown unless it is noisier,
+        # or the user asks with replace) instead of the run's current profile
+        options = profiles.ProfileOptions(remeasure=a.get("remeasure") is True, replace=a.get("replace") is True,
+                                          by="editor")
         data = await asyncio.to_thread(profiles.profile_file, doc.path, a.get("function"), a.get("run"),
-                                       state.store_root, state.worker, None, doc.text)
+                                       state.store_root, state.worker, options, doc.text)
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot profile: {err}") from None
     finally:
@@ -246,6 +250,10 @@ async def profile(ls, *args):
     state.index.invalidate()
     refresh_views(ls)
     message = measurement_text(data.get("measurement"))
+    if data.get("adopted") is False:
+        message += f" — a new measurement, kept beside the shown one but not shown: {data.get('not_adopted')}"
+    elif a.get("remeasure") is True:
+        message += " — a new measurement; the views show it now"
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_PROFILE, "status": "ok", "message": message,
             "run": None, "data": data}
 

@@ -70,20 +70,21 @@ def is_model(fn: Function, result: FunctionResult | None) -> bool:
 
 
 def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple]:
-    """A model's lens line, short enough for an ordinary window: its result, ``Model`` and ``More…``
-    (a quick pick of the rest: tune, profile, scheduled code, search space, loop view, stage graph,
-    hotspots).  The result's age and how it was measured are in its tooltip."""
+    """A model's lens line, short enough for an editor beside a panel at 1000 px: ``Model · 40 µs ·
+    2.0× slower`` (opens the Model panel) and ``More…`` (a quick pick of the rest: tune, profile,
+    re-measure, scheduled code, stage graph, hotspots, search space, loop view).  Trials, age and
+    how it was measured are in the first lens's tooltip."""
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
-    short = result_lens_title(result, short=True)
-    out = [(line, short, P.CMD_SHOW_MODEL if result.meta.state == "done" else P.CMD_SHOW_SEARCH_SPACE, arg,
-            result_lens_tooltip(result))]
-    model = model_lens(uri, fn, result, line)
-    if model:
-        out.append(model)
+    done = result.meta.state == "done"
+    title = ("Model · " if done else "") + model_lens_title(result)
+    tooltip = " ".join(p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
+    out = [(line, title, P.CMD_SHOW_MODEL if done else P.CMD_SHOW_SEARCH_SPACE, arg, tooltip)]
     items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
               "argument": {"uri": uri, "function": fn.id}},
-             {"label": "Profile", "detail": "the run's per-call profile (kept: a noisier one never replaces a quieter one)",
+             {"label": "Profile", "detail": "the run's per-call profile (the shown measurement)",
               "command": P.CMD_PROFILE, "argument": arg},
+             {"label": "Re-measure", "detail": "a new dated measurement, kept beside the shown one; shown unless it "
+              "is noisier", "command": P.CMD_PROFILE, "argument": {**arg, "remeasure": True}},
              {"label": "Scheduled code", "detail": "one task's tuned kernel, linked to its call sites",
               "command": P.CMD_SHOW_CODE, "argument": arg},
              {"label": "Stage graph", "detail": "the model's kernel calls and their data flow", "panel": "stageGraph",
@@ -92,8 +93,30 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
              {"label": "Search space", "detail": "one task's candidates", "command": P.CMD_SHOW_SEARCH_SPACE, "argument": arg},
              {"label": "Loop view", "detail": "one task's scheduling strategies", "command": P.CMD_SHOW_LOOP_VIEW,
               "argument": arg}]
-    out.append((line, "More…", P.CLIENT_CMD_MORE, {"title": f"ASight: {fn.name} (run {result.meta.id})", "items": items}))
+    if done:
+        items.insert(0, {"label": "Model", "detail": "per task: calls, untuned and tuned time, share, trials",
+                         "command": P.CMD_SHOW_MODEL, "argument": arg})
+    out.append((line, "More…", P.CLIENT_CMD_MORE,
+                {"title": f"ASight: {fn.name} · run {result.meta.id} · {result.meta.trials_done} trials", "items": items}))
     return out
+
+
+def model_lens_title(result: FunctionResult) -> str:
+    """``40 µs · 2.0× slower · noisy`` (``⚠ stale`` first when the source changed)."""
+    record = result.measurement
+    m = result.meta
+    if record.get("tuned"):
+        verdict = short_speedup(record).replace(" than untuned", "").replace(" vs untuned", " faster")
+        verdict = "≈ untuned" if verdict.startswith("≈") else verdict
+        parts = [format_latency(record["tuned"]["median_us"]), verdict]
+        if (record.get("load") or {}).get("busy"):
+            parts.append("noisy")
+    elif m.best_us:
+        parts = [f"{format_latency(m.best_us)} while tuning"]
+    else:
+        parts = [m.state]
+    title = " · ".join(p for p in parts if p)
+    return f"⚠ stale · {title}" if result.stale else title
 
 
 def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple[int, str, str, dict]]:

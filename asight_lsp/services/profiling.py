@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
-from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than
+from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
@@ -144,8 +144,11 @@ def _measured(raw: dict, started: float, by: str, record: dict | None, timed_now
     """When, by whom and under which load this profile was measured, and which measurement its
     end-to-end headline is (the same one when it was timed in this profile)."""
     head = record or {}
+    calls = (((raw.get("relax") or {}).get("tasks") or {}).get("tuned") or {}).get("tasks") or [
+        s for k in raw.get("kernels") or [] for s in (((k.get("stages") or {}).get("tuned") or {}).get("stages") or [])]
+    load = {**load_of(raw.get("load")), "spread": spread_of(calls)}
     return {"id": time.strftime("%Y%m%d-%H%M%S", time.gmtime(started)) + f"-{int(started * 1000) % 1000:03d}",
-            "taken": started, "by": by, "load": load_of(raw.get("load")), "seconds": raw.get("seconds"),
+            "taken": started, "by": by, "load": load, "seconds": raw.get("seconds"),
             "headline": {"taken": head.get("taken"), "by": head.get("by"), "load": head.get("load"),
                          "same": bool(timed_now and record)}}
 

@@ -64,8 +64,15 @@ async def _command(client, command: str, arg: dict):
 async def test_model_lens_panel_views_and_code_per_task(client: LanguageClient, tuned_model):
     uri = await _open_tuned(client, tuned_model)
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
-    model_lens = [lens for lens in lenses if lens.command and lens.command.command == P.CMD_SHOW_MODEL]
-    assert len(model_lens) == 1 and model_lens[0].command.title == "Model"
+    model_lens = [lens for lens in lenses if lens.command and lens.command.title.startswith("Model · ")]
+    assert len(model_lens) == 1 and model_lens[0].command.command == P.CMD_SHOW_MODEL
+    # a model's lens line is short (issue 23): "Model · 40 µs · 2.0× slower", More… (the rest in a quick pick)
+    line = [lens.command for lens in lenses if lens.range.start.line == model_lens[0].range.start.line]
+    assert [c.title for c in line][1:] == ["More…"] and len(" | ".join(c.title for c in line)) < 48, [c.title for c in line]
+    assert "trials" in line[0].tooltip
+    more = plain(line[1].arguments[0])
+    assert line[1].command == P.CLIENT_CMD_MORE and {i["label"] for i in more["items"]} >= {
+        "Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code", "Stage graph", "Hotspots", "Search space", "Loop view"}
     arg = plain(model_lens[0].command.arguments[0])
     model = await _command(client, P.CMD_SHOW_MODEL, arg)                 # what the lens click returns
     assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
@@ -194,7 +201,9 @@ async def test_tuned_model_gets_hints_per_call_without_a_profile_click(client: L
     second = next(h for h in hints if str(h.label).endswith("#1"))
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=ident(uri), position=types.Position(line=second.position.line, character=14)))
-    assert "#1` (tuned build)" in hover.contents.value and "- tensor: float32[" in hover.contents.value
+    value = hover.contents.value
+    assert "#1`: untuned " in value and " → tuned " in value and "- tensor: float32[" in value, value
+    assert "- task `" in value and "trial" in value and "- its schedule: " in value, value   # issue 23
     profiled = [u for u in client.run_updates if u["event"] == "profiled"]     # a Model panel redraws on it
     assert len(profiled) == 1 and profiled[0]["uri"] == uri and profiled[0]["run"]["state"] == "done"
     model = plain(await client.protocol.send_request_async(P.REQ_MODEL, {"uri": uri, "function": "Module.main"}))

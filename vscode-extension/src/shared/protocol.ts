@@ -18,7 +18,7 @@ export const PROTOCOL_VERSION = 1;
 // ------------------------------------------------------------------------------------ commands
 export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
 // space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
-export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?}
+export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?, remeasure?, replace?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
 export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, function?, run?} -> searchSpace payload
 export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, run?} -> loopView payload
