@@ -29,6 +29,7 @@ RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
 CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
 IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, inputs, params, ...}
 EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, check, ...}
+COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 
 # A model's weights live beside its TVMScript file (``asight import`` writes them; measurements and
 # exports read them): ``resnet_relax.py`` -> ``resnet_relax.weights.npz``, one array per Relax param.

@@ -133,7 +133,7 @@ def model_payload(req: PayloadRequest) -> dict:
     from ..store.runs import Run
     from ..views.model import model_view
     from ..views.runs import run_summary
-    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run))
+    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run), req.run.extra if req.run else None)
 
 
 # method -> builder; None = not built yet (answers "unavailable").
