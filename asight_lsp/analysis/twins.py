@@ -77,7 +77,8 @@ def summary(relations: dict[str, dict], transfers: list[dict]) -> dict[str, dict
     ``transfers`` has one entry per transferred candidate measured: ``{task, donor, relation,
     latency_us (None: failed to build or run), own_best_us (the task's best before it, None when it had
     none), resampled (decisions re-sampled)}``.  ``gain`` = own best before / transferred latency
-    (> 1: the transfer beat what the task had found); ``adopted`` when it was faster than the task's best."""
+    (> 1: the transfer beat what the task had found); ``adopted`` when it was faster than the task's best
+    (a task with nothing measured yet *starts from* its transfers: not counted as adopted)."""
     out = {}
     for name, rel in relations.items():
         mine = [t for t in transfers if t.get("task") == name]
@@ -86,7 +87,7 @@ def summary(relations: dict[str, dict], transfers: list[dict]) -> dict[str, dict
             lat, own = t.get("latency_us"), t.get("own_best_us")
             gain = own / lat if lat and own else None
             rows.append({"from": t.get("donor"), "relation": t.get("relation"), "latencyUs": lat, "ownBestUs": own,
-                         "gain": gain, "adopted": bool(lat and (own is None or lat < own)),
+                         "gain": gain, "adopted": bool(lat and own and lat < own),
                          "resampled": t.get("resampled", 0)})
         gains = [r["gain"] for r in rows if r["gain"]]
         out[name] = {"op": rel["op"], "twins": rel["twins"], "siblings": rel["siblings"], "transfers": rows,

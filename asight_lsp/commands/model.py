@@ -8,22 +8,28 @@ from .common import add_file_run_options, show
 def add_parser(sub):
     p = sub.add_parser("model", help="per task of a tuned Relax model: calls, latency, share, trials")
     add_file_run_options(p, "the asight.model/1 payload")
+    p.add_argument("--compare-onnx", metavar="MODEL.onnx", dest="compare_onnx",
+                   help="also time the tuned model against onnxruntime on this ONNX file (same inputs, interleaved)")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds of --compare-onnx (default 15)")
     return p
 
 
 def run(args) -> int:
     from ..engine.client import WorkerClient
     from ..services.profiling import profile_file
-    from ..services.levers import run_extra
+    from ..services.levers import compare_onnx, run_extra
     from ..views.model import model_view
     from ..store.caches import archived_profiles
     from ..store.runs import Run
     with WorkerClient(args.python, default_timeout=3600) as worker:
         profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
-    run_dir = (profile.get("run") or {}).get("dir")
-    kept = [e["profile"] for e in archived_profiles(Run(run_dir))] if run_dir else []
-    return show(model_view(profile, profile.get("run"), kept, tuning=run_extra(profile.get("run"), args.work_dir)),
-                args.json, render)
+        run_dir = (profile.get("run") or {}).get("dir")
+        kept = [e["profile"] for e in archived_profiles(Run(run_dir))] if run_dir else []
+        view = model_view(profile, profile.get("run"), kept, tuning=run_extra(profile.get("run"), args.work_dir))
+        if getattr(args, "compare_onnx", None):
+            view["compareOnnx"] = compare_onnx(args.file, args.compare_onnx, args.run_ref, args.func, args.work_dir,
+                                               worker, rounds=args.rounds)
+    return show(view, args.json, render)
 
 
 def _us(value) -> str:
@@ -47,12 +53,28 @@ def render(p: dict) -> str:
             where = f"lines {c['lines'][0] + 1}-{c['lines'][1] + 1}" if c.get("lines") else "lines ?"
             lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {_us(c['tunedUs'])}")
     lines += twin_lines(p)
+    lines += outlook_lines(p)
     if p.get("notTimed"):
         lines.append(f"not timed as kernels (VM builtins or folded): {', '.join(p['notTimed'])}")
     if (p.get("measurement") or {}).get("text"):
         lines.append(p["measurement"]["text"])
     lines += [f"note: {n}" for n in p["notes"]]
+    lines += onnx_lines(p.get("compareOnnx"))
     return "\n".join(lines) + "\n"
+
+
+def onnx_lines(c: dict | None) -> list[str]:
+    """The tuned model against onnxruntime (``--compare-onnx``)."""
+    if not c:
+        return []
+    tvm_side, ort = c["tuned TVM"], c["onnxruntime"]
+    lo, hi = c["ratio"]["ci95"]
+    return ["", f"against onnxruntime {(c.get('versions') or {}).get('onnxruntime', '')}: {c['verdict']}",
+            f"  tuned TVM    {_us(tvm_side['median_us'])} (p25-p75 {_us(tvm_side['p25_us'])}-{_us(tvm_side['p75_us'])})",
+            f"  onnxruntime  {_us(ort['median_us'])} (p25-p75 {_us(ort['p25_us'])}-{_us(ort['p75_us'])})",
+            f"  TVM / onnxruntime = {c['ratio']['ratio']:.2f} (95% CI {lo:.2f}-{hi:.2f}); outputs "
+            + ("match (allclose 1e-3)" if c.get("outputs_match") else "DIFFER"),
+            f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"]
 
 
 def _verdict(t: dict) -> str:
@@ -61,6 +83,21 @@ def _verdict(t: dict) -> str:
         return (f"  default schedule kept ({_us(kept['defaultUs'])} vs best trial {_us(kept['bestTrialUs'])}, "
                 f"re-measured)")
     return "  SLOWER than untuned" if t.get("slower") else "  untuned (no trial)" if t["trials"] == 0 else ""
+
+
+def outlook_lines(p: dict, top: int = 5) -> list[str]:
+    """What the next trials are expected to buy per task (analysis/budget.py), largest first."""
+    rows = sorted((t for t in p["tasks"] if t.get("nextTrials")), key=lambda t: -t["nextTrials"]["expectedSavingUs"])
+    if not rows:
+        return []
+    out = [f"next trials (budget rule: share of the model x expected gain; {rows[0]['nextTrials']['batch']} "
+           f"trials a batch):"]
+    for t in rows[:top]:
+        n = t["nextTrials"]
+        share = f" ({n['expectedSavingShare'] * 100:.1f}% of the model)" if n.get("expectedSavingShare") else ""
+        out.append(f"  {t['task']}: ~{_us(n['expectedSavingUs'])} saved{share}; {n['trials']} trials so far, "
+                   f"{(n['share'] or 0) * 100:.0f}% of the time while tuning")
+    return out
 
 
 def twin_lines(p: dict) -> list[str]:

@@ -32,6 +32,7 @@ IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, in
 EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, check, ...}
 MEASURE_EXPORT = "measure_export"  # SourceParams + {library, run_dir, chosen, target, weights, headline_build} -> record
 ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workload, how, hashes} (worker/adopt.py)
+COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 
 # A model's weights live beside its TVMScript file (``asight import`` writes them; measurements and
 # exports read them): ``resnet_relax.py`` -> ``resnet_relax.weights.npz``, one array per Relax param.

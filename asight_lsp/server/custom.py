@@ -138,7 +138,8 @@ def model_payload(req: PayloadRequest) -> dict:
     run = Run(req.run_dir)
     kept = [e["profile"] for e in archived_profiles(run)]
     build = headline_of(req.run) if req.run is not None and req.run.kind == "relax" else None
-    return model_view(load_profile(run) or {}, run_summary(req.run), kept, build=build)
+    return model_view(load_profile(run) or {}, run_summary(req.run), kept,
+                      tuning=req.run.extra if req.run else None, build=build)
 
 
 # method -> builder; None = not built yet (answers "unavailable").

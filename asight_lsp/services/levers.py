@@ -13,3 +13,32 @@ def run_extra(run: dict | None, store_root: str | None) -> dict | None:
         return RunStore(store_root).get(run["id"]).load().extra
     except Exception:  # noqa: BLE001 - the view shows the profile; the twins section is left out
         return None
+
+
+def compare_onnx(path: str, onnx: str, run: str | None = None, function: str | None = None,
+                 store_root: str | None = None, worker=None, rounds: int = 15, budget_s: float = 20.0) -> dict:
+    """The tuned model (the run's chosen records, weights bound, as ``asight export`` builds it) against
+    onnxruntime on ``onnx``, timed interleaved in one worker process (``worker/onnx_compare.py``)."""
+    import os
+
+    from ..engine import wire
+    from ..engine.client import trusted
+    from ..errors import AsightError
+    from .lookup import chosen_records, tuned_file
+    if not os.path.isfile(onnx):
+        raise AsightError(f"{onnx}: no such ONNX file")
+    tf = tuned_file(path, function, run, store_root)
+    if tf.meta.kind != "relax":
+        raise AsightError(f"run {tf.meta.id} tuned {tf.meta.kind or 'no'} kernels, not a Relax model: "
+                          "--compare-onnx times a model")
+    if not tf.run.records():
+        raise AsightError(f"run {tf.meta.id} has no records yet")
+    params = {**wire.source_params(tf.text, tf.outline, tf.selection.unit, tf.selection.member),
+              "run_dir": str(tf.run.path), "target": tf.meta.target, "chosen": chosen_records(tf.meta),
+              "weights": wire.weights_beside(path), "onnx": os.path.abspath(onnx), "rounds": rounds,
+              "budget_s": budget_s,
+              "function": next((f.name for f in tf.selection.functions if f.kind == "relax_function"), "main")}
+    with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # onnxruntime reads the file
+        reply = unsandboxed.request(wire.COMPARE_ONNX, params, timeout=3600)
+    reply["run"] = tf.meta.id
+    return reply

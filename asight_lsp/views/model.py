@@ -108,10 +108,13 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
                      "share": tuned / total if total else None, "trials": rec.get("trials"),
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
     related = twin_rows(tuning)
+    outlook = {r["task"]: r for r in ((tuning or {}).get("budget") or {}).get("outlook") or []}
     defaults = {d["task"]: d for d in ((profile.get("measurement") or {}).get("defaults") or []) if d.get("task")}
     for row in rows:
         if row["task"] in related:
             row["twins"] = related[row["task"]]
+        if row["task"] in outlook:
+            row["nextTrials"] = outlook[row["task"]]
         if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
             row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
                                   "bestTrialUs": defaults[row["task"]].get("measured_us")}

@@ -229,7 +229,7 @@ def _choose(parsed, kind: str, run_dir, target, function: str | None) -> list[di
                  for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)]
     else:
         tasks = [(name, normalize_mod(func)) for name, func in prim_funcs(parsed, function)]
-    return choose_all(read_trials(run_dir), tasks, target)
+    return choose_all(read_trials(run_dir), tasks, target, with_default=kind == "relax")
 
 
 def _candidate(spec: dict):

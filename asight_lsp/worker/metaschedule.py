@@ -371,7 +371,8 @@ def open_database(work_dir: str):
 def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = None, rpc: str | None = None,
          on_batch: Callable[[int, list, int, list], None] | None = None, per_iter: int | None = None,
          database=None, builder=None, runner=None, constraints: list | None = None, space=None,
-         budget: TrialBudget | None = None, wrap: Callable | None = None):
+         budget: TrialBudget | None = None, wrap: Callable | None = None, scheduler=None,
+         extra_callbacks: tuple = ()):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB.
     ``budget`` (default: ``trials``) says afterwards how many known schedules the search skipped."""
     prepare_intrinsics(target)
@@ -382,6 +383,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))
+    callbacks.extend(extra_callbacks)     # e.g. worker/budget.BudgetWatch
     database = database or open_database(work_dir)
     own_builder = builder is None
     builder = builder or make_builder(threads, timeout_sec=build_timeout(target))
@@ -391,7 +393,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
             max_trials_global=trials, num_trials_per_iter=per_iter,
             builder=builder, runner=runner or make_runner(rpc),
             database=database, cost_model=ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto"),
-            measure_callbacks=callbacks, task_scheduler="gradient")
+            measure_callbacks=callbacks, task_scheduler=scheduler or "gradient")
     finally:
         if own_builder and hasattr(builder, "shutdown"):
             builder.shutdown()

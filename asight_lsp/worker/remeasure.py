@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ..analysis import default_candidate as defaults_rule
 from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from .compat import ms, relax, s_tir, tirx, tvm
@@ -54,7 +55,8 @@ def prim_inputs(mod, seed: int = 0) -> tuple[list[str], list[np.ndarray]]:
     return [name for name, _, _ in specs], random_arrays([(shape, dtype) for _, shape, dtype in specs], seed)
 
 
-def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = TOP_K) -> dict | None:
+def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = TOP_K,
+                with_default: bool = False) -> dict | None:
     """Re-measure the ``k`` fastest trials (in-tuning) of one workload, and the workload's default
     (unscheduled: what the untuned build runs) schedule in the same rounds; the best by re-measurement.
 
@@ -80,8 +82,8 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
         table.append(entry)
     if not programs:
         return None
-    default, once_us = default_program(mod, target, arrays, dev)
-    if default is not None and once_us > DEFAULT_MARGIN * min(e["tuning_us"] for e in table):
+    default, once_us = default_program(mod, target, arrays, dev) if with_default else (None, None)
+    if default is not None and not defaults_rule.worth_timing(once_us, min(e["tuning_us"] for e in table)):
         default = None     # clearly slower (one call): not worth the rounds (an untuned conv takes ~0.1-1 s)
     raw = time_rounds(programs + ([default] if default else []), budget_s=CANDIDATE_BUDGET_S * (len(programs) + 1))
     for entry in table:
@@ -93,12 +95,11 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
     default_us = float(np.median(default_samples)) if default_samples else once_us
     return {"task": name, "workload": workload, "workload_hash": trials.hashes[workload], "trial": best["trial"],
             "tuning_us": best["tuning_us"], "measured_us": best["measured_us"], "candidates": table,
-            "default_us": default_us, "default_wins": default_us is not None and default_us < best["measured_us"],
+            "default_us": default_us, "default_wins": defaults_rule.default_wins(default_us, best["measured_us"]),
             "harness": {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"], "load": raw["load"]}}
 
 
 DEFAULT_LABEL = "default schedule"
-DEFAULT_MARGIN = 3.0   # a default slower than this x the best trial in one call is not timed in rounds
 
 
 def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | None]:
@@ -119,28 +120,28 @@ def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | N
     return Program(DEFAULT_LABEL, evaluator_timer(rt.time_evaluator, entry_name(plain), dev, args)), once_us
 
 
-def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K) -> list[dict]:
-    """``choose_best`` for every task that has a valid trial and whose best beat its default schedule
-    (``tasks``: (name, tuned module)): the records a tuned build applies."""
-    return split_defaults(choose_tasks(trials, tasks, target, k))[0]
+def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
+               with_default: bool = False) -> list[dict]:
+    """``choose_best`` for every task that has a valid trial and (``with_default``: a model's tasks)
+    whose best beat its default schedule (``tasks``: (name, tuned module)): the records a build applies."""
+    return split_defaults(choose_tasks(trials, tasks, target, k, with_default))[0]
 
 
-def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K) -> list[dict]:
+def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
+                 with_default: bool = False) -> list[dict]:
     """``choose_best`` for every task that has a valid trial, default-schedule winners included."""
     chosen = []
     for name, mod in tasks:
         workload = trials.workload_of(mod)
         if workload is None:
             continue
-        entry = choose_best(trials, workload, mod, target, name, k)
+        entry = choose_best(trials, workload, mod, target, name, k, with_default)
         if entry is not None:
             chosen.append(entry)
     return chosen
 
 
-def split_defaults(chosen: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(entries whose record the tuned build applies, entries whose default schedule won)."""
-    return [c for c in chosen if not c.get("default_wins")], [c for c in chosen if c.get("default_wins")]
+split_defaults = defaults_rule.split
 
 
 def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, check: bool = True,
@@ -260,7 +261,9 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
     given), then untuned vs tuned through the harness.  ``tasks``: (name, module MetaSchedule tuned);
     for Relax ``program`` is the raw module, measured end to end.  None when no task has a record."""
     trials = read_trials(run_dir)
-    chosen, defaults = split_defaults(choose_tasks(trials, tasks, target) if chosen is None else chosen)
+    # the default schedule competes in a model's tasks (a kernel run keeps showing its tuned schedule)
+    chosen, defaults = split_defaults(choose_tasks(trials, tasks, target, with_default=kind == "relax")
+                                      if chosen is None else chosen)
     if not chosen and not defaults:
         return None
     extra = {"chosen": chosen, "trials": len(trials.rows), "defaults": defaults}

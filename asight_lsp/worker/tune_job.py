@@ -145,17 +145,39 @@ class TuningProcess:
         started = time.perf_counter()
         self.budget = tuning.TrialBudget(remaining)
         transfers, wrap = self.twin_transfer(plan)
+        per_iter = tuning.trials_per_iter(remaining, len(plan.tasks))
+        shares, scheduler, watch = self.share_scheduler(plan, per_iter)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
-                        space=space, budget=self.budget, wrap=wrap)
+                        space=space, budget=self.budget, wrap=wrap, per_iter=per_iter, scheduler=scheduler,
+                        extra_callbacks=(watch,) if watch else ())
         self.keep_transfers(transfers)
+        self.keep_outlook(shares)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
 
     def twin_transfer(self, plan):
         """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
         from . import twins
         return twins.transfer_wrap(plan, self.budget)
+
+    def share_scheduler(self, plan, per_iter: int):
+        """The task scheduler that spends the budget where it saves most (``worker/budget.py``)."""
+        from . import budget
+        if plan.kind != "relax":
+            return None, None, None
+        from ..analysis.peak import peak_figures
+        from .host import host_info
+        return budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get("gflops"))
+
+    def keep_outlook(self, state) -> None:
+        """``extra.budget`` in run.json: per task what the next batch is expected to save, and the order
+        the batches went in."""
+        if state is None:
+            return
+        self.update(extra={**self.run.load().extra, "budget": {
+            "outlook": state.outlook(), "choices": [state.names[i] for i in state.choices], "batch": state.batch,
+            "rule": "analysis/budget.py: weight x best x min(gap, 1 - (1 - rate)^batch)"}})
 
     def keep_transfers(self, log) -> None:
         """``extra.twins`` in run.json: the tasks' relations and what each transfer measured; a resumed

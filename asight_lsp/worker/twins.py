@@ -5,9 +5,10 @@ wraps a task's search: each time the task scheduler gives the task a batch, the 
 donor (its twins, then its nearest siblings; ``analysis.twins.donors``) not transferred yet is
 replayed onto this task's workload and measured with the batch:
 
-* the donor's trace without its postprocessing part; instructions on blocks this task lacks (an
-  epilogue the donor had) are dropped with everything that depends on them; blocks the donor lacked
-  (an extra epilogue here) are inlined, as MetaSchedule's AutoInline would;
+* blocks the donor lacked (an extra epilogue here) are inlined first, as MetaSchedule's AutoInline
+  would (after the trace, loop counts differed: "old_outputs.size() == new_outputs.size()");
+* then the donor's trace without its postprocessing part; instructions on blocks this task lacks
+  (an epilogue the donor had) are dropped with everything that depends on them;
 * decisions that still fit are kept (a twin's all do); a tile decision whose product no longer equals
   its loop's extent is re-sampled (a sibling's), so a sibling gets ``SIBLING_VARIANTS`` draws;
 * then this task's own postprocessors, as MetaSchedule does for its own candidates.
@@ -130,25 +131,31 @@ def _fits(sch, counter: list):
     return provide
 
 
-def transfer(trace, mod, postprocs, seed: int) -> tuple[object, int] | None:
-    """A schedule of ``mod`` from a donor's trace (see the module text), or None when it does not fit.
-    Returns (schedule, decisions re-sampled)."""
+class NoFit(Exception):
+    """The donor's trace does not fit this workload (the reason is the message)."""
+
+
+def transfer(trace, mod, postprocs, seed: int) -> tuple[object, int]:
+    """A schedule of ``mod`` from a donor's trace (see the module text): (schedule, decisions
+    re-sampled); ``NoFit`` with the reason when it does not fit."""
     names = _block_names(mod)
     pruned, mentioned = prune(trace, names)
-    sch = s_tir.Schedule(mod, seed=seed)
+    sch = s_tir.Schedule(mod, seed=max(1, seed))
     resampled = [0]
     try:
-        pruned.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fits(sch, resampled))
-        for name in sorted(names - mentioned - {"root"}):
+        for name in sorted(names - mentioned - {"root"}):   # first, so the donor's loops and blocks line up
             try:
                 sch.compute_inline(sch.get_sblock(name))
             except Exception:  # noqa: BLE001 - not inlinable (the output, a reduction): left as it is
                 pass
+        pruned.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fits(sch, resampled))
         for postproc in postprocs:
             if not postproc.apply(sch):
-                return None
-    except Exception:  # noqa: BLE001 - the donor's structure does not fit this workload
-        return None
+                raise NoFit(f"postprocessor {postproc} refused the schedule")
+    except NoFit:
+        raise
+    except Exception as err:  # noqa: BLE001 - the donor's structure does not fit this workload
+        raise NoFit(f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[-1][:300]}") from None
     return sch, resampled[0]
 
 
@@ -220,13 +227,13 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
             own = best_record(self.database, self.mod)
             for _ in range(1 if relation == "twin" else SIBLING_VARIANTS):
                 self.seed += 1
-                made = transfer(record.trace, self.mod, self.postprocs, self.seed)
-                if made is None:
+                try:
+                    sch, resampled = transfer(record.trace, self.mod, self.postprocs, self.seed)
+                except NoFit as err:
                     self.log.entries.append({"task": self.name, "donor": donor, "relation": relation,
                                              "latency_us": None, "own_best_us": _mean_us(own.run_secs) if own else None,
-                                             "resampled": 0, "error": "the donor's trace does not fit"})
+                                             "resampled": 0, "error": str(err)})
                     break
-                sch, resampled = made
                 out.append((candidate(sch), {"task": self.name, "donor": donor, "relation": relation,
                                              "own_best_us": _mean_us(own.run_secs) if own else None,
                                              "resampled": resampled}))

@@ -61,8 +61,14 @@ def test_twins_and_kept_defaults_are_shown():
     tuning = {"twins": {"relations": relate({"conv_a": sig, "conv_b": sig, "mean": None}),
                         "transfers": [{"task": "conv_a", "donor": "conv_b", "relation": "twin", "latency_us": 2.0,
                                        "own_best_us": 8.0, "resampled": 0}]}}
+    tuning["budget"] = {"outlook": [
+        {"task": "conv_a", "trials": 40, "share": 0.6, "rate": 0.01, "gap": 1.0, "batch": 32,
+         "expectedSavingUs": 1.2, "expectedSavingShare": 0.12, "done": False},
+        {"task": "mean", "trials": 2, "share": 0.1, "rate": 0.1, "gap": 1.0, "batch": 32,
+         "expectedSavingUs": 0.1, "expectedSavingShare": 0.01, "done": False}]}
     view = model_view(profile, None, tuning=tuning)
     rows = {t["task"]: t for t in view["tasks"]}
+    assert rows["conv_a"]["nextTrials"]["expectedSavingUs"] == 1.2 and "nextTrials" not in rows["conv_b"]
     assert rows["conv_a"]["twins"]["twins"] == ["conv_b"] and rows["conv_a"]["twins"]["bestGain"] == 4.0
     assert view["twinGroups"] == [["conv_a", "conv_b"]]
     assert rows["mean"]["defaultKept"] == {"defaultUs": 0.9, "bestTrialUs": 3900.0} and "twins" not in rows["mean"]
@@ -70,7 +76,10 @@ def test_twins_and_kept_defaults_are_shown():
     assert "conv_a: twin of conv_b; 1 transfer(s), 1 adopted" in text and "(4.00x)" in text
     mean = next(line for line in text.splitlines() if line.startswith("mean"))
     assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
-    assert "twins" not in render(model_view(profile))      # no run extra: no section
+    outlook = text.split("next trials")[1].splitlines()
+    assert outlook[1].strip().startswith("conv_a: ~1.2 us saved (12.0% of the model); 40 trials")
+    assert outlook[2].strip().startswith("mean: ~0.1 us")
+    assert "twins" not in render(model_view(profile)) and "next trials" not in render(model_view(profile))
 
 
 def test_a_calls_selection_skips_another_kernels_bindings():

@@ -62,7 +62,7 @@ def test_summary_says_what_each_transfer_gave():
     assert first["bestGain"] == 2160.0 / 550.0 and first["adopted"] == 1
     assert first["transfers"][1]["gain"] is None and not first["transfers"][1]["adopted"]
     assert out["fused_conv2d6_add6_relu5"]["adopted"] == 0 and out["fused_conv2d6_add6_relu5"]["bestGain"] < 1
-    assert out["fused_conv2d9_add9_relu9"]["adopted"] == 1            # the task had nothing yet: it starts there
+    assert out["fused_conv2d9_add9_relu9"]["adopted"] == 0            # the task had nothing yet: it starts there
     line = twins.describe("fused_conv2d3_add3_relu2", first)
     assert "twin of fused_conv2d3_add3_add4_relu2" in line and "(3.93x)" in line and "1 adopted" in line
     assert "started from fused_conv2d3_add3_relu2" in twins.describe("fused_conv2d9_add9_relu9",

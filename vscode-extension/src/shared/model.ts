@@ -26,6 +26,10 @@ export interface ModelTask {
   slower?: boolean; // the server's verdict (views/model.py): trials > 0 and ≥ 1.2× the untuned calls
   tuned?: boolean;
   recordUs?: number | null;
+  // issue 21 (views/model.py): twins/siblings and transfers, the budget's outlook, a kept default schedule
+  twins?: { op?: string; twins?: string[]; siblings?: string[]; transfers?: unknown[]; bestGain?: number | null; adopted?: number };
+  nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
+  defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null };
 }
 
 export interface ModelPayload {
@@ -41,6 +45,8 @@ export interface ModelPayload {
   kernelUs?: number | null;
   notTimed?: string[];
   notes?: string[];
+  twinGroups?: string[][]; // issue 21: tasks with the same main computation
+  compareOnnx?: Record<string, unknown>; // `asight model --compare-onnx` (CLI only)
 }
 
 /** A source range to select: 0-based lines, inclusive. */

@@ -1,0 +1,115 @@
+"""``asight model --compare-onnx``'s TVM side: the tuned model (built as ``asight export`` builds it:
+weights bound, the run's chosen records) and onnxruntime on the same ONNX file, timed in the same
+process in interleaved rounds on the same inputs, outputs compared.
+
+Both use the same number of threads: TVM's ``TVM_NUM_THREADS`` (the usable cores, as every
+measurement here) and onnxruntime's ``intra_op_num_threads``.  Each round times each contender
+``calls`` times back to back (the mean per call), in alternating order.  The ratio and its interval
+are ``analysis/versus.py``'s.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..analysis import versus
+from ..engine import wire
+from .compat import ms, relax, tvm
+from .model_export import _database, bind_weights
+from .parse import parse_request
+from .programs import measuring_target
+from .remeasure import flatten
+
+ONNX_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+               "tensor(int64)": "int64", "tensor(int32)": "int32"}
+
+
+def onnxruntime_module():
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ValueError("onnxruntime is not installed in the worker's Python: pip install onnxruntime "
+                         "(then asight model --compare-onnx times the tuned model against it)") from None
+    return onnxruntime
+
+
+def _inputs(session, seed: int) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in session.get_inputs():
+        shape = spec.shape
+        if any(not isinstance(d, int) for d in shape):
+            raise ValueError(f"ONNX input {spec.name} has symbolic dimensions {shape}; import with --shape")
+        dtype = ONNX_DTYPES.get(spec.type, "float32")
+        out.append((spec.name, rng.standard_normal(shape).astype(dtype)))
+    return out
+
+
+def _tuned_vm(params: dict, fn: str):
+    parsed = parse_request(params)
+    target = measuring_target(params.get("target"))
+    mod, _ = bind_weights(parsed, fn, params.get("weights"))
+    database, _ = _database(params)
+    return relax.VirtualMachine(ms.relax_integration.compile_relax(database, mod, target, params=None), tvm.cpu(0))
+
+
+def interleaved(contenders: dict, rounds: int, budget_s: float) -> tuple[dict, int]:
+    """Per contender the per-round mean µs per call; calls per round so a round takes ~budget_s/rounds."""
+    names = list(contenders)
+    once = {}
+    for name, fn in contenders.items():
+        fn()
+        started = time.perf_counter()
+        fn()
+        once[name] = time.perf_counter() - started
+    calls = max(1, int(budget_s / rounds / max(sum(once.values()), 1e-6)))
+    per = {n: [] for n in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            started = time.perf_counter()
+            for _ in range(calls):
+                contenders[name]()
+            per[name].append((time.perf_counter() - started) / calls * 1e6)
+    return per, calls
+
+
+def compare_onnx(params: dict, emit=None) -> dict:
+    """See the module text.  Returns ``{versus summary, threads, calls, rounds, outputs_match, load}``."""
+    ort = onnxruntime_module()
+    fn = params.get("function") or "main"
+    threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(params["onnx"], options, providers=["CPUExecutionProvider"])
+    inputs = _inputs(session, int(params.get("seed") or 0))
+    if emit:
+        emit({"type": "status", "message": "building the tuned model"})
+    vm = _tuned_vm(params, fn)
+    dev = tvm.cpu(0)
+    tvm_args = [tvm.runtime.tensor(a, dev) for _, a in inputs]
+    feed = dict(inputs)
+    try:
+        tvm_out = flatten(vm[fn](*tvm_args))
+    except Exception as err:  # noqa: BLE001 - the ONNX inputs are not the model's
+        raise ValueError(f"the tuned model does not take the ONNX file's inputs "
+                         f"({', '.join(f'{n}{list(a.shape)}' for n, a in inputs)}): {str(err).splitlines()[0]}") from None
+    ort_out = session.run(None, feed)
+    match = len(tvm_out) == len(ort_out) and all(
+        a.shape == b.shape and np.allclose(a, b, rtol=1e-3, atol=1e-3) for a, b in zip(tvm_out, ort_out))
+    if emit:
+        emit({"type": "status", "message": "timing the tuned model and onnxruntime, interleaved"})
+    load_before = os.getloadavg()[0]
+    per, calls = interleaved({"tuned TVM": lambda: vm[fn](*tvm_args), "onnxruntime": lambda: session.run(None, feed)},
+                             int(params.get("rounds") or 15), float(params.get("budget_s") or 20.0))
+    out = versus.summary("tuned TVM", "onnxruntime", per["tuned TVM"], per["onnxruntime"])
+    out.update(threads=threads, calls=calls, rounds=len(per["onnxruntime"]), outputs_match=bool(match),
+               samples_us=per, load={"before": load_before, "after": os.getloadavg()[0]},
+               versions={"onnxruntime": ort.__version__, "tvm": tvm.__version__},
+               method=f"same process, {len(per['onnxruntime'])} rounds in alternating order, {calls} calls a round "
+                      f"per contender (mean per call), {threads} threads each")
+    return out
+
+
+HANDLERS = {wire.COMPARE_ONNX: compare_onnx}

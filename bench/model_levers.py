@@ -1,0 +1,184 @@
+"""Ablation of the model-tuning levers of issue 21 (twins, budget, default candidate) and trial
+curves, on ResNet-18 and a transformer encoder layer built as ONNX in code, against onnxruntime.
+
+    python bench/model_levers.py [--scale tiny|full] [--budgets 128,256,512] [--models resnet18,encoder]
+                                 [--configs all,none,-twins,-budget,-default] [--rounds 15] [--out DIR]
+
+Per model, per configuration, per budget: `asight tune --new --trials B` with the levers of the
+configuration (``ASIGHT_LEVERS_OFF``: ``none`` = all off, the code before issue 21 apart from the
+peak; ``-twins`` = all on but twins), then `asight export`.  All libraries of a model and
+onnxruntime on the same ONNX file are then timed in one process, in interleaved rounds (alternating
+order, the same seeded input), each library's ratio to onnxruntime the median of per-round ratios
+with a bootstrap 95 % CI (``analysis/versus.py``), outputs compared with onnxruntime's (allclose 1e-3).
+A lever's share = the end-to-end time with it off / with all on (per budget).
+
+``--scale tiny`` (the default) uses the test-sized models (tiny ResNet 1x3x16x16 width 8; encoder
+seq 8, dim 32): the only scale run on the 2 shared cores of the development VM.  ``--scale full``
+is ResNet-18 1x3x224x224 and an encoder layer seq 128 dim 256 (hours per configuration here).
+Layout (NHWC) is not a lever yet.  Results: bench/results/model_levers.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "fixtures" / "models"))
+
+CONFIGS = {"all": "", "none": "twins,budget,default", "-twins": "twins", "-budget": "budget", "-default": "default"}
+
+
+def models(scale: str) -> dict:
+    import onnx_build
+    if scale == "full":
+        return {"resnet18": lambda: onnx_build.resnet18(seed=0, size=224),
+                "encoder": lambda: onnx_build.encoder_layer(seed=0, seq=128, dim=256, heads=4, ffn=1024)}
+    return {"resnet18": lambda: onnx_build.tiny_resnet(seed=0, size=16, width=8),
+            "encoder": lambda: onnx_build.encoder_layer(seed=0, seq=8, dim=32, heads=2, ffn=64)}
+
+
+def asight(args: list[str], cwd: Path, env: dict | None = None) -> tuple[str, float]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "asight_lsp", *args], cwd=cwd, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})})
+    if out.returncode != 0:
+        raise SystemExit(f"asight {' '.join(args)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    return out.stdout, time.perf_counter() - started
+
+
+def run_id(stdout: str) -> str:
+    line = next(line for line in stdout.splitlines() if line.startswith("run "))
+    return line.split()[1]
+
+
+def tune_and_export(script: Path, config: str, budget: int, work: Path) -> dict:
+    env = {"ASIGHT_LEVERS_OFF": CONFIGS[config]}
+    store = work / ".asight"
+    stdout, tune_s = asight(["tune", str(script), "--trials", str(budget), "--new", "--work-dir", str(store)],
+                            work, env)
+    rid = run_id(stdout)
+    lib = work / f"{script.stem}_{config}_{budget}.so"
+    _, export_s = asight(["export", str(script), "-o", str(lib), "--run", rid, "--work-dir", str(store)], work)
+    meta = json.loads((store / "runs" / rid / "run.json").read_text())
+    record = meta.get("measurement") or {}
+    curve = [(e["trials_done"], e.get("best_us")) for e in map(json.loads, (store / "runs" / rid / "events.jsonl")
+                                                               .read_text().splitlines())
+             if e.get("type") == "progress" and e.get("best_us")]
+    print(f"  {script.stem} {config:<8} {budget:>5} trials: tuned {tune_s:.0f} s, export {export_s:.0f} s, "
+          f"run {rid}", flush=True)
+    return {"library": str(lib), "run": rid, "tune_s": tune_s, "curve_runner_us": curve,
+            "job_tuned_us": (record.get("tuned") or {}).get("median_us"),
+            "job_untuned_us": (record.get("untuned") or {}).get("median_us"),
+            "defaults_kept": [d["task"] for d in record.get("defaults") or []],
+            "transfers": len(((meta.get("extra") or {}).get("twins") or {}).get("transfers") or [])}
+
+
+def time_all(onnx_path: Path, libs: dict, rounds: int, seed: int = 1) -> dict:
+    import onnxruntime as ort
+    import tvm
+    from tvm import relax
+    from asight_lsp.analysis.versus import ratio_interval
+    threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count())
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    spec = session.get_inputs()[0]
+    x = np.random.default_rng(seed).standard_normal(spec.shape).astype("float32")
+    contenders = {"onnxruntime": lambda: session.run(None, {spec.name: x})[0]}
+    for name, lib in libs.items():
+        vm = relax.VirtualMachine(tvm.runtime.load_module(lib), tvm.cpu())
+        arg = tvm.runtime.tensor(x)
+        contenders[name] = (lambda vm=vm, arg=arg: vm["main"](arg).numpy())
+    reference = contenders["onnxruntime"]()
+    agree = {n: bool(np.allclose(fn(), reference, rtol=1e-3, atol=1e-3)) for n, fn in contenders.items()}
+    once = max(1e-6, sum(_once(fn) for fn in contenders.values()))
+    calls = max(1, int(0.5 / once))
+    per = {n: [] for n in contenders}
+    load = os.getloadavg()[0]
+    for r in range(rounds):
+        for name in (list(contenders) if r % 2 == 0 else list(contenders)[::-1]):
+            started = time.perf_counter()
+            for _ in range(calls):
+                contenders[name]()
+            per[name].append((time.perf_counter() - started) / calls * 1e6)
+    out = {"threads": threads, "calls": calls, "rounds": rounds, "load": [load, os.getloadavg()[0]], "contenders": {}}
+    for name, values in per.items():
+        ratio = ratio_interval(values, per["onnxruntime"])
+        out["contenders"][name] = {"median_us": float(np.median(values)), "p25_us": float(np.percentile(values, 25)),
+                                   "p75_us": float(np.percentile(values, 75)), "vs_ort": ratio,
+                                   "outputs_match": agree[name]}
+    return out
+
+
+def _once(fn) -> float:
+    fn()
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def report(name: str, timed: dict, runs: dict, budgets: list[int], configs: list[str]) -> None:
+    c = timed["contenders"]
+    print(f"\n{name}: {timed['threads']} threads, {timed['rounds']} interleaved rounds x {timed['calls']} calls, "
+          f"load {timed['load'][0]:.1f} -> {timed['load'][1]:.1f}")
+    print(f"{'contender':<22} {'median':>10} {'p25-p75':>20} {'TVM/ort (95% CI)':>24} {'tune s':>7} outputs")
+    for key, row in c.items():
+        lo, hi = row["vs_ort"]["ci95"]
+        tune = runs.get(key, {}).get("tune_s")
+        print(f"{key:<22} {row['median_us']:>8.1f}us {row['p25_us']:>9.1f}-{row['p75_us']:<9.1f} "
+              f"{row['vs_ort']['ratio']:>8.2f} ({lo:.2f}-{hi:.2f}) {'' if tune is None else f'{tune:7.0f}'} "
+              f"{'match' if row['outputs_match'] else 'DIFFER'}")
+    for budget in budgets:
+        base = c.get(f"all@{budget}")
+        if not base:
+            continue
+        shares = [f"{cfg}: {c[f'{cfg}@{budget}']['median_us'] / base['median_us']:.2f}x"
+                  for cfg in configs if cfg != "all" and f"{cfg}@{budget}" in c]
+        print(f"  {budget} trials, time with the lever off / all on: " + ", ".join(shares))
+    print("  curves (runner's weighted best while tuning, µs):")
+    for key, run in runs.items():
+        print(f"    {key}: " + " ".join(f"{t}:{b:.0f}" for t, b in run["curve_runner_us"]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", choices=["tiny", "full"], default="tiny")
+    ap.add_argument("--budgets", default="16")
+    ap.add_argument("--models", default="resnet18,encoder")
+    ap.add_argument("--configs", default="all,none,-twins,-budget,-default")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_levers"))
+    args = ap.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    configs = args.configs.split(",")
+    work = Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    result = {"scale": args.scale, "budgets": budgets, "configs": configs, "machine": {"cores": os.cpu_count()},
+              "models": {}}
+    build = models(args.scale)
+    for name in args.models.split(","):
+        import onnx_build
+        onnx_path = Path(onnx_build.save(build[name](), work / f"{name}_{args.scale}.onnx"))
+        script = work / f"{name}_{args.scale}_relax.py"
+        if not script.exists():
+            asight(["import", str(onnx_path), "-o", str(script)], work)
+        runs = {f"{cfg}@{b}": tune_and_export(script, cfg, b, work) for b in budgets for cfg in configs}
+        timed = time_all(onnx_path, {k: r["library"] for k, r in runs.items()}, args.rounds)
+        result["models"][name] = {"runs": runs, "timed": timed}
+        report(name, timed, runs, budgets, configs)
+    out = ROOT / "bench" / "results" / "model_levers.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"(ratio > 1: slower than onnxruntime)  -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
