@@ -87,7 +87,7 @@ class Run:
     """One run directory."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        self.path = Path(path).absolute()   # sent to workers, which do not run in this cwd (docs/sandbox.md)
 
     @property
     def id(self) -> str:
@@ -356,7 +356,7 @@ class RunStore:
     """All runs under one root (``.asight`` of a workspace)."""
 
     def __init__(self, root: str | os.PathLike | None = None):
-        self.root = Path(root) if root else default_store_root()
+        self.root = (Path(root) if root else default_store_root()).absolute()
         self.runs_dir = self.root / "runs"
 
     def new_run_id(self, function: str) -> str:
