@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import namespaces as api
 from .printed import METADATA, is_reference, params_entries
-from .scope import VALUE, Scope, target_names
+from .scope import VALUE, Scope
 
 FORBIDDEN = {ast.NamedExpr: "assignment expressions (:=)", ast.Yield: "yield", ast.YieldFrom: "yield",
              ast.Await: "await"}
@@ -21,6 +21,9 @@ FORBIDDEN = {ast.NamedExpr: "assignment expressions (:=)", ast.Yield: "yield", a
 SHAPE_CALLS = {"R.Tensor", "R.Shape", "T.Buffer"}
 # The kind of a module constant named like a builtin or parser global (``exec = 0``): never used.
 SHADOW = "shadow"
+# The kind of a name a Relax block or ``if`` binds by a variable's name hint, when that name is a
+# builtin's, a parser global's or a namespace's (``stmt_rules.RelaxBody.bind_hinted``): never used.
+HINTED = "hinted"
 # What TVM's ``eval_assign`` sees: ``exec("target = rhs", {}, locals)``, no name of the script.
 TARGET_SCOPE = Scope({})
 
@@ -37,21 +40,6 @@ class Findings:
     def refuse(self, node: ast.AST, anchor: ast.AST, message: str) -> None:
         self.problems.append((node, anchor, message))
 
-    def binding(self, name: str, node: ast.AST, anchor: ast.AST, scope: Scope | None = None,
-                parameter: bool = False) -> None:
-        """Refuse binding a name the gate never counts on (``namespaces.SHADOWING``; a parameter may
-        take the names of ``namespaces.PARAMETER_NAMES``), or one of the file's namespace aliases
-        (where TVM kept the namespace, the gate would take a value)."""
-        if name in api.SHADOWING and not (parameter and name in api.PARAMETER_NAMES):
-            self.refuse(node, anchor, shadowing_message(name))
-        elif scope is not None and (scope.lookup(name) or "").startswith("ns:"):
-            self.refuse(node, anchor, f"binding '{name}', a TVMScript namespace of this file; rename it")
-
-
-def shadowing_message(name: str) -> str:
-    what = "one of TVM's parser globals" if name in api.PARSER_GLOBALS else "a Python builtin"
-    return (f"binding '{name}', {what}: TVM does not always bind a name as written (Relax name hints, "
-            "assignment targets), and there it would be the builtin; rename it")
 
 
 class ExprRules:
@@ -125,6 +113,12 @@ class ExprRules:
             self.found.refuse(node, anchor, f"dunder name '{node.id}'")
         elif kind is not None and kind.startswith("ns:"):
             self.found.refuse(node, anchor, f"the namespace '{node.id}' used as a value")
+        elif kind == HINTED:
+            what = "a TVMScript namespace" if node.id not in api.SHADOWING else \
+                "one of TVM's parser globals" if node.id in api.PARSER_GLOBALS else "Python's builtin"
+            self.found.refuse(node, anchor, f"name '{node.id}' after a Relax dataflow block or if: TVM binds the "
+                                            f"variable's name hint there, and where that is not '{node.id}', "
+                                            f"'{node.id}' is {what}; rename it")
         elif kind is not None and kind.startswith("macro!"):
             self.found.refuse(node, anchor, f"the macro '{node.id}' is refused: "
                                             f"{kind[len('macro!'):].removeprefix('not evaluated: ')}")
@@ -255,7 +249,6 @@ class ExprRules:
         inner = scope.snapshot()
         with inner.frame():
             for arg in all_arguments(node.args):
-                self.found.binding(arg.arg, node, anchor, inner)
                 inner.bind(arg.arg)
             self.check(node.body, inner, anchor)
 
@@ -267,8 +260,6 @@ class ExprRules:
                 if i:
                     self.check(gen.iter, inner, anchor)
                 self.check(gen.target, inner, anchor)
-                for name in target_names(gen.target):
-                    self.found.binding(name, gen.target, anchor, inner)
                 inner.bind_targets(gen.target)
                 for cond in gen.ifs:
                     self.check(cond, inner, anchor)

@@ -78,12 +78,3 @@ def is_value_attribute(name: str) -> bool:
 def import_namespace(module: str, name: str) -> str | None:
     """The namespace ``from MODULE import NAME`` binds (``tvm.script``, ``tirx`` -> ``T``)."""
     return IMPORTS.get(f"{module}:{name}")
-
-# Builtins a function *parameter* may be named (ONNX models name their input ``input``): TVM binds a
-# TIR or Relax parameter by its Python name in the var table, and the places where it does not
-# (assignment targets, name hints) are checked on their own (``expr_rules.check_target``,
-# ``TARGET_SCOPE``).  Should one ever resolve to the builtin, it computes a value (or reads the
-# worker's own stdin): none reaches code, attributes or the system.
-PARAMETER_NAMES = frozenset({"input", "id", "format", "hash", "iter", "next", "pow", "str", "bytes", "ord", "chr",
-                             "repr", "ascii", "bin", "hex", "oct", "complex", "frozenset", "isinstance",
-                             "issubclass", "callable", "bytearray"})

@@ -21,8 +21,8 @@ from __future__ import annotations
 import ast
 from copy import deepcopy
 
-from .expr_rules import (ExprRules, Findings, all_arguments, free_names, parse_code_string, shape_strings,
-                         stored_parts)
+from .expr_rules import (HINTED, ExprRules, Findings, all_arguments, free_names, parse_code_string,
+                         shape_strings, stored_parts)
 from .namespaces import SHADOWING, decorator_of
 from .tvmscript_api import PARSER_GLOBALS
 from .scope import Scope, target_names
@@ -127,7 +127,7 @@ class StatementRules:
             for arg in node.args.args:
                 self.check(arg.annotation, node)
                 self.bind_shape_names(arg.annotation)  # T.Buffer(("n",)): a match variable from here on
-                self.bind(arg.arg, arg, node, parameter=True)
+                self.bind(arg.arg, arg, node)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             TirBody(self).body(node.body)
@@ -146,7 +146,7 @@ class StatementRules:
                 self.bind_shape_names(arg.annotation)  # R.Tensor(("n", "m")): symbolic variables
             for arg in node.args.args:
                 self.check_strings(arg.annotation, node)
-                self.bind(arg.arg, arg, node, parameter=True)
+                self.bind(arg.arg, arg, node)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             for stmt in node.body:  # TVM evaluates nested functions' (last) decorators before the body
@@ -155,9 +155,8 @@ class StatementRules:
                         self.check(decorator, node, decorator=True)
             RelaxBody(self).body(node.body)
 
-    def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value", parameter: bool = False) -> None:
-        """Bind a name in the current frame; a name the gate never counts on is refused."""
-        self.found.binding(name, node, anchor, self.scope, parameter)
+    def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
+        """Bind a name TVM (or Python) binds as written, in the current frame."""
         self.scope.bind(name, kind)
 
     def macro(self, node: ast.FunctionDef) -> None:
@@ -290,9 +289,7 @@ class _Body:
         self.rules.expr.check_target(target, stmt)
 
     def bind_targets(self, target: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
-        """Bind the names a target stores (a name the gate never counts on is refused)."""
-        for name in target_names(target):
-            self.rules.found.binding(name, target, anchor, self.scope)
+        """Bind the names a target stores: TVM's ``eval_assign`` binds them as written."""
         self.scope.bind_targets(target, kind)
 
     def _FunctionDef(self, stmt):
@@ -374,9 +371,12 @@ class RelaxBody(_Body):
 
     def bind_hinted(self, name: str) -> None:
         """A name TVM binds by a Relax variable's *name hint* (after a dataflow block, an ``if``):
-        only when the script's last binding of it emitted a variable of that name (``emits``), and
-        never a name the gate does not count on (its binding was refused where it was written)."""
-        if name not in SHADOWING and not (self.scope.lookup(name) or "").startswith("ns:"):
+        only when the script's last binding of it emitted a variable of that name (``emits``).  A
+        builtin's, parser global's or namespace's name is never counted on there (``HINTED``: its
+        uses are refused): were ``emits`` wrong, it would be that builtin for TVM."""
+        if name in SHADOWING or (self.scope.lookup(name) or "").startswith("ns:"):
+            self.scope.bind(name, HINTED)
+        else:
             self.scope.bind(name)
 
 
@@ -396,7 +396,7 @@ def output_names(body: list[ast.stmt], aliases: dict | None = None) -> list[str]
         target = _single_target(stmt)
         if isinstance(target, ast.Name):
             last[target.id] = stmt.value
-    return [n for n in names if n not in last or emits(last[n], aliases)]
+    return [n for n in names if n in last and emits(last[n], aliases)]   # others keep their outer binding
 
 
 def last_bound(body: list[ast.stmt], aliases: dict | None = None) -> str | None:
