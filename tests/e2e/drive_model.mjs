@@ -177,6 +177,18 @@ async function surfaces(tag) {
 
 let failure = null;
 facts.surfaces = {};
+facts.sectionErrors = {};
+
+/** A part of the drive whose failure is recorded (with a screenshot) without stopping the rest. */
+async function section(name, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    facts.sectionErrors[name] = String(err && err.stack || err).slice(0, 1500);
+    await shot(`failure-${name.replace(/\W+/g, "-")}`).catch(() => undefined);
+    await page.keyboard.press("Escape").catch(() => undefined);
+  }
+}
 try {
   await setTheme(LIGHT);
   await gotoWorkspace();
@@ -297,38 +309,42 @@ try {
   step("task selector", facts.taskSelector);
   await shot("task-space");
 
-  // The task's scheduled code (More… → Scheduled code), the task under the cursor offered first.
-  const binding = /#\d+ (\w+)/.exec(measuredRow.calls[0])[1];
-  const source = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "R.dataflow" }) }).first();
-  // near the line's start: a long line runs under the panel group beside, whose webview takes the click
-  await source.locator(".view-line", { hasText: new RegExp(`^\\s*${binding}:\\sR\\.Tensor`) }).first()
-    .click({ position: { x: 140, y: 6 } });
-  await more("Scheduled code");
-  const first = page.locator(".quick-input-list .monaco-list-row").first();
-  await first.waitFor({ timeout: 60000 });
-  facts.codePick = (await first.innerText()).replace(/\s+/g, " ").trim();
-  step("code task pick", { first: facts.codePick });
-  await page.keyboard.press("Enter");
-  const codeTab = page.locator(".tabs-container .tab", { hasText: /\.scheduled\.py/ });
-  await codeTab.first().waitFor({ timeout: 120000 });
-  await page.locator(".monaco-editor .view-lines", { hasText: "T.prim_func" }).first().waitFor({ timeout: 30000 });
-  facts.codeTab = (await codeTab.first().innerText()).replace(/\s+/g, "");
-  facts.codeSelected = (await selectedLines()).lines;
-  facts.codeStatus = (await page.locator(".statusbar").innerText().catch(() => "")).replace(/\s+/g, " ");
-  step("task code", { tab: facts.codeTab, status: facts.codeStatus.slice(0, 160) });
-  await shot("task-code");
+  await section("code and export", async () => {
+    // The task's scheduled code (More… → Scheduled code), the task under the cursor offered first.
+    const binding = /#\d+ (\w+)/.exec(measuredRow.calls[0])[1];
+    const source = page.locator(".monaco-editor", { has: page.locator(".view-lines", { hasText: "R.dataflow" }) }).first();
+    // near the line's start: a long line runs under the panel group beside, whose webview takes the click
+    await source.locator(".view-line", { hasText: new RegExp(`^\\s*${binding}:\\sR\\.Tensor`) }).first()
+      .click({ position: { x: 140, y: 6 } });
+    await more("Scheduled code");
+    // the task pick replaces the More… pick: wait for its row of the task under the cursor
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: /at the cursor|% of kernel time/ }).first()
+      .waitFor({ timeout: 60000 });
+    const first = page.locator(".quick-input-list .monaco-list-row").first();
+    facts.codePick = (await first.innerText()).replace(/\s+/g, " ").trim();
+    step("code task pick", { first: facts.codePick });
+    await page.keyboard.press("Enter");
+    const codeTab = page.locator(".tabs-container .tab", { hasText: /\.scheduled\.py/ });
+    await codeTab.first().waitFor({ timeout: 120000 });
+    await page.locator(".monaco-editor .view-lines", { hasText: "T.prim_func" }).first().waitFor({ timeout: 30000 });
+    facts.codeTab = (await codeTab.first().innerText()).replace(/\s+/g, "");
+    facts.codeSelected = (await selectedLines()).lines;
+    facts.codeStatus = (await page.locator(".statusbar").innerText().catch(() => "")).replace(/\s+/g, " ");
+    step("task code", { tab: facts.codeTab, status: facts.codeStatus.slice(0, 160) });
+    await shot("task-code");
 
-  // Export from the palette: a progress notification, then the library path and the check.
-  await palette("ASight: Export Tuned Model");
-  const progress = page.locator(".notification-toast", { hasText: "ASight: exporting" });
-  await progress.waitFor({ timeout: 60000 }).then(() => { facts.exportProgress = true; }).catch(() => undefined);
-  const done = page.locator(".notification-toast", { hasText: /ASight: wrote|cannot export/ });
-  await done.first().waitFor({ timeout: 300000 });
-  facts.exportMessage = (await done.first().locator(".notification-list-item-message").innerText()).trim();
-  facts.exportButtons = await done.first().locator(".monaco-button, a.monaco-button").allInnerTexts();
-  step("exported", { message: facts.exportMessage.slice(0, 200) });
-  await shot("exported");
-  await page.keyboard.press("Escape");
+    // Export from the palette: a progress notification, then the library path and the check.
+    await palette("ASight: Export Tuned Model");
+    const progress = page.locator(".notification-toast", { hasText: "ASight: exporting" });
+    await progress.waitFor({ timeout: 60000 }).then(() => { facts.exportProgress = true; }).catch(() => undefined);
+    const done = page.locator(".notification-toast", { hasText: /ASight: wrote|cannot export/ });
+    await done.first().waitFor({ timeout: 300000 });
+    facts.exportMessage = (await done.first().locator(".notification-list-item-message").innerText()).trim();
+    facts.exportButtons = await done.first().locator(".monaco-button, a.monaco-button").allInnerTexts();
+    step("exported", { message: facts.exportMessage.slice(0, 200) });
+    await shot("exported");
+    await page.keyboard.press("Escape");
+  });
 
   // Every surface at two window sizes, light and dark (panels beside the source, as a user opens them).
   await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click();
@@ -336,7 +352,8 @@ try {
     await page.setViewportSize({ width: w, height: h });
     await setTheme(theme);
     await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click().catch(() => undefined);
-    await surfaces(`${w}x${h}-${theme === DARK ? "dark" : "light"}`);
+    const tag = `${w}x${h}-${theme === DARK ? "dark" : "light"}`;
+    await section(`surfaces ${tag}`, () => surfaces(tag));
   }
 } catch (err) {
   failure = err;

@@ -17,7 +17,7 @@ SIZES = ["1400x900-light", "1000x800-light", "1400x900-dark", "1000x800-dark"]
 
 
 def reached(facts: dict, step: str) -> None:
-    assert step in facts["steps"], f"the drive stopped before '{step}': {facts.get('error')}"
+    assert step in facts["steps"], f"the drive stopped before '{step}': {facts.get('error')} {facts.get('sectionErrors')}"
 
 
 def test_model_lens_line_is_short_and_the_panel_lists_every_task(model_session):
