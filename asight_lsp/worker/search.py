@@ -60,6 +60,10 @@ class MeasuredSchedules:
     def __len__(self) -> int:
         return sum(len(mods) for mods in self._by_hash.values())
 
+    def remember(self, mod) -> None:
+        """Add a schedule measured outside the search (a twin's transfer, ``worker/twins.py``)."""
+        self._by_hash.setdefault(int(tvm_ffi.structural_hash(mod)), []).append(mod)
+
     def holds(self, mod) -> bool:
         known = self._by_hash.get(int(tvm_ffi.structural_hash(mod)), [])
         return any(tvm_ffi.structural_equal(mod, other) for other in known)

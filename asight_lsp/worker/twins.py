@@ -200,6 +200,7 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
         self.inner, self.name, self.log, self.budget = inner, name, log, budget
         self.mod, self.postprocs, self.database = None, [], None
         self.pending: list[dict] = []
+        self.pending_mods: list = []
         self.seed = 0
 
     def _initialize_with_tune_context(self, context) -> None:
@@ -242,15 +243,14 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
         return out
 
     def generate_measure_candidates(self):
-        inner = self.inner.generate_measure_candidates()
-        if self.budget is not None and self.budget.left <= 0:
-            transfers = []
-        else:
-            transfers = self._transfers()
-            if self.budget is not None:
-                transfers = transfers[:self.budget.left]
-                self.budget.left -= len(transfers)
+        # transfers first: near the end of the budget a donor's best is worth more than a search draw
+        transfers = [] if self.budget is not None and self.budget.left <= 0 else self._transfers()
+        if self.budget is not None:
+            transfers = transfers[:self.budget.left]
+            self.budget.left -= len(transfers)
         self.pending = [entry for _, entry in transfers]
+        self.pending_mods = [c.sch.mod for c, _ in transfers]
+        inner = self.inner.generate_measure_candidates()
         if not transfers:
             return inner
         return [c for c, _ in transfers] + list(inner or [])
@@ -259,7 +259,11 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
         k = len(self.pending)
         for entry, result in zip(self.pending, list(results)[:k]):
             self.log.entries.append({**entry, "latency_us": _mean_us(result.run_secs) if not result.error_msg else None})
-        self.pending = []
+        known = getattr(self.inner, "measured", None)     # search.BudgetedSearch: never propose them again
+        for mod in self.pending_mods:
+            if known is not None and hasattr(known, "remember"):
+                known.remember(mod)
+        self.pending, self.pending_mods = [], []
         rest_c, rest_r = list(measure_candidates)[k:], list(results)[k:]
         if rest_c:
             self.inner.notify_runner_results(rest_c, rest_r)
