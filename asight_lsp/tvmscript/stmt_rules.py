@@ -395,8 +395,10 @@ def output_names(body: list[ast.stmt], aliases: dict | None = None) -> list[str]
     for stmt in body:
         target = _single_target(stmt)
         if isinstance(target, ast.Name):
-            last[target.id] = stmt.value
-    return [n for n in names if n in last and emits(last[n], aliases)]   # others keep their outer binding
+            last[target.id] = emits(stmt.value, aliases)
+        elif isinstance(stmt, ast.FunctionDef):   # a local function: a variable of its name
+            last[stmt.name] = True
+    return [n for n in names if last.get(n)]   # others keep their outer binding, if any
 
 
 def last_bound(body: list[ast.stmt], aliases: dict | None = None) -> str | None:
