@@ -255,8 +255,11 @@ def build_lines(meta: RunMeta) -> list[str]:
     if meta.kind != "relax":
         return []
     from ..services.export import headline_of
+    from ..analysis.deployable import unrecorded_text
     build = headline_of(meta)
-    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"]
+    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (meta.measurement or {}).get("chosen") or [])
+    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
+        ([f"         !!! {untried}"] if untried else [])
 
 
 def speedup(meta: RunMeta) -> float | None:
