@@ -257,7 +257,8 @@ def build_lines(meta: RunMeta) -> list[str]:
     from ..services.export import headline_of
     from ..analysis.deployable import unrecorded_text
     build = headline_of(meta)
-    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (meta.measurement or {}).get("chosen") or [])
+    record = meta.measurement or {}
+    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (record.get("chosen") or []) + (record.get("defaults") or []))
     return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
         ([f"         !!! {untried}"] if untried else [])
 
