@@ -31,6 +31,17 @@ def headline_build(build: dict | None, digest_now: str | None) -> dict:
     return {"deployable": True, "stale": False, "text": DEPLOYABLE if digest_now else NO_WEIGHTS}
 
 
+def unrecorded_text(tasks: list[str], chosen: list[dict]) -> str | None:
+    """The tasks a run ended without a record for (the budget did not reach them, or every trial
+    failed): the headline ran them on TVM's default schedule and `asight export` will refuse them."""
+    have = {c.get("task") for c in chosen}
+    missing = [t for t in tasks if t not in have]
+    if not missing:
+        return None
+    return (f"{len(missing)} of {len(tasks)} kernels have no record (default schedule): {', '.join(missing)}; "
+            "`asight export` refuses them: raise --trials, or export with --tune-missing N")
+
+
 def _us(value: float | None) -> str:
     if value is None:
         return "?"

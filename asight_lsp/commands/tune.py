@@ -255,8 +255,12 @@ def build_lines(meta: RunMeta) -> list[str]:
     if meta.kind != "relax":
         return []
     from ..services.export import headline_of
+    from ..analysis.deployable import unrecorded_text
     build = headline_of(meta)
-    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"]
+    record = meta.measurement or {}
+    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (record.get("chosen") or []) + (record.get("defaults") or []))
+    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
+        ([f"         !!! {untried}"] if untried else [])
 
 
 def speedup(meta: RunMeta) -> float | None:

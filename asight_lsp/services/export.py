@@ -45,7 +45,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path), "target": meta.target, "chosen": chosen_records(meta),
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
-              "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned)}
+              "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
+              "defaults": [d["task"] for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
@@ -98,6 +99,9 @@ def applied_text(reply: dict) -> str:
     text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
     if applied.get("tuned_at_export"):
         text += f" ({len(applied['tuned_at_export'])} tuned at export: {', '.join(applied['tuned_at_export'])})"
+    if applied.get("default_kept"):
+        text += (f"; default schedule kept (re-measured faster than every trial): "
+                 f"{', '.join(applied['default_kept'])}")
     if applied.get("missing"):
         text += f"; NOT TUNED (TVM's default schedule, accepted with --allow-untuned): {', '.join(applied['missing'])}"
     if applied.get("folded"):

@@ -30,7 +30,7 @@ from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
 from .relax_pipeline import bind_weights, deployable  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
-from .remeasure import applied_kernels, choose_all, flatten, relax_inputs
+from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
 
 EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
 EXPORT_CHOSEN = "chosen.json"          # their best by re-measurement (trial indices into that database)
@@ -52,24 +52,30 @@ def _export_tuned(run_dir: str) -> tuple[object, list[dict]]:
 
 
 def _database(params: dict):
-    """The run's chosen records (or its whole database) plus the kernels tuned at export."""
+    """The run's chosen records (or its whole database) plus the kernels tuned at export, and the
+    tasks whose default schedule re-measured faster than every trial (kept on purpose)."""
     chosen = params.get("chosen")
+    kept = set(params.get("defaults") or [])
     if not chosen:
-        return run_database(params["run_dir"]), chosen, []
+        return run_database(params["run_dir"]), chosen, [], kept
     database = chosen_database(read_trials(params["run_dir"]), chosen)
-    trials, extra = _export_tuned(params["run_dir"])
+    trials, entries = _export_tuned(params["run_dir"])
+    extra, won = split_defaults(entries)
     if extra:
         chosen_database(trials, extra, database)
-    return database, chosen, extra
+    return database, chosen, extra, kept | {c["task"] for c in won}
 
 
-def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict]) -> dict:
-    """Which kernels of the deployable build take a record; ``missing``: on the default schedule;
-    ``folded``: tuned tasks the deployable build no longer has (weight-only kernels of a run tuned
-    before the build bound its weights); ``tuned_at_export``: kernels whose record an export tuned."""
+def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict], kept: set) -> dict:
+    """Which kernels of the deployable build take a record; ``default_kept``: on the default
+    schedule because the run's re-measurement found it faster than every trial (``kept``);
+    ``missing``: on the default schedule without such a measurement; ``folded``: tuned tasks the
+    deployable build no longer has (weight-only kernels of a run tuned before the build bound its
+    weights); ``tuned_at_export``: kernels whose record an export tuned."""
     applied = applied_kernels(mod, database, target)
-    tuned = {c["task"] for c in chosen or []}
-    applied["missing"] = list(applied["default"])
+    tuned = {c["task"] for c in chosen or []} | kept
+    applied["default_kept"] = sorted(set(applied["default"]) & kept)
+    applied["missing"] = [k for k in applied["default"] if k not in kept]
     applied["folded"] = sorted(tuned - set(applied["from_records"]) - set(applied["default"]))
     applied["tuned_at_export"] = sorted({c["task"] for c in extra} & set(applied["from_records"]))
     return applied
@@ -96,7 +102,7 @@ def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: s
     tuning.tune(tuning.Plan("relax", tasks, mod, fn), target, str(work), trials, on_batch=on_batch)
     if emit:
         emit({"type": "status", "message": f"re-measuring the best candidates of {len(tasks)} kernels"})
-    chosen = choose_all(read_trials(work), [(t.name, t.mod) for t in tasks], target)
+    chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True)
     _, before = _export_tuned(run_dir)
     keep = [c for c in before if c["task"] not in {n["task"] for n in chosen}] + chosen
     (work / EXPORT_CHOSEN).write_text(json.dumps(keep), encoding="utf-8")
@@ -124,15 +130,15 @@ def export_model(params: dict, emit=None) -> dict:
     _relax_entry(parsed, fn)
     target = measuring_target(params.get("target"))
     mod, bound = deployable(parsed, fn, params.get("weights"))
-    database, chosen, extra = _database(params)
-    applied = kernels_applied(mod, database, target, chosen, extra)
+    database, chosen, extra, kept = _database(params)
+    applied = kernels_applied(mod, database, target, chosen, extra, kept)
     if chosen and not applied["from_records"] and not int(params.get("tune_missing") or 0):
         raise ValueError(f"the build applied none of the run's {len(chosen)} tuned kernels (do the records match "
                          "this model? re-tune after editing it, or export with --tune-missing N)")
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
         extra = tune_missing(mod, fn, target, applied["missing"], int(params["tune_missing"]), params["run_dir"], emit)
-        database, chosen, extra = _database(params)
-        applied = kernels_applied(mod, database, target, chosen, extra)
+        database, chosen, extra, kept = _database(params)
+        applied = kernels_applied(mod, database, target, chosen, extra, kept)
     if emit:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
     executable = ms.relax_integration.compile_relax(database, mod, target, params=None)

@@ -76,3 +76,11 @@ def test_lens_and_tune_summary_name_the_headline_build(tmp_path):
     assert "⚠ not the exported build" in result_lens_title(result)
     meta.kind = "tir"
     assert build_lines(meta) == [] and "build" not in result_lens_title(result)
+
+
+def test_tune_summary_says_which_kernels_have_no_record():
+    from asight_lsp.analysis.deployable import unrecorded_text
+    assert unrecorded_text(["a", "b"], [{"task": "a"}, {"task": "b"}]) is None
+    text = unrecorded_text(["a", "softmax", "layer_norm"], [{"task": "a"}])
+    assert text.startswith("2 of 3 kernels have no record (default schedule): softmax, layer_norm")
+    assert "--tune-missing N" in text
