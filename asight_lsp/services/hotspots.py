@@ -20,7 +20,7 @@ from ..store.caches import archived_profiles
 from ..store.runs import RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
-from ..views.measured import shown_measurement
+from ..views.measured import others_text, shown_measurement
 from .lookup import read_text
 from .profiling import ProfileOptions, profile_file
 
@@ -44,6 +44,8 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     unit = {**wire.source_params(text, outline, selection.unit), "weights": wire.weights_beside(path)}
     out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
            "parts": [], "measurement": shown_measurement(profile, [e["profile"] for e in archived_profiles(run)])}
+    kept_aside = others_text(out["measurement"])   # a newer, noisier measurement the view does not show
+    out["notes"] = [kept_aside] if kept_aside else []
     if profile.get("kind") == "relax":
         out["parts"].append(_relax_part(profile["relax"], unit, selection, outline, worker))
     else:

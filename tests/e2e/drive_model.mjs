@@ -156,6 +156,11 @@ const hotspotFacts = (f) => f.evaluate(() => ({
 /** Check and photograph the editor, Model panel, loop view and stage graph at one size and theme. */
 async function surfaces(tag) {
   const out = {};
+  // the source as a user comes back to it: scrolled to its top-left (a selection may have scrolled it sideways)
+  await page.locator(".monaco-editor .view-lines", { hasText: "R.dataflow" }).first().click({ position: { x: 60, y: 10 } })
+    .catch(() => undefined);
+  await page.keyboard.press("Control+Home");
+  await page.waitForTimeout(300);
   out.lens = await lensVisibility();
   await shot(`${tag}-editor`);
   await focusTab("ASight Model");
@@ -344,6 +349,9 @@ try {
     step("exported", { message: facts.exportMessage.slice(0, 200) });
     await shot("exported");
     await page.keyboard.press("Escape");
+    // close the code view: it opened a third editor group beside the panels
+    await codeTab.first().hover();
+    await codeTab.first().locator(".codicon-close, .tab-actions .action-label").first().click().catch(() => undefined);
   });
 
   // Every surface at two window sizes, light and dark (panels beside the source, as a user opens them).
