@@ -144,7 +144,10 @@ def report(name: str, timed: dict, runs: dict, budgets: list[int], configs: list
         print(f"  {budget} trials, time with the lever off / all on: " + ", ".join(shares))
     print("  curves (runner's weighted best while tuning, µs):")
     for key, run in runs.items():
-        print(f"    {key}: " + " ".join(f"{t}:{b:.0f}" for t, b in run["curve_runner_us"]))
+        points = " ".join(f"{t}:{b:.0f}" for t, b in run["curve_runner_us"])
+        print(f"    {key}: " + (points or "none (the runner's model figure needs every task measured)")
+              + f"; job's own untuned -> tuned {run['job_untuned_us'] or 0:.0f} -> {run['job_tuned_us'] or 0:.0f} us"
+              + f"; transfers {run['transfers']}; defaults kept {len(run['defaults_kept'])}")
 
 
 def main() -> int:
