@@ -398,6 +398,10 @@ def output_names(body: list[ast.stmt], aliases: dict | None = None) -> list[str]
             last[target.id] = emits(stmt.value, aliases)
         elif isinstance(stmt, ast.FunctionDef):   # a local function: a variable of its name
             last[stmt.name] = True
+        elif isinstance(stmt, ast.If):   # the name both branches bind last
+            joined = last_bound(stmt.body, aliases)
+            if joined is not None and joined == last_bound(stmt.orelse, aliases):
+                last[joined] = True
     return [n for n in names if last.get(n)]   # others keep their outer binding, if any
 
 

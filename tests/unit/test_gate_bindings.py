@@ -40,6 +40,8 @@ def test_a_name_relax_binds_by_another_hint_is_not_bound_after_its_block(snippet
     relax("with R.dataflow():\n    y = I.meta_var(x)\n    y = R.add(y, y)\n    R.output(y)\nreturn y"),
     relax("with R.dataflow():\n    @R.function\n    def y(a: R.Tensor((8,), 'float32')):\n        return a\n"
           "    R.output(y)\nz = y(x)\nreturn z"),
+    relax("with R.dataflow():\n    if c:\n        y = R.add(x, x)\n    else:\n        y = R.multiply(x, x)\n"
+          "    R.output(y)\nreturn y", sig='x: R.Tensor((8,), "float32"), c: R.Prim("bool")'),
 ])
 def test_a_name_relax_emits_under_that_name_is_bound_after_its_block(snippet):
     assert refusals(snippet) == []
