@@ -43,7 +43,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     if os.path.isdir(out):
         raise AsightError(f"{out} is a directory; name the library file (model.so)")
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
-              "run_dir": str(found.path), "target": meta.target, "chosen": chosen_records(meta),
+              "run_dir": str(found.path.resolve()), "target": meta.target, "chosen": chosen_records(meta),
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
               "defaults": [d["task"] for d in (meta.measurement or {}).get("defaults") or []]}
