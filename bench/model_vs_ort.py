@@ -216,6 +216,7 @@ def main() -> int:
         print(f"  {budget} trials: run {run['run']} recorded headline {run['headline_us'] / 1e3:.3f} ms when tuning "
               f"ended (its own rounds, not these)")
     out = ROOT / "bench" / "results" / f"model_vs_ort{'' if which == 'resnet18' else '_' + which}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"(ratio > 1: slower than onnxruntime)  -> {out}")
     return 0

@@ -44,7 +44,7 @@ def weights_beside(script_path: str | None) -> str | None:
     import os
     if not script_path:
         return None
-    root, _ = os.path.splitext(script_path)
+    root, _ = os.path.splitext(os.path.abspath(script_path))   # workers run in another directory
     path = root + WEIGHTS_SUFFIX
     return path if os.path.isfile(path) else None
 

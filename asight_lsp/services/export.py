@@ -11,7 +11,7 @@ from ..engine.client import borrowed, trusted
 from ..errors import AsightError
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
-from .lookup import chosen_records, tuned_file
+from .lookup import tuned_file
 
 LOAD_SNIPPET = """import os
 # TVM's runtime may otherwise default to one thread: the headline was measured with {threads}
@@ -43,7 +43,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     if os.path.isdir(out):
         raise AsightError(f"{out} is a directory; name the library file (model.so)")
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
-              "run_dir": str(found.path), "target": meta.target, "chosen": chosen_records(meta),
+              "run_dir": str(found.path.resolve()), "target": meta.target,
+              "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
               "defaults": [d["task"] for d in (meta.measurement or {}).get("defaults") or []]}
@@ -57,7 +58,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)
-    if measure and params["chosen"]:
+    if measure and params["chosen"] is not None:
         reply["measured"] = measure_library(params, meta, reply, on_event, getattr(worker, "python", None))
     return reply
 

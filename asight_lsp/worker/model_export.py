@@ -56,7 +56,7 @@ def _database(params: dict):
     tasks whose default schedule re-measured faster than every trial (kept on purpose)."""
     chosen = params.get("chosen")
     kept = set(params.get("defaults") or [])
-    if not chosen:
+    if chosen is None:        # a run without a measurement: its fastest records while tuning
         return run_database(params["run_dir"]), chosen, [], kept
     database = chosen_database(read_trials(params["run_dir"]), chosen)
     trials, entries = _export_tuned(params["run_dir"])

@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 
 
 def _tuned(base: Path, model, trials: int, monkeypatch_env) -> tuple[Path, object]:
-    """`asight import` then a tuning job of ``trials`` trials (one per batch: every task gets one)."""
+    """`asight import` then a tuning job of ``trials`` trials, one per batch (twice the kernels: the
+    budget allocator warms every task up, then may spend the rest on the heavy ones)."""
     from asight_lsp.services.tuning import TuneRequest, start_tune
     onnx_build.save(model, base / "m.onnx")
     assert asight(["import", str(base / "m.onnx")]) == 0
@@ -47,13 +48,13 @@ def _export(script: Path, out: Path, *extra: str) -> subprocess.CompletedProcess
 def encoder(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         return _tuned(tmp_path_factory.mktemp("encoder"), onnx_build.encoder_layer(seed=1, seq=8, dim=16, heads=2, ffn=32),
-                      11, mp)
+                      22, mp)
 
 
 @pytest.fixture(scope="module")
 def resnet(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
-        return _tuned(tmp_path_factory.mktemp("resnet"), onnx_build.tiny_resnet(seed=3, size=8, width=4), 6, mp)
+        return _tuned(tmp_path_factory.mktemp("resnet"), onnx_build.tiny_resnet(seed=3, size=8, width=4), 12, mp)
 
 
 def _tasks_with_a_record(meta) -> set[str]:
