@@ -12,7 +12,8 @@ import sys
 from .errors import AsightError
 
 COMMANDS = ["check", "outline", "tune", "profile", "hotspots", "space", "loops", "principles", "report",
-            "demo", "serve", "code", "import", "export", "model"]
+            "demo", "serve", "code", "import", "export", "model", "adopt",
+            "counters"]
 MODULES = {"import": "import_model"}   # a command whose module name differs (``import`` is a keyword)
 
 

@@ -23,7 +23,7 @@ PROTOCOL_VERSION = 1
 # workspace/executeCommand ids.  Argument object fields are listed next to each.
 CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
 # space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
-CMD_PROFILE = "asight.profile"                 # {uri, function?, run?}
+CMD_PROFILE = "asight.profile"                 # {uri, function?, run?, remeasure?, replace?}
 CMD_CANCEL = "asight.cancel"                   # {run?} (none: every running job of this server)
 CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"  # {uri?, function?, run?} -> searchSpace payload
 CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loopView payload
@@ -36,6 +36,10 @@ CMD_SHOW_MODEL = "asight.showModel"            # {uri, function?, run?} -> model
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
             CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL]
 TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL}     # refused in an untrusted workspace
+# Run by the extension, not the server: a lens "More…" (a model's short lens line) as a quick pick
+# {title, items: [{label, detail?, command?, panel?, argument}]}; an item runs `command` (a server
+# command, through the same path as a lens) or opens the webview `panel` with `argument`.
+CLIENT_CMD_MORE = "asight.ui.more"
 
 # --------------------------------------------------------------------------- custom requests
 REQ_RUNS = "asight/runs"                 # {uri?, function?} -> runs payload
@@ -74,7 +78,7 @@ REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEA
                    REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
                    REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF,
                    REQ_MODEL: SCHEMA_MODEL}
-CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"]   # asight/code "level"
+CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"]   # asight/code "level" (cuda: a GPU run's CUDA source)
 
 STATUS_OK = "ok"
 STATUS_UNAVAILABLE = "unavailable"   # the payload builder does not exist yet / no run to show
@@ -136,6 +140,7 @@ class RunSummary(TypedDict, total=False):
     kind: str                # tir | relax
     tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
     failures: list           # [FailureGroup], largest first
+    shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
 
 
 class RunUpdated(TypedDict, total=False):
@@ -178,7 +183,7 @@ class ServerStatus(TypedDict, total=False):
     jobs: list               # [RunSummary] of jobs this server started and still follows
     features: list           # enabled feature names
     tvmImported: bool        # always False: the server process never imports TVM
-    workerSandbox: dict | None  # the worker's OS sandbox {active, mechanism, reason, requested} (docs/sandbox.md)
+    workerSandbox: dict | None  # the worker's OS sandbox {active, mechanism, reason, requested, layers, selftest} (docs/sandbox.md)
 
 
 def unavailable(schema: str, message: str) -> UnavailablePayload:

@@ -37,3 +37,24 @@ def worker():
     client = WorkerClient()
     yield client
     client.close()
+
+
+def _has_cuda() -> bool:
+    """An NVIDIA GPU with a working driver (nvidia-smi lists one); TVM's CUDA runtime is checked by the tests."""
+    import shutil
+    import subprocess
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` run only where a GPU is (docs/tuning.md, "GPU"); elsewhere they are skipped."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items and not _has_cuda():
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CUDA (nvidia-smi found none)")
+        for item in gpu_items:
+            item.add_marker(skip)

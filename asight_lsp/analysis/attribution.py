@@ -226,7 +226,8 @@ def finish_relax(raw: dict, fn: Function | None, record: dict | None = None) -> 
     out = {"function": fn_id, "range": fn.range if fn else None, "baseline": record.get("untuned"),
            "tuned": record.get("tuned"), "applied": record.get("applied"), "notes": list(raw.get("notes") or []),
            "flops": {"value": raw.get("flops"), "source": raw.get("flops_source")},
-           "task_records": raw.get("task_records"), "tasks": {}}
+           "task_records": raw.get("task_records"), "tasks": {},
+           "task_stages": {name: task_stage_blocks(st) for name, st in (raw.get("task_stages") or {}).items()}}
     out["speedup"] = (record.get("speedup") or {}).get("estimate")
     for label, data in (raw.get("tasks") or {}).items():
         total = data.get("sum_us") or None
@@ -242,6 +243,23 @@ def finish_relax(raw: dict, fn: Function | None, record: dict | None = None) -> 
                                "instrumented_run_us": data.get("instrumented_run_us"), "source": data.get("source")}
         out.setdefault("bindings", {})[label] = _binding_latency(tasks, bindings, fn_id)
     return out
+
+
+def task_stage_blocks(timed: dict) -> dict:
+    """A task's stage timing (``worker/measure.task_stages``) per block of its scheduled kernel:
+    ``{"blocks": {block: {us, share, stage, shared_with}}, "source", "error"}``.  Blocks of one
+    top-level stage share its time (no finer measurement exists), and say so."""
+    stages = [s for s in timed.get("stages") or [] if isinstance(s, dict) and s.get("us") is not None]
+    total = sum(s["us"] for s in stages) or None
+    blocks = {}
+    for stage in stages:
+        names = [b.get("name") for b in stage.get("blocks") or [] if b.get("name")]
+        for name in names:
+            blocks[name] = {"us": stage["us"], "share": stage["us"] / total if total else None, "stage": stage.get("index"),
+                            "shared_with": [n for n in names if n != name]}
+    return {"blocks": blocks, "error": timed.get("error"),
+            "source": "rdtsc per top-level stage of the task's chosen schedule, timed with the profile "
+                      "(blocks of one stage share its time)"}
 
 
 def _binding_latency(tasks: list[dict], bindings: dict, fn_id: str) -> list[dict]:

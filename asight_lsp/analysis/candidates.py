@@ -97,9 +97,10 @@ def _num_cores(target: Any) -> int | None:
 
 
 def build_candidates(records: list[dict], cache: dict | None = None, meta: Any = None,
-                     function: Function | None = None) -> CandidateTable:
-    """The candidate table from ``runs.read_records`` rows and the feature cache (optional)."""
-    blocks = block_infos(function) if function is not None else {}
+                     function: Function | None = None, blocks: dict[str, BlockInfo] | None = None) -> CandidateTable:
+    """The candidate table from ``runs.read_records`` rows and the feature cache (optional);
+    ``blocks``: the tuned kernel's blocks when the source function has none (a Relax task)."""
+    blocks = blocks if blocks is not None else block_infos(function) if function is not None else {}
     entries = (cache or {}).get("records", {})
     sketch_ids, sketches, decisions = _parse(records, blocks)
     lat = np.array([r["latency_us"] if r["latency_us"] is not None else np.nan for r in records], dtype=np.float64)

@@ -221,3 +221,91 @@ def line_table(text: str, links: list[dict]) -> list[dict]:
             row.update({k: v for k, v in linked[number].items() if k != "line"})
         rows.append(row)
     return rows
+
+
+_CUDA_ASSIGN = re.compile(r"^(?P<lhs>[^=;{}]*?[\]\)])\s*(?P<op>[-+*/]?=)(?!=)\s*(?P<rhs>.*?);?\s*$")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_CONSTANT_RHS = re.compile(r"^(?:make_\w+\()?[\s,()]*(?:[-+]?(?:0x[0-9a-fA-Fp.+-]+|\d[\d.eE+-]*)f?(?:/\*[^*]*\*/)?"
+                           r"[\s,()]*)+\)?$")
+
+
+def cuda_links(source: str, stores: list) -> list[dict]:
+    """Links of CUDA C lines to TVMScript lines by the buffer each line stores to.
+
+    TVM's CUDA codegen writes no line directives; what survives is the buffer name (``C_local`` as
+    ``C_local_ptr[...]`` or ``C_local[...]``).  ``stores`` are the lowered TIR stores with a span:
+    ``[buffer, source line (1-based), stores a constant?]`` (``worker/generated_code.store_lines``).
+    An assignment to a buffer links to the source line of its stores: a constant stored (an init)
+    to the constant stores' line, anything else to the others'; a buffer stored from several source
+    lines links to the first.  Other lines (index arithmetic, loops, declarations) get no link.
+    """
+    lines_of: dict = {}
+    for buffer, line, constant in stores:
+        lines_of.setdefault((buffer, bool(constant)), []).append(int(line))
+    links = []
+    for number, text in enumerate(source.splitlines()):
+        m = _CUDA_ASSIGN.match(text.strip())
+        if not m or text.strip().startswith(("for", "if", "//", "#")):
+            continue
+        constant = bool(_CONSTANT_RHS.match(m.group("rhs").strip()))
+        for ident in _IDENT.findall(m.group("lhs")):
+            name = ident[:-4] if ident.endswith("_ptr") else ident
+            found = lines_of.get((name, constant)) or lines_of.get((name, not constant))
+            if found:
+                links.append({"line": number, "sourceLine": min(found) - 1})
+                break
+    return links
+
+
+# --------------------------------------------------------------------------- a Relax task's kernel -> its call sites
+
+
+def block_spans(text: str) -> list[tuple[str, int, int]]:
+    """``(block, first line, last line)`` (0-based) of every ``with T.sblock("…")`` of scheduled
+    TVMScript: the header and the lines indented below it."""
+    lines = text.splitlines()
+    out = []
+    for number, line in enumerate(lines):
+        found = _SBLOCK.search(line)
+        if not found or not line.lstrip().startswith("with"):
+            continue
+        indent, last = _indent(line), number
+        for k in range(number + 1, len(lines)):
+            if lines[k].strip() and _indent(lines[k]) <= indent:
+                break
+            last = k
+        out.append((found["name"], number, last))
+    return out
+
+
+def source_block(name: str, known: Iterable[str], lineage: list[dict]) -> str | None:
+    """The fused kernel's block a scheduled block comes from: itself, the block the trace derived it
+    from (lineage), else the longest known name it extends (``conv2d_nchw_init`` -> ``conv2d_nchw``)."""
+    known = set(known)
+    if name in known:
+        return name
+    for entry in lineage:
+        if entry.get("block") == name and entry.get("source") in known:
+            return entry["source"]
+    prefixes = [k for k in known if name.startswith(k + "_")]
+    return max(prefixes, key=len) if prefixes else None
+
+
+def task_links(text: str, sites: list[dict], lineage: list[dict]) -> list[dict]:
+    """Links of a Relax task's scheduled kernel to the bindings of each of its call sites.
+
+    ``sites``: the worker's ``callSites``, each with ``blockVars`` ``{block: [binding, 1-based
+    line]}``.  Every generated line of a block gets one link per call: ``sourceLine`` (0-based) is
+    the binding that block computes in that call, ``binding`` and ``call`` name it."""
+    links = []
+    for block, first, last in block_spans(text):
+        for site in sites:
+            vars_ = site.get("blockVars") or {}
+            origin = source_block(block, vars_, lineage)
+            var, line = (vars_.get(origin) or [None, None]) if origin else (None, None)
+            if var is None or not isinstance(line, int) or line < 1:
+                continue
+            for generated in range(first, last + 1):
+                links.append({"line": generated, "sourceLine": line - 1, "binding": var, "call": site.get("call", 0),
+                              "block": origin})
+    return sorted(links, key=lambda l: (l["line"], l["call"]))

@@ -184,6 +184,8 @@ class _StageTally:
             share = {"parallel": self.kinds["p"] / self.loops_total, "vectorized": self.kinds["v"] / self.loops_total,
                      "unrolled": self.kinds["u"] / self.loops_total, "serial": self.kinds["s"] / self.loops_total,
                      "under_unroll_pragma": self.kinds["under_unroll_pragma"] / self.loops_total}
+            if self.kinds["t"]:   # a GPU schedule: loops bound to blockIdx / threadIdx / vthread
+                share["thread_bound"] = self.kinds["t"] / self.loops_total
         if self.source_loops:
             share["split"] = self.split_loops / self.source_loops
         return {

@@ -129,17 +129,23 @@ def speedup_text(record: dict) -> str:
     return f"no measurable difference ({ratio_text(s['estimate'])}, {ci} {ratio_text(low)}–{ratio_text(high)})"
 
 
+def baseline_word(record: dict) -> str:
+    """What the record's untuned side is: ``untuned``, or ``DLight`` on a GPU (worker/baseline.py)."""
+    return "DLight" if (record.get("baseline") or {}).get("kind") == "dlight" else "untuned"
+
+
 def short_speedup(record: dict) -> str:
-    """What a lens has room for: ``41× vs untuned``, ``≈ untuned``, ``1.3× slower``."""
+    """What a lens has room for: ``41× vs untuned``, ``≈ untuned``, ``1.3× slower`` (``vs DLight`` on a GPU)."""
     s = record.get("speedup") or {}
     if not s:
         return ""
     kind = record.get("verdict") or verdict(s)
+    base = baseline_word(record)
     if kind == FASTER:
-        return f"{ratio_text(s['estimate'])} vs untuned"
+        return f"{ratio_text(s['estimate'])} vs {base}"
     if kind == SLOWER:
-        return f"{ratio_text(1 / s['estimate'])} slower than untuned"
-    return "≈ untuned (no measurable difference)"
+        return f"{ratio_text(1 / s['estimate'])} slower than {base}"
+    return f"≈ {base} (no measurable difference)"
 
 
 def how_text(record: dict) -> str:
@@ -151,3 +157,63 @@ def how_text(record: dict) -> str:
     state = "busy: " + "; ".join(load.get("reasons") or []) if load.get("busy") else "quiet"
     return (f"{h.get('rounds', '?')} interleaved rounds, calls per repeat: {per or '?'}, "
             f"{h.get('threads', '?')} threads, {record.get('by', 'measured')}; machine {state}")
+
+
+# --------------------------------------------------------------------------- one record per run: which one is shown
+
+NOISIER_MARGIN = BUSY_OTHER_CORES   # a quarter of a core more of other work than the shown one
+
+
+def load_of(raw_load: dict | None) -> dict:
+    """A load reading (``harness.LoadWatch``) with its verdict (``busy``, ``reasons``)."""
+    load = dict(raw_load or {})
+    return {**load, **load_verdict(load.get("other_cores"), load.get("steal"))}
+
+
+SPREAD_RATIO, SPREAD_MARGIN = 2.0, 0.10   # per-call spread at least twice the shown one's, and 0.10 more
+
+
+def spread_of(calls: list[dict]) -> float | None:
+    """Median over kernel calls (or stages) of their relative spread (p75 - p25) / median: how much
+    one profile's per-call times wobbled.  None when no call has quartiles."""
+    import statistics
+    rel = [(c["p75_us"] - c["p25_us"]) / c["us"] for c in calls
+           if isinstance(c, dict) and c.get("us") and c.get("p25_us") is not None and c.get("p75_us") is not None]
+    return statistics.median(rel) if rel else None
+
+
+def noisier_than(new: dict | None, shown: dict | None) -> str | None:
+    """Why a measurement taken under load ``new`` must not replace one taken under ``shown``, or None.
+
+    Only a *busy* new measurement can lose, and only to one that was quieter: not busy at all, or
+    busy with at least ``NOISIER_MARGIN`` of a core less of other work, or (both busy alike) whose
+    per-call times spread less: ``spread`` at most half the new one's and ``SPREAD_MARGIN`` lower.
+    An unknown load (an older profile) never blocks a new one: nothing says it was quieter."""
+    if not new or not shown or not new.get("busy"):
+        return None
+    a, b = new.get("spread"), shown.get("spread")
+    if shown.get("busy") and a is not None and b is not None and a >= SPREAD_RATIO * b and a - b >= SPREAD_MARGIN:
+        return f"noisier: its per-call times spread {a:.2f} (IQR / median), the shown one's {b:.2f}"
+    new_other, old_other = new.get("other_cores"), shown.get("other_cores")
+    if not shown.get("busy"):
+        return f"measured while busy ({'; '.join(new.get('reasons') or [])}); the shown one was quiet"
+    if new_other is not None and old_other is not None and new_other > old_other + NOISIER_MARGIN:
+        return (f"noisier: other processes used {new_other:.2f} cores while it ran, {old_other:.2f} while "
+                "the shown one ran")
+    return None
+
+
+def when_text(taken: float | None) -> str:
+    """``26 Nov 06:21`` (UTC) of a measurement's ``taken`` time, or ``?``."""
+    import time as _time
+    if not taken:
+        return "?"
+    return _time.strftime("%d %b %H:%M:%S", _time.gmtime(taken))
+
+
+def load_text(load: dict | None) -> str:
+    """``quiet (other processes 0.10 cores)`` / ``busy (other processes 1.30 cores)`` / ``load unknown``."""
+    if not load or (load.get("other_cores") is None and "busy" not in load):
+        return "load unknown"
+    other = load.get("other_cores")
+    return ("busy" if load.get("busy") else "quiet") + (f" (other processes {other:.2f} cores)" if other is not None else "")

@@ -10,15 +10,19 @@ profile of the run, or says there is no measurement; it never estimates one.
 """
 from __future__ import annotations
 
+import re
+
 import networkx as nx
 
 from ..tvmscript.model import Function
+from ..tvmscript.pysource import source_lines
 
 
-def build_graph(function: Function) -> nx.MultiDiGraph:
-    """The stage graph as a networkx multigraph (node attrs: kind, label, ...; edge attr: buffer)."""
+def build_graph(function: Function, num_input: int | None = None) -> nx.MultiDiGraph:
+    """The stage graph as a networkx multigraph (node attrs: kind, label, ...; edge attr: buffer).
+    ``num_input``: a Relax function's data inputs (the parameters after them are weights)."""
     if function.kind != "prim_func" and function.bindings:
-        return _relax_graph(function)
+        return _relax_graph(function, num_input)
     g = nx.MultiDiGraph()
     buffers = {b.name: b for b in function.buffers}
     blocks = [b for b in function.blocks if b.name != "root"]
@@ -60,15 +64,141 @@ def _edge(buf: str, buffers: dict) -> dict:
             "scope": info.kind if info else None}
 
 
-def _relax_graph(function: Function) -> nx.MultiDiGraph:
+def _relax_graph(function: Function, num_input: int | None = None) -> nx.MultiDiGraph:
+    """One node per binding; weights, bindings computed from weights and constants alone, and names
+    that are neither a parameter nor a binding (the ``R`` of ``R.shape(...)``) are folded away."""
     g = nx.MultiDiGraph()
-    defined = {b.name for b in function.bindings}
+    roles = relax_roles(function, num_input)
     for b in function.bindings:
-        g.add_node(b.name, kind="binding", label=f"{b.name} = {b.op}", op=b.op, line=b.range["start"]["line"])
+        if b.name not in roles.folded:
+            g.add_node(b.name, kind="binding", label=f"{b.name} = {b.op}", op=b.op, line=b.range["start"]["line"])
     for b in function.bindings:
-        for arg in b.args:
-            src = arg if arg in defined else _io(g, arg, "input")
+        if b.name in roles.folded:
+            continue
+        for arg in dict.fromkeys(roles.deps(b)):
+            if arg in roles.folded or arg in roles.weights:
+                continue
+            src = arg if arg in roles.bindings else _io(g, arg, "input")
             g.add_edge(src, b.name, buffer=arg, shape=None, dtype=None, scope=None)
+    return g
+
+
+# ---------------------------------------------------------------- a Relax model at the scale a deployer thinks
+
+
+class RelaxRoles:
+    """What each name of a Relax function is: data inputs, weights (parameters after ``num_input``),
+    bindings, and *folded* bindings (computed from weights and constants alone: a bias reshape, a
+    transposed weight, which a build folds into constants)."""
+
+    def __init__(self, function: Function, num_input: int | None):
+        params = [b.name for b in function.buffers if b.kind == "param"]
+        self.inputs = params[:num_input] if num_input is not None else params
+        self.weights = set(params) - set(self.inputs)
+        self.params = set(params)
+        self.bindings = {b.name: b for b in function.bindings}
+        self.folded: set[str] = set()
+        for b in function.bindings:
+            if all(a in self.weights or a in self.folded for a in self.deps(b)):
+                self.folded.add(b.name)
+
+    def deps(self, binding) -> list[str]:
+        """The binding's arguments that are values (parameters or earlier bindings): never a
+        namespace (``R``), a keyword or an attribute name."""
+        return [a for a in binding.args if a in self.params or (a in self.bindings and a != binding.name)]
+
+
+def relax_roles(function: Function, num_input: int | None = None) -> RelaxRoles:
+    return RelaxRoles(function, num_input)
+
+
+NUM_INPUT = re.compile(r"""R\.func_attr\(\s*\{[^}]*["']num_input["']\s*:\s*(\d+)""")
+
+
+def num_input_of(text: str, function: Function) -> int | None:
+    """``num_input`` of a Relax function's ``R.func_attr`` (the importer's: the parameters after it
+    are weights), read from the function's own lines; None when it has none."""
+    lines = source_lines(text)[function.range["start"]["line"]:function.range["end"]["line"] + 1]
+    found = NUM_INPUT.search("\n".join(lines))
+    return int(found.group(1)) if found else None
+
+
+def profile_calls(profile: dict | None, function: Function) -> tuple[list[dict], str]:
+    """The kernel calls of a Relax profile of ``function`` (the tuned build's, else the untuned
+    build's) and which build they are from (``tuned`` / ``untuned`` / ``none``)."""
+    relax = profile.get("relax") if isinstance(profile, dict) else None
+    if not isinstance(relax, dict) or relax.get("function") not in (function.id, function.name):
+        return [], "none"
+    tasks = relax.get("tasks") or {}
+    for key, label in (("tuned", "tuned"), ("baseline", "untuned")):
+        calls = [c for c in (tasks.get(key) or {}).get("tasks") or [] if isinstance(c, dict) and c.get("task")]
+        if calls:
+            return calls, label
+    return [], "none"
+
+
+def call_id(call: dict) -> str:
+    return f"{call['task']}#{int(call.get('call') or 0)}"
+
+
+def model_graph(function: Function, profile: dict | None, num_input: int | None = None,
+                task_info: dict[str, dict] | None = None) -> nx.MultiDiGraph:
+    """The data flow of a Relax model between its kernel calls: one node per call of a fused kernel
+    (task) with its per-call time and share, one edge per value a call reads from another call (or
+    an input); weights and what is folded from them are not drawn, bindings that run no kernel (a
+    reshape the VM does as a builtin) pass their producers through.  ``task_info``: per task,
+    ``trials`` and ``calls`` of the run.  Empty graph when the profile has no calls."""
+    calls, build = profile_calls(profile, function)
+    roles = relax_roles(function, num_input)
+    g = nx.MultiDiGraph()
+    if not calls:
+        return g
+    node_of: dict[str, str] = {}
+    per_task: dict[str, int] = {}
+    for call in calls:
+        per_task[call["task"]] = per_task.get(call["task"], 0) + 1
+    for call in calls:
+        nid = call_id(call)
+        names = [v for v in call.get("vars") or [] if v in roles.bindings]
+        first = roles.bindings[names[0]].range["start"]["line"] if names else None
+        info = (task_info or {}).get(call["task"]) or {}
+        g.add_node(nid, kind="kernel", label=call["task"], task=call["task"], call=int(call.get("call") or 0),
+                   calls=per_task[call["task"]], bindings=names, line=first, lines=call.get("lines"),
+                   trials=info.get("trials"), weights_only=bool(names) and all(v in roles.folded for v in names),
+                   cost={"us": call.get("us"), "share": call.get("share"),
+                         "source": f"{build} program, one kernel call (VM instrument hook)"})
+        for v in names:
+            node_of[v] = nid
+    producers: dict[str, set[str]] = {}
+
+    def made_by(name: str) -> set[str]:
+        if name in roles.bindings:
+            return producers.get(name, set())
+        return {_io(g, name, "input")} if name in roles.inputs else set()
+
+    for b in function.bindings:
+        if b.name in node_of:
+            producers[b.name] = {node_of[b.name]}
+        elif b.name in roles.folded:
+            producers[b.name] = set()
+        else:   # runs no kernel of its own: its value comes from its arguments' producers
+            producers[b.name] = set().union(*(made_by(a) for a in roles.deps(b))) if roles.deps(b) else set()
+    seen: set[tuple[str, str]] = set()
+    for b in function.bindings:
+        target = node_of.get(b.name)
+        if target is None:
+            continue
+        for arg in roles.deps(b):
+            for src in made_by(arg):
+                if src != target and (src, target) not in seen:
+                    seen.add((src, target))
+                    g.add_edge(src, target, buffer=arg, shape=None, dtype=None, scope=None)
+    used = {a for b in function.bindings for a in roles.deps(b)}
+    for b in function.bindings:
+        if b.name not in used and b.name not in roles.folded:
+            sink = _io(g, b.name, "output")
+            for src in producers.get(b.name, set()):
+                g.add_edge(src, sink, buffer=b.name, shape=None, dtype=None, scope=None)
     return g
 
 

@@ -40,3 +40,15 @@ def pick_task(tasks: list[dict], workloads: dict[str, int], records: list[dict],
     if len({r["workload"] for r in records}) <= 1:
         return None
     return default_task(tasks, workloads, records, chosen)
+
+
+def ordered_tasks(tasks: list[dict], workloads: dict[str, int], records: list[dict],
+                  chosen: list[dict] | None = None) -> list[str]:
+    """The tasks a picker offers: only those with trials (a task never tried has no candidate to
+    show), the largest share of the tuned time first (chosen latency x calls), then by trials."""
+    weight = {t["name"]: float(t.get("weight") or 1.0) for t in tasks}
+    timed = {c["task"]: (c.get("measured_us") or c.get("tuning_us") or 0.0) * weight.get(c["task"], 1.0)
+             for c in chosen or [] if c.get("task") in workloads}
+    counts = {name: sum(1 for r in records if r["workload"] == w) for name, w in workloads.items()}
+    tried = [name for name in workloads if counts[name] > 0]
+    return sorted(tried, key=lambda n: (-timed.get(n, 0.0), -counts[n], n))

@@ -64,6 +64,9 @@ def render(view: dict, graph: dict) -> str:
             lines.append("  share of loops: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in st["loop_share"].items()))
         if st.get("best"):
             lines.append(f"  best schedule: {st['best']['headline'] or '-'}")
+    if view.get("gpu"):
+        lines.append(f"GPU (best, trial {view['gpu']['trial']}):")
+        lines += [f"  {line}" for line in view["gpu"]["lines"]]
     if graph["status"] == "ok":
         lines.append(f"stage graph ({len(graph['nodes'])} nodes, {len(graph['edges'])} buffer edges):")
         for n in graph["nodes"]:

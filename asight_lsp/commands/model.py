@@ -19,9 +19,13 @@ def run(args) -> int:
     from ..services.profiling import profile_file
     from ..services.levers import compare_onnx, run_extra
     from ..views.model import model_view
+    from ..store.caches import archived_profiles
+    from ..store.runs import Run
     with WorkerClient(args.python, default_timeout=3600) as worker:
         profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
-        view = model_view(profile, profile.get("run"), run_extra(profile.get("run"), args.work_dir))
+        run_dir = (profile.get("run") or {}).get("dir")
+        kept = [e["profile"] for e in archived_profiles(Run(run_dir))] if run_dir else []
+        view = model_view(profile, profile.get("run"), kept, tuning=run_extra(profile.get("run"), args.work_dir))
         if getattr(args, "compare_onnx", None):
             view["compareOnnx"] = compare_onnx(args.file, args.compare_onnx, args.run_ref, args.func, args.work_dir,
                                                worker, rounds=args.rounds)
@@ -34,8 +38,10 @@ def _us(value) -> str:
 
 def render(p: dict) -> str:
     head = p["headline"]
+    build = head.get("build") or {}
     lines = [f"model {p['function']}: untuned {_us(head['untunedUs'])} -> tuned {_us(head['tunedUs'])} end to end"
              + (f" ({head['speedup']:.2f}x)" if head.get("speedup") else ""),
+             *([f"build: {'!!! ' if build.get('stale') else ''}{build['text']}"] if build.get("text") else []),
              f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
     for t in p["tasks"]:
         share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"
@@ -50,6 +56,8 @@ def render(p: dict) -> str:
     lines += outlook_lines(p)
     if p.get("notTimed"):
         lines.append(f"not timed as kernels (VM builtins or folded): {', '.join(p['notTimed'])}")
+    if (p.get("measurement") or {}).get("text"):
+        lines.append(p["measurement"]["text"])
     lines += [f"note: {n}" for n in p["notes"]]
     lines += onnx_lines(p.get("compareOnnx"))
     return "\n".join(lines) + "\n"

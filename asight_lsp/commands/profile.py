@@ -20,8 +20,10 @@ def add_parser(sub):
     p.add_argument("--run", dest="run_ref", help="run id, id prefix, run directory or 'latest' (default: newest run of the function)")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
     p.add_argument("--candidate", metavar="FILE", help="compare against this scheduled version instead of a run")
-    p.add_argument("--remeasure", action="store_true", help="time untuned vs tuned again (the run's record is "
-                   "replaced; the old one is kept in its history)")
+    p.add_argument("--remeasure", action="store_true", help="time untuned vs tuned again: a new dated measurement; "
+                   "it replaces the run's record unless it is noisier (both kept in the run)")
+    p.add_argument("--replace", action="store_true", help="make this measurement the run's shown one even if it "
+                   "is noisier than the shown one")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="time for the untuned vs tuned comparison "
                    "(default 1.5 s; at least 5 interleaved rounds whatever the budget)")
     p.add_argument("--cachegrind", action="store_true", help="also simulate caches with valgrind (slow)")
@@ -36,7 +38,7 @@ def run(args) -> int:
     if args.budget is not None and args.budget <= 0:
         raise AsightError("--budget must be a positive number of seconds")
     options = ProfileOptions(remeasure=args.remeasure, budget_s=args.budget, cachegrind=args.cachegrind,
-                             stages=not args.no_stages)
+                             stages=not args.no_stages, replace=args.replace)
     try:
         with WorkerClient(args.python) as worker:
             profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker, options,

@@ -18,7 +18,7 @@ from ..services.jobs import LIVE_STATES, TuneJob, cancel_run, failure_message
 from ..services.tuning import TuneRequest, start_tune
 from ..store.database import records_note
 from ..store.runs import RunMeta, RunStore
-from ..analysis.measurement import how_text, speedup_text
+from ..analysis.measurement import baseline_word, how_text, speedup_text
 from .common import print_json
 
 EXIT_CANCELLED = 130
@@ -55,7 +55,8 @@ def add_parser(sub):
 def add_tune_arguments(p, trials: int = 64) -> None:
     p.add_argument("file", nargs="?", help="the TVMScript file (not with --cancel)")
     p.add_argument("--func", help="function id/name (Mod.main, main) or unit name; default: the file's only unit")
-    p.add_argument("--target", help='host CPU by default; "cuda", "llvm -mcpu=znver3 -num-cores=2" or Target JSON')
+    p.add_argument("--target", help='host CPU by default; "gpu" (this machine\'s NVIDIA GPU), "cuda", "nvidia/nvidia-h100", '
+                   '"llvm -mcpu=znver3 -num-cores=2" or Target JSON')
     p.add_argument("--trials", type=int, default=trials, help=f"total trials of the run (default {trials}); "
                    "records of a resumed run count toward it")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight); a run is WORK_DIR/runs/<id>")
@@ -190,6 +191,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     failed = (meta.extra.get("tuning") or {}).get("failed")
     print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
           file=out)
+    short = meta.extra.get("shortfall")
+    if short:
+        print(f"why      {short['text']}", file=out)
     for line in failure_lines(meta):
         print(line, file=out)
     unread = records_note(job.run, meta)
@@ -223,10 +227,13 @@ def headline_lines(meta: RunMeta) -> list[str]:
     if record.get("tuned"):
         scope = "end to end" if record.get("scope") == "program" else "sum of its PrimFuncs" \
             if record.get("scope") == "module" else ""
-        lines.append(f"measured untuned {fmt_us(record['untuned']['median_us'])} -> tuned "
+        lines.append(f"measured {baseline_word(record)} {fmt_us(record['untuned']['median_us'])} -> tuned "
                      f"{fmt_us(record['tuned']['median_us'])}{' (' + scope + ')' if scope else ''}: "
                      f"{speedup_text(record)}")
         lines.append(f"         how: {how_text(record)}")
+        lines += [f"gpu      {line}" if i == 0 else f"         {line}"
+                  for i, line in enumerate((record.get("gpu") or {}).get("lines") or [])]
+        lines += build_lines(meta)
         if (record.get("load") or {}).get("busy"):
             lines.append(f"         the machine was busy: the figures are noisy; re-measure later with "
                          f"`asight profile {meta.file} --run {meta.id} --remeasure`")
@@ -240,6 +247,20 @@ def headline_lines(meta: RunMeta) -> list[str]:
         lines.append(f"while tuning: best {fmt_us(tuning['best_us'])} [MetaSchedule's runner, builders loading "
                      "the cores; not the headline]")
     return lines
+
+
+def build_lines(meta: RunMeta) -> list[str]:
+    """A model's headline names its build: the deployable one (weights bound, what `asight export`
+    writes), or a warning when the exported build would differ (docs/models.md)."""
+    if meta.kind != "relax":
+        return []
+    from ..services.export import headline_of
+    from ..analysis.deployable import unrecorded_text
+    build = headline_of(meta)
+    record = meta.measurement or {}
+    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (record.get("chosen") or []) + (record.get("defaults") or []))
+    return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
+        ([f"         !!! {untried}"] if untried else [])
 
 
 def speedup(meta: RunMeta) -> float | None:

@@ -17,26 +17,24 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
 from . import wire
 from .framing import FrameError, read_frame, write_frame
-
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+from .spawn import NEUTRAL_CWD, isolated_env, module_argv
 _EOF = object()
 
 
 def worker_env(base: dict | None = None) -> dict:
-    """Environment for TVM processes: all cores for TVM's thread pool (docs/tvm.md §0)."""
-    env = dict(os.environ if base is None else base)
+    """Environment for TVM processes: all cores for TVM's thread pool (docs/tvm.md §0), no user
+    ``PYTHON*`` variable (``spawn.isolated_env``)."""
+    env = isolated_env(base)
     env.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                           else os.cpu_count() or 1))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
-    env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
 
@@ -64,21 +62,23 @@ class WorkerClient:
         self._frames = queue.Queue()
         self._stderr_tail.clear()
         self.sandbox = None
-        argv = [self.python, "-m", "asight_lsp.worker"] + ([] if self.sandboxed else ["--unsandboxed"])
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
-                                      start_new_session=True)
+        argv = module_argv("asight_lsp.worker", *([] if self.sandboxed else ["--unsandboxed"]), python=self.python)
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=worker_env(), cwd=NEUTRAL_CWD, start_new_session=True)
         threading.Thread(target=self._read_frames, args=(self._proc, self._frames), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True).start()
 
     def _read_frames(self, proc: subprocess.Popen, frames: queue.Queue) -> None:
+        """The first frame is the worker's hello (its sandbox, reported before any user text is read);
+        a later "hello" is not believed: code TVM evaluated can write frames to the pipe too."""
         try:
+            first = read_frame(proc.stdout)
+            if first.get("id") == 0 and "hello" in first:
+                self.sandbox = (first["hello"] or {}).get("sandbox")
+            else:
+                frames.put(first)
             while True:
-                frame = read_frame(proc.stdout)
-                if "hello" in frame:
-                    self.sandbox = (frame["hello"] or {}).get("sandbox")
-                    continue
-                frames.put(frame)
+                frames.put(read_frame(proc.stdout))
         except (FrameError, OSError, ValueError, Exception):
             frames.put(_EOF)
 
@@ -97,6 +97,7 @@ class WorkerClient:
         if proc and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+        remove_private_cwd(self.sandbox)
 
     def close(self) -> None:
         """Ask the worker to exit, then make sure it did."""
@@ -151,6 +152,7 @@ class WorkerClient:
             except subprocess.TimeoutExpired:
                 proc.kill()
         self._proc = None
+        remove_private_cwd(self.sandbox)
         self.restarts += 1
         time.sleep(0.05)  # let the stderr reader catch the last lines
         tail = " | ".join(line for line in list(self._stderr_tail)[-3:] if line)
@@ -165,12 +167,21 @@ class WorkerClient:
         self.close()
 
 
+def remove_private_cwd(status: dict | None) -> None:
+    """The sandboxed worker's empty working directory (it cannot remove it itself)."""
+    path = ((status or {}).get("layers") or {}).get("cwd")
+    if isinstance(path, str) and os.path.dirname(path) == tempfile.gettempdir() \
+            and os.path.basename(path).startswith("asight-worker-"):
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+
+
 def sandbox_warning(status: dict | None) -> str | None:
     """One line for the user when a worker that should be sandboxed is not (None: all is well or unknown)."""
     if not status or status.get("active") or not status.get("requested", True):
         return None
-    return (f"the TVM worker runs without its OS sandbox: {status.get('reason')} "
-            "(docs/sandbox.md; ASIGHT_REQUIRE_SANDBOX=1 refuses to parse instead)")
+    return (f"the TVM worker runs without its OS sandbox: {status.get('reason')}; "
+            "files are checked statically only, TVM evaluates nothing (docs/sandbox.md)")
 
 
 @contextlib.contextmanager

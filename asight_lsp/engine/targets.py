@@ -53,3 +53,66 @@ def _option_value(key: str, value: str):
         return int(value)
     except ValueError:
         return value
+
+
+# --------------------------------------------------------------------------- --target gpu
+
+GPU_WORD = "gpu"
+NVIDIA_SMI_QUERY = ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"]
+_NOISE = {"nvidia", "tesla", "pcie", "sxm", "sxm2", "sxm4", "sxm5", "nvl", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6"}
+
+
+def parse_nvidia_smi(output: str) -> list[dict]:
+    """``[{name, compute_cap}]`` from ``nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader``."""
+    gpus = []
+    for line in output.splitlines():
+        name, _, cap = line.rpartition(",")
+        if name.strip() and cap.strip():
+            gpus.append({"name": name.strip(), "compute_cap": cap.strip()})
+    return gpus
+
+
+def local_gpus(run=None) -> list[dict]:
+    """This machine's NVIDIA GPUs (nvidia-smi); TargetError when there is none or nvidia-smi fails."""
+    import subprocess
+    run = run or subprocess.run
+    try:
+        proc = run(NVIDIA_SMI_QUERY, capture_output=True, text=True, timeout=20)
+    except FileNotFoundError:
+        raise TargetError("--target gpu: no NVIDIA GPU on this machine (nvidia-smi not found); name a target "
+                          "(cuda, nvidia/..., Target JSON) and measure on a GPU machine with --rpc") from None
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise TargetError(f"--target gpu: nvidia-smi did not answer ({err})") from None
+    gpus = parse_nvidia_smi(proc.stdout) if proc.returncode == 0 else []
+    if not gpus:
+        why = (proc.stderr or proc.stdout).strip().splitlines()[:1]
+        raise TargetError("--target gpu: nvidia-smi lists no GPU" + (f" ({why[0]})" if why else ""))
+    return gpus
+
+
+def gpu_tag_candidates(name: str) -> list[str]:
+    """TVM tag names an nvidia-smi GPU name may have, most specific first:
+    ``NVIDIA H100 80GB HBM3`` -> ``nvidia/nvidia-h100-80gb-hbm3`` … ``nvidia/nvidia-h100``."""
+    words = [w for w in name.lower().replace("-", " ").replace("_", " ").split() if w]
+    core = [w for w in words if w not in _NOISE and not (w[:-2].isdigit() and w.endswith("gb"))]
+    out = []
+    for end in range(len(core), 0, -1):
+        stem = "-".join(core[:end])
+        out += [f"nvidia/{stem}", f"nvidia/nvidia-{stem}"]
+        if core[0] not in ("geforce", "quadro", "rtx", "titan"):
+            out.append(f"nvidia/tesla-{stem}")
+    return list(dict.fromkeys(out))
+
+
+def gpu_target(gpu: dict, known_tags) -> str | dict:
+    """The TVM target of one local GPU: its tag when TVM has one, else ``cuda`` with its ``sm_XY``."""
+    for tag in gpu_tag_candidates(gpu["name"]):
+        if tag in known_tags:
+            return tag
+    major, _, minor = gpu["compute_cap"].partition(".")
+    return {"kind": "cuda", "arch": f"sm_{major}{minor or '0'}"}
+
+
+def gpu_label(gpu: dict) -> str:
+    """The resume key of ``--target gpu`` on this machine."""
+    return f"gpu:{gpu['name']}:sm_{gpu['compute_cap'].replace('.', '')}"

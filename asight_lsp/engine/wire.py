@@ -13,6 +13,7 @@ the others blanked, so TVM's line numbers are the file's.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, TypedDict
 
 # --------------------------------------------------------------------------- methods
@@ -29,6 +30,8 @@ RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
 CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
 IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, inputs, params, ...}
 EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, check, ...}
+MEASURE_EXPORT = "measure_export"  # SourceParams + {library, run_dir, chosen, target, weights, headline_build} -> record
+ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workload, how, hashes} (worker/adopt.py)
 COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 
 # A model's weights live beside its TVMScript file (``asight import`` writes them; measurements and
@@ -44,6 +47,24 @@ def weights_beside(script_path: str | None) -> str | None:
     root, _ = os.path.splitext(script_path)
     path = root + WEIGHTS_SUFFIX
     return path if os.path.isfile(path) else None
+
+
+def weights_digest(path: str | None) -> str | None:
+    """sha256 of a weights file (None without one): the deployable build binds its values, so a
+    run tuned with other values may not be the build ``asight export`` makes now.  Memoised by
+    (path, size, mtime) so a lens refresh does not re-read a large file."""
+    import os
+    if not path or not os.path.isfile(path):
+        return None
+    stat = os.stat(path)
+    return _digest(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(path: str, _size: int, _mtime_ns: int) -> str:
+    import hashlib
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 # Generated-code tags: the worker prints scheduled/lowered TIR with a comment ``asight:L<line>-<end>:<kind>``

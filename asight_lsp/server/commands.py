@@ -236,8 +236,12 @@ async def profile(ls, *args):
     from ..services import profiling as profiles  # TVM-free; imported on first use
     token = await begin_progress(ls, f"ASight: profiling {a.get('function') or doc.path}", cancellable=False)
     try:
+        # remeasure: a new dated measurement (kept beside the shown one; shown unless it is noisier,
+        # or the user asks with replace) instead of the run's current profile
+        options = profiles.ProfileOptions(remeasure=a.get("remeasure") is True, replace=a.get("replace") is True,
+                                          by="editor")
         data = await asyncio.to_thread(profiles.profile_file, doc.path, a.get("function"), a.get("run"),
-                                       state.store_root, state.worker, None, doc.text)
+                                       state.store_root, state.worker, options, doc.text)
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot profile: {err}") from None
     finally:
@@ -246,6 +250,10 @@ async def profile(ls, *args):
     state.index.invalidate()
     refresh_views(ls)
     message = measurement_text(data.get("measurement"))
+    if data.get("adopted") is False:
+        message += f" — a new measurement, kept beside the shown one but not shown: {data.get('not_adopted')}"
+    elif a.get("remeasure") is True:
+        message += " — a new measurement; the views show it now"
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_PROFILE, "status": "ok", "message": message,
             "run": None, "data": data}
 
@@ -311,18 +319,22 @@ async def export_model(ls, *args):
     for key in ("run", "function", "output"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"'{key}' must be a string")
+    tune_missing = a.get("tuneMissing") or 0          # as `asight export --tune-missing N / --allow-untuned`
+    if not isinstance(tune_missing, int) or isinstance(tune_missing, bool) or tune_missing < 0:
+        raise JsonRpcInvalidParams("'tuneMissing' must be a number of trials >= 0")
     from ..services import export  # TVM-free; imported on first use
     out = a.get("output") or export.default_output(doc.path)
     token = await begin_progress(ls, f"ASight: exporting {a.get('function') or doc.path}", cancellable=False)
     try:
         reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),
-                                        ls.state.store_root, ls.state.worker, doc.text)
+                                        ls.state.store_root, ls.state.worker, doc.text, tune_missing=tune_missing,
+                                        allow_untuned=a.get("allowUntuned") is True)
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot export: {err}") from None
     finally:
         if token:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
-    status = "ok" if (reply.get("check") or {}).get("ok") else "failed"
+    status = "ok" if export.export_ok(reply) else "failed"
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_EXPORT_MODEL, "status": status,
             "message": export.export_summary(reply), "run": None, "data": reply}
 

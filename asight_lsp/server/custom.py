@@ -53,11 +53,12 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
     """
     def build(req: PayloadRequest) -> dict:
         from ..services.run_data import build_view
+        from ..analysis.stagegraph import num_input_of
         from ..views.loops import stage_graph_of
         if req.run_dir is None:  # only the stage graph exists before a run
             if req.function is None:
                 return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
-            return stage_graph_of(req.function)
+            return stage_graph_of(req.function, num_input=num_input_of(req.text, req.function) if req.text else None)
         worker = req.state.worker if req.state.options.trusted else None
         task = req.params.get("task") if isinstance(req.params.get("task"), str) else None
         try:
@@ -129,11 +130,16 @@ def _code_params(params: dict) -> tuple[str, int | None]:
 def model_payload(req: PayloadRequest) -> dict:
     """``asight/model``: per task of a tuned model, from the run's cached profile (the server makes
     one when a model's tuning ends)."""
-    from ..store.caches import load_profile
+    from ..store.caches import archived_profiles, load_profile
     from ..store.runs import Run
     from ..views.model import model_view
     from ..views.runs import run_summary
-    return model_view(load_profile(Run(req.run_dir)) or {}, run_summary(req.run), req.run.extra if req.run else None)
+    from ..services.export import headline_of
+    run = Run(req.run_dir)
+    kept = [e["profile"] for e in archived_profiles(run)]
+    build = headline_of(req.run) if req.run is not None and req.run.kind == "relax" else None
+    return model_view(load_profile(run) or {}, run_summary(req.run), kept,
+                      tuning=req.run.extra if req.run else None, build=build)
 
 
 # method -> builder; None = not built yet (answers "unavailable").

@@ -14,7 +14,7 @@ import json
 
 from lsprotocol import types
 
-from ..tvmscript.diagnostics import static_diagnostics, tvm_diagnostics, worker_units
+from ..tvmscript.diagnostics import static_diagnostics, tvm_diagnostics, worker_failure, worker_units
 from ..errors import WorkerError
 from ..tvmscript.ranges import make_range
 from ..tvmscript.model import Outline, Unit
@@ -77,8 +77,7 @@ def check_and_store(worker, doc: DocState, text: str, outline: Outline, units: l
         found, _ = tvm_diagnostics(worker, text, outline, units)
     except WorkerError as err:
         first = units[0]
-        return [{"range": make_range(first.start_line, 0, first.start_line, 1), "severity": "error",
-                 "source": "asight", "message": f"could not check with TVM: {err}"}]
+        return [worker_failure(err, make_range(first.start_line, 0, first.start_line, 1))]
     for unit in units:
         doc.tvm_diagnostics[keys[unit.name]] = _relative(found.get(unit.name, []), -unit.start_line)
     live = set(keys.values())

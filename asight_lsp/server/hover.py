@@ -16,7 +16,7 @@ from .convert import to_range
 from ..services.results import FunctionResult
 from ..analysis.measurement import speedup_text
 from ..analysis.attribution import block_verbs
-from ..views.text import format_latency, ratio_text, relative_time, slowed_lines
+from ..views.text import table_unit, format_latency, ratio_text, relative_time, slowed_lines
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
 
@@ -128,7 +128,27 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     lines.append(f"- best schedule (trial {result.best['trial']}, {format_latency(result.best['latency_us'])})"
                  + (f": {head}" if head else ""))
     lines.extend(f"  - {step}" for step in summary["steps"] + summary.get("derived_steps", []))
+    gpu = gpu_line(result)
+    if gpu:
+        lines.append(gpu)
     return lines
+
+
+def gpu_line(result: FunctionResult) -> str | None:
+    """The limiting factor of the best candidate from the run's measured counters (a GPU run with a
+    ``counters.jsonl``; ``analysis/counters.limiter``), or None."""
+    from ..analysis.counters import by_candidate, limiter
+    from ..errors import AsightError
+    from ..store.counters import read_counters
+    if result.best is None:
+        return None
+    try:
+        entries = read_counters(result.run_dir)
+    except AsightError:
+        return None
+    metrics = by_candidate(entries)[0].get(int(result.best["trial"])) if entries else None
+    words = limiter(metrics) if metrics else None
+    return f"- GPU (measured counters of trial {result.best['trial']}): {words['text']}" if words else None
 
 
 def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:
@@ -193,12 +213,30 @@ def binding_lines(item, result: FunctionResult | None, text: str = "") -> list[s
         lines.append(f"- tensor: {typed['dtype'] or '?'}[{typed['shape'].strip()}]")
     calls = [c for c in (result.calls or []) if item.name in (c.get("vars") or [])] if result else []
     for call in calls:
-        name = call["task"] + (f"#{call['call']}" if call.get("call") else "")
-        share = f", {call['share'] * 100:.0f}% of the calls' sum" if call.get("share") is not None else ""
-        lines.append(f"- kernel call `{name}` ({call['program']} build): {call['us']:.1f} us{share}; "
-                     f"computes {', '.join(f'`{v}`' for v in call.get('vars') or [])}")
+        lines.extend(call_lines(call))
     if result is not None and not calls:
         lines.append("- no per-call profile of this run yet (Profile lens or `asight profile`)")
+    return lines
+
+
+def call_lines(call: dict) -> list[str]:
+    """One kernel call of a model: its time (untuned → tuned when both builds were timed), share,
+    the task's trials and what its chosen schedule did; one unit for the call's figures."""
+    name = call["task"] + (f"#{call['call']}" if call.get("call") else "")
+    share = f", {call['share'] * 100:.1f} % of the kernel time" if call.get("share") is not None else ""
+    unit = table_unit([call.get("us"), call.get("untuned_us")])
+    if call.get("untuned_us") is not None and call["program"] == "tuned":
+        timing = f"untuned {unit(call['untuned_us'])} → tuned {unit(call['us'])}"
+    else:
+        timing = f"{unit(call['us'])} ({call['program']} build)"
+    lines = [f"- kernel call `{name}`: {timing}{share}; computes {', '.join(f'`{v}`' for v in call.get('vars') or [])}"]
+    trials = call.get("trials")
+    if trials is not None:
+        lines.append(f"- task `{call['task']}`: {trials} trial{'s' if trials != 1 else ''}"
+                     + (f", {call['failed']} failed" if call.get("failed") else "")
+                     + ("" if trials else " (untuned: both builds run its default schedule)"))
+    if call.get("schedule"):
+        lines.append(f"- its schedule: {call['schedule']}")
     return lines
 
 

@@ -10,7 +10,7 @@ from ..analysis.attribution import block_verbs
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.model import Function
-from .hover import choice_text
+from .hover import choice_text, gpu_line
 from ..services.results import FunctionResult
 from .state import document_spaces, space_result_of
 from ..views.text import format_latency, slowed_lines
@@ -42,7 +42,8 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
                 parts.append(head)
         if parts:
             flagged = slowed_lines([change], {blk.name: block_verbs(summary)}) if change.get("slower") else []
-            tip = "\n".join(flagged + (summary["steps"] if summary else []))
+            gpu = gpu_line(result) if summary else None      # a GPU run with measured counters
+            tip = "\n".join(flagged + (summary["steps"] if summary else []) + ([gpu[2:]] if gpu else []))
             out.append((blk.range["start"]["line"], " · ".join(parts), tip))
     return out
 

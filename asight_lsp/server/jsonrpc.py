@@ -35,6 +35,7 @@ from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCR
                             lsp_method)
 
 from .. import protocol as P
+from ..tvmscript.pysource import line_text, source_lines
 from .convert import RawJSON
 
 logger = logging.getLogger(__name__)
@@ -44,16 +45,17 @@ BEFORE_INITIALIZE = {types.INITIALIZE, types.EXIT}
 
 
 def spliced(source: str, change: types.TextDocumentContentChangePartial, codec) -> str:
-    """``source`` with one range change applied (pygls' line model: ``splitlines(keepends=True)``).
+    """``source`` with one range change applied, in the editor's line model (``source_lines``: only
+    ``\\n``, ``\\r\\n``, ``\\r`` end a line; pygls' ``splitlines`` would also end one at ``\\x0c`` ...).
     As LSP says, a character past the end of its line is the end of the line, a line past the end
     of the text is the end of the text; a reversed range replaces nothing.  (pygls' own edit puts a
     character past the end of the last line one short of it.)"""
-    lines = source.splitlines(True)
+    lines = source_lines(source, keepends=True)
 
     def offset(pos: types.Position) -> int:
         if pos.line >= len(lines):
             return len(source)
-        content = lines[pos.line].splitlines()[0]
+        content = line_text(lines[pos.line])
         if pos.character >= codec.client_num_units(content):
             column = len(content)
         else:

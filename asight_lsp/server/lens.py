@@ -64,6 +64,61 @@ def model_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tup
     return (line, "Model", P.CMD_SHOW_MODEL, {"uri": uri, "function": fn.id, "run": result.meta.id})
 
 
+def is_model(fn: Function, result: FunctionResult | None) -> bool:
+    """A Relax model with a run that is not live: its lens line is the short one (``model_lenses``)."""
+    return fn.kind == "relax_function" and result is not None and not result.running and result.meta.kind == "relax"
+
+
+def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple]:
+    """A model's lens line, short enough for an editor beside a panel at 1000 px: ``Model · 40 µs ·
+    2.0× slower`` (opens the Model panel) and ``More…`` (a quick pick of the rest: tune, profile,
+    re-measure, scheduled code, stage graph, hotspots, search space, loop view).  Trials, age and
+    how it was measured are in the first lens's tooltip."""
+    arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
+    done = result.meta.state == "done"
+    title = ("Model · " if done else "") + model_lens_title(result)
+    tooltip = " ".join(p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
+    out = [(line, title, P.CMD_SHOW_MODEL if done else P.CMD_SHOW_SEARCH_SPACE, arg, tooltip)]
+    items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
+              "argument": {"uri": uri, "function": fn.id}},
+             {"label": "Profile", "detail": "the run's per-call profile (the shown measurement)",
+              "command": P.CMD_PROFILE, "argument": arg},
+             {"label": "Re-measure", "detail": "a new dated measurement, kept beside the shown one; shown unless it "
+              "is noisier", "command": P.CMD_PROFILE, "argument": {**arg, "remeasure": True}},
+             {"label": "Scheduled code", "detail": "one task's tuned kernel, linked to its call sites",
+              "command": P.CMD_SHOW_CODE, "argument": arg},
+             {"label": "Stage graph", "detail": "the model's kernel calls and their data flow", "panel": "stageGraph",
+              "argument": arg},
+             {"label": "Hotspots", "detail": "bindings ranked by their kernel's time", "panel": "hotspots", "argument": arg},
+             {"label": "Search space", "detail": "one task's candidates", "command": P.CMD_SHOW_SEARCH_SPACE, "argument": arg},
+             {"label": "Loop view", "detail": "one task's scheduling strategies", "command": P.CMD_SHOW_LOOP_VIEW,
+              "argument": arg}]
+    if done:
+        items.insert(0, {"label": "Model", "detail": "per task: calls, untuned and tuned time, share, trials",
+                         "command": P.CMD_SHOW_MODEL, "argument": arg})
+    out.append((line, "More…", P.CLIENT_CMD_MORE,
+                {"title": f"ASight: {fn.name} · run {result.meta.id} · {result.meta.trials_done} trials", "items": items}))
+    return out
+
+
+def model_lens_title(result: FunctionResult) -> str:
+    """``40 µs · 2.0× slower · noisy`` (``⚠ stale`` first when the source changed)."""
+    record = result.measurement
+    m = result.meta
+    if record.get("tuned"):
+        verdict = short_speedup(record).replace(" than untuned", "").replace(" vs untuned", " faster")
+        verdict = "≈ untuned" if verdict.startswith("≈") else verdict
+        parts = [format_latency(record["tuned"]["median_us"]), verdict]
+        if (record.get("load") or {}).get("busy"):
+            parts.append("noisy")
+    elif m.best_us:
+        parts = [f"{format_latency(m.best_us)} while tuning"]
+    else:
+        parts = [m.state]
+    title = " · ".join(p for p in parts if p)
+    return f"⚠ stale · {title}" if result.stale else title
+
+
 def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple[int, str, str, dict]]:
     """The lenses that depend on the function's run: result, re-tune, scheduled code, model."""
     optional = [retune_lens(uri, fn, result, line), scheduled_code_lens(uri, fn, result, line),
@@ -156,15 +211,19 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         template = fragments.get(fn.id)
         if template is None:
             template = fragments[fn.id] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE))
-        parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         result = ls.state.result(doc, fn, details=False, lines=lines)
+        if is_model(fn, result):   # a model's short line replaces the static lenses
+            parts.append(code_lens_json(model_lenses(doc.uri, fn, result, line)))
+            continue
+        parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
 
 
-def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
-    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale / noisy marks)."""
+def result_lens_title(result: FunctionResult, now: float | None = None, short: bool = False) -> str:
+    """``0.20 ms · 107× vs untuned · 128 trials · 3 min ago`` (plus state / stale / noisy marks);
+    ``short`` (a model's lens line) leaves out the age and says ``stale`` in one word."""
     m = result.meta
     if result.running:
         best = f" · best so far {format_latency(m.best_us)}" if m.best_us else ""
@@ -174,32 +233,47 @@ def result_lens_title(result: FunctionResult, now: float | None = None) -> str:
         parts = [format_latency(record["tuned"]["median_us"]), short_speedup(record)]
         if (record.get("load") or {}).get("busy"):
             parts.append("noisy")
+        parts.append(build_mark(result.build))
     elif m.best_us:
         parts = [f"best {format_latency(m.best_us)} while tuning (not re-measured)"]
     else:
         parts = []
-    parts.append(f"{m.trials_done} trials")
-    when = relative_time(m.finished or m.started or m.created, now)
+    shortfall = m.extra.get("shortfall") or {}
+    parts.append(f"⚠ {shortfall['measured']} of {shortfall['requested']} trials measured" if shortfall
+                 else f"{m.trials_done} trials")
+    when = None if short else relative_time(m.finished or m.started or m.created, now)
     if when:
         parts.append(when)
     title = " · ".join(p for p in parts if p)
     if m.state in ("cancelled", "failed"):
         title = f"{m.state}: {title}"
     if result.stale:
-        title = f"⚠ stale (source changed since run) · {title}"
+        title = f"⚠ stale · {title}" if short else f"⚠ stale (source changed since run) · {title}"
     return title
+
+
+def build_mark(build: dict | None) -> str:
+    """A model run's lens names its headline's build: ``deployable build``, or a warning when the
+    exported build would differ (``analysis/deployable``)."""
+    if not build:
+        return ""
+    return "⚠ not the exported build" if build["stale"] else "deployable build"
 
 
 def result_lens_tooltip(result: FunctionResult) -> str | None:
     """How the lens's figures were measured (and whether the machine was busy)."""
     record = result.measurement
     failed = failures_text(result.meta.extra.get("failures") or [])
+    short = (result.meta.extra.get("shortfall") or {}).get("text")
+    failed = f"{short[0].upper()}{short[1:]}. {failed}".strip() if short else failed
     if not record.get("tuned"):
         return failed or None
     text = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
             f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}. Measured {how_text(record)}.")
     if (record.get("load") or {}).get("busy"):
         text += " The machine was busy: the figures are noisy; run `asight profile --remeasure` when it is quiet."
+    if result.build:
+        text += f" Build: {result.build['text']}."
     return text + (" " + failed if failed else "")
 
 

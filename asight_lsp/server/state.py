@@ -21,6 +21,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from ..store.runs import default_store_root
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Function, Outline
+from ..tvmscript.pysource import source_lines
 from .idle_gc import IdleCollector
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
@@ -70,13 +71,13 @@ class DocState:
     build_s: float | None = None   # how long its last outline build took (``ServerState._build``)
     built_chars: int = 0
     opening: tuple | None = None   # (future, text): the outline of the opened text, being built
-    _lines: tuple = field(default=(None, ()), repr=False)   # (text, text.splitlines())
+    _lines: tuple = field(default=(None, ()), repr=False)   # (text, source_lines(text))
 
     @property
     def lines(self) -> list[str]:
-        """``text.splitlines()``, split once per text (read-only)."""
+        """``source_lines(text)``, split once per text (read-only)."""
         if self._lines[0] is not self.text:
-            self._lines = (self.text, self.text.splitlines())
+            self._lines = (self.text, source_lines(self.text))
         return self._lines[1]
 
 

@@ -13,7 +13,8 @@ import difflib
 from pathlib import Path
 
 from .results import profile_blocks
-from ..analysis.codelinks import (asm_links, attach_line_counts, attach_shares, by_source, derived_in_text, drop_parallel,
+from ..analysis.codelinks import (task_links, asm_links, attach_line_counts, attach_shares, by_source, cuda_links,
+                                  derived_in_text, drop_parallel,
                                   label_links, llvm_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
@@ -31,7 +32,7 @@ from .lookup import check_run_function, chosen_records, latest_run, prepare_run
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
 LEVELS = tuple(CODE_LEVELS)
-LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm"}
+LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm", "cuda": "cuda"}
 LINE_SHARE_SOURCE = ("the run's cached profile with cachegrind (asight profile --cachegrind): instructions "
                      "executed (Ir) per source line in a serial build of the best record, simulated by valgrind")
 SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, split per source block): "
@@ -71,7 +72,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
-              "task": task}
+              "task": task, "weights": wire.weights_beside(path)}
     with borrowed(worker) as client:
         if check:
             require_parsed(text, path, selection.unit, client)
@@ -79,6 +80,8 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     if reply.get("task"):
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
+        if level == "scheduled":
+            _task_payload(payload, reply, found)
     lineage_error = (reply.get("applied") or {}).get("lineage_error")
     if lineage_error:
         payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
@@ -91,6 +94,41 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
     return payload, record
+
+
+def _task_payload(payload: dict, reply: dict, run: Run | None) -> None:
+    """A Relax task's scheduled kernel: each block's lines linked to the binding it computes in every
+    call (``analysis.codelinks.task_links``), the task's per-block latency from the run's profile
+    when it timed the task's stages, and a note that says what the profile holds for this task."""
+    links = task_links(payload["text"], payload["callSites"], reply.get("lineage") or [])
+    profile = load_profile(run) if run is not None else None
+    relax = (profile or {}).get("relax") or {}
+    calls = [c for c in ((relax.get("tasks") or {}).get("tuned") or {}).get("tasks") or []
+             if c.get("task") == payload["task"]]
+    stages = (relax.get("task_stages") or {}).get(payload["task"]) or {}
+    blocks = [{"name": name, "us": e.get("us"), "share": e.get("share")} for name, e in (stages.get("blocks") or {}).items()]
+    if blocks:
+        by_name = {b["name"]: b for b in blocks}
+        links = [{**l, **({"share": by_name[l["block"]]["share"], "us": by_name[l["block"]]["us"]}
+                          if l.get("block") in by_name else {})} for l in links]
+    payload.update(links=links, bySource=[{"sourceLine": k, "lines": v} for k, v in by_source(links).items()],
+                   blocks=blocks, shareSource=stages.get("source") if blocks else None,
+                   note=_task_note(payload["task"], calls, bool(blocks), profile, links))
+
+
+def _task_note(task: str, calls: list[dict], timed: bool, profile: dict | None, links: list) -> str:
+    if profile is None:
+        return "no profile of this run yet: profile it (asight profile / the Profile lens) for the task's times"
+    from ..analysis.measurement import when_text
+    taken = when_text((profile.get("measured") or {}).get("taken") or profile.get("created"))
+    total = sum(c.get("us") or 0.0 for c in calls)
+    parts = [f"{task}: {len(calls)} call{'s' if len(calls) != 1 else ''}, {total:.1f} µs per run of the model "
+             f"(profile of {taken} UTC)" if calls else f"{task}: no call timed in the run's profile of {taken} UTC"]
+    parts.append("per-block times: the task's stages timed with the profile" if timed else
+                 "per-block times: not in this profile (it predates stage timing of tasks)")
+    if not links:
+        parts.append("its blocks could not be tied to the bindings")
+    return "; ".join(parts)
 
 
 def _stale(run: Run, selection, text: str) -> bool:
@@ -141,7 +179,8 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
         links = label_links(links, lineage)
     else:
         text = reply["text"]
-        links = llvm_links(text) if level == "llvm" else asm_links(text)
+        links = (cuda_links(text, reply.get("stores") or []) if level == "cuda"
+                 else llvm_links(text) if level == "llvm" else asm_links(text))
     applied = reply.get("applied") or {}
     if record is None and run is not None:
         record = best_trial(records, applied.get("latency_us"))

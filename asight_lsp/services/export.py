@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from ..analysis.deployable import export_verdict, headline_build, refusal_text
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..errors import AsightError
@@ -12,7 +13,10 @@ from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
 from .lookup import chosen_records, tuned_file
 
-LOAD_SNIPPET = """import numpy as np, tvm
+LOAD_SNIPPET = """import os
+# TVM's runtime may otherwise default to one thread: the headline was measured with {threads}
+os.environ.setdefault("TVM_NUM_THREADS", "{threads}")
+import numpy as np, tvm
 from tvm import relax
 vm = relax.VirtualMachine(tvm.runtime.load_module("{library}"), tvm.cpu())
 {args}
@@ -20,8 +24,13 @@ out = vm["{function}"]({names})"""
 
 
 def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
-                 store_root: str | None = None, worker=None, text: str | None = None) -> dict:
-    """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc)."""
+                 store_root: str | None = None, worker=None, text: str | None = None, *,
+                 tune_missing: int = 0, allow_untuned: bool = False, on_event=None, measure: bool = True) -> dict:
+    """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc).
+
+    ``status``: ``refused`` (kernels without records; nothing written; ``message`` says which and
+    what they cost), or ``written`` with ``check`` (outputs vs untuned) and ``measured`` (the
+    library timed against the headline's build in a separate worker, ``analysis/deployable``)."""
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
     if meta.kind != "relax":
@@ -35,15 +44,48 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         raise AsightError(f"{out} is a directory; name the library file (model.so)")
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path), "target": meta.target, "chosen": chosen_records(meta),
-              "weights": wire.weights_beside(path), "out": os.path.abspath(out)}
-    entry = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
-    params["function"] = entry
+              "weights": wire.weights_beside(path), "out": os.path.abspath(out),
+              "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
+              "defaults": [d["task"] for d in (meta.measurement or {}).get("defaults") or []]}
+    params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
     with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
-        reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600)
-    reply.update(run=meta.id, weights=params["weights"], load=load_snippet(reply))
+        reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600, on_event=on_event)
+    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)})
+    if reply.get("status") == "refused":
+        reply["message"] = refusal_text(reply["applied"])
+        return reply
+    reply["load"] = load_snippet(reply)
+    if measure and params["chosen"]:
+        reply["measured"] = measure_library(params, meta, reply, on_event, getattr(worker, "python", None))
     return reply
+
+
+def _headline(meta) -> dict:
+    record = meta.measurement or {}
+    return {"tuned_us": (record.get("tuned") or {}).get("median_us"), "threads": (record.get("harness") or {}).get("threads")}
+
+
+def measure_library(params: dict, meta, reply: dict, on_event=None, python: str | None = None) -> dict:
+    """The written library timed interleaved with the build the run's headline measured, in a
+    worker process of its own (not the one that built it; same harness and thread count as the
+    tuning job's headline); the record plus ``verdict`` (``analysis.deployable.export_verdict``)."""
+    if on_event:
+        on_event({"type": "status", "message": "timing the library against the headline's build"})
+    build = "deployable" if (meta.extra.get("build") or (meta.measurement or {}).get("build")) else "parameters"
+    request = {**params, "library": reply["library"], "headline_build": build}
+    with trusted(python, 1800) as fresh:             # loading a library runs its code: not sandboxed
+        record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)
+    record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")))
+    return record
+
+
+def headline_of(meta) -> dict:
+    """Which build a Relax run's headline measured and whether ``asight export`` would build the
+    same now (``analysis.deployable.headline_build``; the weights file's digest is memoised)."""
+    build = meta.extra.get("build") or (meta.measurement or {}).get("build")
+    return headline_build(build, wire.weights_digest(wire.weights_beside(meta.file)))
 
 
 def default_output(path: str) -> str:
@@ -55,26 +97,60 @@ def applied_text(reply: dict) -> str:
     """``3 of 4 tuned kernels from run R's records`` (+ what was not applied, what folded away)."""
     applied = reply.get("applied") or {}
     text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
+    if applied.get("tuned_at_export"):
+        text += f" ({len(applied['tuned_at_export'])} tuned at export: {', '.join(applied['tuned_at_export'])})"
+    if applied.get("default_kept"):
+        text += (f"; default schedule kept (re-measured faster than every trial): "
+                 f"{', '.join(applied['default_kept'])}")
     if applied.get("missing"):
-        text += f"; NOT applied (default schedule): {', '.join(applied['missing'])}"
+        text += f"; NOT TUNED (TVM's default schedule, accepted with --allow-untuned): {', '.join(applied['missing'])}"
     if applied.get("folded"):
         text += f"; folded into constants with the weights: {', '.join(applied['folded'])}"
     return text
 
 
+def measured_text(reply: dict) -> str | None:
+    """The library against the headline's build, both with their interquartile range, and the verdict."""
+    record = reply.get("measured")
+    if not record or not record.get("tuned"):
+        return None
+    head, lib = record["untuned"], record["tuned"]
+    return (f"headline build {_ms(head)} vs exported library {_ms(lib)}; "
+            f"{(record.get('verdict_export') or {}).get('text', '')}")
+
+
+def _ms(summary: dict) -> str:
+    return (f"{summary['median_us'] / 1e3:.3f} ms (p25-p75 {summary['p25_us'] / 1e3:.3f}-"
+            f"{summary['p75_us'] / 1e3:.3f})")
+
+
+def export_ok(reply: dict) -> bool:
+    """Written, outputs match the untuned build, and (when measured) as fast as the headline's build."""
+    if reply.get("status") != "written" or not (reply.get("check") or {}).get("ok"):
+        return False
+    verdict = (reply.get("measured") or {}).get("verdict_export")
+    return verdict is None or bool(verdict.get("ok"))
+
+
 def export_summary(reply: dict) -> str:
     """One paragraph for the editor: the library, the records check, the weights and the output check."""
+    if reply.get("status") == "refused":
+        return "export refused: " + reply.get("message", "")
     check = reply.get("check") or {}
     weights = (f"{reply['bound_weights']} weights bound from {os.path.basename(reply['weights'])}"
                if reply.get("bound_weights") else
                "no weights file beside the model (<file>.weights.npz): the library takes every parameter as an input")
     outputs = "outputs match the untuned build" if check.get("ok") else "outputs DIFFER from the untuned build"
-    return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}"
+    measured = measured_text(reply)
+    return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
+        (f" · {measured}" if measured else "")
 
 
 def load_snippet(reply: dict) -> str:
-    """Python that loads the library and calls it (the model's inputs as numpy arrays)."""
+    """Python that loads the library and calls it (the model's inputs as numpy arrays), with TVM's
+    thread count set as the headline was measured (TVM's runtime may otherwise use one thread)."""
     lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"))  # your input'
              for i in reply["inputs"]]
+    threads = (reply.get("headline") or {}).get("threads") or len(os.sched_getaffinity(0))
     return LOAD_SNIPPET.format(library=reply["library"], function=reply["function"], args="\n".join(lines),
-                               names=", ".join(i["name"] for i in reply["inputs"]))
+                               names=", ".join(i["name"] for i in reply["inputs"]), threads=threads)

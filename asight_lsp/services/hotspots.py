@@ -16,11 +16,13 @@ from ..analysis.trace_summary import summarize_trace
 from ..analysis.matching import match_relax, match_tir
 from ..engine import wire
 from ..errors import AsightError
+from ..store.caches import archived_profiles
 from ..store.runs import RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
+from ..views.measured import others_text, shown_measurement
 from .lookup import read_text
-from .profiling import profile_file
+from .profiling import ProfileOptions, profile_file
 
 
 SCHEMA = "asight.hotspots/1"
@@ -36,11 +38,14 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection)
-    if profile is None:
-        profile = profile_file(path, function, str(run.path), store_root, worker, text=text, use_cache=use_cache)
-    unit = wire.source_params(text, outline, selection.unit)
+    if profile is None:   # the run's shown profile when it is current (measured only when there is none)
+        profile = profile_file(path, meta.function, str(run.path), store_root, worker, text=text, use_cache=use_cache,
+                               options=ProfileOptions(by="hotspots"))
+    unit = {**wire.source_params(text, outline, selection.unit), "weights": wire.weights_beside(path)}
     out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
-           "parts": []}
+           "parts": [], "measurement": shown_measurement(profile, [e["profile"] for e in archived_profiles(run)])}
+    kept_aside = others_text(out["measurement"])   # a newer, noisier measurement the view does not show
+    out["notes"] = [kept_aside] if kept_aside else []
     if profile.get("kind") == "relax":
         out["parts"].append(_relax_part(profile["relax"], unit, selection, outline, worker))
     else:

@@ -11,12 +11,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from ..engine.client import worker_env
+from ..engine.spawn import module_argv
 from ..store.database import database_health
 from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.outline import build_outline
@@ -254,10 +254,11 @@ def failure_message(run: Run, meta: RunMeta) -> str | None:
     if not problem or not run.source_path.exists():
         return meta.error
     from ..tvmscript.diagnostics import problem_to_diagnostic
+    from ..tvmscript.pysource import source_lines
     text = run.source_path.read_text(encoding="utf-8")
     outline = build_outline(text, meta.file)
     unit = next((u for u in outline.units if u.name == problem.get("unit")), None)
-    diag = problem_to_diagnostic(problem, unit, text.splitlines())
+    diag = problem_to_diagnostic(problem, unit, source_lines(text))
     start = diag["range"]["start"]
     return f"{meta.file}:{start['line'] + 1}:{start['character'] + 1}: {diag['message']}"
 
@@ -266,7 +267,7 @@ def spawn(run: Run) -> subprocess.Popen:
     """Start the job process (own session = own process group); the job records its pid itself."""
     log = (run.path / "job.log").open("ab")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "asight_lsp.worker.tune_job", str(run.path.resolve())],
+        proc = subprocess.Popen(module_argv("asight_lsp.worker.tune_job", str(run.path.resolve())),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=worker_env(), start_new_session=True, cwd=str(run.path))
     finally:

@@ -13,10 +13,10 @@ import time
 from dataclasses import asdict, dataclass
 
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
-from ..analysis.measurement import comparison_record, is_current
+from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
 from ..engine.client import borrowed, trusted
-from ..store.caches import load_profile, store_profile
+from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
@@ -43,11 +43,13 @@ class ProfileOptions:
     atol: float = 1e-4
     seed: int = 0
     timeout: float = 900.0
+    replace: bool = False          # make this measurement the shown one even if it is noisier than it
+    by: str = "asight profile"     # who asked (kept with the measurement)
 
     def worker_params(self) -> dict:
         params = asdict(self)
-        params.pop("timeout")
-        params.pop("remeasure")
+        for local in ("timeout", "remeasure", "replace", "by"):
+            params.pop(local)
         return params
 
 
@@ -101,10 +103,10 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
     measure = record is None or options.remeasure
     key = _cache_key(text, selection, run, options, record)
-    if run is not None and use_cache and not measure:
+    if run is not None and use_cache and not options.remeasure:
         cached = _cached(run, key)
         if cached is not None:
-            return cached
+            return _with_build(cached, meta)
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
               "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
@@ -115,16 +117,76 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         if candidate is not None:
             params["candidate"] = _candidate_params(candidate, client)
         raw = _measure(client, params, options)
+    new_record = _new_record(raw, params, started, run if fresh else None) if measure else None
     if measure:
-        record = _new_record(raw, params, started, run if fresh else None)
+        record = new_record
         key = _cache_key(text, selection, run, options, record)
     profile = finish_profile(raw, outline, selection, _run_summary(run, meta), record)
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
-                   candidate=os.path.abspath(candidate) if candidate else None)
+                   candidate=os.path.abspath(candidate) if candidate else None,
+                   measured=_measured(raw, started, options.by, record, measure))
     _notes(profile, candidate, run, meta, fresh)
     if run is not None and candidate is None:
-        store_profile(run, {"key": key, "profile": profile})
+        _keep(run, profile, key, new_record if fresh else None, options.replace)
+    return _with_build(profile, meta)
+
+
+def _with_build(profile: dict, meta: RunMeta | None) -> dict:
+    """A model run's profile says which build its run's headline measured (now: the weights file
+    may have changed since), ``analysis.deployable.headline_build``."""
+    if meta is not None and meta.kind == "relax":
+        from .export import headline_of
+        profile["headline_build"] = headline_of(meta)
     return profile
+
+
+def _measured(raw: dict, started: float, by: str, record: dict | None, timed_now: bool) -> dict:
+    """When, by whom and under which load this profile was measured, and which measurement its
+    end-to-end headline is (the same one when it was timed in this profile)."""
+    head = record or {}
+    calls = (((raw.get("relax") or {}).get("tasks") or {}).get("tuned") or {}).get("tasks") or [
+        s for k in raw.get("kernels") or [] for s in (((k.get("stages") or {}).get("tuned") or {}).get("stages") or [])]
+    load = {**load_of(raw.get("load")), "spread": spread_of(calls)}
+    return {"id": time.strftime("%Y%m%d-%H%M%S", time.gmtime(started)) + f"-{int(started * 1000) % 1000:03d}",
+            "taken": started, "by": by, "load": load, "seconds": raw.get("seconds"),
+            "headline": {"taken": head.get("taken"), "by": head.get("by"), "load": head.get("load"),
+                         "same": bool(timed_now and record)}}
+
+
+def _keep(run: Run, profile: dict, key: dict, record: dict | None, replace: bool) -> None:
+    """Keep every measured profile in the run (``profiles/``); it becomes the shown one (and its
+    record the run's headline) unless the shown one is current and quieter, or covers more
+    functions, and the user did not ask to replace it (``replace``)."""
+    shown = load_profile(run)
+    why = None if replace or shown is None else blocked_by(shown, profile, key)
+    profile["adopted"] = why is None
+    if why:
+        profile["not_adopted"] = why
+        note = (f"this measurement was kept beside the shown one of {_when(shown)}, not instead of it: {why} "
+                "(`asight profile --remeasure --replace` makes it the shown one)")
+        profile["note"] = f"{profile['note']}; {note}" if profile.get("note") else note
+    archive_profile(run, {"key": key, "profile": profile}, profile["measured"]["id"])
+    if why:
+        if record is not None:
+            run.keep_unadopted(record, why)
+        return
+    if record is not None and record.get("tuned"):
+        run.set_measurement(record)
+    store_profile(run, {"key": key, "profile": profile})
+
+
+def blocked_by(shown: dict, new: dict, key: dict) -> str | None:
+    """Why ``new`` must not replace the ``shown`` profile of the run (None: it may)."""
+    if not _same_state(shown.get("cache_key") or {}, key):
+        return None   # the shown one measured an older state of the run or source
+    if set((shown.get("cache_key") or {}).get("source") or {}) - set(key.get("source") or {}):
+        return "it profiled fewer functions than the shown one"
+    return noisier_than((new.get("measured") or {}).get("load"), (shown.get("measured") or {}).get("load"))
+
+
+def _when(profile: dict) -> str:
+    from ..analysis.measurement import when_text
+    return when_text((profile.get("measured") or {}).get("taken") or profile.get("created"))
 
 
 def _measure(client, params: dict, options: ProfileOptions) -> dict:
@@ -155,8 +217,6 @@ def _new_record(raw: dict, params: dict, started: float, run: Run | None) -> dic
         extra["trials"] = len(run.records())
     record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], "asight profile", scope,
                                started, {k: v for k, v in extra.items() if v is not None})
-    if run is not None and record.get("tuned"):
-        run.set_measurement(record)
     return record
 
 
@@ -197,11 +257,20 @@ def _cache_key(text: str, selection: Selection, run: Run | None, options: Profil
 
 
 def _cached(run: Run, key: dict) -> dict | None:
+    """The run's shown profile when it measured the run and source as they are now (whichever
+    options or function label it was asked with, as long as it covers the functions of ``key``)."""
     profile = load_profile(run)
-    if profile is not None and profile.get("cache_key") == key:
+    if profile is not None and _same_state(profile.get("cache_key") or {}, key):
         profile["cached"] = True
         return profile
     return None
+
+
+def _same_state(cached: dict, key: dict) -> bool:
+    """``cached`` (a profile's key) measured the same records and the same source as ``key`` asks."""
+    source = cached.get("source") or {}
+    return (cached.get("schema") == key.get("schema") and cached.get("records") == key.get("records")
+            and all(source.get(fid) == h for fid, h in (key.get("source") or {}).items()))
 
 
 def _run_summary(run: Run | None, meta: RunMeta | None) -> dict | None:

@@ -45,6 +45,15 @@ class FunctionResult:
         return record if record.get("untuned") else {}
 
     @property
+    def build(self) -> dict | None:
+        """A Relax run: which build its headline measured, stale when an export would differ
+        (``services/export.headline_of``); None for other runs."""
+        if self.meta.kind != "relax":
+            return None
+        from .export import headline_of
+        return headline_of(self.meta)
+
+    @property
     def speedup(self) -> float | None:
         """Untuned / tuned as the measurement record has it (None before a measurement)."""
         return (self.measurement.get("speedup") or {}).get("estimate")
@@ -99,6 +108,22 @@ class Results:
         result.profile = self.block_profile(result.meta.id, fn)
         if fn.kind == "relax_function":
             result.calls = profile_calls(self._cached_profile(result.meta.id), fn)
+            if result.calls:
+                schedules = self._task_schedules(result.meta)
+                for call in result.calls:
+                    call["schedule"] = schedules.get(call.get("task"))
+
+    def _task_schedules(self, meta: RunMeta) -> dict[str, str]:
+        """``{task: what its chosen schedule did}`` (``task_schedules``), cached per run and records size."""
+        run = Run(self.index.run_dir(meta.id))
+        try:
+            size = run.records_path.stat().st_size
+        except OSError:
+            return {}
+        key = ("tasks", meta.id, size)
+        if key not in self._summaries:
+            self._summaries[key] = task_schedules(run, meta)
+        return self._summaries[key]
 
     def block_profile(self, run_id: str, fn: Function) -> dict | None:
         """Per source block latency of the run's cached profile (``store.caches.load_profile``), if any."""
@@ -152,4 +177,41 @@ def profile_calls(profile: dict | None, fn: Function) -> list | None:
     tasks = relax.get("tasks") or {}
     label = "tuned" if tasks.get("tuned") else "baseline"
     calls = (tasks.get(label) or {}).get("tasks") or []
-    return [{**c, "program": label} for c in calls if isinstance(c, dict) and c.get("lines")] or None
+    untuned = {v: c.get("us") for c in (tasks.get("baseline") or {}).get("tasks") or [] if isinstance(c, dict)
+               for v in c.get("vars") or []}
+    out = []
+    for c in calls:
+        if isinstance(c, dict) and c.get("lines"):
+            before = [untuned[v] for v in c.get("vars") or [] if untuned.get(v) is not None]
+            out.append({**c, "program": label, "untuned_us": sum(before) if before else None})
+    return out or None
+
+
+def task_schedules(run: Run, meta: RunMeta) -> dict[str, str]:
+    """Per task of a Relax run, one line on what the schedule the measurement chose did to its main
+    block (the block with most steps): ``conv2d_nchw: parallel · unroll 16 · 7 loops tiled``."""
+    from ..analysis.trace_replay import SourceBlock
+    from ..analysis.trace_summary import block_headline
+    from ..analysis.workload_loops import block_loop_vars
+    from ..store.database import workload_graph
+    from ..store.runs import read_records
+    chosen = (meta.measurement or {}).get("chosen") or []
+    if not chosen:
+        return {}
+    records = {r["trial"]: r for r in read_records(run.path)}
+    rows = run.workloads()
+    out = {}
+    for pick in chosen:
+        rec = records.get(pick.get("trial"))
+        if rec is None or not pick.get("task"):
+            continue
+        graph = workload_graph(rows[rec["workload"]]) if 0 <= rec["workload"] < len(rows) else None
+        blocks = [SourceBlock(name, loops, [None] * len(loops)) for name, loops in block_loop_vars(graph or {}).items()]
+        summary = summarize_trace(rec["insts"], rec["decisions"], blocks)["blocks"]
+        if not summary:
+            continue
+        name, main = max(summary.items(), key=lambda kv: len(kv[1].get("steps") or []))
+        tiled = sum(1 for step in main.get("steps") or [] if step.startswith("split "))
+        head = " · ".join(p for p in [block_headline(main), f"{tiled} loops tiled" if tiled else ""] if p)
+        out[pick["task"]] = f"{name}: {head or 'default schedule'} (trial {pick.get('trial')})"
+    return out

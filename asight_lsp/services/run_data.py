@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..analysis import featurelayout as fl
 from ..analysis.candidates import CandidateTable, build_candidates
-from ..analysis.tasks import pick_task, task_workloads
+from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
 from ..engine import wire
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
@@ -83,6 +83,15 @@ def resolve_source(file: str | None, run_dir: Path) -> Path | None:
     return None
 
 
+def source_text(meta: RunMeta, run_dir: Path) -> str | None:
+    """The run's source file's text, or None when it cannot be read."""
+    path = resolve_source(meta.file, run_dir)
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path is not None else None
+    except OSError:
+        return None
+
+
 def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
     """The run's function in its source file (``tvmscript.model.Function``), or None."""
     if text is None:
@@ -101,7 +110,8 @@ def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Fu
 
 def load_candidates(run: Run, worker=None, function: Function | None = None, extract: bool = True,
                     on_event: Callable[[dict], None] | None = None,
-                    workload: int | None = None, records: list[dict] | None = None) -> tuple[CandidateTable, list[str]]:
+                    workload: int | None = None, records: list[dict] | None = None,
+                    blocks: dict | None = None) -> tuple[CandidateTable, list[str]]:
     """The candidate table of a run (of one workload when given) and notes on what is missing.
     ``records``: the run's ``read_records`` when the caller already has them (read once)."""
     meta = run.load()
@@ -121,7 +131,7 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
             function = None
     if function is None:
         notes.append(f"source of {meta.function} not found ({meta.file}): blocks are named from the trace only")
-    table = build_candidates(records, cache, meta, function)
+    table = build_candidates(records, cache, meta, function, blocks)
     if records and not table.has_features:
         notes.append("no feature vectors cached for this run; the layout uses sampled decisions")
     return table, notes
@@ -129,27 +139,73 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
 
 def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
              text: str | None = None, on_event: Callable[[dict], None] | None = None,
-             task: str | None = None) -> RunData:
+             task: str | None = None, all_tasks: bool = False) -> RunData:
     """The data of one run (see module doc).  ``text``: the source to use instead of the file.
 
     A run of several tasks (a Relax model) is viewed one task at a time: ``task``, else the one
     taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.
+    ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
     shown, names, only = _task(run, meta, task, records)
+    if all_tasks and task is None:
+        shown, only = None, None
+    if text is None and function is None and shown is not None:
+        text = source_text(meta, run.path)
+    blocks = _task_blocks(run, only, function or source_function(meta, run.path, text), text, shown) \
+        if shown is not None else None
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
-                                   workload=only, records=records)
+                                   workload=only, records=records, blocks=blocks)
     if shown is not None:
-        notes.append(f"task {shown} of {len(names)} (pick another with --task: {', '.join(sorted(names))})")
+        notes.append(f"task {shown} of {len(names)} (pick another with --task: "
+                     f"{', '.join(ordered_tasks(meta.tasks or [], names, records, (meta.measurement or {}).get('chosen')))})")
     if function is None:
         try:
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    return RunData(run, meta, table, function, notes, task=shown, tasks=sorted(names))
+    counters = _counters(run, notes)
+    chosen = (meta.measurement or {}).get("chosen")
+    return RunData(run, meta, table, function, notes, task=shown,
+                   tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
+                   text=text if text is not None else source_text(meta, run.path), counters=counters)
+
+
+def _counters(run: Run, notes: list[str]) -> list | None:
+    """The run's measured counters (``store/counters.py``); a bad file is a note, and the views fall
+    back to the model."""
+    from ..store.counters import read_counters
+    try:
+        return read_counters(run.path)
+    except AsightError as err:
+        notes.append(f"counters not used: {err}")
+        return None
+
+
+def _task_blocks(run: Run, workload: int | None, function: Function | None, text: str | None,
+                 task: str) -> dict | None:
+    """A Relax task's kernel blocks with their loop variables (``analysis.workload_loops``), the
+    outer loops named by the layout the task's source binding names (``n, c, h, w``); None when
+    the workload cannot be read."""
+    from ..analysis.traces import BlockInfo
+    from ..analysis.workload_loops import block_loop_vars, layout_of, named_axes
+    from ..store.caches import load_profile
+    from ..store.database import workload_graph
+    rows = run.workloads()
+    graph = workload_graph(rows[workload]) if workload is not None and 0 <= workload < len(rows) else None
+    if graph is None:
+        return None
+    layout = None
+    if text and function is not None:
+        calls = (((load_profile(run) or {}).get("relax") or {}).get("tasks") or {}).get("tuned") or {}
+        first = next((c["vars"][0] for c in calls.get("tasks") or [] if c.get("task") == task and c.get("vars")), None)
+        binding = next((b for b in function.bindings if b.name == first), None)
+        layout = layout_of(text, binding.range["start"]["line"]) if binding else None
+    return {name: BlockInfo(name, named_axes(loop_vars, layout), [], [])
+            for name, loop_vars in block_loop_vars(graph).items()}
 
 
 def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:
@@ -201,6 +257,26 @@ def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=N
     (of one of its tasks: ``task``, else the default one)."""
     if kind == "searchSpace":
         warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
-    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task)
+    data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task,
+                    all_tasks=kind == "stageGraph")
+    if kind == "stageGraph" and task is not None and data.function is not None and data.function.kind != "prim_func":
+        return task_stage_graph(data, worker)
     builder = BUILDERS[kind]
     return builder(data, seed=seed) if kind in ("searchSpace", "principles") else builder(data)
+
+
+def task_stage_graph(data: RunData, worker) -> dict:
+    """The block-level stage graph of one task (fused kernel) of a Relax run: the blocks of its
+    tuned kernel (the scheduled code the code view shows, read as TVMScript), with the task's
+    per-call cost from the run's profile."""
+    from ..store.caches import load_profile
+    from ..views.loops import kernel_stage_graph
+    from .codeview import code_view
+    if worker is None:
+        raise AsightError("a kernel's stage graph needs its tuned code from the TVM worker (a trusted workspace)")
+    path = resolve_source(data.meta.file, data.run.path)
+    code = code_view(str(path) if path else data.meta.file, str(data.run.path), function=data.function.id,
+                     worker=worker, text=data.text, task=data.task)
+    if code.get("status") != "ok":
+        raise AsightError(code.get("message") or f"no code for task {data.task}")
+    return kernel_stage_graph(data, code, load_profile(data.run))

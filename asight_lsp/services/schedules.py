@@ -12,7 +12,7 @@ def apply_best(path: str, function: str | None = None, run: str | None = None, s
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection = tf.run, tf.meta, tf.selection
     params = {**wire.source_params(tf.text, tf.outline, selection.unit, selection.member), "run_dir": str(found.path),
-              "target": meta.target, "chosen": chosen_records(meta)}
+              "target": meta.target, "chosen": chosen_records(meta), "weights": wire.weights_beside(path)}
     with borrowed(worker) as client:
         reply = client.request(wire.APPLY_BEST, params, timeout=300)
     return {"run": found.id, "function": selection.label, **reply}

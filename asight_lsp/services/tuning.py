@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.targets import target_config
+from ..engine.targets import GPU_WORD, gpu_label, local_gpus, target_config
 from ..errors import AsightError
 from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
@@ -63,6 +63,8 @@ def check_target(target: str | None) -> str:
     if target is None or not target.strip() or target.strip() == "host":
         return host_label()
     text = target.strip()
+    if text == GPU_WORD:
+        return gpu_label(local_gpus()[0])
     config = target_config(text)
     kind = config if isinstance(config, str) else str(config["kind"])
     if text.startswith("{"):

@@ -2,6 +2,8 @@
 
 * ``profile.msgpack``  — ``{"key": ..., "profile": ...}``: the last profile of the run
   (``services/profiling.py``), reused by the editor and reports while its key matches;
+* ``profiles/<id>.msgpack`` — every profile measured for the run, the shown one included (one
+  record per measurement, never overwritten; the newest ``KEEP_PROFILES`` are kept);
 * ``features.msgpack`` — ``{"schema": "asight.features/1", "records": {trial: entry},
   "baselines": {workload: entry}}``: feature rows and loop nests per trial from the worker's
   ``features`` request (rows as little-endian float32 bytes).  It only grows.
@@ -20,6 +22,8 @@ from .runs import Run
 PROFILE_FILE = "profile.msgpack"
 FEATURES_FILE = "features.msgpack"
 FEATURES_SCHEMA = "asight.features/1"
+PROFILES_DIR = "profiles"
+KEEP_PROFILES = 8
 
 
 def _read(path: Path):
@@ -47,6 +51,25 @@ def store_profile(run: Run, entry: dict) -> None:
         _write(run.path / PROFILE_FILE, entry)
     except OSError:
         pass
+
+
+def archive_profile(run: Run, entry: dict, ident: str) -> None:
+    """Keep a measured profile as ``profiles/<ident>.msgpack`` (oldest beyond ``KEEP_PROFILES`` removed)."""
+    folder = run.path / PROFILES_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        _write(folder / f"{ident}.msgpack", entry)
+        for old in sorted(folder.glob("*.msgpack"))[:-KEEP_PROFILES]:
+            old.unlink()
+    except OSError:
+        pass
+
+
+def archived_profiles(run: Run) -> list[dict]:
+    """Every kept profile of the run, oldest first (entries ``{"key", "profile"}``)."""
+    folder = run.path / PROFILES_DIR
+    entries = [_read(p) for p in sorted(folder.glob("*.msgpack"))] if folder.is_dir() else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("profile"), dict)]
 
 
 def read_feature_cache(run_dir: str | os.PathLike) -> dict | None:

@@ -128,3 +128,14 @@ def records_note(run: Run, meta: RunMeta | None = None) -> str | None:
         what = (f"{aside} torn line{'s' * (aside > 1)} of {DB_RECORDS} (a write cut short) set aside in "
                 f"{DB_RECORDS}{SET_ASIDE}")
     return f"{what}; the {health.records} measured records are kept"
+
+
+def workload_graph(row) -> dict | None:
+    """The JSON graph of one workload row (``[hash, base64(length + JSON)]``) as plain data, or None."""
+    if not isinstance(row, list) or len(row) != 2 or not isinstance(row[1], str):
+        return None
+    try:
+        graph = json.loads(base64.b64decode(row[1], validate=True)[8:])
+    except (binascii.Error, ValueError):
+        return None
+    return graph if isinstance(graph, dict) and isinstance(graph.get("nodes"), list) else None

@@ -87,7 +87,7 @@ class Run:
     """One run directory."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        self.path = Path(path).absolute()   # sent to workers, which do not run in this cwd (docs/sandbox.md)
 
     @property
     def id(self) -> str:
@@ -141,6 +141,15 @@ class Run:
             meta.baseline_us = record["untuned"]["median_us"]
         if record.get("tuned"):
             meta.best_us = record["tuned"]["median_us"]
+        self.save(meta)
+        return meta
+
+    def keep_unadopted(self, record: dict, why: str) -> RunMeta:
+        """Keep a measurement that did not become the headline (noisier than it) in
+        ``extra.measurement_history`` with ``adopted: false`` and the reason; the headline stays."""
+        meta = self.load()
+        kept = {**record, "adopted": False, "not_adopted": why}
+        meta.extra["measurement_history"] = (meta.extra.get("measurement_history") or [])[-4:] + [kept]
         self.save(meta)
         return meta
 
@@ -347,7 +356,7 @@ class RunStore:
     """All runs under one root (``.asight`` of a workspace)."""
 
     def __init__(self, root: str | os.PathLike | None = None):
-        self.root = Path(root) if root else default_store_root()
+        self.root = (Path(root) if root else default_store_root()).absolute()
         self.runs_dir = self.root / "runs"
 
     def new_run_id(self, function: str) -> str:

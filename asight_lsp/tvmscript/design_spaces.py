@@ -19,7 +19,7 @@ from .ranges import node_range
 from .hashing import source_hash
 from .model import Outline
 from .outline import build_outline
-from .pysource import parse_chunks
+from .pysource import parse_chunks, source_lines
 
 # Schedule method -> the trace instruction kind it records.
 SAMPLING_METHODS = {
@@ -85,7 +85,7 @@ def space_hash(text: str, space: "SpaceFunction", outline: Outline | None = None
     """What a space run is keyed by (resume, staleness): the function's text and, when the file
     parses, everything the tuning job executes with it (imports, constants, helpers; formatting and
     comments aside), so editing ``UNROLL_STEPS = [...]`` makes a new space, not a resumed one."""
-    lines = text.splitlines()
+    lines = source_lines(text)
     body = "\n".join(lines[space.range["start"]["line"]:space.range["end"]["line"] + 1])
     try:
         tree = ast.parse(text)
@@ -97,7 +97,7 @@ def space_hash(text: str, space: "SpaceFunction", outline: Outline | None = None
 
 def find_spaces(text: str, path: str = "<text>", outline: Outline | None = None) -> list[SpaceFunction]:
     """Every space function of a file (chunks that do not parse are skipped)."""
-    lines = text.splitlines()
+    lines = source_lines(text)
     outline = outline or build_outline(text, path)
     unit_lines = {u.start_line for u in outline.units}
     trees, _errors = parse_chunks(text, lines)

@@ -15,7 +15,7 @@ from ..errors import InputError, WorkerError
 from .ranges import line_range, make_range, node_range
 from .model import Outline, Unit
 from .outline import build_outline
-from .pysource import parse_tree
+from .pysource import parse_tree, source_lines
 
 
 @dataclass
@@ -58,19 +58,26 @@ def check_text(text: str | bytes, path: str = "<text>", worker=None) -> CheckRes
     try:
         found, result.parsed_units = tvm_diagnostics(worker, source, outline, units)
     except WorkerError as err:
-        result.diagnostics.append({"range": units[0].range, "severity": "error", "source": "asight",
-                                   "message": f"could not check with TVM: {err}"})
+        result.diagnostics.append(worker_failure(err, units[0].range))
         return _sorted(result)
     for diags in found.values():
         result.diagnostics.extend(diags)
     return _sorted(result)
 
 
+def worker_failure(err: WorkerError, rng: dict) -> dict:
+    """The diagnostic for a request the worker did not answer.  A worker whose OS sandbox is not
+    active evaluates nothing (docs/sandbox.md): a warning says why, the file stays checked statically."""
+    if err.error_type == "SandboxUnavailable":
+        return {"range": rng, "severity": "warning", "source": "asight", "message": str(err)}
+    return {"range": rng, "severity": "error", "source": "asight", "message": f"could not check with TVM: {err}"}
+
+
 def tvm_diagnostics(worker, text: str, outline: Outline, units: list[Unit]) -> tuple[dict[str, list[dict]], list[str]]:
     """TVM's parse and well-formedness problems of ``units`` as diagnostics, per unit name, and the
     names of the units that parsed.  Blocking; ``WorkerError`` when the worker cannot answer."""
     reply = worker.request(wire.CHECK, wire.check_params(text, outline, units))
-    lines = text.splitlines()
+    lines = source_lines(text)
     by_name = {u.name: u for u in units}
     found: dict[str, list[dict]] = {u.name: [] for u in units}
     for problem in reply.get("problems", []):

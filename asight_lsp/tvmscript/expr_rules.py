@@ -19,6 +19,13 @@ FORBIDDEN = {ast.NamedExpr: "assignment expressions (:=)", ast.Yield: "yield", a
              ast.Await: "await"}
 # Calls whose string arguments TVM evaluates as Python (shape strings of parameter annotations).
 SHAPE_CALLS = {"R.Tensor", "R.Shape", "T.Buffer"}
+# The kind of a module constant named like a builtin or parser global (``exec = 0``): never used.
+SHADOW = "shadow"
+# The kind of a name a Relax block or ``if`` binds by a variable's name hint, when that name is a
+# builtin's, a parser global's or a namespace's (``stmt_rules.RelaxBody.bind_hinted``): never used.
+HINTED = "hinted"
+# What TVM's ``eval_assign`` sees: ``exec("target = rhs", {}, locals)``, no name of the script.
+TARGET_SCOPE = Scope({})
 
 
 @dataclass
@@ -34,12 +41,14 @@ class Findings:
         self.problems.append((node, anchor, message))
 
 
+
 class ExprRules:
     """Checks expressions; ``check(node, scope, anchor)`` records findings, returns nothing."""
 
     def __init__(self, findings: Findings):
         self.found = findings
         self.params_refs: set[int] = set()  # ids of metadata references inside func_attr "params"
+        self.in_target = False  # checking what an assignment target reads (``check_target``)
 
     # -- entry points
     def check(self, node: ast.AST | None, scope: Scope, anchor: ast.AST, decorator: bool = False) -> None:
@@ -58,6 +67,25 @@ class ExprRules:
         else:
             for child in ast.iter_child_nodes(node):
                 self.check(child, scope, anchor)
+
+    def check_target(self, target: ast.AST, anchor: ast.AST) -> None:
+        """What TVM's ``eval_assign`` evaluates in a target (``target = rhs`` run with empty globals):
+        the object of an attribute, the value and index of a subscript, at any depth of a tuple,
+        list or starred target.  Every name read there is a Python builtin (or a name the same
+        target stored before it), whatever the script bound: only the harmless builtins pass."""
+        for part in stored_parts(target):
+            if isinstance(part, ast.Attribute):
+                reads = [part.value]
+            elif isinstance(part, ast.Subscript):
+                reads = [part.value, part.slice]
+            else:
+                continue
+            self.in_target = True
+            try:
+                for node in reads:
+                    self.check(node, TARGET_SCOPE, anchor)
+            finally:
+                self.in_target = False
 
     def check_shape_strings(self, call: ast.Call, scope: Scope, anchor: ast.AST) -> None:
         """Strings TVM evaluates as code: those in the shape of ``R.Tensor``/``R.Shape``/``T.Buffer``."""
@@ -85,10 +113,26 @@ class ExprRules:
             self.found.refuse(node, anchor, f"dunder name '{node.id}'")
         elif kind is not None and kind.startswith("ns:"):
             self.found.refuse(node, anchor, f"the namespace '{node.id}' used as a value")
-        elif kind is None and node.id not in api.SAFE_BUILTINS:
-            self.found.refuse(node, anchor, self._unbound(node.id))
+        elif kind == HINTED:
+            what = "a TVMScript namespace" if node.id not in api.SHADOWING else \
+                "one of TVM's parser globals" if node.id in api.PARSER_GLOBALS else "Python's builtin"
+            self.found.refuse(node, anchor, f"name '{node.id}' after a Relax dataflow block or if: TVM binds the "
+                                            f"variable's name hint there, and where that is not '{node.id}', "
+                                            f"'{node.id}' is {what}; rename it")
+        elif kind is not None and kind.startswith("macro!"):
+            self.found.refuse(node, anchor, f"the macro '{node.id}' is refused: "
+                                            f"{kind[len('macro!'):].removeprefix('not evaluated: ')}")
+        elif (kind is None or kind == SHADOW) and node.id not in api.SAFE_BUILTINS:
+            self.found.refuse(node, anchor, self._unbound(node.id, kind))
 
-    def _unbound(self, name: str) -> str:
+    def _unbound(self, name: str, kind: str | None = None) -> str:
+        if self.in_target:
+            return (f"name '{name}' in an assignment target (TVM runs the target with empty globals: "
+                    "it would be Python's builtin, whatever the script bound)")
+        if kind == SHADOW:
+            return (f"the module constant '{name}' has the name of a Python builtin or TVM parser global: "
+                    "TVM evaluates assignment targets and some shape strings with the builtins only, so "
+                    "the gate does not use it; rename it")
         if name in self.found.bound_anywhere:
             return (f"name '{name}' is used where it is not bound (TVM would take it from its parser "
                     "globals or Python's builtins)")
@@ -176,8 +220,9 @@ class ExprRules:
         func = node.func
         if decorator and self._decorator_path(func, scope):
             pass
-        elif isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in api.SAFE_BUILTINS:
-            self.found.refuse(func, anchor, f"call of '{func.id}': {self._unbound(func.id)}")
+        elif isinstance(func, ast.Name) and scope.lookup(func.id) in (None, SHADOW) \
+                and func.id not in api.SAFE_BUILTINS:
+            self.found.refuse(func, anchor, f"call of '{func.id}': {self._unbound(func.id, scope.lookup(func.id))}")
         else:
             self.check(func, scope, anchor)
         if isinstance(func, ast.Attribute) and func.attr == "func_attr":
@@ -234,6 +279,15 @@ def all_arguments(args: ast.arguments) -> list[ast.arg]:
     """Every parameter of a signature, in order (Python binds them all when it runs a function)."""
     found = args.posonlyargs + args.args + args.kwonlyargs
     return found + [a for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def stored_parts(target: ast.AST) -> list[ast.AST]:
+    """The parts of an assignment target Python stores into, through tuples, lists and starred."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [part for element in target.elts for part in stored_parts(element)]
+    if isinstance(target, ast.Starred):
+        return stored_parts(target.value)
+    return [target]
 
 
 def shape_strings(call: ast.Call) -> list[ast.Constant]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 import hashlib
 
 from .model import Function
+from .pysource import source_lines
 
 
 def function_text(text: str, fn: Function, lines: list[str] | None = None) -> str:
     """The source lines of one function (for per-function source hashes); ``lines``, when given,
-    are ``text.splitlines()`` already split (hashing every function of a big file splits it once)."""
-    lines = text.splitlines() if lines is None else lines
+    are ``source_lines(text)`` already split (hashing every function of a big file splits it once)."""
+    lines = source_lines(text) if lines is None else lines
     return "\n".join(lines[fn.range["start"]["line"]:fn.range["end"]["line"] + 1])
 
 
@@ -19,7 +20,7 @@ def source_hash(text: str) -> str:
     Total over ``str``: a lone surrogate (half of a pair, as an editor may send while typing) is
     hashed as its code point (``surrogatepass``) instead of failing.
     """
-    normal = "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+    normal = "\n".join(line.rstrip() for line in source_lines(text) if line.strip())
     return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -27,6 +27,12 @@ SAFE_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool",
 # Names an unbound identifier may resolve to at parse time: TVM's parser globals and every builtin.
 RESERVED = frozenset(PARSER_GLOBALS) | frozenset(dir(builtins))
 
+# Names whose binding the gate never counts on (issue 22): where TVM does not bind a name as the
+# script wrote it (a Relax variable's name hint after a dataflow block or an ``if``; an assignment
+# target, run with empty globals; a shape string evaluated without the var table) it is the builtin
+# or parser global of that name.  Binding one is refused; a module constant of that name is not used.
+SHADOWING = RESERVED - SAFE_BUILTINS
+
 
 def path_kind(path: str) -> str | None:
     """``member`` / ``prefix`` / ``decorator`` / None for a dotted path from a namespace's own name."""

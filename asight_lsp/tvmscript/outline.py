@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from .model import DEFAULT_ALIASES, Function, Outline, Unit
 from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree,
-                       split_chunks, syntax_error_dict)
+                       source_lines, split_chunks, syntax_error_dict)
 from .ranges import line_range
+from .safety import module_macros
 from .members import ClassChunk, outline_class, split_class
 from .moves import moved_errors, shifted as _shifted
 from .scanner import _Context, _unit
@@ -144,8 +145,10 @@ def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], span: tupl
         tree, errors = parse_tree(chunk), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         tree, errors = None, [syntax_error_dict(err, lines, start)]
-    own_constants = module_constants(tree) if tree else {}
+    own_constants = module_constants(tree, constants) if tree else {}
     own_aliases = namespace_aliases(tree) if tree else {}
+    if tree:
+        own_aliases.update(module_macros(tree, {**aliases, **own_aliases}, {**constants, **own_constants}, lines, start))
     units, functions = _outline_trees([(tree, start)] if tree else [], lines, {**constants, **own_constants},
                                       {**aliases, **own_aliases})
     result = _ChunkResult((start, units, functions, errors), own_constants, own_aliases)
@@ -157,9 +160,10 @@ def _outline_whole(text: str, lines: list[str], outline: Outline) -> None:
     """Fallback when chunking went wrong: parse the whole file (or per chunk, uncached)."""
     trees, outline.syntax_errors = parse_chunks(text, lines)
     outline.constants, outline.aliases = {}, dict(DEFAULT_ALIASES)
-    for tree, _ in trees:
-        outline.constants.update(module_constants(tree))
+    for tree, offset in trees:
+        outline.constants.update(module_constants(tree, outline.constants))
         outline.aliases.update(namespace_aliases(tree))
+        outline.aliases.update(module_macros(tree, outline.aliases, outline.constants, lines, offset))
     outline.units, outline.functions = _outline_trees(trees, lines, outline.constants, outline.aliases)
 
 
@@ -195,7 +199,7 @@ def outline_chunks(text: str | bytes, path: str = "<text>",
                    chunks: ChunkCache | None = None) -> tuple[Outline, list[str], list[tuple[int, int]]]:
     """``build_outline``, with the file's lines and the line spans of its chunks."""
     text = decode_source(text)
-    lines = text.splitlines()
+    lines = source_lines(text)
     outline = Outline(path)
     refusal = _refusal(text, lines)
     if refusal is not None:
@@ -224,7 +228,7 @@ def _refusal(text: str, lines: list[str]) -> dict | None:
         return {"range": line_range(lines, 0), "severity": "error", "source": "asight",
                 "message": f"file too large to analyse ({len(text) / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.1f} MB)"}
     if "\x00" in text:
-        line = text[:text.index("\x00")].count("\n")
+        line = len(source_lines(text[:text.index("\x00")] + ".")) - 1
         return {"range": line_range(lines, line), "severity": "error", "source": "python",
                 "message": "syntax error: the file contains NUL bytes (is it a binary file?)"}
     return None

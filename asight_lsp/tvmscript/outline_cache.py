@@ -23,7 +23,7 @@ _UNIT_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 @dataclass
 class DocumentOutline:
     """The outline of a document plus which units come from an older good parse, and the text's
-    lines (``text.splitlines()``, read-only)."""
+    lines (``source_lines(text)``, read-only)."""
     outline: Outline
     fallback: set[str] = field(default_factory=set)
     lines: list[str] = field(default_factory=list)

@@ -14,6 +14,32 @@ from .ranges import line_range, make_range
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a source text as Python's tokenizer and the editor count them: only ``\\n``,
+    ``\\r\\n`` and ``\\r`` end a line (VS Code's model too).  ``str.splitlines`` also ends one at
+    ``\\x0b``, ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` and ``\\u2029``: a comment holding one
+    would show the gate other lines than Python parses and the worker slices (issue 22).  Every
+    reader of a file's text (gate, outline, worker, LSP ranges) splits it here; otherwise as
+    ``splitlines`` (no empty last line after a final line end)."""
+    if not any(char in text for char in _OTHER_BREAKS):   # 6 us for 3,700 lines; a regex: 1.8 ms
+        return text.splitlines(keepends)
+    if keepends:
+        return _LINE.findall(text)
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def line_text(line: str) -> str:
+    """One line of ``source_lines(text, keepends=True)`` without its line end."""
+    return line.rstrip("\r\n")
+
 
 def decode_source(data: bytes | str) -> str:
     """Text of a file; undecodable bytes become U+FFFD rather than an exception."""
@@ -122,7 +148,8 @@ def dotted_name(node: ast.AST) -> str | None:
 
 
 def literal_value(node: ast.AST, constants: dict) -> Any:
-    """Value of a literal expression (numbers, strings, tuples, + - * // of those and constants).
+    """Value of a literal expression (numbers, strings, tuples, dicts, + - * // of those and constants,
+    an index or key of a literal: ``CONFIG["n"]``).
 
     Raises ``ValueError`` when the expression is not such a literal.
     """
@@ -133,6 +160,13 @@ def literal_value(node: ast.AST, constants: dict) -> Any:
         return constants[node.id]
     if isinstance(node, (ast.Tuple, ast.List)):
         return [literal_value(e, constants) for e in node.elts]
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        keys = [literal_value(k, constants) for k in node.keys]
+        if not all(isinstance(k, (int, float, str, bool)) or k is None for k in keys):
+            raise ValueError("not a literal")
+        return dict(zip(keys, [literal_value(v, constants) for v in node.values]))
+    if isinstance(node, ast.Subscript):
+        return _index(literal_value(node.value, constants), node.slice, constants)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = literal_value(node.operand, constants)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -142,6 +176,23 @@ def literal_value(node: ast.AST, constants: dict) -> Any:
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
             return _arith(node.op, left, right)
     raise ValueError("not a literal")
+
+
+def _index(value: Any, index: ast.AST, constants: dict) -> Any:
+    """``value[index]`` of a literal container (a key, a position or a slice of literals)."""
+    if isinstance(index, ast.Slice):
+        bounds = [None if b is None else literal_value(b, constants) for b in (index.lower, index.upper, index.step)]
+        if not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds) or bounds[2] == 0:
+            raise ValueError("not a literal")
+        key: Any = slice(*bounds)
+    else:
+        key = literal_value(index, constants)
+    if not isinstance(value, (dict, list, str)) or isinstance(key, (list, dict)):
+        raise ValueError("not a literal")
+    try:
+        return value[key]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("not a literal") from None
 
 
 def _arith(op: ast.operator, left: float, right: float) -> float:
@@ -171,21 +222,75 @@ def value_or_text(node: ast.AST, constants: dict) -> Any:
             return "?"
 
 
-def module_constants(tree: ast.Module) -> dict:
-    """Top-level ``NAME = literal`` assignments, in order (later ones may use earlier ones)."""
-    constants: dict = {}
+def module_constants(tree: ast.Module, known: dict | None = None) -> dict:
+    """Top-level assignments of literals, in order (later ones may use earlier ones, and ``known``:
+    the constants of the file's earlier chunks): ``N = 16``, ``M, N = 16, 32``, ``N = CONFIG["n"]``
+    for a literal dict ``CONFIG``.  A name assigned anything else is no constant from there on.  Only
+    values that reach the worker unchanged (JSON: no dict with other than string keys) are kept."""
+    seen, assigned = dict(known or {}), {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        if isinstance(stmt, ast.Assign):
+            pairs = [(target, stmt.value) for target in stmt.targets]
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            pairs = [(stmt.target, stmt.value)]
+        else:
+            for target in _rebound(stmt):
+                for name in _stored_names(target):
+                    seen.pop(name, None)
+                    assigned[name] = False
+            continue
+        for target, value in pairs:
             try:
-                constants[stmt.targets[0].id] = literal_value(stmt.value, constants)
+                found = _unpack(target, literal_value(value, seen))
             except (ValueError, RecursionError):
-                constants.pop(stmt.targets[0].id, None)
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            try:
-                constants[stmt.target.id] = literal_value(stmt.value, constants)
-            except (ValueError, RecursionError):
-                pass
-    return constants
+                found = dict.fromkeys(_stored_names(target))
+                for name in found:
+                    seen.pop(name, None)
+                assigned.update(dict.fromkeys(found, False))
+                continue
+            seen.update(found)
+            assigned.update(dict.fromkeys(found, True))
+    return {name: seen[name] for name, literal in assigned.items() if literal and _exact_in_json(seen[name])}
+
+
+def _rebound(stmt: ast.stmt) -> list[ast.AST]:
+    """Targets a module-level statement other than an assignment stores into."""
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        return [stmt.target]
+    if isinstance(stmt, ast.With):
+        return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return []
+
+
+def _stored_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _stored_names(element)]
+    if isinstance(target, ast.Starred):
+        return _stored_names(target.value)
+    return []
+
+
+def _unpack(target: ast.AST, value: Any) -> dict:
+    """``{name: value}`` of a literal assigned to a name or a tuple of names (as Python unpacks it)."""
+    if isinstance(target, ast.Name):
+        return {target.id: value}
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (list, str)) and \
+            len(target.elts) == len(value) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        found: dict = {}
+        for element, item in zip(target.elts, value):
+            found.update(_unpack(element, item))
+        return found
+    raise ValueError("not a literal")
+
+
+def _exact_in_json(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_exact_in_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _exact_in_json(v) for k, v in value.items())
+    return True
 
 
 def namespace_aliases(tree: ast.Module, line_offset: int = 0) -> dict:

@@ -19,14 +19,16 @@ the unit is then outlined statically only.  The rules and their reasons: docs/sa
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass, field
 
-from .expr_rules import ExprRules, Findings, parse_code_string
+from .expr_rules import SHADOW, ExprRules, Findings, parse_code_string
+from .namespaces import SHADOWING
 from .printed import METADATA
 from .pysource import unit_kind
 from .ranges import line_range, node_range
 from .scope import VALUE, Scope, names_bound_anywhere
-from .stmt_rules import StatementRules
+from .stmt_rules import StatementRules, decorator_path_kind
 
 SUFFIX = "; this function is outlined statically only"
 
@@ -39,14 +41,17 @@ class GateResult:
 
 def module_scope(aliases: dict, constants: dict) -> Scope:
     """What a unit sees before its own bindings: namespaces, printed symbols, metadata, and literal
-    constants last (as ``worker/compat.script_globals`` gives them to the parser)."""
+    constants last (as ``worker/compat.script_globals`` gives them to the parser); a constant named
+    like a builtin or parser global (``exec = 0``) is there only to be refused where it is used."""
     base = {}
     for name, what in aliases.items():
         if what in ("T", "R", "I", "Tx"):
             base[name] = f"ns:{what}"
         elif what == "TypeVar" or (name == METADATA and what.startswith("metadata:")):
-            base[name] = VALUE
-    base.update({name: VALUE for name in constants})
+            base[name] = SHADOW if name in SHADOWING else VALUE
+        elif what.startswith(("macro:", "macro!")):
+            base[name] = what.split(":", 1)[0] if what.startswith("macro:") else what
+    base.update({name: SHADOW if name in SHADOWING else VALUE for name in constants})
     return Scope(base)
 
 
@@ -185,6 +190,46 @@ def class_verdict(header: MemberVerdict, members: list[MemberVerdict], aliases: 
     found = [f for phase in range(3) for part in parts for f in part.phases[phase]]
     refs = [(rng, in_params) for phase in range(3) for part in parts for rng, in_params, _ in part.references[phase]]
     return _verdict(found, refs, aliases)
+
+
+MACRO_PREFIX = "macro:"
+
+
+def module_macros(tree: ast.Module, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> dict:
+    """The module-level ``@T.macro`` defs of a tree, as aliases (in order; a macro sees the earlier
+    ones): ``macro:<first line>:<last line>:<digest of its text>`` when the gate passes it (the worker
+    builds it from those lines), else ``macro!<the first reason>``, refused where it is called."""
+    found: dict = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.FunctionDef) or not stmt.decorator_list \
+                or decorator_path_kind(_decorator_target(stmt.decorator_list[-1]), aliases) != "macro" \
+                or aliases.get(_root(stmt.decorator_list[-1])) != "T":
+            continue
+        findings = Findings({**aliases, **found}, bound_anywhere=names_bound_anywhere(stmt))
+        rules = StatementRules(findings, module_scope({**aliases, **found}, constants))
+        try:
+            rules.macro(stmt)
+        except RecursionError:
+            findings.refuse(stmt, stmt, "expressions nested too deeply to check")
+        if findings.problems:
+            found[stmt.name] = f"macro!{findings.problems[0][2]}"
+            continue
+        first = min(d.lineno for d in stmt.decorator_list) - 1 + line_offset
+        last = stmt.end_lineno - 1 + line_offset
+        digest = hashlib.sha1("\n".join(lines[first:last + 1]).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        found[stmt.name] = f"{MACRO_PREFIX}{first}:{last}:{digest}"
+    return found
+
+
+def _decorator_target(decorator: ast.AST) -> ast.AST:
+    return decorator.func if isinstance(decorator, ast.Call) else decorator
+
+
+def _root(decorator: ast.AST) -> str | None:
+    node = _decorator_target(decorator)
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def check_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> list[dict]:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import ast
 from copy import deepcopy
 
-from .expr_rules import ExprRules, Findings, all_arguments, free_names, parse_code_string, shape_strings
-from .namespaces import decorator_of
+from .expr_rules import (HINTED, ExprRules, Findings, all_arguments, free_names, parse_code_string,
+                         shape_strings, stored_parts)
+from .namespaces import SHADOWING, decorator_of
 from .tvmscript_api import PARSER_GLOBALS
 from .scope import Scope, target_names
 
@@ -126,14 +127,14 @@ class StatementRules:
             for arg in node.args.args:
                 self.check(arg.annotation, node)
                 self.bind_shape_names(arg.annotation)  # T.Buffer(("n",)): a match variable from here on
-                self.scope.bind(arg.arg)
+                self.bind(arg.arg, arg, node)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             TirBody(self).body(node.body)
 
     def relax_function(self, node: ast.FunctionDef) -> None:
         if is_recursive(node) and self.scope.lookup(node.name) is None and node.name not in PARSER_GLOBALS:
-            self.scope.bind(node.name)  # TVM binds it only when its var table has no such name
+            self.bind(node.name, node, node)  # TVM binds it only when its var table has no such name
         with self.scope.frame():
             first_pass = self.scope.snapshot()  # TVM evaluates every annotation once before any parameter
             with first_pass.frame():
@@ -145,7 +146,7 @@ class StatementRules:
                 self.bind_shape_names(arg.annotation)  # R.Tensor(("n", "m")): symbolic variables
             for arg in node.args.args:
                 self.check_strings(arg.annotation, node)
-                self.scope.bind(arg.arg)
+                self.bind(arg.arg, arg, node)
             self.unbound_annotations(node)
             self.check(node.returns, node)
             for stmt in node.body:  # TVM evaluates nested functions' (last) decorators before the body
@@ -153,6 +154,32 @@ class StatementRules:
                     for decorator in stmt.decorator_list:
                         self.check(decorator, node, decorator=True)
             RelaxBody(self).body(node.body)
+
+    def bind(self, name: str, node: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
+        """Bind a name TVM (or Python) binds as written, in the current frame."""
+        self.scope.bind(name, kind)
+
+    def macro(self, node: ast.FunctionDef) -> None:
+        """A module-level ``@T.macro``: Python runs the def (decorators, defaults, annotations, in the
+        module's names); TVM parses its body as TIR where it is called, in a table of the module's
+        names and the arguments (a hygienic macro; ``hygienic=False`` reads the caller's names)."""
+        if len(node.decorator_list) > 1:
+            self.found.refuse(node.decorator_list[0], node, "a macro with other decorators than T.macro")
+        for decorator in node.decorator_list:
+            self.check(decorator, node, decorator=True)
+            if isinstance(decorator, ast.Call) and any(k.arg == "hygienic" and not (
+                    isinstance(k.value, ast.Constant) and k.value.value is True) for k in decorator.keywords):
+                self.found.refuse(decorator, node, "a macro that is not hygienic reads the names of each place "
+                                                   "it is used; only hygienic macros (the default) are checked")
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.check(default, node)
+        for arg in all_arguments(node.args):
+            self.check(arg.annotation, node)
+        self.check(node.returns, node)
+        with self.scope.frame():
+            for arg in all_arguments(node.args):
+                self.bind(arg.arg, arg, node)
+            TirBody(self).body(node.body)
 
     def unbound_annotations(self, node: ast.FunctionDef) -> None:
         """Annotations of parameters TVM ignores (``*args``, keyword-only ...): checked, never bound."""
@@ -189,12 +216,12 @@ class StatementRules:
             inner = StatementRules(self.found, self.scope.snapshot())
             with inner.scope.frame():
                 for arg in all_arguments(node.args):
-                    inner.scope.bind(arg.arg)
+                    inner.bind(arg.arg, arg, node)
                 TirBody(inner).body(node.body)
         else:
             self.function(node, kind, node if body_kind == "tir" else None)
         if (kind == "inline" and body_kind == "tir") or (kind == "relax_function" and body_kind == "relax"):
-            self.scope.bind(node.name)
+            self.bind(node.name, node, node)
 
 
 SHAPE_NAMES = {"R.Tensor", "R.Shape", "T.Buffer"}
@@ -241,31 +268,29 @@ class _Body:
             self.store(target, stmt)
         kind = self.scope.lookup(stmt.value.id) if isinstance(stmt.value, ast.Name) else None
         for target in stmt.targets:  # cls = Module: the module's functions are its attributes
-            self.scope.bind_targets(target, kind if kind and kind.startswith("module:")
-                                    and isinstance(target, ast.Name) else "value")
+            self.bind_targets(target, stmt, kind if kind and kind.startswith("module:")
+                              and isinstance(target, ast.Name) else "value")
 
     def _AnnAssign(self, stmt):
         self.check(stmt.value, stmt)
         self.check(stmt.annotation, stmt)
-        self.store(stmt.target, stmt)
-        self.scope.bind_targets(stmt.target)
+        self.rules.expr.check_target(stmt.target, stmt)
+        self.bind_targets(stmt.target, stmt)
 
     def _AugAssign(self, stmt):
         self.check(_as_load(stmt.target), stmt)
         self.check(stmt.value, stmt)
+        if not isinstance(stmt.target, ast.Subscript):
+            self.rules.expr.check_target(stmt.target, stmt)
 
     def store(self, target: ast.AST, stmt: ast.stmt) -> None:
-        """What a target evaluates: indices of a subscript, the object of an attribute."""
-        if isinstance(target, ast.Subscript):
-            self.check(target.value, stmt)
-            self.check(target.slice, stmt)
-        elif isinstance(target, ast.Attribute):
-            self.check(_as_load(target), stmt)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self.store(element, stmt)
-        elif isinstance(target, ast.Starred):
-            self.store(target.value, stmt)
+        """An assignment target as TVM's ``eval_assign`` runs it: with empty globals
+        (``expr_rules.check_target``).  TIR reads it with the var table first (``TirBody.store``)."""
+        self.rules.expr.check_target(target, stmt)
+
+    def bind_targets(self, target: ast.AST, anchor: ast.AST, kind: str = "value") -> None:
+        """Bind the names a target stores: TVM's ``eval_assign`` binds them as written."""
+        self.scope.bind_targets(target, kind)
 
     def _FunctionDef(self, stmt):
         self.rules.nested_function(stmt, self.kind)
@@ -273,8 +298,8 @@ class _Body:
     def _For(self, stmt):
         self.check(stmt.iter, stmt)
         with self.scope.frame():
-            self.store(stmt.target, stmt)
-            self.scope.bind_targets(stmt.target)
+            self.rules.expr.check_target(stmt.target, stmt)
+            self.bind_targets(stmt.target, stmt)
             self.body(stmt.body)
         self.body(stmt.orelse)  # never evaluated by TVM; checked where Python would run it
 
@@ -288,13 +313,26 @@ class _Body:
 class TirBody(_Body):
     kind = "tir"
 
+    def store(self, target: ast.AST, stmt: ast.stmt) -> None:
+        """TIR's ``Assign``: a subscript is a buffer store (value and indices read with the var
+        table); any other target is first read as a value with the var table (a scalar buffer?),
+        then run by ``eval_assign`` with empty globals."""
+        for part in stored_parts(target):
+            if isinstance(part, ast.Subscript):
+                self.check(part.value, stmt)
+                self.check(part.slice, stmt)
+            elif isinstance(part, ast.Attribute):
+                self.check(_as_load(part), stmt)
+        if not isinstance(target, ast.Subscript):
+            self.rules.expr.check_target(target, stmt)
+
     def _With(self, stmt):
         with self.scope.frame():
             for item in stmt.items:
                 self.check(item.context_expr, stmt)
                 if item.optional_vars is not None:
-                    self.store(item.optional_vars, stmt)
-                    self.scope.bind_targets(item.optional_vars)
+                    self.rules.expr.check_target(item.optional_vars, stmt)
+                    self.bind_targets(item.optional_vars, stmt)
             self.body(stmt.body)
 
     def _If(self, stmt):
@@ -317,8 +355,8 @@ class RelaxBody(_Body):
                 self.store(item.optional_vars, stmt)
         with self.scope.frame():
             self.body(stmt.body)
-        for name in output_names(stmt.body):
-            self.scope.bind(name)
+        for name in output_names(stmt.body, self.rules.found.aliases):
+            self.bind_hinted(name)
 
     def _If(self, stmt):
         self.check(stmt.test, stmt)
@@ -326,31 +364,91 @@ class RelaxBody(_Body):
             self.body(stmt.body)
         with self.scope.frame():
             self.body(stmt.orelse)
-        then_name, else_name = last_bound(stmt.body), last_bound(stmt.orelse)
+        aliases = self.rules.found.aliases
+        then_name, else_name = last_bound(stmt.body, aliases), last_bound(stmt.orelse, aliases)
         if then_name is not None and then_name == else_name:
-            self.scope.bind(then_name)
+            self.bind_hinted(then_name)
+
+    def bind_hinted(self, name: str) -> None:
+        """A name TVM binds by a Relax variable's *name hint* (after a dataflow block, an ``if``):
+        only when the script's last binding of it emitted a variable of that name (``emits``).  A
+        builtin's, parser global's or namespace's name is never counted on there (``HINTED``: its
+        uses are refused): were ``emits`` wrong, it would be that builtin for TVM."""
+        if name in SHADOWING or (self.scope.lookup(name) or "").startswith("ns:"):
+            self.scope.bind(name, HINTED)
+        else:
+            self.scope.bind(name)
 
 
-def output_names(body: list[ast.stmt]) -> list[str]:
-    """Names given to ``R.output(...)`` in a dataflow block: they outlive it."""
+def output_names(body: list[ast.stmt], aliases: dict | None = None) -> list[str]:
+    """Names given to ``R.output(...)`` in a dataflow block that outlive it under the same name:
+    TVM binds each output variable's name hint, which is the script's name only when the block's
+    last binding of that name emitted a variable (``I.meta_var(lv)`` binds the name to ``lv``)."""
     names = []
     for stmt in body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "output":
             names += [a.id for a in call.args if isinstance(a, ast.Name)]
-    return names
+    if aliases is None:
+        return names
+    last = {}
+    for stmt in body:
+        target = _single_target(stmt)
+        if isinstance(target, ast.Name):
+            last[target.id] = emits(stmt.value, aliases)
+        elif isinstance(stmt, ast.FunctionDef):   # a local function: a variable of its name
+            last[stmt.name] = True
+    return [n for n in names if last.get(n)]   # others keep their outer binding, if any
 
 
-def last_bound(body: list[ast.stmt]) -> str | None:
-    """The name a Relax branch's last binding defines (what an ``if`` yields); a dataflow block's
-    last binding when it is one of its outputs."""
+def last_bound(body: list[ast.stmt], aliases: dict | None = None) -> str | None:
+    """The name a Relax branch's last binding defines (what an ``if`` yields: TVM binds the name hint
+    of the branch's last *emitted* variable); a dataflow block's last binding when it is one of its
+    outputs.  None when the last binding may emit nothing (``I.meta_var``, a type, a string ...)."""
     last = body[-1] if body else None
     if isinstance(last, ast.With):
-        inner = last_bound(last.body[:-1] if last.body and isinstance(last.body[-1], ast.Expr) else last.body)
-        return inner if inner in output_names(last.body) else None
-    target = last.targets[0] if isinstance(last, ast.Assign) and len(last.targets) == 1 else \
-        last.target if isinstance(last, ast.AnnAssign) else None
-    return target.id if isinstance(target, ast.Name) else None
+        inner = last_bound(last.body[:-1] if last.body and isinstance(last.body[-1], ast.Expr) else last.body,
+                           aliases)
+        return inner if inner in output_names(last.body, aliases) else None
+    target = _single_target(last)
+    if not isinstance(target, ast.Name):
+        return None
+    if aliases is not None and not emits(last.value, aliases):
+        return None
+    return target.id
+
+
+def _single_target(stmt: ast.stmt | None) -> ast.AST | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0]
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return stmt.target
+    return None
+
+
+# Relax calls whose value is not an expression Relax emits (types, struct info, meta variables).
+NOT_EMITTED = {"I.meta_var", "T.meta_var", "R.Tensor", "R.Shape", "R.Tuple", "R.Object", "R.Prim", "R.Callable",
+               "R.Any", "R.Func", "R.Void", "R.Array", "R.ExternFunc", "R.DTensor"}
+
+
+def emits(value: ast.AST | None, aliases: dict) -> bool:
+    """Whether binding ``value`` in Relax emits a variable named as the target (an operator's call, a
+    variable, a number, a tuple ...); not ``I.meta_var(...)``, a type (``R.Tensor(...)``), a symbolic
+    ``T.int64()`` declaration, a string or None.  (An approximation: a name it gets wrong is at worst
+    unbound for TVM, never a builtin: those are never bound, ``bind_hinted``.)"""
+    if isinstance(value, ast.Constant):
+        return not isinstance(value.value, (str, bytes, type(None)))
+    if not isinstance(value, ast.Call):
+        return value is not None
+    func, parts = value.func, []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    namespace = aliases.get(func.id) if isinstance(func, ast.Name) else None
+    if namespace not in ("R", "I", "T") or not parts:
+        return True
+    path = ".".join([namespace, *parts])
+    return path not in NOT_EMITTED and not (namespace == "T" and not value.args and not value.keywords)
 
 
 def is_recursive(node: ast.FunctionDef) -> bool:

@@ -23,6 +23,8 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     task: str | None = None                      # the task shown (runs of several tasks: one at a time)
     tasks: list[str] = field(default_factory=list)
+    text: str | None = None                      # the source text the function was read from
+    counters: list | None = None                 # the run's counters.jsonl entries (store/counters.py), if any
 
 
 def run_info(data: RunData) -> dict:
@@ -43,7 +45,8 @@ def run_info(data: RunData) -> dict:
                   "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
                   "task": data.task, "tasks": data.tasks or None,
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
-                               for g in m.extra.get("failures") or []] or None})
+                               for g in m.extra.get("failures") or []] or None,
+                  "shortfall": (m.extra.get("shortfall") or {}).get("text")})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

@@ -4,24 +4,45 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.loopview import SOURCES, loop_view as compute_loop_view
-from ..analysis.stagegraph import build_graph, layered_positions, stage_costs
+from ..analysis.stagegraph import (build_graph, layered_positions, model_graph, num_input_of, profile_calls,
+                                   stage_costs)
 from ..store.caches import load_profile
 from ..analysis.trace_summary import block_headline, summarize_trace
-from ..analysis.trace_replay import source_blocks
+from ..analysis.trace_replay import SourceBlock, source_blocks
 from .context import RunData, clean, run_info
 
 LOOP_VIEW_SCHEMA = "asight.loopView/1"
 STAGE_GRAPH_SCHEMA = "asight.stageGraph/1"
 
 
-def best_summary(data: RunData) -> dict:
-    """Per block: what the best candidate's schedule did (``trace_summary``), or {}."""
+def best_summary(data: RunData, function=None) -> dict:
+    """Per block: what the best candidate's schedule did (``trace_summary``), or {}; ``function``:
+    the blocks to name (default: the run's function)."""
     best = data.table.best_index()
     if best is None:
         return {}
     rec = data.table.records[best]
-    sources = source_blocks(data.function) if data.function is not None else []
+    function = function if function is not None else data.function
+    sources = source_blocks(function) if function is not None else []
+    if not sources and data.table.blocks:   # a Relax task: its kernel's blocks, loops named (workload_loops)
+        sources = [SourceBlock(b.name, list(b.loop_vars), [None] * len(b.loop_vars), list(b.reads), list(b.writes))
+                   for b in data.table.blocks.values()]
     return summarize_trace(rec["insts"], rec["decisions"], sources)["blocks"]
+
+
+def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
+    """GPU words for the best candidate (or ``index``): binding, memory, measured launch figures and
+    the limiting factor (``analysis/gpu_words.py``); None for a CPU run."""
+    from ..analysis.counters import by_candidate
+    from ..analysis.gpu_words import gpu_words
+    index = data.table.best_index() if index is None else index
+    if index is None:
+        return None
+    metrics = by_candidate(data.counters)[0].get(int(data.table.trials[index])) if data.counters else None
+    words = gpu_words(data.table.rows[index], data.table.stores[index], metrics)
+    if words is not None:
+        words["trial"] = int(data.table.trials[index])
+    return words
 
 
 def loop_view(data: RunData) -> dict:
@@ -39,24 +60,76 @@ def loop_view(data: RunData) -> dict:
             stage["range"] = blk.range if blk else None
             stage["id"] = blk.id if blk else None
     return clean({**base, "status": "ok", "function": data.function.id if data.function else data.meta.function,
-                  "stages": stages, "sources": SOURCES,
+                  "stages": stages, "sources": SOURCES, "gpu": gpu_summary(data),
                   "scheduled_loops_available": bool(any(data.table.loops[i] for i in np.flatnonzero(data.table.valid)))})
 
 
 def stage_graph(data: RunData) -> dict:
     """Blocks (or Relax bindings) as nodes, buffers as edges, with a layered layout; each block
-    says what the run's best schedule did to it."""
+    says what the run's best schedule did to it.  A Relax model is drawn at its own scale: its
+    kernel calls and their data flow (``model_stage_graph``)."""
     base = {"run": run_info(data), "notes": list(data.notes)}
     if data.function is None:
         return {"schema": STAGE_GRAPH_SCHEMA, **base, "status": "unavailable",
                 "message": f"source of {data.meta.function} not found ({data.meta.file})"}
-    return stage_graph_of(data.function, best_summary(data), base, stage_costs(load_profile(data.run), data.function))
+    profile = load_profile(data.run)
+    num_input = num_input_of(data.text, data.function) if data.text else None
+    if data.function.kind != "prim_func" and data.function.bindings:
+        graph = model_stage_graph(data, profile, num_input, base)
+        if graph is not None:
+            return graph
+        base["notes"].append("no per-call profile of this run yet: one box per binding (weights folded); "
+                             "profile the run to see its kernels")
+    return stage_graph_of(data.function, best_summary(data), base, stage_costs(profile, data.function), num_input)
 
 
-def stage_graph_of(function, best: dict | None = None, base: dict | None = None, costs: dict | None = None) -> dict:
+def _task_info(profile: dict | None) -> dict[str, dict]:
+    return ((profile or {}).get("relax") or {}).get("task_records") or {}
+
+
+def model_stage_graph(data: RunData, profile: dict | None, num_input: int | None, base: dict) -> dict | None:
+    """The model's kernel calls (tasks) as nodes with per-call cost and share, their data flow as
+    edges (``analysis.stagegraph.model_graph``); None when the run's profile has no calls."""
+    graph = model_graph(data.function, profile, num_input, _task_info(profile))
+    if not graph.nodes:
+        return None
+    _, build = profile_calls(profile, data.function)
+    pos = layered_positions(graph)
+    nodes = [{"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]} for name, attrs in graph.nodes(data=True)]
+    edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
+    tasks = {n["task"] for n in nodes if n.get("kind") == "kernel"}
+    return clean({"schema": STAGE_GRAPH_SCHEMA, "notes": [], **base, "status": "ok", "level": "model",
+                  "function": data.function.id, "kind": data.function.kind, "nodes": nodes, "edges": edges,
+                  "summary": f"{len(nodes) - sum(1 for n in nodes if n.get('kind') == 'io')} kernel calls of "
+                             f"{len(tasks)} tasks ({build} build); weights and what is folded from them not drawn",
+                  "layout": "layer = longest path from the inputs; row = order within the layer",
+                  "source": "the run's profile (one node per kernel call, VM instrument hook) over the source's "
+                            "data flow (bindings' arguments)"})
+
+
+def kernel_stage_graph(data: RunData, code: dict, profile: dict | None) -> dict:
+    """One task's tuned kernel as a block-level stage graph (its scheduled TVMScript ``code``)."""
+    from ..tvmscript.outline import build_outline
+    outline = build_outline(code.get("text") or "", f"<task {data.task}>")
+    fn = next((f for f in outline.functions if f.kind == "prim_func"), None)
+    base = {"run": run_info(data), "notes": list(data.notes)}
+    if fn is None:
+        return {"schema": STAGE_GRAPH_SCHEMA, **base, "status": "unavailable",
+                "message": f"the tuned kernel of {data.task} could not be read as TVMScript"}
+    calls = [c for c in profile_calls(profile, data.function)[0] if c.get("task") == data.task]
+    cost = (f"{len(calls)} call(s), {sum(c.get('us') or 0 for c in calls):.1f} µs in all per run of the model; "
+            "blocks inside one fused kernel are not timed apart") if calls else "no per-call profile of this task"
+    out = stage_graph_of(fn, best_summary(data, fn), base)
+    out.update(level="kernel", task=data.task, function=data.function.id, kernelCost=cost,
+               summary=f"blocks of {data.task}'s tuned kernel (its scheduled code)")
+    return out
+
+
+def stage_graph_of(function, best: dict | None = None, base: dict | None = None, costs: dict | None = None,
+                   num_input: int | None = None) -> dict:
     """The stage graph payload of a source function alone (no run needed; ``run`` is then None);
     ``costs``: ``analysis.stagegraph.stage_costs`` of the run's profile (a block's ``cost``)."""
-    graph = build_graph(function)
+    graph = build_graph(function, num_input)
     pos = layered_positions(graph)
     nodes = []
     for name, attrs in graph.nodes(data=True):

@@ -8,6 +8,7 @@ from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
 from ..protocol import SCHEMA_MODEL
 from .context import clean
+from .measured import others_text, shown_measurement
 
 SHARE_NOTE = ("per-call times come from the VM instrument hook (one timed pass per call); shares are of the "
               "tuned build's kernel time, the end-to-end headline is the measurement record")
@@ -19,10 +20,42 @@ def _untuned_by_var(relax: dict) -> dict[str, float]:
     return {v: c["us"] for c in calls for v in c.get("vars") or []}
 
 
-def _call(call: dict, untuned: dict[str, float]) -> dict:
+def _call(call: dict, untuned: dict[str, float], owners: dict[int, str] | None = None) -> dict:
     before = [untuned[v] for v in call.get("vars") or [] if v in untuned]
-    return {"call": call.get("call", 0), "bindings": call.get("vars") or [], "lines": call.get("lines"),
-            "tunedUs": call.get("us"), "untunedUs": sum(before) if before else None}
+    out = {"call": call.get("call", 0), "bindings": call.get("vars") or [], "lines": call.get("lines"),
+           "tunedUs": call.get("us"), "untunedUs": sum(before) if before else None}
+    if owners is not None and call.get("lines"):
+        out["ranges"] = own_ranges(call["lines"], f"{call.get('task')}#{call.get('call', 0)}", owners)
+    return out
+
+
+def line_owners(relax: dict) -> dict[int, str]:
+    """``{source line: "task#call"}`` of every binding a tuned kernel call computes."""
+    owners: dict[int, str] = {}
+    for b in (relax.get("bindings") or {}).get("tuned") or []:
+        rng, tasks = b.get("range"), b.get("tasks") or []
+        if rng and tasks:
+            for line in range(rng["start"]["line"], rng["end"]["line"] + 1):
+                owners[line] = tasks[0]
+    return owners
+
+
+def own_ranges(lines: list[int], call: str, owners: dict[int, str]) -> list[list[int]]:
+    """The call's lines ``[first, last]`` split around the lines of *other* calls' bindings (a branch
+    of another kernel interleaved with this one), so selecting the call selects only its bindings;
+    lines of no call (a folded weight reshape) stay inside."""
+    out: list[list[int]] = []
+    start = None
+    for line in range(lines[0], lines[1] + 1):
+        other = owners.get(line) not in (None, call)
+        if other and start is not None:
+            out.append([start, line - 1])
+            start = None
+        elif not other and start is None:
+            start = line
+    if start is not None:
+        out.append([start, lines[1]])
+    return [r for r in out if any(owners.get(l) == call for l in range(r[0], r[1] + 1))]
 
 
 def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
@@ -45,9 +78,13 @@ def twin_rows(tuning: dict | None) -> dict[str, dict]:
     return twin_rules.summary(kept["relations"], kept.get("transfers") or [])
 
 
-def model_view(profile: dict, run: dict | None = None, tuning: dict | None = None) -> dict:
-    """The payload from a profile of a Relax run (``unavailable`` for anything else); ``tuning`` is
-    the run's ``extra`` (twins and transfers, budget outlook) when the caller has it."""
+def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None = None,
+               tuning: dict | None = None, build: dict | None = None) -> dict:
+    """The payload from a profile of a Relax run (``unavailable`` for anything else); ``kept``: the
+    run's other kept profiles (``views.measured``), so the view says which measurement it shows;
+    ``tuning`` is the run's ``extra`` (twins and transfers, budget outlook) when the caller has it;
+    ``build`` (``analysis.deployable.headline_build``; default: the profile's own) says which build
+    the headline measured and whether the exported build would differ."""
     relax = (profile or {}).get("relax")
     if not isinstance(relax, dict):
         return {"schema": SCHEMA_MODEL, "status": "unavailable", "run": run,
@@ -57,9 +94,10 @@ def model_view(profile: dict, run: dict | None = None, tuning: dict | None = Non
     records = relax.get("task_records") or {}
     total = sum(c.get("us") or 0.0 for c in tuned_calls) or None
     tasks: dict[str, dict] = {}
+    owners = line_owners(relax)
     for call in tuned_calls:
         entry = tasks.setdefault(call["task"], {"task": call["task"], "calls": []})
-        entry["calls"].append(_call(call, untuned))
+        entry["calls"].append(_call(call, untuned, owners))
     rows = []
     for name, entry in tasks.items():
         rec = records.get(name) or {}
@@ -71,19 +109,22 @@ def model_view(profile: dict, run: dict | None = None, tuning: dict | None = Non
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
     related = twin_rows(tuning)
     outlook = {r["task"]: r for r in ((tuning or {}).get("budget") or {}).get("outlook") or []}
-    kept = {d["task"]: d for d in ((profile.get("measurement") or {}).get("defaults") or []) if d.get("task")}
+    defaults = {d["task"]: d for d in ((profile.get("measurement") or {}).get("defaults") or []) if d.get("task")}
     for row in rows:
         if row["task"] in related:
             row["twins"] = related[row["task"]]
         if row["task"] in outlook:
             row["nextTrials"] = outlook[row["task"]]
-        if row["task"] in kept:   # no trial beat the default schedule: the tuned build keeps it
-            row["defaultKept"] = {"defaultUs": kept[row["task"]].get("default_us"),
-                                  "bestTrialUs": kept[row["task"]].get("measured_us")}
+        if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
+            row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
+                                  "bestTrialUs": defaults[row["task"]].get("measured_us")}
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
+    shown = shown_measurement(profile, kept)
+    notes = [SHARE_NOTE] + [n for n in [others_text(shown)] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
-                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup")},
-                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": [SHARE_NOTE],
+                               "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
+                               "build": build or profile.get("headline_build")},
+                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})

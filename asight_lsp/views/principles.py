@@ -52,19 +52,29 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
     document's uri)."""
     meta = data.meta
     base = ["asight", "tune", meta.file or "FILE", "--func", meta.function]
+    spec = (getattr(meta, "extra", None) or {}).get("target_spec")   # re-tuned on the same (GPU) target
+    target = {"target": spec} if spec else {}
+    base += ["--target", spec] if spec else []
     trials = len(data.table)
+    # A task of a multi-task module gets a share of the module's budget: the command names the
+    # module's trials (scaled from this task's), never this task's count alone.
+    run_trials = max(int(meta.trials_done or 0), trials)
+    scale = run_trials / trials if data.task and trials else 1.0
+    shared = f" of the module's {run_trials} (this task had {trials})" if data.task and trials else ""
     if kind == "closest":
         settle = p.get("settle") or {}
         more = settle.get("more_trials")
         if more is None or more > SETTLE_LIMIT:
             return {"kind": "none", "text": "the effect is too small to settle by tuning longer"
                     + (f" (≈ {more:,} more trials by a rough estimate)" if more else "")}
-        total = trials + max(more, 1)
+        total = (run_trials if data.task else trials) + max(int(round(max(more, 1) * scale)), 1)
         return {"kind": "more-trials",
-                "text": f"tune about {more:,} more trials to settle it (a rough estimate)",
+                "text": f"tune about {more:,} more trials of this task to settle it (a rough estimate); "
+                        f"--trials {total} in all{shared}" if data.task else
+                        f"tune about {more:,} more trials to settle it (a rough estimate)",
                 "cli": shlex.join(base + ["--trials", str(total)]),
-                "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total}}}
-    guided = base + ["--guided-by", data.run.id or meta.id, "--trials", str(max(trials, 8))]
+                "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total, **target}}}
+    guided = base + ["--guided-by", data.run.id or meta.id, "--trials", str(max(run_trials if data.task else trials, 8))]
     alone = json.dumps([p["constraint"]], separators=(",", ":"))
     tentative = " (as a tentative range, labelled so)" if kind == "tentative" else ""
     return {"kind": "guided-retune",
@@ -72,4 +82,5 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
                     f"with its constraint",
             "cli": shlex.join(guided),
             "cli_alone": f"echo {shlex.quote(alone)} > principle.json && {shlex.join(guided + ['--principles', 'principle.json'])}",
-            "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "guidedBy": data.run.id or meta.id}}}
+            "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "guidedBy": data.run.id or meta.id,
+                                                        **target}}}

@@ -175,10 +175,19 @@ def _loop_section(view: dict | None) -> str:
                 f"{SHARE_WORDS.get(k, k.replace('_', ' '))} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
         if st.get("best") and st["best"].get("headline"):
             parts.append(f'<p>best schedule: <b>{E(st["best"]["headline"])}</b></p>')
+    parts.append(_gpu_part(view.get("gpu")))
     parts.append("</section>")
     return "\n".join(parts)
 
 
+
+
+def _gpu_part(gpu: dict | None) -> str:
+    """What the best GPU schedule did (``analysis/gpu_words.py``), one line each; '' for a CPU run."""
+    if not gpu:
+        return ""
+    items = "".join(f"<li>{E(line)}</li>" for line in gpu["lines"])
+    return f'<div class="gpu"><h3>GPU — best candidate (trial {gpu["trial"]})</h3><ul>{items}</ul></div>'
 
 
 def _graph_section(graph: dict | None) -> str:

@@ -21,7 +21,8 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
            "target": meta.target_label or str(meta.target or ""), "created": meta.created,
            "finished": meta.finished, "error": meta.error, "kind": meta.kind,
            "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
-                        for g in meta.extra.get("failures") or []]}
+                        for g in meta.extra.get("failures") or []],
+           "shortfall": (meta.extra.get("shortfall") or {}).get("text")}
     if meta.kind == "relax":     # per-task views and the code view pick one of these
         out["tasks"] = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict) and t.get("name")]
     if stale is not None:

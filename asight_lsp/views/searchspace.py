@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..analysis import contour as ct
+from ..analysis import counters as cn
 from ..analysis import honeycomb as hc
 from ..analysis.vectors import feature_matrix, standardise
 from .context import RunData, clean, run_info
@@ -67,8 +68,8 @@ def _strategy(loops: dict) -> str:
     """The strategy mix of one candidate from its scheduled loops (parallel / vector / unroll)."""
     kinds = {k for nest in loops.values() for _, k, _ in nest}
     unroll = any(step for nest in loops.values() for _, _, step in nest)
-    parts = [name for flag, name in ((("p" in kinds), "parallel"), (("v" in kinds), "vector"), (unroll, "unroll"))
-             if flag]
+    parts = [name for flag, name in ((("t" in kinds), "threads"), (("p" in kinds), "parallel"), (("v" in kinds), "vector"),
+                                     (unroll, "unroll")) if flag]
     return "+".join(parts) or "serial"
 
 
@@ -98,7 +99,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     t0 = time.perf_counter()
     lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
     several = len(data.tasks or []) > 1 or len(data.meta.tasks or []) > 1
-    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several)
+    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several, data.counters)
     cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
     boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
                   for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
@@ -128,7 +129,8 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     }
 
 
-def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target, several_tasks: bool) -> dict:
+def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target, several_tasks: bool,
+                counters: list | None = None) -> dict:
     """Per cell: count, mean and min latency, colour, majority category and strategy, contour gains."""
     m = len(lay.cells_qr)
     count = np.bincount(lay.cell_of, minlength=m)
@@ -144,7 +146,7 @@ def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, 
         names = sorted(set(strat_labels))
         cell_strat, _ = _majority(np.array([names.index(s) for s in strat_labels]), lay.cell_of, m, len(names))
         out["strategies"] = [names[int(s)] for s in cell_strat]
-    gains, out["gain_cats"] = ct.candidate_gains(table, idx, target)
+    gains, out["gain_cats"], out["origin"] = _gains(table, idx, target, counters)
     out["gains"] = gains
     out["per_cell"] = {k: ct.cell_means(v, lay.cell_of, m) for k, v in gains.items()}
     out["z"], out["winner"] = ct.z_and_winner(out["per_cell"])
@@ -153,6 +155,32 @@ def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, 
     members = np.argsort(lay.cell_of, kind="stable")
     out["members"], out["bounds"] = members, np.searchsorted(lay.cell_of[members], np.arange(m + 1))
     return out
+
+
+def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict, list, dict]:
+    """Per-candidate gains per category: measured counters (``analysis/counters.py``: DRAM / SM / GPU)
+    where the run has them, else the model (``analysis/contour.candidate_gains``), and which it is."""
+    if counters:
+        cands, baseline, tool = cn.by_candidate(counters)
+        gains, used = cn.group_gains(cands, baseline, table.trials[idx])
+        if any(np.isfinite(v).any() for v in gains.values()):
+            _, against = cn.reference(cands, baseline)
+            profiled = int(np.isfinite(np.stack(list(gains.values()))).any(axis=0).sum())
+            cats = cn.categories(used, tool, against)
+            return {c["id"]: gains[c["id"]] for c in cats}, cats, {
+                "origin": "measured", "label": f"measured ({_tool_name(tool)})", "tool": tool, "against": against,
+                "profiled": profiled, "candidates": int(len(idx))}
+    gains, cats = ct.candidate_gains(table, idx, target)
+    why = "the run has no counters.jsonl" if not counters else "no counters match the run's measured candidates"
+    return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}
+
+
+def _tool_name(tool: str) -> str:
+    """``Nsight Compute`` from ``ncu (Nsight Compute 2025.3)``."""
+    if "(" in tool and ")" in tool:
+        inner = tool[tool.index("(") + 1:tool.rindex(")")]
+        return " ".join(w for w in inner.split() if not w[:1].isdigit()) or tool
+    return tool or "counters"
 
 
 def _cell(c: int, lay, s: dict, lat: np.ndarray, trials: np.ndarray) -> dict:
@@ -200,10 +228,18 @@ def _measured_log2(measurement: dict | None) -> float | None:
 
 def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict:
     """The contour layer: the model's lines only as far as the model agrees with the measured
-    latencies (``analysis.contour.agreement``), and the legend text every client shows."""
-    contour = {"metric": "modelled gain over the untuned program: per cell, the max over hardware-metric "
-                         "categories of the mean log2 gain (a model from MetaSchedule's features, not a measurement)",
-               "unit": "log2 gain (1 = 2x better than untuned)", "categories": s["gain_cats"],
+    latencies (``analysis.contour.agreement``), and the legend text every client shows.  With
+    measured counters the layer is theirs (``origin: measured``), tested against latency the same way."""
+    origin = s["origin"]
+    measured = origin["origin"] == "measured"
+    metric = (f"{origin['label']} gain: per cell, the max over DRAM / SM / GPU of the mean log2 gain of the "
+              f"counters against {origin['against']} ({origin['profiled']} of {origin['candidates']} candidates "
+              "profiled; cells without counters have none)" if measured else
+              "modelled gain over the untuned program: per cell, the max over hardware-metric "
+              "categories of the mean log2 gain (a model from MetaSchedule's features, not a measurement)")
+    contour = {"metric": metric, "origin": origin,
+               "unit": "log2 gain (1 = 2x better than untuned)" if not measured else
+                       f"log2 gain (1 = 2x the counters of {origin['against']})", "categories": s["gain_cats"],
                "direction": "each line runs with higher z on its left; ticks point uphill (toward higher gain)",
                "measured": dict(ct.MEASURED, available=s["speed_cell"] is not None), "levels": [], "lines": []}
     if not s["per_cell"]:
@@ -211,7 +247,11 @@ def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict
         contour["legend"] = legend_lines(contour)
         return contour
     best = int(np.argmin(lat))
-    contour["agreement"] = ct.agreement(s["gains"], lat, best, measured_log2)
+    contour["agreement"] = ct.agreement(s["gains"], lat, best, None if measured else measured_log2)
+    if measured:
+        contour["agreement"]["message"] = cn.agreement_message(contour["agreement"], origin["label"])
+        contour["agreement"]["method"] = ("Spearman rank correlation between each profiled candidate's measured "
+                                          "counter gain (max over DRAM / SM / GPU) and its speed (−latency)")
     contour["draw"] = contour["agreement"]["draw"]
     if contour["draw"] != "none":
         smooth = ct.neighbour_smooth(s["z"], hc.adjacent_pairs(lay.cells_qr), s["count"])
@@ -229,8 +269,9 @@ def legend_lines(contour: dict) -> list[str]:
         lines.append(("⚠ " if agreement["verdict"] != "agrees" else "") + agreement["message"])
     if contour.get("levels"):
         levels = contour["levels"]
+        by = "measured" if (contour.get("origin") or {}).get("origin") == "measured" else "by the model"
         lines.append(f"lines: {contour['metric']}; levels {levels[0]:g} … {levels[-1]:g} "
-                     f"(= {2 ** levels[0]:.2g}× … {2 ** levels[-1]:.2g}× by the model); ticks point uphill")
+                     f"(= {2 ** levels[0]:.2g}× … {2 ** levels[-1]:.2g}× {by}); ticks point uphill")
     for cat in contour.get("categories") or []:
         per = ((agreement or {}).get("per_category") or {}).get(cat["id"]) or {}
         rho = f" (ρ = {per['rho']:+.2f}, n = {per['n']})" if per.get("rho") is not None else ""

@@ -32,6 +32,22 @@ def format_latency(us: float | None) -> str:
     return f"{us / 1e6:.2f} s"
 
 
+def table_unit(values):
+    """One unit (µs, ms or s, by the largest value) for figures shown side by side, so they compare
+    at a glance (the Model panel's rule, ``shared/format.ts tableLatency``); returns a formatter."""
+    finite = [v for v in values if isinstance(v, (int, float)) and v == v]
+    top = max(finite, default=0.0)
+    div, unit = (1e6, "s") if top >= 1e6 else (1e3, "ms") if top >= 1e3 else (1.0, "µs")
+
+    def fmt(us) -> str:
+        if us is None:
+            return "—"
+        v = us / div
+        digits = 0 if v >= 100 else 1 if v >= 10 else 2 if v >= 1 else 3
+        return f"{v:.{digits}f} {unit}"
+    return fmt
+
+
 def format_speedup(speedup: float | None) -> str:
     if not speedup:
         return ""

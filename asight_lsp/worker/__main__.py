@@ -1,8 +1,9 @@
 """``python -m asight_lsp.worker [--unsandboxed]``: serve msgpack-framed requests on stdin/stdout until EOF.
 
-The worker imports TVM, then loads its OS sandbox (``worker/sandbox.py``, docs/sandbox.md) and
-tells the client in a first frame ``{"id": 0, "hello": {"pid", "sandbox"}}`` whether it holds,
-before it reads the first request.  ``--unsandboxed`` is for trusted requests that need files and
+The worker imports TVM, then sets up its OS sandbox and tests it from inside (``worker/sandbox.py``,
+docs/sandbox.md) and tells the client in a first frame ``{"id": 0, "hello": {"pid", "sandbox"}}``
+whether it holds, before it reads the first request.  A worker whose sandbox is not active answers
+every request but ``ping`` with ``SandboxUnavailable`` (files are then outlined statically only).  ``--unsandboxed`` is for trusted requests that need files and
 processes (``asight profile --cachegrind``); the core asks for it explicitly (``WorkerClient``).
 """
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-
-REQUIRE_ENV = "ASIGHT_REQUIRE_SANDBOX"   # "1": refuse to parse when the sandbox cannot be loaded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,10 +59,10 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
 
 
 def _refusal(status) -> str | None:
-    """With ``ASIGHT_REQUIRE_SANDBOX=1``, the one-line error every request gets when the sandbox is not active."""
-    if status.active or not status.requested or os.environ.get(REQUIRE_ENV, "") in ("", "0"):
+    """The one-line error every request gets when the sandbox was asked for and is not active."""
+    if status.active or not status.requested:
         return None
-    return f"the TVM worker's OS sandbox is required ({REQUIRE_ENV}=1) but not active: {status.reason}"
+    return f"TVM does not evaluate this file: the worker's OS sandbox is not active ({status.reason})"
 
 
 if __name__ == "__main__":

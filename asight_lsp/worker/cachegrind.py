@@ -1,16 +1,15 @@
 """Simulated cache misses per TVMScript line: valgrind cachegrind on a serial build (docs/tvm.md)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..engine.spawn import isolated_env, script_argv
 from . import sandbox
 from .compat import tvm
 from .programs import entry_name
@@ -43,11 +42,11 @@ def cachegrind(mod, target, arrays: list[np.ndarray], timeout: float = 300.0) ->
         (workdir / "driver.py").write_text(_DRIVER)
         out_file = workdir / "cg.out"
         cmd = [valgrind, "--tool=cachegrind", "--cache-sim=yes", "--D1=32768,8,64", "--LL=33554432,16,64",
-               f"--cachegrind-out-file={out_file}", sys.executable, str(workdir / "driver.py"),
-               str(workdir / "k.so"), entry_name(mod), ",".join(paths)]
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TVM_NUM_THREADS="1")
+               f"--cachegrind-out-file={out_file}", *script_argv(str(workdir / "driver.py"), str(workdir / "k.so"),
+                                                              entry_name(mod), ",".join(paths))]
+        env = dict(isolated_env(), OPENBLAS_NUM_THREADS="1", TVM_NUM_THREADS="1")
         started = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir)
         if proc.returncode != 0 or not out_file.exists():
             tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
             return {"error": f"cachegrind failed: {tail[0]}", "source": "valgrind cachegrind"}

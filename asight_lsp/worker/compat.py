@@ -13,6 +13,7 @@ import tvm_ffi
 from tvm import relax, rpc, s_tir, tirx
 from tvm.error import DiagnosticError
 from tvm.ir.utils import derived_object
+from tvm.s_tir import dlight
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir as task_loggers
 from tvm.s_tir.meta_schedule.utils import fork_seed
@@ -46,17 +47,32 @@ def script_globals(constants: dict | None = None, aliases: dict | None = None, m
 
 
 def parse_script(text: str, constants: dict | None = None, aliases: dict | None = None,
-                 check_well_formed: bool = True, metadata=None):
+                 check_well_formed: bool = True, metadata=None, macros: list | None = None):
     """Parse TVMScript text (already vetted by the safety gate) into a PrimFunc or IRModule.
 
     Strings Relax evaluates as shape expressions pass the gate's rules first, computed ones too
-    (``guard_shape_strings``)."""
+    (``guard_shape_strings``).  ``macros``: the file's module-level ``@T.macro`` defs the gate passed,
+    ``(name, text, filename)`` in order (``define_macros``)."""
     token = _ALIASES.set(dict(aliases or {}))
     try:
-        return tvm.script.from_source(text, extra_vars=script_globals(constants, aliases, metadata),
-                                      check_well_formed=check_well_formed)
+        env = script_globals(constants, aliases, metadata)
+        define_macros(env, macros or [])
+        return tvm.script.from_source(text, extra_vars=env, check_well_formed=check_well_formed)
     finally:
         _ALIASES.reset(token)
+
+
+def define_macros(env: dict, macros: list) -> None:
+    """Run each macro's ``def`` (decorators, defaults, annotations: gated) in ``env`` as Python would
+    at module level, so ``T.macro`` captures ``env`` as a hygienic macro's names; its source is
+    registered under ``filename`` for ``inspect`` (TVM reads the body from there when it is called)."""
+    import linecache
+
+    for name, text, filename in macros:
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        exec(compile(text, filename, "exec"), env)  # noqa: S102 - a gated def: runs no body
+        if name not in env:
+            raise ValueError(f"macro {name!r} was not defined")
 
 
 def load_metadata(json_text: str):
@@ -133,6 +149,36 @@ def normalize_mod(func):
     """What MetaSchedule tunes for a PrimFunc (adds ``tirx.noalias``); DB lookups need it."""
     from tvm.s_tir.meta_schedule.tune_context import _normalize_mod
     return _normalize_mod(func)
+
+
+def hoist_root_allocs(mod):
+    """``mod`` (an IRModule of PrimFuncs) with each function's body-level ``AllocBuffer`` statements
+    (TVMScript's ``T.alloc_buffer`` at function level parses to statements in the root block's body
+    in 0.27) moved into the root block's ``alloc_buffers``, where MetaSchedule's GPU rules expect
+    them; a function without such statements is returned unchanged (same object)."""
+    funcs, changed = {}, False
+    for gv, func in mod.functions_items():
+        new = _hoisted(func) if isinstance(func, tirx.PrimFunc) else None
+        funcs[gv] = new if new is not None else func
+        changed |= new is not None
+    return tvm.IRModule(funcs, attrs=mod.attrs) if changed else mod
+
+
+def _hoisted(func):
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    root = realize.block
+    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
+    allocs = [s.buffer for s in stmts if type(s).__name__ == "AllocBuffer"]
+    rest = [s for s in stmts if type(s).__name__ != "AllocBuffer"]
+    if not allocs or not rest:
+        return None
+    body = rest[0] if len(rest) == 1 else tirx.SeqStmt(rest)
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                            list(root.alloc_buffers) + allocs, root.match_buffers, root.annotations)
+    return tirx.PrimFunc(func.params, s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_root),
+                         func.ret_type, func.attrs)
 
 
 def host_target(num_cores: int | None = None):

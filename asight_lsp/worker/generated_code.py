@@ -35,20 +35,35 @@ LEVELS = CODE_LEVELS
 
 def _relax_task(parsed, params: dict):
     """(task name, PrimFunc MetaSchedule tuned for it, its call sites) of a Relax module."""
-    from .relax_pipeline import fuse
-    from .relax_profile import call_sites
+    from .relax_pipeline import deployable, fuse
+    from .relax_profile import block_names, call_sites
     stub_tensor_intrin()
     target = measuring_target(params.get("target"))
     entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
-    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)}
+    built, _ = deployable(parsed, entry, params.get("weights"))     # the tasks the run tuned
+    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target), target)}
     name = params.get("task")
     if name not in tasks:
         what = f"no task '{name}' in this model" if name else "a Relax model has one kernel per task: pick one with --task"
         raise ValueError(f"{what} (tasks: {', '.join(sorted(tasks))})")
     lines = {b.var.name: int(b.value.span.line) for b in bindings(parsed[entry]) if b.value.span is not None}
-    sites = [{"call": k, "vars": s["vars"], "lines": sorted(lines[v] for v in s["vars"] if v in lines)}
-             for k, s in enumerate(s for s in call_sites(parsed, target, True, entry) if s["callee"] == name)]
-    return name, tasks[name].dispatched[0]["main"], sites
+    found = [s for s in call_sites(parsed, target, True, entry) if s["callee"] == name]
+    func = tasks[name].dispatched[0]["main"]
+    sites = [{"call": k, "vars": s["vars"], "lines": sorted(lines[v] for v in s["vars"] if v in lines),
+              "blockVars": _block_vars(func, s, lines)} for k, s in enumerate(found)]
+    return name, func, sites
+
+
+def _block_vars(fused_func, site: dict, lines: dict) -> dict[str, list]:
+    """``{block of the fused kernel: [binding, 1-based line]}``: FuseTIR concatenates the member
+    PrimFuncs' blocks in order (renaming repeats), so the k-th block of the fused kernel is the k-th
+    block of its members; empty when the counts differ (then nothing is linked)."""
+    from .relax_profile import block_names
+    fused = block_names(fused_func)
+    members = [(var, name) for var, names in zip(site["vars"], site.get("member_blocks") or []) for name in names]
+    if len(fused) != len(members):
+        return {}
+    return {block: [var, lines.get(var)] for block, (var, _) in zip(fused, members)}
 
 
 def _function(params: dict):
@@ -142,6 +157,8 @@ def code(params: dict, emit=None) -> dict:
     if level == "scheduled":
         out.update(text=mod.script(obj_to_annotate=annotations(mod)), format="tagged-tvmscript")
         return out
+    if level == "cuda":
+        return {**out, **cuda_source(mod, params.get("target"))}
     target = measuring_target(params.get("target"))
     out["target"] = str(target)
     if level == "lowered":
@@ -152,6 +169,47 @@ def code(params: dict, emit=None) -> dict:
     kind = "ll" if level == "llvm" else "asm"
     out.update(text=built.inspect_source(kind), format=level)
     return out
+
+
+def gpu_target(spec):
+    """The run's GPU target (CUDA source needs no device: TVM's codegen writes it without one)."""
+    from .metaschedule import resolve_target
+    if isinstance(spec, dict):
+        spec = json.dumps(spec)
+    target = resolve_target(spec) if spec else None
+    if target is None or target.kind.name != "cuda":
+        kind = target.kind.name if target is not None else "the host CPU"
+        raise ValueError(f"the cuda level shows a CUDA run's kernels; this run's target is {kind}")
+    return target
+
+
+def store_lines(mod) -> list:
+    """``[[buffer, source line (1-based), constant?]]`` of every store with a span in ``mod``."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, tirx.BufferStore) and node.span is not None and int(node.span.line) > 0:
+            found.append([node.buffer.name, int(node.span.line), isinstance(node.value, (tirx.IntImm, tirx.FloatImm))])
+        for child in stmt_children(node):
+            walk(child)
+
+    for gv in mod.get_global_vars():
+        if isinstance(mod[gv], tirx.PrimFunc):
+            walk(mod[gv].body)
+    return found
+
+
+def cuda_source(mod, spec) -> dict:
+    """The CUDA C source TVM generates for the scheduled module, and the lowered stores (buffer,
+    source line) that ``analysis/codelinks.cuda_links`` ties its lines to.  No GPU and no nvcc needed
+    (without the CUDA runtime, TVM keeps the source in a fallback module); PTX needs nvcc."""
+    target = gpu_target(spec)
+    built = tvm.tirx.build(mod, target=target)
+    device = next((m for m in built.imports), None)
+    if device is None:
+        raise ValueError("the build made no device module (no kernel to show)")
+    return {"text": device.inspect_source("cuda"), "format": "cuda", "target": str(target),
+            "stores": store_lines(lowered(mod, target))}
 
 
 HANDLERS = {wire.CODE: code}

@@ -25,6 +25,7 @@ import numpy as np
 from ..engine import wire
 from .cachegrind import cachegrind
 from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin, tirx
+from .harness import LoadWatch
 from .host import host_info
 from .inputs import DEFAULT_ATOL, DEFAULT_RTOL
 from .parse import parse_request
@@ -32,7 +33,7 @@ from .programs import (SOURCE_FLOPS, estimate_flops, first_line, is_relax, measu
                        prim_funcs, target_label)
 from .records import (apply_record, best_record, chosen_database, fresh_copy, read_trials, record_info,
                       record_latency, run_database)
-from .relax_pipeline import fuse
+from .relax_pipeline import deployable, fuse
 from .relax_profile import profile_relax
 from .remeasure import build_prim, choose_all, compare_relax, compare_tir, prim_inputs
 from .stages import profile_stages
@@ -122,6 +123,27 @@ def profile_prim_func(name: str, func, target, db, opts: dict, run_dir=None, cho
     return out, (name, base_mod, sch.mod if sch is not None else None)
 
 
+def task_stages(fused, target, db, run_dir, chosen, opts: dict, tuned: set[str]) -> dict:
+    """Per tuned task of a Relax model: the top-level stages of its chosen schedule, timed with rdtsc
+    like a TIR kernel's (``profile_stages``), each with the blocks it runs; a task that fails alone
+    says why."""
+    out = {}
+    for task in ms.relax_integration.extract_tasks(fused, target):
+        if task.task_name not in tuned:
+            continue
+        func = task.dispatched[0]["main"]
+        sch, _, best, notes = tuned_variant(func, db, run_dir, chosen)
+        if sch is None:
+            out[task.task_name] = {"error": notes[0] if notes else "no record applies"}
+            continue
+        _, arrays = prim_inputs(normalize_mod(func), opts["seed"])
+        rt = build_prim(sch.mod, target)
+        out[task.task_name] = optional_step(lambda: profile_stages(sch.mod, target, arrays, rt, None,
+                                                                   min(opts["budget_ms"], 150.0)))
+        out[task.task_name]["best"] = best
+    return out
+
+
 # --------------------------------------------------------------------------- handlers
 
 
@@ -142,6 +164,7 @@ def _options(params: dict) -> dict:
 def profile(params: dict, emit=None) -> dict:
     """Profile one function or unit; see the module docstring for what is measured."""
     started = time.perf_counter()
+    watch = LoadWatch()   # the load of the whole profile: its per-stage / per-call times are measured too
     parsed = parse_request(params)
     target = measuring_target(params.get("target"))
     run_dir, chosen = params.get("run_dir"), params.get("chosen")
@@ -149,6 +172,9 @@ def profile(params: dict, emit=None) -> dict:
     opts = _options(params)
     result = {"kind": "relax" if is_relax(parsed) else "tir", "target": target_label(target), "host": host_info(),
               "has_run": db is not None, "options": opts}
+    if result["kind"] == "relax":   # the deployable build: weights bound, as tuned and exported
+        parsed, bound = deployable(parsed, params.get("function"), opts.get("weights"))
+        result["build"] = {"deployable": True, "bound": len(bound)}
     candidate = _candidate(params["candidate"]) if params.get("candidate") else None
     if params.get("choose") and db is not None and candidate is None:
         chosen = result["chosen"] = _choose(parsed, result["kind"], run_dir, target, params.get("function"))
@@ -165,6 +191,7 @@ def profile(params: dict, emit=None) -> dict:
             pairs.append(pair)
         result["headline"] = _headline_tir(pairs, target, opts)
     result["seconds"] = time.perf_counter() - started
+    result["load"] = watch.stop()
     return result
 
 
@@ -186,6 +213,9 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
         database = chosen_database(trials, chosen) if chosen else run_database(run_dir)
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
+    if tuned and opts["stages"] and run_dir:
+        detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
+                                                opts, set(tuned))
     headline = compare_relax(mod, fn, database if tuned else None, target, tuned, opts["seed"], opts["check"],
                              opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
     return detail_out, headline
@@ -220,6 +250,7 @@ def apply_best(params: dict, emit=None) -> dict:
     entries = []
     if is_relax(parsed):
         target = measuring_target(params.get("target"))
+        parsed, _ = deployable(parsed, params.get("function"), params.get("weights"))
         database = chosen_database(read_trials(run_dir), chosen) if chosen else db
         for task in ms.relax_integration.extract_tasks(fuse(parsed, target), target):
             mod = task.dispatched[0]

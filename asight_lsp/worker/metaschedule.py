@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from ..engine.targets import TargetError, target_config
+from ..engine.targets import GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
-from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
+from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .programs import estimate_flops
@@ -162,6 +162,9 @@ def resolve_target(spec: str | None):
     if spec is None or not spec.strip() or spec.strip() == "host":
         return host_target()
     text = spec.strip()
+    if text == GPU_WORD:       # this machine's first NVIDIA GPU: its TVM tag, else cuda with its sm_XY
+        config = gpu_target(local_gpus()[0], set(tvm.target.list_tags()))
+        return tvm.target.Target(config, host=host_target())
     config = target_config(text)
     if isinstance(config, dict) and config.get("kind") == "llvm" and "mcpu" not in config \
             and "mtriple" not in config:
@@ -383,7 +386,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
     callbacks.extend(extra_callbacks)     # e.g. worker/budget.BudgetWatch
     database = database or open_database(work_dir)
     own_builder = builder is None
-    builder = builder or make_builder(threads)
+    builder = builder or make_builder(threads, timeout_sec=build_timeout(target))
     try:
         ms.tune.tune_tasks(
             tasks=contexts, task_weights=[t.weight for t in plan.tasks], work_dir=work_dir,
@@ -395,6 +398,29 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
         if own_builder and hasattr(builder, "shutdown"):
             builder.shutdown()
     return database
+
+
+def build_timeout(target) -> float:
+    """Seconds a builder worker may spend on one candidate: ``ASIGHT_BUILD_TIMEOUT_S``, else 30 on a
+    CPU and 120 on a GPU (nvcc on a big kernel takes tens of seconds; the pooled workers never import
+    the 15 s CUDA tensor intrinsics: ``fast_build`` skips them, the main process registers them)."""
+    forced = os.environ.get("ASIGHT_BUILD_TIMEOUT_S")
+    if forced:
+        return float(forced)
+    return 120.0 if target.kind.name in GPU_KINDS else 30.0
+
+
+def gpu_ready(plan: Plan, target) -> Plan:
+    """On a GPU target, each task's body-level ``T.alloc_buffer`` statements moved into its root
+    block (``compat.hoist_root_allocs``).  As parsed, MetaSchedule's ``VerifyGPUCode`` rejects every
+    sampled schedule of a function that keeps them (the search then ends with 0 trials, docs/tuning.md);
+    CPU runs keep the parsed form, so their workload hashes stay those of earlier runs."""
+    if target.kind.name not in GPU_KINDS:
+        return plan
+    for task in plan.tasks:
+        if plan.kind == "tir":
+            task.mod = hoist_root_allocs(task.mod)
+    return plan
 
 
 def prepare_intrinsics(target) -> None:

@@ -1,72 +1,197 @@
 """``asight export``'s TVM side: a Relax model built with a run's chosen records into a shared
 library that ``tvm.runtime.load_module`` + ``relax.VirtualMachine`` run.
 
-The weights file beside the source (``asight import``) is bound into the module first
-(``BindParams``), so the library takes only the model's inputs.  The build must take the run's
-records (``tirx.is_scheduled`` on the kernels, as the measurements check); the library is then
-loaded back from disk and its outputs compared with the untuned build on the same inputs.
+* The module built is ``relax_pipeline.deployable``: the weights file beside the source bound as
+  constants, the same module the tuning job tuned, so the library takes only the model's inputs.
+* Every kernel of the build must take a record (``tirx.is_scheduled``, as the measurements check).
+  A kernel on TVM's default schedule is never silent: the export measures what each one costs in
+  the built program (VM instrument hook) and refuses to write the library, unless the request
+  tunes them first (``tune_missing``: N trials into ``<run>/export-tuned/``, progress as events)
+  or accepts them (``allow_untuned``).
+* The library is then loaded back from disk and its outputs compared with the untuned build.
+* ``measure_export`` (asked of a *separate* worker process) times the written library interleaved
+  with the build the run's headline measured, through the same harness (docs/models.md).
 """
 from __future__ import annotations
 
+import json
 import os
+import time
+from pathlib import Path
 
+from ..analysis.measurement import comparison_record
 from ..engine import wire
 from .compat import ms, relax, tvm
+from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs
 from .model_import import tensor_params
 from .parse import parse_request
 from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
-from .remeasure import applied_kernels, flatten, load_weights, relax_inputs
+from .relax_pipeline import bind_weights, deployable  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
+from .relax_profile import call_sites, per_call
+from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
+
+EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
+EXPORT_CHOSEN = "chosen.json"          # their best by re-measurement (trial indices into that database)
+HEADLINE, LIBRARY = "headline build", "exported library"
 
 
-def bind_weights(mod, fn: str, weights_path: str | None) -> tuple[object, list[str]]:
-    """``mod`` with the weights file's arrays bound as constants (by parameter name); the names bound."""
-    weights = load_weights(weights_path)
-    names = [p.name for p in mod[fn].params if p.name in weights]
-    if not names:
-        return mod, []
-    bound = relax.transform.BindParams(fn, {n: tvm.runtime.tensor(weights[n]) for n in names})(mod)
-    return bound, names
-
-
-def _database(params: dict):
-    trials = read_trials(params["run_dir"])
-    chosen = params.get("chosen")
-    return (chosen_database(trials, chosen) if chosen else run_database(params["run_dir"])), chosen
-
-
-def export_model(params: dict, emit=None) -> dict:
-    """Build, write, reload and check; see the module docstring."""
-    fn = params.get("function") or "main"
-    parsed = parse_request(params)
+def _relax_entry(parsed, fn: str) -> None:
     funcs = {gv.name_hint: f for gv, f in parsed.functions_items()} if isinstance(parsed, tvm.IRModule) else {}
     if not isinstance(funcs.get(fn), relax.Function):
         raise ValueError(f"export builds a Relax model: the unit has no Relax function '{fn}'")
-    target = measuring_target(params.get("target"))
-    mod, bound = bind_weights(parsed, fn, params.get("weights"))
-    database, chosen = _database(params)
+
+
+def _export_tuned(run_dir: str) -> tuple[object, list[dict]]:
+    """(trials, chosen entries) of the kernels an earlier export tuned for this run, or (None, [])."""
+    path = Path(run_dir) / EXPORT_TUNED
+    if not (path / EXPORT_CHOSEN).is_file():
+        return None, []
+    return read_trials(path), json.loads((path / EXPORT_CHOSEN).read_text(encoding="utf-8"))
+
+
+def _database(params: dict):
+    """The run's chosen records (or its whole database) plus the kernels tuned at export, and the
+    tasks whose default schedule re-measured faster than every trial (kept on purpose)."""
+    chosen = params.get("chosen")
+    kept = set(params.get("defaults") or [])
+    if not chosen:
+        return run_database(params["run_dir"]), chosen, [], kept
+    database = chosen_database(read_trials(params["run_dir"]), chosen)
+    trials, entries = _export_tuned(params["run_dir"])
+    extra, won = split_defaults(entries)
+    if extra:
+        chosen_database(trials, extra, database)
+    return database, chosen, extra, kept | {c["task"] for c in won}
+
+
+def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict], kept: set) -> dict:
+    """Which kernels of the deployable build take a record; ``default_kept``: on the default
+    schedule because the run's re-measurement found it faster than every trial (``kept``);
+    ``missing``: on the default schedule without such a measurement; ``folded``: tuned tasks the
+    deployable build no longer has (weight-only kernels of a run tuned before the build bound its
+    weights); ``tuned_at_export``: kernels whose record an export tuned."""
     applied = applied_kernels(mod, database, target)
-    tuned = sorted({c["task"] for c in chosen or []})
-    gone = set(tuned) - set(applied["from_records"])
-    applied["missing"] = sorted(gone & set(applied["default"]))     # built with TVM's default schedule
-    applied["folded"] = sorted(gone - set(applied["default"]))      # no such kernel once the weights are bound
-    if tuned and not applied["from_records"]:
-        raise ValueError(f"the build applied none of the run's {len(tuned)} tuned kernels (do the records match "
-                         "this model? re-tune after editing it)")
+    tuned = {c["task"] for c in chosen or []} | kept
+    applied["default_kept"] = sorted(set(applied["default"]) & kept)
+    applied["missing"] = [k for k in applied["default"] if k not in kept]
+    applied["folded"] = sorted(tuned - set(applied["from_records"]) - set(applied["default"]))
+    applied["tuned_at_export"] = sorted({c["task"] for c in extra} & set(applied["from_records"]))
+    return applied
+
+
+def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str, emit=None) -> list[dict]:
+    """Tune the kernels ``names`` of the deployable module with ``trials`` trials into
+    ``<run>/export-tuned/``; their best by re-measurement, saved for later exports."""
+    from . import metaschedule as tuning
+    plan = tuning.plan_for(mod, fn, target)
+    tasks = [t for t in plan.tasks if t.name in set(names)]
+    if not tasks:
+        return []
+    work = Path(run_dir) / EXPORT_TUNED
+    work.mkdir(exist_ok=True)
+    done = [0]
+
+    def on_batch(task_id: int, latencies: list, errors: int, _failures: list) -> None:
+        done[0] += len(latencies)
+        if emit:
+            emit({"type": "progress", "stage": "tune-missing", "task": tasks[task_id].name, "trials_done": done[0],
+                  "trials": trials, "failed": errors})
+
+    tuning.tune(tuning.Plan("relax", tasks, mod, fn), target, str(work), trials, on_batch=on_batch)
+    if emit:
+        emit({"type": "status", "message": f"re-measuring the best candidates of {len(tasks)} kernels"})
+    chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True)
+    _, before = _export_tuned(run_dir)
+    keep = [c for c in before if c["task"] not in {n["task"] for n in chosen}] + chosen
+    (work / EXPORT_CHOSEN).write_text(json.dumps(keep), encoding="utf-8")
+    return keep
+
+
+def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> list[dict]:
+    """µs each named kernel takes in one run of the built program (all its calls; VM instrument
+    hook, median per call), with its share of the program's kernel time."""
+    measured = per_call(executable, arrays, call_sites(mod, target, True, fn), {}, {})
+    total = measured["sum_us"] or None
+    out = []
+    for name in names:
+        calls = [t["us"] for t in measured["tasks"] if t["task"] == name]
+        us = sum(calls) if calls else None
+        out.append({"kernel": name, "calls": len(calls), "us": us,
+                    "share": us / total if us is not None and total else None})
+    return sorted(out, key=lambda c: -(c["us"] or 0.0))
+
+
+def export_model(params: dict, emit=None) -> dict:
+    """Build, refuse or write, reload and check; see the module docstring."""
+    fn = params.get("function") or "main"
+    parsed = parse_request(params)
+    _relax_entry(parsed, fn)
+    target = measuring_target(params.get("target"))
+    mod, bound = deployable(parsed, fn, params.get("weights"))
+    database, chosen, extra, kept = _database(params)
+    applied = kernels_applied(mod, database, target, chosen, extra, kept)
+    if chosen and not applied["from_records"] and not int(params.get("tune_missing") or 0):
+        raise ValueError(f"the build applied none of the run's {len(chosen)} tuned kernels (do the records match "
+                         "this model? re-tune after editing it, or export with --tune-missing N)")
+    if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
+        extra = tune_missing(mod, fn, target, applied["missing"], int(params["tune_missing"]), params["run_dir"], emit)
+        database, chosen, extra, kept = _database(params)
+        applied = kernels_applied(mod, database, target, chosen, extra, kept)
     if emit:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
     executable = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
+    inputs = tensor_params(mod[fn], len(mod[fn].params))
+    reply = {"target": str(target), "applied": applied, "bound_weights": len(bound), "inputs": inputs, "function": fn}
+    if applied["missing"]:
+        applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
+        if not params.get("allow_untuned"):
+            return {**reply, "status": "refused", "library": None}
     out = params["out"]
     executable.export_library(out)
     loaded = relax.VirtualMachine(tvm.runtime.load_module(out), tvm.cpu(0))
     reference = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu(0))
-    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     outputs = [flatten(vm[fn](*[tvm.runtime.tensor(a.copy()) for a in arrays])) for vm in (reference, loaded)]
     check = compare_outputs([f"output{i}" for i in range(len(outputs[0]))], outputs[0], outputs[1])
-    inputs = tensor_params(mod[fn], len(mod[fn].params))
-    return {"library": out, "bytes": os.path.getsize(out), "target": str(target), "applied": applied,
-            "bound_weights": len(bound), "inputs": inputs, "check": check, "function": fn}
+    return {**reply, "status": "written", "library": out, "bytes": os.path.getsize(out), "check": check}
 
 
-HANDLERS = {wire.EXPORT_MODEL: export_model}
+def headline_program(parsed, fn: str, build: str, weights: str | None):
+    """The module the run's headline measured: the deployable one, or (a run tuned before the
+    deployable build, ``build`` = ``parameters``) the weights as parameters, fed from the file."""
+    if build == "deployable":
+        return deployable(parsed, fn, weights)[0]
+    return parsed
+
+
+def measure_export(params: dict, emit=None) -> dict:
+    """The written library vs the build the run's headline measured: interleaved rounds of the one
+    harness (``harness.time_rounds``), same inputs, outputs compared; a measurement record whose
+    ``speedup`` is headline build / library."""
+    fn = params.get("function") or "main"
+    parsed = parse_request(params)
+    _relax_entry(parsed, fn)
+    target = measuring_target(params.get("target"))
+    weights = params.get("weights")
+    program = headline_program(parsed, fn, params.get("headline_build") or "deployable", weights)
+    database = chosen_database(read_trials(params["run_dir"]), params["chosen"])
+    dev = tvm.cpu(0)
+    headline_vm = relax.VirtualMachine(ms.relax_integration.compile_relax(database, program, target, params=None), dev)
+    library_vm = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
+    seed = int(params.get("seed") or 0)
+    head_arrays = relax_inputs(program[fn], seed, weights)
+    lib_arrays = relax_inputs(deployable(parsed, fn, weights)[0][fn], seed)
+    programs, outputs = [], []
+    for label, vm, arrays in ((HEADLINE, headline_vm, head_arrays), (LIBRARY, library_vm, lib_arrays)):
+        args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
+        outputs.append(flatten(vm[fn](*args)))
+        programs.append(Program(label, evaluator_timer(vm.time_evaluator, fn, dev, args)))
+    raw = time_rounds(programs)
+    check = compare_outputs([f"output{i}" for i in range(len(outputs[0]))], outputs[0], outputs[1])
+    return comparison_record(raw, [HEADLINE], [LIBRARY], "asight export", "program", time.time(),
+                             {"check": check, "headline_build": params.get("headline_build") or "deployable"}, seed)
+
+
+HANDLERS = {wire.EXPORT_MODEL: export_model, wire.MEASURE_EXPORT: measure_export}

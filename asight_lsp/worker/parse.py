@@ -12,7 +12,8 @@ from collections import OrderedDict
 
 from ..engine import wire
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
-from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree
+from ..tvmscript.safety import MACRO_PREFIX
+from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
 from .compat import DiagnosticError, load_metadata, parse_script, relax, tirx
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
@@ -30,7 +31,7 @@ def mask_text(lines: list[str], start: int, end: int) -> str:
 
 def parse_request(params: dict):
     """The unit a worker request names (``text``, ``unit``, ``constants``, ``aliases``), parsed."""
-    return parse_unit(params["text"].splitlines(), params["unit"], params.get("constants") or {},
+    return parse_unit(source_lines(params["text"]), params["unit"], params.get("constants") or {},
                       params.get("aliases") or {})
 
 
@@ -49,11 +50,25 @@ def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
     metadata = _metadata(lines, aliases.get(METADATA, ""))
     text = body if metadata is not None else blank_metadata_params(body)
     parsed = parse_script("\n" * unit["start_line"] + text, constants, aliases,
-                          check_well_formed=_check_well_formed(body), metadata=metadata)
+                          check_well_formed=_check_well_formed(body), metadata=metadata,
+                          macros=module_macros(lines, aliases))
     _CACHE[key] = parsed
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return parsed
+
+
+def module_macros(lines: list[str], aliases: dict) -> list[tuple[str, str, str]]:
+    """The file's module-level macros the gate passed (``aliases``: ``macro:<first>:<last>:<digest>``),
+    as ``(name, text, filename)``: their lines, after as many blank lines as precede them (TVM's
+    line numbers are the file's), in file order."""
+    found = []
+    for name, what in aliases.items():
+        if isinstance(what, str) and what.startswith(MACRO_PREFIX):
+            first, last, digest = what[len(MACRO_PREFIX):].split(":")
+            text = "\n" * int(first) + "\n".join(lines[int(first):int(last) + 1]) + "\n"
+            found.append((int(first), name, text, f"<asight macro {name} {digest}>"))
+    return [(name, text, filename) for _, name, text, filename in sorted(found)]
 
 
 def _check_well_formed(body: str) -> bool:
@@ -112,7 +127,7 @@ def function_names(parsed) -> list[str]:
 
 def check(params: dict, emit=None) -> dict:
     """Parse every unit; return the problems found and which units parsed."""
-    lines = params["text"].splitlines()
+    lines = source_lines(params["text"])
     constants, aliases = params.get("constants") or {}, params.get("aliases") or {}
     problems, units = [], {}
     for unit in params["units"]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..store.database import require_intact
 from ..store.runs import DB_RECORDS, DB_WORKLOADS, DamagedDatabase, read_json_lines
-from .compat import Trace, ms, normalize_mod, s_tir, tvm, tvm_ffi
+from .compat import Trace, hoist_root_allocs, ms, normalize_mod, s_tir, tvm, tvm_ffi
 
 FAILED_SECONDS = 1e9          # MetaSchedule stores failed builds/runs as run_secs [1e10]
 
@@ -72,7 +72,7 @@ def best_record(db, func, run_dir=None, chosen: list[dict] | None = None) -> tup
         picked = _chosen_record(func, run_dir, chosen)
         if picked is not None:
             return picked, "chosen by re-measurement"
-    for label, mod in (("structural", normalize_mod(func)), ("structural", tvm.IRModule({"main": func}))):
+    for label, mod in (("structural", m) for m in workload_forms(func)):
         if db.has_workload(mod):
             top = db.get_top_k(db.commit_workload(mod), 1)
             if top and record_latency(top[0]) is not None:
@@ -85,6 +85,14 @@ def best_record(db, func, run_dir=None, chosen: list[dict] | None = None) -> tup
     if not groups:
         return None, "the run has no successful record yet"
     return None, "the run's workloads do not match this function (was it edited since?)"
+
+
+def workload_forms(func) -> list:
+    """The modules a run may have tuned for ``func``: normalised (``tune_tir``), normalised with its
+    allocations in the root block (a GPU run, ``metaschedule.gpu_ready``), and plain."""
+    normal = normalize_mod(func)
+    hoisted = hoist_root_allocs(normal)
+    return [normal] + ([hoisted] if hoisted is not normal else []) + [tvm.IRModule({"main": func})]
 
 
 def apply_record(func, record, serial: bool = False):
@@ -166,10 +174,11 @@ def read_trials(run_dir: str | Path) -> Trials:
     return trials
 
 
-def chosen_database(trials: Trials, chosen: list[dict]):
+def chosen_database(trials: Trials, chosen: list[dict], database=None):
     """A database holding one record per workload: the trial chosen by re-measurement (its
-    re-measured latency as run_secs), so every build from it applies exactly those schedules."""
-    database = ms.database.MemoryDatabase()
+    re-measured latency as run_secs), so every build from it applies exactly those schedules
+    (``database``: add them to that one instead of a new one)."""
+    database = ms.database.MemoryDatabase() if database is None else database
     for entry in chosen:
         record = trials.record(entry["trial"])
         workload = database.commit_workload(record.workload.mod)
@@ -183,7 +192,7 @@ def _chosen_record(func, run_dir, chosen: list[dict]):
     """The record ``chosen`` names for ``func``'s workload, or None."""
     trials = read_trials(run_dir)
     by_hash = {c.get("workload_hash"): c for c in chosen}
-    for mod in (normalize_mod(func), tvm.IRModule({"main": func})):
+    for mod in workload_forms(func):
         workload = trials.workload_of(mod)
         if workload is not None and trials.hashes[workload] in by_hash:
             return trials.record(int(by_hash[trials.hashes[workload]]["trial"]))

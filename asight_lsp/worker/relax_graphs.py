@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..engine import wire
 from .compat import host_target, relax, tirx, tvm
 from .parse import parse_request
-from .relax_pipeline import bindings, group, legalize
+from .relax_pipeline import bindings, deployable, group, legalize
 from .tir_graphs import _DIGITS, _int, _realizes, block_node
 
 
@@ -204,6 +204,7 @@ def relax_graph(params: dict, emit=None) -> dict:
             or not isinstance(parsed[fn], relax.Function):
         raise ValueError(f"no Relax function '{fn}' in the unit")
     target = host_target()
+    parsed, _ = deployable(parsed, fn, params.get("weights"))    # the build tuned, profiled and exported
     legal = legalize(parsed, target)
     grouped = group(parsed, target)
     fused_tir = relax.transform.FuseTIR()(grouped)

@@ -3,10 +3,48 @@
 One definition for tuning (task extraction), profiling (call sites, per-call latency) and graphs
 (hotspot matching), so every part sees the same fused kernels.  ``library_dispatch_passes`` come
 first, as in ``relax.build``'s default pipeline (none on CPU).
+
+``deployable`` is the module ``asight export`` builds: the weights file bound as constants, so
+FoldConstant folds weight-only kernels away and scalar weights become immediates inside the
+kernels (a different workload than the same kernel with a weight *parameter*).  The tuning job,
+the profile (model view) and the export all start from it (docs/models.md, issue 24).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .compat import relax, tvm
+
+
+def load_weights(path: str | None) -> dict[str, np.ndarray]:
+    """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
+    if not path:
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def bind_weights(mod, fn: str, weights_path: str | None) -> tuple[object, list[str]]:
+    """``mod`` with the weights file's arrays bound as constants (by parameter name); the names bound."""
+    weights = load_weights(weights_path)
+    names = [p.name for p in mod[fn].params if p.name in weights]
+    if not names:
+        return mod, []
+    bound = relax.transform.BindParams(fn, {n: tvm.runtime.tensor(weights[n]) for n in names})(mod)
+    return bound, names
+
+
+def deployable(parsed, fn: str | None, weights_path: str | None) -> tuple[object, list[str]]:
+    """The deployable module of a parsed unit: a module with a Relax function ``fn`` (default
+    ``main``) gets the weights bound (``bind_weights``); anything else comes back unchanged.
+    Returns (module, names bound)."""
+    if not isinstance(parsed, tvm.IRModule):
+        return parsed, []
+    funcs = {gv.name_hint: f for gv, f in parsed.functions_items()}
+    entry = fn if isinstance(funcs.get(fn), relax.Function) else "main"
+    if not isinstance(funcs.get(entry), relax.Function):
+        return parsed, []
+    return bind_weights(parsed, entry, weights_path)
 
 
 def legalize(mod, target):
@@ -15,9 +53,15 @@ def legalize(mod, target):
                                      relax.transform.AnnotateTIROpPattern()])(mod)
 
 
+def folded(mod, target):
+    """``legalize`` + FoldConstant: the calls FuseOps groups (kernels on bound weights alone are
+    gone, their constants passed directly; binding names kept)."""
+    return relax.transform.FoldConstant()(legalize(mod, target))
+
+
 def group(mod, target):
-    """``legalize`` + FoldConstant + FuseOps: fused groups as Relax functions (names inside kept)."""
-    return tvm.transform.Sequential([relax.transform.FoldConstant(), relax.transform.FuseOps()])(legalize(mod, target))
+    """``folded`` + FuseOps: fused groups as Relax functions (names inside kept)."""
+    return relax.transform.FuseOps()(folded(mod, target))
 
 
 def fuse(mod, target):

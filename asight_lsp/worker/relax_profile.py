@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from .compat import ms, relax, tirx, tvm
+from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
-from .relax_pipeline import bindings, fuse, group, legalize
+from .relax_pipeline import bindings, folded, fuse, group, legalize
 from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
@@ -41,8 +41,11 @@ def _legal_index(legal_fn) -> dict[tuple, list[str]]:
 
 
 def _match_call(value, env: dict, index: dict) -> str | None:
-    """The legalized binding this ``call_tir`` (arguments renamed through ``env``) is, if any."""
-    key = (_callee(value), tuple(env.get(a, a.name) for a in _var_args(value)))
+    """The legalized binding this ``call_tir`` (arguments renamed through ``env``) is, if any.
+    A grouped function's parameter that receives a constant (a bound weight) maps to None and is
+    left out, as the index leaves constants out."""
+    names = (env.get(a, a.name) for a in _var_args(value))
+    key = (_callee(value), tuple(n for n in names if n is not None))
     names = index.get(key)
     return names.pop(0) if names else None
 
@@ -54,13 +57,15 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
     between identical groups (its inner names are the first group's), so each call site is followed
     through the dataflow: the grouped function's params take the call's arguments, and each inner
     ``call_tir`` is the legalized binding making the same call on the same variables
-    (docs/tvm.md §6).  Every call of a repeated kernel gets its own bindings.
+    (docs/tvm.md §6).  Every call of a repeated kernel gets its own bindings.  The index is built
+    after FoldConstant, as FuseOps sees the calls: with bound weights a folded bias reshape is a
+    constant argument there, not a variable.
     """
-    legal_fn = legalize(mod, target)[fn]
     if not fused:
+        legal_fn = legalize(mod, target)[fn]
         return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in bindings(legal_fn) if _callee(b.value)]
     grouped = group(mod, target)
-    index = _legal_index(legal_fn)
+    index = _legal_index(folded(mod, target)[fn])
     env: dict = {}
     sites = []
     for b in bindings(grouped[fn]):
@@ -69,18 +74,34 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
         if isinstance(value, relax.Call) and isinstance(op, tvm.ir.GlobalVar) and isinstance(grouped[op], relax.Function):
             inner_fn = grouped[op]
             inner = dict(zip(inner_fn.params, (env.get(a, getattr(a, "name", None)) for a in value.args)))
-            members = []
+            members, member_blocks = [], []
             for ib in bindings(inner_fn):
                 name = _match_call(ib.value, inner, index) if _callee(ib.value) else None
                 if name is not None:
                     inner[ib.var] = name
                     members.append(name)
+                    member_blocks.append(block_names(grouped[ib.value.args[0]]))
             env[b.var] = members[-1] if members else b.var.name
-            sites.append({"callee": op.name_hint, "vars": members})
+            sites.append({"callee": op.name_hint, "vars": members, "member_blocks": member_blocks})
         elif _callee(value):
             env[b.var] = _match_call(value, env, index) or b.var.name
             sites.append({"callee": _callee(value), "vars": [env[b.var]]})
     return sites
+
+
+def block_names(func) -> list[str]:
+    """Names of a PrimFunc's blocks (root left out), in the order they appear."""
+    names: list[str] = []
+
+    def walk(node):
+        if isinstance(node, s_tir.SBlock) and node.name_hint != "root":
+            names.append(str(node.name_hint))
+        for child in stmt_children(node):
+            walk(child)
+
+    if isinstance(func, tirx.PrimFunc):
+        walk(func.body)
+    return names
 
 
 def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], list[float]]:

@@ -18,16 +18,24 @@ import time
 import numpy as np
 
 from ..analysis import default_candidate as defaults_rule
+from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from .compat import ms, relax, s_tir, tirx, tvm
+from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
-from .relax_pipeline import fuse
+from .relax_pipeline import fuse, load_weights
 
 TOP_K = 5
 CANDIDATE_BUDGET_S = 0.6
+
+
+def device_of(target):
+    """The device a target's programs run on (``tvm.cuda(0)`` for a CUDA target)."""
+    kind = target.kind.name
+    return tvm.cpu(0) if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
 def build_prim(mod, target):
@@ -60,7 +68,7 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
     if not top:
         return None
     _, arrays = prim_inputs(mod)
-    dev = tvm.cpu(0)
+    dev = device_of(target)
     programs, table = [], []
     for trial, secs in top:
         entry = {"trial": trial, "tuning_us": secs * 1e6}
@@ -136,8 +144,8 @@ def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, 
                 budget_s: float | None = None, timed: bool = True) -> dict:
     """Untuned vs tuned PrimFuncs in interleaved rounds: ``pairs`` = (name, untuned mod, tuned mod or
     None); returns the harness result, the labels of each side, and the output check."""
-    dev = tvm.cpu(0)
-    programs, untuned, tuned, checks = [], [], [], []
+    dev = device_of(target)
+    programs, untuned, tuned, checks, last = [], [], [], [], None
     for name, base_mod, tuned_mod in pairs:
         names, arrays = prim_inputs(base_mod, seed)
         outputs = {}
@@ -153,10 +161,11 @@ def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, 
             (untuned if side == "untuned" else tuned).append(label)
         if check and "tuned" in outputs:
             checks.append({"function": name, **compare_outputs(names, outputs["untuned"], outputs["tuned"])})
+        last = (arrays, outputs)
     if tuned:   # a function without a tuned variant runs untuned in the tuned module too
         tuned = [f"tuned {n}" if t is not None else f"untuned {n}" for n, _, t in pairs]
     raw = time_rounds(programs, budget_s=budget_s) if timed else None
-    return {"raw": raw, "untuned": untuned, "tuned": tuned, "check": _merge_checks(checks)}
+    return {"raw": raw, "untuned": untuned, "tuned": tuned, "check": _merge_checks(checks), "last": last}
 
 
 def _merge_checks(checks: list[dict]) -> dict | None:
@@ -180,14 +189,6 @@ def applied_kernels(program, database, target) -> dict:
                for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc)}
     return {"kernels": len(kernels), "from_records": sorted(k for k, v in kernels.items() if v),
             "default": sorted(k for k, v in kernels.items() if not v)}
-
-
-def load_weights(path: str | None) -> dict[str, np.ndarray]:
-    """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
-    if not path:
-        return {}
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
 
 
 def relax_inputs(func, seed: int = 0, weights: str | None = None) -> list[np.ndarray]:
@@ -232,7 +233,7 @@ def compare_relax(program, entry: str, database, target, tasks_with_records: lis
         if tasks_with_records and not applied["from_records"]:
             raise ValueError(f"the tuned build applied none of the {len(tasks_with_records)} tuned kernels")
         executables["tuned"] = ms.relax_integration.compile_relax(database, program, target, params=None)
-    dev = tvm.cpu(0)
+    dev = device_of(target)
     arrays = relax_inputs(program[entry], seed, weights)
     programs, outputs = [], {}
     for side, executable in executables.items():
@@ -269,9 +270,18 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
         scope = "program"
     else:
         by_task = {c["task"]: c for c in chosen}
-        pairs = [(name, mod, scheduled(mod, trials.record(by_task[name]["trial"])) if name in by_task else None)
+        pairs = [(name, baseline_of(mod, target)[0],
+                  scheduled(mod, trials.record(by_task[name]["trial"])) if name in by_task else None)
                  for name, mod in tasks]
+        if is_gpu(target):   # the "untuned" side of a GPU record is DLight's default schedule
+            extra["baseline"] = dict(DLIGHT)
         result = compare_tir(pairs, target, seed)
         scope = "function" if len(pairs) == 1 else "module"
+        if is_gpu(target) and len(pairs) == 1 and result["last"] and "tuned" in result["last"][1]:
+            arrays, outputs = result["last"]
+            extra["vendor"] = vendor_reference(arrays, outputs["tuned"][-1])
     extra["check"] = result["check"]
-    return comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
+    record = comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
+    if is_gpu(target):
+        record["gpu"] = gpu_headline(record)      # tuned vs DLight (+ vendor); kept = the faster
+    return record

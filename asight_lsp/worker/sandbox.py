@@ -1,105 +1,153 @@
-"""The OS sandbox of the long-lived TVM worker: a seccomp-bpf filter (docs/sandbox.md).
+"""The OS sandbox of the long-lived TVM worker (docs/sandbox.md), set up once per worker start.
 
 TVM's parser evaluates expressions of the text it parses; the static gate (``tvmscript/safety.py``)
-decides what may reach it.  This filter is the second line: once applied (after ``import tvm``,
-before the first request), no thread of the worker can start a program or a process, open a
-socket, or create, change or delete a file, whatever Python code runs.  Reading files, writing to
-the pipes the worker already holds, anonymous and executable memory (LLVM compiles kernels in
-memory) and threads (TVM's pool, OpenBLAS) keep working.
+decides what may reach it.  The sandbox is what holds when the gate is wrong.  ``apply()``, called
+after ``import tvm`` and before the first request, in this order:
 
-Mechanism: libseccomp through ``pyseccomp`` (ctypes, no compiled code), default action ALLOW plus
-the rules of ``RULES``; a denied call fails with ``EPERM`` (``clone3`` and ``openat2`` with
-``ENOSYS``, so that glibc falls back to the calls whose arguments the filter can read).  A filter
-cannot be removed once loaded, and it holds for every thread (``TSYNC``) and every child.
+1. an empty private working directory (``mkdtemp``), so that a relative path lands nowhere useful;
+2. resource limits: no file may grow (``RLIMIT_FSIZE`` 0), no core dump, a modest number of open
+   files, address space bounded by the machine's memory;
+3. ``no_new_privs``, and as root every capability dropped (bounding, ambient, effective, permitted,
+   inheritable);
+4. Landlock, where the kernel has it: the filesystem read-only, TCP bind/connect and, from ABI 6,
+   abstract Unix sockets and signals outside the process refused (``worker/landlock.py``);
+5. the seccomp ALLOW-list (``worker/sandbox_rules.py``): every other call answers EPERM;
+6. the self-test (``worker/selftest.py``): the process tries forbidden actions; the sandbox is
+   reported ``active`` only if every one was refused.
+
+When it cannot be set up, or a probe succeeds, the worker says why and parses nothing
+(``worker/__main__.py``): files are then outlined statically only.
 """
 from __future__ import annotations
 
-import errno
+import ctypes
 import os
-from dataclasses import dataclass
+import resource
+import tempfile
+from dataclasses import dataclass, field
 
-# open(2) flags (x86-64 / generic Linux values) and clone(2)'s thread flag
-O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND = 0o1, 0o2, 0o100, 0o1000, 0o2000
-WRITE_FLAGS = (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND)
-CLONE_THREAD = 0x00010000
-
-# syscalls denied outright, by what they would let a parsed expression do
-EXEC = ("execve", "execveat")
-PROCESSES = ("fork", "vfork", "ptrace", "process_vm_writev", "process_vm_readv", "unshare", "setns",
-             "pidfd_open", "pidfd_getfd", "pidfd_send_signal")
-NETWORK = ("socket",)
-FILES = ("creat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir",
-         "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown",
-         "fchownat", "truncate", "mknod", "mknodat", "utime", "utimes", "utimensat", "futimesat",
-         "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-         "mount", "umount2", "pivot_root", "chroot", "name_to_handle_at", "open_by_handle_at")
-# io_uring performs open/socket/... in the kernel, out of the filter's sight; bpf, keys, userfaultfd
-# and perf are kernel attack surface a parser never needs
-KERNEL = ("io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "add_key", "request_key", "keyctl",
-          "userfaultfd", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-          "delete_module", "swapon", "swapoff", "reboot", "acct", "quotactl")
-NOT_IMPLEMENTED = ("clone3", "openat2")   # arguments behind a pointer: ENOSYS makes glibc fall back
+SIMULATE_ENV = "ASIGHT_SANDBOX_UNAVAILABLE"   # tests: "reason" = behave as where the sandbox cannot be set up
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+NOFILE = 512
 
 
 @dataclass
 class SandboxStatus:
     """What the worker reports about its sandbox (``ping``, the hello frame, ``asight/status``)."""
     active: bool
-    mechanism: str = "seccomp-bpf (libseccomp via pyseccomp)"
+    mechanism: str = "seccomp-bpf allow-list + Landlock + no_new_privs, verified by a self-test"
     reason: str | None = None      # why it is not active
     requested: bool = True         # False: started unsandboxed on purpose (``--unsandboxed``)
+    layers: dict = field(default_factory=dict)     # what each step did (limits, cwd, capabilities, landlock, seccomp)
+    selftest: dict = field(default_factory=dict)   # probe -> "refused (EPERM)" / "SUCCEEDED" / "failed (...)"
 
     def to_dict(self) -> dict:
         return {"active": self.active, "mechanism": self.mechanism, "reason": self.reason,
-                "requested": self.requested}
+                "requested": self.requested, "layers": self.layers, "selftest": self.selftest}
 
 
 STATUS = SandboxStatus(active=False, reason="not applied yet")
 
 
-def build_filter(seccomp, pid: int | None = None):
-    """The filter: ALLOW by default, the rules of this module denied (``seccomp``: the pyseccomp module)."""
-    eperm = seccomp.ERRNO(errno.EPERM)
-    flt = seccomp.SyscallFilter(seccomp.ALLOW)
-    flt.set_attr(seccomp.Attr.CTL_TSYNC, 1)                       # every thread, not just the caller
-    flt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)   # 32-bit / x32 entry points
-    for name in EXEC + PROCESSES + NETWORK + FILES + KERNEL:
-        _deny(flt, seccomp, eperm, name)
-    for name in NOT_IMPLEMENTED:
-        _deny(flt, seccomp, seccomp.ERRNO(errno.ENOSYS), name)
-    # a new process is a clone without CLONE_THREAD; threads stay allowed
-    flt.add_rule(eperm, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))
-    for name, flags_arg in (("open", 1), ("openat", 2)):
-        for flag in WRITE_FLAGS:
-            flt.add_rule(eperm, name, seccomp.Arg(flags_arg, seccomp.MASKED_EQ, flag, flag))
-    pid = os.getpid() if pid is None else pid
-    for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):   # signals to other processes
-        flt.add_rule(eperm, name, seccomp.Arg(0, seccomp.NE, pid))
-    return flt
-
-
-def _deny(flt, seccomp, action: int, name: str) -> None:
-    try:
-        flt.add_rule(action, name)
-    except (OSError, ValueError):   # a syscall this architecture does not have (e.g. fork on aarch64)
-        pass
-
-
 def apply() -> SandboxStatus:
-    """Load the filter into this process (all threads); the status says whether it holds and why not."""
+    """Set the sandbox up in this process (all threads), then test it from inside; never raises."""
     global STATUS
-    try:
-        import pyseccomp as seccomp
-    except (ImportError, RuntimeError, OSError) as err:   # pyseccomp missing, or no libseccomp
-        STATUS = SandboxStatus(active=False, reason=f"cannot load libseccomp ({_first_line(err)})")
+    simulated = os.environ.get(SIMULATE_ENV)
+    if simulated:   # tests: the machine without seccomp (it can only make the worker more careful)
+        STATUS = SandboxStatus(active=False, reason=simulated)
         return STATUS
+    layers: dict = {}
     try:
-        build_filter(seccomp).load()
-    except (OSError, ValueError, AttributeError) as err:
-        STATUS = SandboxStatus(active=False, reason=f"the seccomp filter could not be loaded ({_first_line(err)})")
+        import pyseccomp as seccomp   # first: finding libseccomp runs ldconfig and writes temp files
+        from . import landlock, selftest   # noqa: F401  (imported before the filesystem turns read-only)
+        layers["cwd"] = private_cwd()
+        layers["limits"] = set_limits()
+        layers["capabilities"] = drop_privileges()
+        layers["landlock"] = landlock_layer()
+        layers["seccomp"] = load_allow_list(seccomp)
+    except (OSError, ValueError, AttributeError, RuntimeError, ImportError) as err:
+        STATUS = SandboxStatus(active=False, reason=f"the sandbox could not be set up ({_first_line(err)})",
+                               layers=layers)
         return STATUS
-    STATUS = SandboxStatus(active=True)
+    STATUS = verify(layers)
     return STATUS
+
+
+def verify(layers: dict) -> SandboxStatus:
+    """The self-test's verdict: active only when every forbidden action was refused."""
+    from . import selftest
+    report = selftest.run(layers["cwd"])
+    if selftest.contained(report):
+        return SandboxStatus(active=True, layers=layers, selftest=report)
+    leaks = ", ".join(f"{name}: {result}" for name, result in report.items() if not result.startswith("refused"))
+    return SandboxStatus(active=False, reason=f"the sandbox's self-test saw forbidden actions not refused ({leaks})",
+                         layers=layers, selftest=report)
+
+
+def set_limits() -> dict:
+    """No file may grow, no core dump, few open files, memory bounded (soft = hard: cannot be raised)."""
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    limits = {"RLIMIT_FSIZE": 0, "RLIMIT_CORE": 0, "RLIMIT_NOFILE": NOFILE, "RLIMIT_AS": vm_size() + pages}
+    for name, value in limits.items():
+        which = getattr(resource, name)
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+        limits[name] = value
+    return limits
+
+
+def vm_size() -> int:
+    """This process's virtual size now (TVM and LLVM loaded), in bytes."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def private_cwd() -> str:
+    """An empty folder of our own (mode 0700) as the working directory; the client removes it."""
+    path = tempfile.mkdtemp(prefix="asight-worker-")
+    os.chdir(path)
+    return path
+
+
+def drop_privileges() -> str:
+    """``no_new_privs``; as root, every capability (bounding set, ambient, and the process's own sets)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    if not _has_capabilities(("CapEff", "CapPrm", "CapAmb")):
+        return "none held (not root)"     # the bounding set only matters to a process that holds some
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"PR_CAPBSET_DROP {cap}")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()      # effective, permitted, inheritable for both 32-bit halves: all 0
+    _check(libc.capset(header, data), "capset")
+    if _has_capabilities():
+        raise OSError("capabilities are still held after capset")
+    return f"dropped (0..{last}, bounding set included)"
+
+
+def _has_capabilities(sets=("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")) -> bool:
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+    return any(int(fields.get(key, "0").strip(), 16) for key in sets)
+
+
+def landlock_layer() -> str:
+    from .landlock import restrict_read_only
+    result = restrict_read_only()
+    if "handled" in result:
+        return f"ABI {result['abi']}: " + ", ".join(result["handled"])
+    return f"unsupported ({result['reason']})" if result["abi"] is None else f"not applied: {result['reason']}"
+
+
+def load_allow_list(seccomp) -> str:
+    """The seccomp allow-list (``seccomp``: the pyseccomp module); raises when it cannot be loaded."""
+    from .sandbox_rules import allowed_names, build_filter
+    build_filter(seccomp).load()
+    return f"allow-list of {len(allowed_names())} calls, default EPERM"
 
 
 def skip(reason: str) -> SandboxStatus:
@@ -107,6 +155,12 @@ def skip(reason: str) -> SandboxStatus:
     global STATUS
     STATUS = SandboxStatus(active=False, reason=reason, requested=False)
     return STATUS
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
 def _first_line(err: BaseException) -> str:

@@ -24,6 +24,13 @@ class TrialBudget:
     def __init__(self, trials: int):
         self.left = trials
         self.repeats_skipped = 0
+        self.ended: list[dict] = []   # tasks whose search stopped with budget left (analysis/shortfall.py)
+
+    def search_ended(self, task: str, why: str, proposed: int) -> None:
+        """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer) or
+        "repeats" (only known schedules); ``proposed`` = candidates it gave this session."""
+        if self.left > 0:
+            self.ended.append({"task": task, "why": why, "proposed": proposed})
 
 
 class MeasuredSchedules:
@@ -78,9 +85,11 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
     def __init__(self, inner, budget: TrialBudget):
         self.inner, self.budget = inner, budget
         self.mod, self.measured = None, MeasuredSchedules()
+        self.task, self.proposed = "", 0
 
     def _initialize_with_tune_context(self, context) -> None:
         self.mod = context.mod
+        self.task = str(context.task_name or "")
         self.inner._initialize_with_tune_context(context)
 
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
@@ -96,17 +105,22 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
                 return None
             candidates = self.inner.generate_measure_candidates()
             if candidates is None:
+                self.budget.search_ended(self.task, "sampling", self.proposed)
                 return None
             fresh = [c for c in candidates if not self.measured.holds(c.sch.mod)]
             self.budget.repeats_skipped += len(candidates) - len(fresh)
             if fresh or not candidates:
                 fresh = fresh[:self.budget.left]
                 self.budget.left -= len(fresh)
+                self.proposed += len(fresh)
                 return fresh
+        self.budget.search_ended(self.task, "repeats", self.proposed)
         return None
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self):
-        return BudgetedSearch(self.inner.clone(), self.budget)
+        clone = BudgetedSearch(self.inner.clone(), self.budget)
+        clone.task = self.task
+        return clone

@@ -19,7 +19,7 @@ from ..engine import wire
 from .compat import Trace, normalize_mod, s_tir, stmt_children, tirx, tvm, tvm_ffi
 from ..store.runs import read_json_lines
 from .parse import parse_request
-from .records import FAILED_SECONDS, fresh_copy
+from .records import FAILED_SECONDS, fresh_copy, workload_forms
 
 ITER_KINDS = {0: "S", 1: "T", 2: "R", 3: "C", 4: "O"}
 # tirx expression classes -> op label (index arithmetic inside loads is never visited)
@@ -212,8 +212,7 @@ def run_records(run_dir: str, func) -> tuple[list[dict], str]:
     without the ``tirx.noalias`` that ``tune_tir`` adds); a run of a single workload whose hash no
     longer matches (the function was edited) still answers, flagged.
     """
-    hashes = {str(tvm_ffi.structural_hash(normalize_mod(func))),
-              str(tvm_ffi.structural_hash(tvm.IRModule({"main": func})))}
+    hashes = {str(tvm_ffi.structural_hash(mod)) for mod in workload_forms(func)}
     workloads = list(read_json_lines(Path(run_dir) / "database_workload.json"))
     wanted = {i for i, w in enumerate(workloads) if isinstance(w, list) and w and str(w[0]) in hashes}
     how = "structural hash"

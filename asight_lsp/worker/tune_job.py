@@ -209,6 +209,34 @@ class TuningProcess:
                 meta = self.run.load()
                 self.run.update(extra={**meta.extra, "failures": fails.merge(meta.extra.get("failures") or [], groups)})
 
+    def record_shortfall(self, meta: RunMeta, tracker) -> dict | None:
+        """Why this session measured fewer valid trials than it asked for (``analysis/shortfall.py``),
+        in ``run.json`` ``extra.shortfall`` and a status event; None (and the key removed) when it did not."""
+        from ..analysis import shortfall as sf
+        requested = max(meta.trials_requested - tracker.trials_before, 0)
+        proposed = tracker.trials_done - tracker.trials_before
+        extra = self.run.load().extra
+        summary = sf.summarise(requested, proposed, tracker.errors, extra.get("failures") or [],
+                               self.budget.ended if self.budget else [], self.rejections())
+        with self.lock:
+            if not self.finished:
+                extra = {k: v for k, v in self.run.load().extra.items() if k != "shortfall"}
+                self.run.update(extra={**extra, **({"shortfall": summary} if summary else {})})
+        if summary:
+            self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
+        return summary
+
+    def rejections(self) -> dict:
+        """Post-processor rejections summed over the run's MetaSchedule task logs (``logs/``)."""
+        from ..analysis import shortfall as sf
+        counts = []
+        for log in sorted((self.run.path / "logs").glob("*task_*.log")):
+            try:
+                counts.append(sf.rejections(log.read_text(encoding="utf-8", errors="replace")))
+            except OSError:
+                continue
+        return sf.merge_rejections(counts)
+
     def top_failure(self) -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
         groups = self.run.load().extra.get("failures") or []
@@ -224,19 +252,20 @@ class TuningProcess:
         from . import metaschedule as tuning
         from ..store.runs import read_records
         parsed, member = self.parse(meta)
+        parsed, build = self.deployable(parsed, member, meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
             raise InputProblem(str(err), "usage") from None
         self.check_database()
         try:
-            plan = tuning.plan_for(parsed, member, target)
+            plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target), target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
         space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
-                           trials_done=before)
+                           trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not tuning.device_for(target).exist:
@@ -247,6 +276,17 @@ class TuningProcess:
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
+
+    def deployable(self, parsed, member, meta: RunMeta):
+        """The unit as ``asight export`` builds it (a Relax model's weights file bound,
+        ``relax_pipeline.deployable``), so the tasks tuned are the exported library's kernels; and
+        what run.json records of it (``extra.build``: the headline's build, docs/models.md)."""
+        from ..engine.wire import weights_beside, weights_digest
+        from .relax_pipeline import deployable
+        weights = weights_beside(meta.file)
+        module, bound = deployable(parsed, member, weights)
+        return module, {"deployable": True, "weights": weights if bound else None, "bound": len(bound),
+                        "weights_digest": weights_digest(weights) if bound else None}
 
     def check_database(self) -> None:
         """Set a torn last line aside (said in an event and run.json), refuse a damaged database
@@ -266,6 +306,9 @@ class TuningProcess:
         """Keep what tuning measured, then re-measure: the best per task and untuned vs tuned
         (end to end for Relax) through the harness; that record is the run's headline."""
         tracker.seed_from_db(database)
+        shortfall = self.record_shortfall(meta, tracker)
+        if shortfall and all(b is None for b in tracker.best) and space is None:
+            raise InputProblem(shortfall["text"] + self.top_failure(), "tuning")
         if space is not None and tracker.total_us() is None:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
                                f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)"
@@ -294,9 +337,12 @@ class TuningProcess:
         from . import remeasure
         try:
             from ..engine.wire import weights_beside
-            return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                         "tuning job", program=plan.program, entry=plan.entry,
-                                         weights=weights_beside(self.run.load().file))
+            record = remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
+                                           "tuning job", program=plan.program, entry=plan.entry,
+                                           weights=weights_beside(self.run.load().file))
+            if record is not None and plan.kind == "relax":   # the figure is of the deployable build
+                record["build"] = self.run.load().extra.get("build")
+            return record
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -339,6 +385,7 @@ class TuningProcess:
     def parse(self, meta: RunMeta):
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
         from ..tvmscript.outline import build_outline
+        from ..tvmscript.pysource import source_lines
         from .parse import error_to_problem, parse_unit
         selection = meta.extra.get("selection") or {}
         text = self.run.source_path.read_text(encoding="utf-8")
@@ -348,7 +395,7 @@ class TuningProcess:
             raise InputProblem(f"{meta.file}: unit {selection.get('unit')!r} not found")
         spec = {"start_line": unit.start_line, "end_line": unit.end_line}
         try:
-            parsed = parse_unit(text.splitlines(), spec, outline.constants, outline.aliases)
+            parsed = parse_unit(source_lines(text), spec, outline.constants, outline.aliases)
         except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
             problem = error_to_problem(err)
             problem["unit"] = unit.name

@@ -94,8 +94,8 @@ def model_code_server(vsix, tmp_path_factory):
     sys.path.insert(0, str(ROOT / "fixtures" / "models"))
     import onnx_build
     onnx_build.save(onnx_build.tiny_resnet(seed=1, size=8, width=4), ws / "tiny.onnx")
-    env = dict(os.environ, TVM_NUM_THREADS="2")
-    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "9"],
+    env = dict(os.environ, TVM_NUM_THREADS="2", ASIGHT_TRIALS_PER_ITER="1")   # one per batch: all 6 kernels get a
+    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "9"],  # record
                  ["model", "tiny_relax.py"]):
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=ws, capture_output=True, text=True,
                               timeout=900, env=env)
@@ -174,12 +174,13 @@ def session(code_server) -> dict:
 @pytest.fixture(scope="session")
 def model_session(model_code_server) -> dict:
     """Facts from the model drive (drive_model.mjs): Model panel, task click, per-task view, export."""
-    facts = _drive(model_code_server, "drive_model.mjs", "model-")
+    settings = model_code_server[1].parent / "user" / "User" / "settings.json"   # the drive switches themes in it
+    facts = _drive(model_code_server, "drive_model.mjs", "model-", limit=1100, SETTINGS_FILE=str(settings))
     facts["workspace"] = str(model_code_server[1])
     return facts
 
 
-def _drive(code_server, script: str, prefix: str, **extra_env) -> dict:
+def _drive(code_server, script: str, prefix: str, limit: float = 480, **extra_env) -> dict:
     url, ws, cs_pid = code_server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -187,7 +188,7 @@ def _drive(code_server, script: str, prefix: str, **extra_env) -> dict:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, CS_URL=url, CS_FOLDER=str(ws), SHOT_DIR=str(ARTIFACTS), **extra_env))
     log, killed = [], []
-    timer = threading.Timer(480, proc.kill)
+    timer = threading.Timer(limit, proc.kill)
     timer.start()
     try:
         for line in proc.stderr:

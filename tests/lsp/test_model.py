@@ -41,12 +41,13 @@ def _import(workspace) -> str:
 
 @pytest.fixture(scope="module")
 def tuned_model(tmp_path_factory) -> Path:
-    """The tiny model imported and tuned by the CLI (9 trials), its calls profiled (``asight model``)."""
+    """The tiny model imported and tuned by the CLI (9 trials, one per batch: each of its 6 kernels
+    gets one, so the export has a record for every kernel), its calls profiled (``asight model``)."""
     base = tmp_path_factory.mktemp("tuned_model")
     script = _import(base)
     for argv in (["tune", str(script), "--func", "Module", "--trials", "9"], ["model", str(script)]):
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=base, capture_output=True, text=True,
-                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2"})
+                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2", "ASIGHT_TRIALS_PER_ITER": "1"})
         assert done.returncode == 0, done.stderr
     return script
 
@@ -63,8 +64,15 @@ async def _command(client, command: str, arg: dict):
 async def test_model_lens_panel_views_and_code_per_task(client: LanguageClient, tuned_model):
     uri = await _open_tuned(client, tuned_model)
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
-    model_lens = [lens for lens in lenses if lens.command and lens.command.command == P.CMD_SHOW_MODEL]
-    assert len(model_lens) == 1 and model_lens[0].command.title == "Model"
+    model_lens = [lens for lens in lenses if lens.command and lens.command.title.startswith("Model · ")]
+    assert len(model_lens) == 1 and model_lens[0].command.command == P.CMD_SHOW_MODEL
+    # a model's lens line is short (issue 23): "Model · 40 µs · 2.0× slower", More… (the rest in a quick pick)
+    line = [lens.command for lens in lenses if lens.range.start.line == model_lens[0].range.start.line]
+    assert [c.title for c in line][1:] == ["More…"] and len(" | ".join(c.title for c in line)) < 48, [c.title for c in line]
+    assert "trials" in line[0].tooltip
+    more = plain(line[1].arguments[0])
+    assert line[1].command == P.CLIENT_CMD_MORE and {i["label"] for i in more["items"]} >= {
+        "Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code", "Stage graph", "Hotspots", "Search space", "Loop view"}
     arg = plain(model_lens[0].command.arguments[0])
     model = await _command(client, P.CMD_SHOW_MODEL, arg)                 # what the lens click returns
     assert model["schema"] == P.SCHEMA_MODEL and model["status"] == "ok", model
@@ -102,6 +110,8 @@ async def test_export_command_writes_a_checked_library_with_progress(client: Lan
     assert data["applied"]["from_records"] and data["check"]["ok"] and data["bound_weights"] == 12
     assert f'load_module("{out}")' in data["load"]
     assert f"wrote {out}" in result["message"] and "kernels from run" in result["message"]
+    assert data["applied"]["missing"] == [] and data["measured"]["verdict_export"]["ok"]     # issue 24
+    assert "headline build" in result["message"] and "exported library" in result["message"]
     (reports,) = [r for r in client.progress_reports.values() if r and getattr(r[0], "title", "").startswith("ASight: exporting")]
     assert reports[-1].kind == "end"
 
@@ -134,11 +144,21 @@ async def test_export_errors_are_clear(client: LanguageClient, tuned_model, tmp_
     weights = tuned_model.with_suffix(".weights.npz")
     weights.rename(tmp_path / "away.npz")                                # no weights beside the model:
     try:                                                                 # it says so, every parameter is an input
-        result = await _command(client, P.CMD_EXPORT_MODEL, {"uri": uri, "function": "Module.main",
-                                                             "output": str(tmp_path / "noweights.so")})
+        args = {"uri": uri, "function": "Module.main", "output": str(tmp_path / "noweights.so")}
+        refused = await _command(client, P.CMD_EXPORT_MODEL, args)
+        written_when_refused = (tmp_path / "noweights.so").exists()
+        result = await _command(client, P.CMD_EXPORT_MODEL, {**args, "allowUntuned": True})
+        with pytest.raises(Exception, match="'tuneMissing' must be a number of trials"):
+            await _command(client, P.CMD_EXPORT_MODEL, {**args, "tuneMissing": "2"})
     finally:
         (tmp_path / "away.npz").rename(weights)
+    # unbound, the bias reshapes and the FC weight's transpose are kernels again, which the run (tuned
+    # with the weights bound) never tuned: refused, not silently built on TVM's default schedule (issue 24)
+    assert refused["status"] == "failed" and refused["data"]["status"] == "refused"
+    assert refused["message"].startswith("export refused: 2 of 8 kernels") and "transpose: " in refused["message"]
+    assert not written_when_refused
     assert "no weights file beside the model" in result["message"] and result["data"]["bound_weights"] == 0
+    assert "NOT TUNED" in result["message"] and (tmp_path / "noweights.so").exists()
     assert len(result["data"]["inputs"]) == 13                           # the input and the 12 weights
 
 
@@ -181,7 +201,9 @@ async def test_tuned_model_gets_hints_per_call_without_a_profile_click(client: L
     second = next(h for h in hints if str(h.label).endswith("#1"))
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=ident(uri), position=types.Position(line=second.position.line, character=14)))
-    assert "#1` (tuned build)" in hover.contents.value and "- tensor: float32[" in hover.contents.value
+    value = hover.contents.value
+    assert "#1`: untuned " in value and " → tuned " in value and "- tensor: float32[" in value, value
+    assert "- task `" in value and "trial" in value and "- its schedule: " in value, value   # issue 23
     profiled = [u for u in client.run_updates if u["event"] == "profiled"]     # a Model panel redraws on it
     assert len(profiled) == 1 and profiled[0]["uri"] == uri and profiled[0]["run"]["state"] == "done"
     model = plain(await client.protocol.send_request_async(P.REQ_MODEL, {"uri": uri, "function": "Module.main"}))

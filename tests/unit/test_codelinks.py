@@ -92,3 +92,52 @@ def test_line_counts_give_per_source_line_shares():
     out = attach_line_counts(links, counts)
     assert [link.get("lineShare") for link in out] == [0.8, 0.8, 0.2, None]
     assert attach_line_counts(links, []) == links
+
+
+def test_cuda_lines_link_to_the_source_lines_of_the_buffers_they_store():
+    from asight_lsp.analysis.codelinks import cuda_links
+    cuda = "\n".join([
+        'extern "C" __global__ void main_kernel(float* __restrict__ A, float* __restrict__ C) {',
+        "  float C_local_ptr[4];",
+        "  C_local_ptr[0] = 0x0p+0f/*0.000000e+00*/;",
+        "  for (int k = 0; k < 16; ++k) {",
+        "    *(float4*)(A_shared_ptr + (((int)threadIdx.x) * 4)) = *(float4*)(A_ptr + ((int)threadIdx.x));",
+        "    C_local_ptr[0] = (C_local_ptr[0] + (A_shared_ptr[k] * B_shared_ptr[k]));",
+        "    if (C_local_ptr[0] == 0) { }",
+        "  }",
+        "  C_ptr[((int)threadIdx.x)] = C_local_ptr[0];",
+        "}"])
+    stores = [["C_local", 17, True], ["C_local", 18, False], ["A_shared", 14, False], ["C", 14, False]]
+    assert cuda_links(cuda, stores) == [{"line": 2, "sourceLine": 16}, {"line": 4, "sourceLine": 13},
+                                        {"line": 5, "sourceLine": 17}, {"line": 8, "sourceLine": 13}]
+
+
+def test_a_task_kernel_links_each_block_to_the_binding_of_every_call():
+    from asight_lsp.analysis.codelinks import task_links
+    text = "\n".join([
+        "@T.prim_func",
+        "def main(a, b):",
+        "    for i in range(4):",
+        '        with T.sblock("conv2d_nchw_init"):',
+        "            v = T.axis.spatial(4, i)",
+        '        with T.sblock("conv2d_nchw_update"):',
+        "            v = T.axis.spatial(4, i)",
+        '    with T.sblock("T_add"):',
+        "        pass",
+    ])
+    sites = [{"call": 0, "blockVars": {"conv2d_nchw": ["lv4", 17], "T_add": ["lv6", 19]}},
+             {"call": 1, "blockVars": {"conv2d_nchw": ["lv13", 26], "T_add": ["lv15", 28]}}]
+    links = task_links(text, sites, lineage=[])
+    assert {(l["line"], l["sourceLine"], l["binding"]) for l in links if l["line"] == 3} == {(3, 16, "lv4"), (3, 25, "lv13")}
+    assert {l["block"] for l in links if l["line"] in (5, 6)} == {"conv2d_nchw"}      # decomposed init/update
+    assert {l["sourceLine"] for l in links if l["line"] == 8} == {18, 27}
+    assert not [l for l in links if l["line"] in (0, 1, 2)]                           # the loop line: no block
+
+
+def test_a_tasks_stage_times_per_block():
+    from asight_lsp.analysis.attribution import task_stage_blocks
+    timed = {"stages": [{"index": 0, "us": 3.0, "blocks": [{"name": "pad_temp"}]},
+                        {"index": 1, "us": 1.0, "blocks": [{"name": "conv2d_nchw_init"}, {"name": "compute"}]}]}
+    blocks = task_stage_blocks(timed)["blocks"]
+    assert blocks["pad_temp"]["us"] == 3.0 and blocks["pad_temp"]["share"] == 0.75
+    assert blocks["compute"]["shared_with"] == ["conv2d_nchw_init"] and blocks["compute"]["us"] == 1.0

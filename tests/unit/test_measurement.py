@@ -80,3 +80,25 @@ def test_a_record_is_current_only_for_the_records_it_measured():
     record = {**measured(100.0, 10.0), "trials": 16}
     assert M.is_current(record, 16) and not M.is_current(record, 17)
     assert not M.is_current({"error": "boom", "trials": 16}, 16) and not M.is_current(None, 0)
+
+
+def test_only_a_busier_measurement_is_kept_beside_the_shown_one():
+    from asight_lsp.analysis.measurement import load_of, noisier_than
+    quiet, busy, busier = load_of({"other_cores": 0.05}), load_of({"other_cores": 0.9}), load_of({"other_cores": 1.4})
+    assert quiet["busy"] is False and busy["busy"] is True
+    assert "the shown one was quiet" in noisier_than(busy, quiet)
+    assert noisier_than(quiet, busy) is None                  # a quieter one always replaces
+    assert "1.40 cores" in noisier_than(busier, busy)         # busy vs busy: only by more than a quarter core
+    assert noisier_than(load_of({"other_cores": 1.0}), busy) is None
+    assert noisier_than(busy, None) is None and noisier_than(busy, {}) is None   # unknown load never blocks
+
+
+def test_a_busy_measurement_whose_calls_wobble_more_is_kept_aside():
+    from asight_lsp.analysis.measurement import load_of, noisier_than, spread_of
+    calm = [{"us": 4.0, "p25_us": 3.9, "p75_us": 4.1}, {"us": 2.0, "p25_us": 1.9, "p75_us": 2.1}]
+    wild = [{"us": 259.0, "p25_us": 3.0, "p75_us": 300.0}, {"us": 2.0, "p25_us": 1.0, "p75_us": 3.0}]
+    assert abs(spread_of(calm) - 0.075) < 1e-9 and spread_of([{"us": 1.0}]) is None
+    shown = {**load_of({"other_cores": 1.63}), "spread": spread_of(calm)}
+    new = {**load_of({"other_cores": 1.74}), "spread": spread_of(wild)}     # busy alike, within a quarter core
+    assert "per-call times spread" in noisier_than(new, shown)
+    assert noisier_than({**new, "spread": 0.06}, shown) is None

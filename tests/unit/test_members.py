@@ -13,6 +13,7 @@ from asight_lsp.tvmscript import outline as outline_module
 from asight_lsp.tvmscript.members import split_class
 from asight_lsp.tvmscript.outline import ChunkCache, build_outline
 from asight_lsp.tvmscript.outline_cache import OutlineCache
+from asight_lsp.tvmscript.pysource import source_lines
 from tests.conftest import FIXTURES, fixture_text
 
 HEAD = "from tvm.script import ir as I\nfrom tvm.script import relax as R\nfrom tvm.script import tirx as T\n\n\n"
@@ -49,7 +50,7 @@ def module(*methods: str, name: str = "Mod") -> str:
 
 def in_a_class(text: str) -> str:
     """A fixture's units as methods of one class between two benign ones (classes get one more method)."""
-    tree, lines = ast.parse(text), text.splitlines()
+    tree, lines = ast.parse(text), source_lines(text)
     head = "\n".join(lines[:min([n.decorator_list[0].lineno for n in tree.body
                                  if getattr(n, "decorator_list", None)] or [len(lines) + 1]) - 1])
     parts = []
@@ -73,18 +74,19 @@ HOSTILE = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("host
 def test_a_class_read_by_member_is_the_class_read_whole(name):
     text = fixture_text(name)
     for variant in (text, in_a_class(text)):
-        lines = variant.splitlines()
+        lines = source_lines(variant)
         assert by_member(variant) == whole(variant), variant
     assert any(split_class(lines, u.start_line, len(lines) - 1) for u in whole(variant).units)  # the path was taken
 
 
 def test_hostile_methods_stay_refused_inside_a_module():
     refused = 0
-    for name in HOSTILE:
+    gated = [n for n in HOSTILE if not n.startswith("hostile/text_")]   # comments for Python: nothing to refuse
+    for name in gated:
         outline = by_member(in_a_class(fixture_text(name)))
         refused += any(u.problems for u in outline.units)
         assert not any(u.problems for u in by_member(module(BENIGN_TIR, BENIGN_RELAX)).units)
-    assert refused >= len(HOSTILE) - 2, refused   # a route may need a top-level def (its own name)
+    assert refused >= len(gated) - 2, refused   # a route may need a top-level def (its own name)
 
 
 def test_split_finds_each_method_with_its_decorators_and_trailing_statements():

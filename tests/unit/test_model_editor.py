@@ -60,7 +60,8 @@ REPLY = {"library": "/w/m.so", "bytes": 1000, "run": "r1", "weights": "/w/m.weig
 
 def test_export_summary_says_built_applied_bound_and_checked():
     text = export_summary(REPLY)
-    assert text.startswith("wrote /w/m.so · 2 of 4 kernels from run r1's records; NOT applied (default schedule): c")
+    assert text.startswith("wrote /w/m.so · 2 of 4 kernels from run r1's records; NOT TUNED (TVM's default schedule, "
+                           "accepted with --allow-untuned): c")
     assert "folded into constants with the weights: transpose" in text
     assert "12 weights bound from m.weights.npz" in text and text.endswith("outputs match the untuned build")
     bad = export_summary({**REPLY, "bound_weights": 0, "check": {"ok": False}})
@@ -71,4 +72,34 @@ def test_default_output_and_load_snippet():
     assert default_output("/w/models/tiny_relax.py") == "/w/models/tiny_relax.so"
     snippet = load_snippet(REPLY)
     assert 'tvm.runtime.load_module("/w/m.so")' in snippet and 'np.zeros((1, 3, 8, 8), "float32")' in snippet
+    # the thread count is set before TVM is imported, as the headline measured it (TVM may default to one)
+    threads = load_snippet({**REPLY, "headline": {"threads": 7}})
+    assert threads.index('os.environ.setdefault("TVM_NUM_THREADS", "7")') < threads.index("import numpy as np, tvm")
+    assert "default to one thread" in threads
     compile(snippet, "snippet", "exec")
+
+
+def test_a_models_lens_line_is_short():
+    """Issue 23: the model's lenses fit an editor beside a panel at 1000 px: 'Model · latency ·
+    verdict' and 'More…' (the rest in a quick pick); trials and how it was measured in the tooltip."""
+    from pathlib import Path
+    from asight_lsp import protocol as P
+    from asight_lsp.server.lens import is_model, model_lenses
+    from asight_lsp.services.results import FunctionResult
+    from asight_lsp.store.runs import RunMeta
+    from asight_lsp.tvmscript.outline import build_outline
+    from tests.conftest import measured
+    text = ("@I.ir_module\nclass Module:\n    @R.function\n    def main(x: R.Tensor((4,), dtype=\"float32\")):\n"
+            "        with R.dataflow():\n            y: R.Tensor((4,), dtype=\"float32\") = R.nn.relu(x)\n"
+            "            R.output(y)\n        return y\n")
+    fn = build_outline(text, "m.py").function("Module.main")
+    meta = RunMeta(id="Module-1", file="m.py", function="Module", state="done", trials_done=512, kind="relax",
+                   measurement=measured(40.0, 20.0, busy=True))
+    result = FunctionResult(fn.id, meta, Path("."), stale=False)
+    assert is_model(fn, result)
+    (l1, title, cmd, arg, tip), (l2, more, more_cmd, items) = model_lenses("file:///m.py", fn, result, 2)
+    assert title.startswith("Model · 20 µs · ") and title.endswith(" faster · noisy") and cmd == P.CMD_SHOW_MODEL
+    assert len(f"{title} | {more}") < 48 and "512 trials" in tip and "busy" in tip
+    assert more_cmd == P.CLIENT_CMD_MORE and [i["label"] for i in items["items"]][:3] == ["Model", "▶ Tune", "Profile"]
+    remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
+    assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True

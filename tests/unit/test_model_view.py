@@ -30,6 +30,25 @@ def test_rendered_table_names_untried_tasks():
     assert "SLOWER than untuned" in tried and "untuned (no trial)" in never and "SLOWER" not in never
 
 
+def test_the_view_says_which_measurement_it_shows():
+    from asight_lsp.views.measured import others_text, shown_measurement
+    busy = {"other_cores": 1.2, "busy": True, "reasons": ["other processes used 1.20 cores on average"]}
+    shown = {"measured": {"id": "a", "taken": 1795674078.0, "by": "asight profile", "load": {"other_cores": 0.1, "busy": False},
+                          "headline": {"same": False}},
+             "measurement": {"taken": 1795674000.0, "by": "tuning job", "load": busy}}
+    newer = {"measured": {"id": "b", "taken": 1795674500.0, "by": "hotspots", "load": busy},
+             "not_adopted": "measured while busy; the shown one was quiet"}
+    info = shown_measurement(shown, [shown, newer])
+    assert info["id"] == "a" and info["same"] is False
+    assert "two different measurements" in info["text"] and "quiet (other processes 0.10 cores)" in info["text"]
+    assert "tuning job, busy (other processes 1.20 cores)" in info["text"]
+    assert [o["id"] for o in info["others"]] == ["b"]
+    assert "kept but not shown: measured while busy" in others_text(info)
+    one = shown_measurement({**shown, "measured": {**shown["measured"], "headline": {"same": True}}})
+    assert one["same"] and one["text"].startswith("Per-call times and end to end: one measurement")
+    assert others_text(one) is None
+
+
 def test_twins_and_kept_defaults_are_shown():
     """Issue 21: the view says which tasks are twins, what the transfer gave, and which tasks kept
     their default schedule because no trial beat it in the re-measurement."""
@@ -47,7 +66,7 @@ def test_twins_and_kept_defaults_are_shown():
          "expectedSavingUs": 1.2, "expectedSavingShare": 0.12, "done": False},
         {"task": "mean", "trials": 2, "share": 0.1, "rate": 0.1, "gap": 1.0, "batch": 32,
          "expectedSavingUs": 0.1, "expectedSavingShare": 0.01, "done": False}]}
-    view = model_view(profile, None, tuning)
+    view = model_view(profile, None, tuning=tuning)
     rows = {t["task"]: t for t in view["tasks"]}
     assert rows["conv_a"]["nextTrials"]["expectedSavingUs"] == 1.2 and "nextTrials" not in rows["conv_b"]
     assert rows["conv_a"]["twins"]["twins"] == ["conv_b"] and rows["conv_a"]["twins"]["bestGain"] == 4.0
@@ -61,3 +80,12 @@ def test_twins_and_kept_defaults_are_shown():
     assert outlook[1].strip().startswith("conv_a: ~1.2 us saved (12.0% of the model); 40 trials")
     assert outlook[2].strip().startswith("mean: ~0.1 us")
     assert "twins" not in render(model_view(profile)) and "next trials" not in render(model_view(profile))
+
+
+def test_a_calls_selection_skips_another_kernels_bindings():
+    from asight_lsp.views.model import own_ranges
+    # fused_conv2d9's call spans lines 82-89; lines 84 and 86 are fused_conv2d10_add7's lv71, lv74
+    owners = {82: "c9#0", 83: "c9#0", 84: "c10#0", 86: "c10#0", 88: "c9#0", 89: "c9#0"}   # 85, 87: folded weights
+    assert own_ranges([82, 89], "c9#0", owners) == [[82, 83], [87, 89]]
+    assert own_ranges([84, 86], "c10#0", owners) == [[84, 86]]      # its own span holds only folded lines between
+    assert own_ranges([17, 20], "t#0", {17: "t#0", 19: "t#0", 20: "t#0"}) == [[17, 20]]   # contiguous: one range

@@ -86,3 +86,15 @@ def test_each_principle_is_a_next_step_with_the_guided_retune_command():
     assert step["command"] == {"command": "asight.tune", "args": {"function": "MatmulBiasRelu.main",
                                                                  "guidedBy": "mbr128"}}
     assert "next: re-tune steered by this run's principles" in render(p)
+
+
+def test_a_task_of_a_module_proposes_the_modules_budget():
+    """A task with 42 of the module's 512 trials: the command names about 512 + more (scaled), never 42."""
+    from types import SimpleNamespace
+    from asight_lsp.views.principles import next_step
+    meta = SimpleNamespace(file="resnet_relax.py", function="Module", trials_done=512, id="R1")
+    data = SimpleNamespace(meta=meta, table=[0] * 42, task="fused_conv2d9_add", run=SimpleNamespace(id="R1"))
+    closest = next_step(data, {"settle": {"more_trials": 21}}, "closest")
+    assert closest["cli"].endswith("--trials 768") and "of the module's 512 (this task had 42)" in closest["text"]
+    guided = next_step(data, {"constraint": {}}, "principles")
+    assert "--trials 512" in guided["cli"]

@@ -56,5 +56,11 @@ def test_binding_hover_has_type_and_its_kernel_call():
     text = '            c: R.Tensor((1, 8), dtype="float32") = R.matmul(b, w)'
     lines = binding_lines(item, result, text)
     assert "- tensor: float32[1, 8]" in lines
-    assert any("`fused_matmul_relu#1` (tuned build): 2.0 us, 40% of the calls' sum" in line for line in lines)
+    assert any("`fused_matmul_relu#1`: 2.00 µs (tuned build), 40.0 % of the kernel time" in line for line in lines)
+    # with the untuned build timed too, the trials and the chosen schedule (issue 23)
+    call = {**calls[1], "untuned_us": 3500.0, "trials": 12, "schedule": "matmul: parallel · 2 loops tiled (trial 7)"}
+    rich = binding_lines(item, FunctionResult(fn.id, meta=None, run_dir=None, stale=False, calls=[call]), text)
+    assert any("untuned 3.50 ms → tuned 0.002 ms" in line for line in rich), rich     # one unit for both figures
+    assert "- task `fused_matmul_relu`: 12 trials" in rich
+    assert "- its schedule: matmul: parallel · 2 loops tiled (trial 7)" in rich
     assert any("no per-call profile" in line for line in binding_lines(item, FunctionResult(fn.id, None, None, False)))

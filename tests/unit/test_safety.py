@@ -13,8 +13,12 @@ from tests.conftest import FIXTURES, fixture_text
 HOSTILE = sorted(p.name for p in (FIXTURES / "hostile").glob("*.py"))
 # Its shape string is computed at parse time: the worker's guard refuses it (tests/worker/test_gate.py).
 RUNTIME_ONLY = {"annot_computed_shape_string.py"}
+# Their payload is comment text for Python: nothing to refuse once every reader splits lines as Python
+# does (tests/unit/test_source_lines.py).
+ONE_TEXT = {p.name for p in (FIXTURES / "hostile").glob("text_*.py")}
 CLEAN = ["matmul.py", "matmul64.py", "matmul_bias_relu.py", "conv2d_nhwc.py", "depthwise_conv2d.py",
-         "batch_matmul.py", "softmax.py", "relax_cnn.py", "three_kernels.py", "matmul_space.py"]
+         "batch_matmul.py", "softmax.py", "relax_cnn.py", "three_kernels.py", "matmul_space.py", "pagebreak.py",
+         "module_macro.py", "module_constants.py"]
 HEAD = "from tvm.script import ir as I\nfrom tvm.script import relax as R\nfrom tvm.script import tirx as T\n\n"
 
 
@@ -40,7 +44,7 @@ def test_hostile_file_is_refused_statically(name):
     assert text.startswith("# If executed, this creates the file ASIGHT_PWNED")
     result = check_text(text)
     assert result.outline.units and result.outline.functions, "the unit is still found and outlined"
-    if name in RUNTIME_ONLY:
+    if name in RUNTIME_ONLY | ONE_TEXT:
         assert all(u.safe for u in result.outline.units)
         return
     refusals = [d for d in result.diagnostics if d["source"] == "safety"]

@@ -35,3 +35,13 @@ def test_tune_progress_of_a_model_names_the_task_and_labels_the_sum():
     line = progress_line({"trials_done": 3, "trials": 9, "best_us": 449.0, "task": "reshape", "task_best_us": 0.05})
     assert "task reshape: best 0.05 us" in line and "runner estimate: 449.0 us" in line
     assert "best so far 12.0 us" in progress_line({"trials_done": 1, "trials": 9, "best_us": 12.0, "task": "main"})
+
+
+def test_the_picker_offers_tried_tasks_by_share():
+    from asight_lsp.analysis.tasks import ordered_tasks
+    tasks = [{"name": "conv", "weight": 2}, {"name": "dense", "weight": 1}, {"name": "reshape", "weight": 5},
+             {"name": "add", "weight": 1}]
+    workloads = {"conv": 0, "dense": 1, "reshape": 2, "add": 3}
+    records = [{"workload": 0}, {"workload": 0}, {"workload": 1}, {"workload": 3}]   # reshape: no trial
+    chosen = [{"task": "conv", "measured_us": 10.0}, {"task": "dense", "measured_us": 50.0}]
+    assert ordered_tasks(tasks, workloads, records, chosen) == ["dense", "conv", "add"]

@@ -24,6 +24,7 @@ for (const [name, { kind, payload, extra }] of Object.entries(cases)) {
       failuresTitle: document.querySelector("section.failures h2")?.textContent ?? null,
       failures: [...document.querySelectorAll("section.failures li.failure")].map((li) => li.textContent),
       failuresLog: document.querySelector("section.failures .log code")?.textContent ?? null,
+      shortfall: document.querySelector("section.failures .shortfall")?.textContent ?? null,
       nextSteps: [...document.querySelectorAll(".principles .next-step")].map((li) => li.textContent),
       principlesText: document.querySelector(".principles")?.textContent ?? null,
     })));

@@ -265,7 +265,7 @@ await run("loopView.latency", async () => {
           median: r.querySelector(".median")?.textContent ?? null,
           fastest: !!r.querySelector(".median.fastest") }))])),
       tiles: Object.fromEntries([...sec.querySelectorAll('.strategy[data-strategy="tile"] .per-loop')].map((pl) => [
-        pl.querySelector(".loop-name").textContent.replace(/^loop /, ""),
+        pl.querySelector(".loop-name").textContent.replace(/^axis /, "").replace(/^loop (\d+)$/, "loop$1"),
         [...pl.querySelectorAll(".bar-row")].filter((r) => r.querySelector(".median.fastest"))
           .map((r) => r.querySelector(".bar-label").textContent)])),
     })),

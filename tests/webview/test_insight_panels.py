@@ -21,6 +21,7 @@ FAILURES = [{"reason": "InternalError: S_global has duplicate definitions", "cou
              "log": "/ws/.asight/runs/r1/failures.log"},
             {"reason": "LocalRunner: Timeout, killed after N seconds", "count": 2, "stage": "run",
              "log": "/ws/.asight/runs/r1/failures.log"}]
+SHORTFALL = "measured 21 of 40 trials: 17 build(s) failed (most often: InternalError: S_global has duplicate definitions)"
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,7 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     run = Run(run_dir)
     meta = run.load()
     meta.extra["failures"] = FAILURES
+    meta.extra["shortfall"] = {"measured": 21, "requested": 40, "text": SHORTFALL}
     run.save(meta)
     agrees = search_space(load_run(run, extract=False))
     # The same run whose re-measured speed-up is 0.5x: the model's 8x at the best candidate contradicts it.
@@ -87,6 +89,7 @@ def test_failures_are_listed_by_reason_with_the_log_in_every_panel(drawn):
         assert f["failures"][0].startswith("17 ×") and "S_global has duplicate definitions" in f["failures"][0]
         assert "run" in f["failures"][1]
         assert f["failuresLog"] == "/ws/.asight/runs/r1/failures.log"
+        assert f["shortfall"] == SHORTFALL
     assert (ARTIFACTS / "insight-contradicted.png").stat().st_size > 10_000
 
 

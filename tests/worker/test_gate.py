@@ -19,11 +19,17 @@ pytestmark = pytest.mark.tvm
 HOSTILE = sorted((FIXTURES / "hostile").glob("*.py"))
 MARKER = "ASIGHT_PWNED"
 # Their payload runs only as Python (module level or an import statement), never under TVM's parser.
-PYTHON_ONLY = {"bound_name_call.py", "nonliteral_constant.py", "import_in_body.py"}
+PYTHON_ONLY = {"bound_name_call.py", "nonliteral_constant.py", "import_in_body.py",
+               # a module-level macro exists only where Python ran its def (RAW_PARSE does not)
+               "macro_body_call.py", "macro_default_arg.py", "macro_not_hygienic.py"}
+# Their payload is a comment for Python; it ran where the worker sliced ``str.splitlines()`` (as RAW_PARSE
+# still does), not the tokenizer's lines (issue 22).  Now nothing is refused and ``ok`` is checked.
+ONE_TEXT = {p.name for p in HOSTILE if p.name.startswith("text_")}
 
 RAW_PARSE = textwrap.dedent('''
     """Every unit of each file through TVM's parser as the worker would call it, but with no gate and
-    no guard: does the payload run?  Prints {file: marker created}."""
+    no guard, slicing ``str.splitlines()`` as the worker did before issue 22: does the payload run?
+    Prints {file: marker created}."""
     import json, os, sys, tempfile
     import tvm
     from tvm.script.parser.core.entry import _default_globals
@@ -100,7 +106,9 @@ def test_no_payload_runs_through_check_or_outline(tmp_path):
         for command in (["check"], ["outline"]):
             proc = subprocess.run([sys.executable, "-m", "asight_lsp", *command, str(path)], cwd=tmp_path,
                                   capture_output=True, text=True, timeout=120)
-            if command[0] == "check":
+            if command[0] == "check" and path.name in ONE_TEXT:
+                assert proc.returncode == 0 and "no problems (1 unit(s) checked)" in proc.stdout, (path.name, proc.stdout)
+            elif command[0] == "check":
                 assert proc.returncode == 1 and "not evaluated" in proc.stdout, (path.name, proc.stdout)
             else:
                 assert proc.returncode == 0 and proc.stdout.strip(), (path.name, proc.stderr)  # still outlined
@@ -188,3 +196,24 @@ def test_a_printed_model_without_its_metadata_tunes(tmp_path, monkeypatch):
     meta = job.wait(600)
     assert meta.state == "done", meta.error
     assert meta.kind == "relax" and meta.trials_done == 4
+
+
+@pytest.mark.parametrize("name", sorted(ONE_TEXT) + ["pagebreak"])
+def test_the_worker_parses_the_lines_the_gate_read(name, worker, tmp_path, monkeypatch):
+    """A comment holding a character ``str.splitlines()`` breaks at (issue 22): the worker parses the
+    unit the gate read, at its lines (a payload that ran would be a diagnostic: the sandbox refuses
+    its write; or the marker)."""
+    monkeypatch.chdir(tmp_path)
+    text = fixture_text("pagebreak.py" if name == "pagebreak" else f"hostile/{name}")
+    result = check_text(text, "x.py", worker)
+    assert result.diagnostics == []
+    assert result.parsed_units == (["add_one", "scale"] if name == "pagebreak" else ["ok"])
+    assert not (tmp_path / MARKER).exists()
+
+
+@pytest.mark.parametrize("name,unit", [("module_macro.py", "scale"), ("module_constants.py", "matmul")])
+def test_what_tvm_accepts_from_a_module_is_checked_and_parsed(name, unit, worker):
+    """A module-level hygienic ``@T.macro`` (the worker defines it from the file's lines: an undefined
+    one is TVM's "Undefined variable"), ``M, N = 16, 32`` and ``K = CONFIG["k"]`` (issue 22)."""
+    result = check_text(fixture_text(name), name, worker)
+    assert result.diagnostics == [] and result.parsed_units == [unit]

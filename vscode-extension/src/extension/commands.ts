@@ -148,6 +148,8 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
   };
   reg(UI_COMMANDS.showSearchSpace, showPanel("searchSpace"));
   reg(UI_COMMANDS.showLoopView, showPanel("loopView"));
+  // A model's "More…" lens (no palette entry: it needs the lens's items).
+  reg(P.CLIENT_CMD_MORE, (arg: unknown) => moreActions(arg, panels));
   reg(UI_COMMANDS.showStageGraph, showPanel("stageGraph"));
   reg(UI_COMMANDS.showHotspots, showPanel("hotspots"));
   reg(UI_COMMANDS.compareRuns, () => compareRuns(server));
@@ -229,6 +231,7 @@ const LEVEL_ITEMS: { label: string; description: string; level: P.CodeLevel; ser
   { label: "LLVM IR", description: "the host module, with debug lines", level: "llvm" },
   { label: "Assembly", description: "the host module (parallel loop bodies carry no line info)", level: "asm" },
   { label: "Assembly, serial variant", description: "Parallel dropped, so every loop body is linked", level: "asm", serial: true },
+  { label: "CUDA source", description: "a GPU run's kernels, lines linked by the buffer they store", level: "cuda" },
 ];
 
 /** Two runs picked: their best records; one run: two trials of it (empty = its best). */
@@ -307,7 +310,8 @@ async function openReport(server: ServerManager): Promise<void> {
   const status = await server.status();
   const out = path.join(status.storeRoot ?? path.join(workspaceFolder() ?? os.tmpdir(), ".asight"), "runs", run, "report.html");
   const python = resolvePath(currentSettings().pythonPath, workspaceFolder(), os.homedir()) || "python3";
-  const args = ["-m", "asight_lsp", "report", editor.document.uri.fsPath, "--run", run, "-o", out];
+  // -I: nothing in the workspace (its cwd) is imported, no PYTHON* variable steers it (docs/sandbox.md)
+  const args = ["-I", "-m", "asight_lsp", "report", editor.document.uri.fsPath, "--run", run, "-o", out];
   server.output.info(`report: ${python} ${args.join(" ")}`);
   await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: "ASight: writing the report…" },
     () => new Promise<void>((resolve, reject) => {
@@ -318,4 +322,27 @@ async function openReport(server: ServerManager): Promise<void> {
   const pick = await vscode.window.showInformationMessage(`ASight: report written to ${out}`, "Open in Browser", "Open as Text");
   if (pick === "Open in Browser") await vscode.env.openExternal(vscode.Uri.file(out));
   if (pick === "Open as Text") await vscode.window.showTextDocument(vscode.Uri.file(out));
+}
+
+/** One entry of a "More…" lens (protocol CLIENT_CMD_MORE). */
+export interface MoreItem { label: string; detail?: string; command?: string; panel?: PanelKind; argument: P.ViewArgs }
+
+/** The items of a "More…" lens argument that the extension can run (anything else is dropped). */
+export function moreItems(arg: unknown): { title: string; items: MoreItem[] } {
+  const a = (arg ?? {}) as { title?: unknown; items?: unknown };
+  const items = (Array.isArray(a.items) ? a.items : []).filter((i): i is MoreItem => {
+    const it = i as Partial<MoreItem> | null;
+    return !!it && typeof it.label === "string" && typeof it.argument === "object" && it.argument !== null &&
+      ((typeof it.command === "string" && (P.COMMANDS as readonly string[]).includes(it.command)) ||
+       (typeof it.panel === "string" && ["stageGraph", "hotspots", "searchSpace", "loopView", "model"].includes(it.panel)));
+  });
+  return { title: typeof a.title === "string" ? a.title : "ASight", items };
+}
+
+async function moreActions(arg: unknown, panels: PanelManager): Promise<void> {
+  const { title, items } = moreItems(arg);
+  const pick = await vscode.window.showQuickPick(items.map((it) => ({ label: it.label, detail: it.detail, it })), { title });
+  if (!pick) return;
+  if (pick.it.panel) return panels.show(pick.it.panel, pick.it.argument);
+  await vscode.commands.executeCommand(pick.it.command!, pick.it.argument);   // the lens's path (middleware)
 }

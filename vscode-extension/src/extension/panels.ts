@@ -35,12 +35,15 @@ export interface PanelActions {
 }
 
 const REFRESH_MS = 2000;
+/** After this long a loading panel shows the seconds waited and a Cancel button. */
+const SLOW_MS = 3000;
 
 class Panel {
   last: HostMessage | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastFetch = 0;
   private fetching: Promise<void> | undefined;
+  private cancel: vscode.CancellationTokenSource | undefined;
 
   constructor(readonly manager: PanelManager, readonly panel: vscode.WebviewPanel, public state: PanelState) {}
 
@@ -70,13 +73,33 @@ class Panel {
   private async fetch(): Promise<void> {
     this.lastFetch = Date.now();
     const { kind, args } = this.state;
-    if (!this.last || this.last.type !== "show") this.post({ type: "loading", message: `Loading ${PANEL_TITLES[kind].toLowerCase()}…` });
+    const what = `Loading ${PANEL_TITLES[kind].toLowerCase()}…`;
+    if (!this.last || this.last.type !== "show") this.post({ type: "loading", message: what });
+    const started = Date.now();
+    const cancel = (this.cancel = new vscode.CancellationTokenSource());
+    // Long work (hotspots' first profile and graphs, a model's first profile): say how long, offer Cancel.
+    const ticker = setInterval(() => {
+      const elapsedS = Math.round((Date.now() - started) / 1000);
+      if (Date.now() - started >= SLOW_MS) void this.panel.webview.postMessage({ type: "loading", message: what, elapsedS });
+    }, 1000);
     try {
-      const payload = await this.manager.server.request(PANEL_REQUESTS[kind], args);
+      const payload = await this.manager.server.request(PANEL_REQUESTS[kind], args, cancel.token);
       await this.show(payload, await this.manager.runsFor(args));
     } catch (err) {
-      this.post({ type: "error", message: `ASight: ${PANEL_TITLES[kind]}: ${errorText(err)}` });
+      const message = cancel.token.isCancellationRequested
+        ? `ASight: ${PANEL_TITLES[kind]}: cancelled after ${Math.round((Date.now() - started) / 1000)} s (Refresh starts again)`
+        : `ASight: ${PANEL_TITLES[kind]}: ${errorText(err)}`;
+      this.post({ type: "error", message });
+    } finally {
+      clearInterval(ticker);
+      cancel.dispose();
+      if (this.cancel === cancel) this.cancel = undefined;
     }
+  }
+
+  /** The webview's Cancel: stop waiting (the server is told: $/cancelRequest). */
+  stopFetching(): void {
+    this.cancel?.cancel();
   }
 
   private async fetchRuns(payload: unknown): Promise<void> {
@@ -91,7 +114,8 @@ class Panel {
       extra = await this.manager.server.request(P.REQ_PRINCIPLES, args).catch(() => undefined);
     }
     const prev = this.last?.type === "show" ? this.last : undefined;
-    this.post({ type: "show", kind, args, payload, runs: runs ?? prev?.runs, extra });
+    const measurementChange = this.manager.noteMeasurement(kind, payload);
+    this.post({ type: "show", kind, args, payload, runs: runs ?? prev?.runs, extra, ...(measurementChange ? { measurementChange } : {}) });
     this.panel.title = panelTitle(kind, args);
   }
 
@@ -113,6 +137,8 @@ export function panelTitle(kind: PanelKind, args: P.ViewArgs): string {
 
 export class PanelManager implements vscode.Disposable {
   private readonly panels = new Map<PanelKind, Panel>();
+  /** Per panel kind and run, the measurement it last showed (kept when the panel is closed). */
+  private readonly shownMeasurement = new Map<string, string>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(readonly context: vscode.ExtensionContext, readonly server: ServerManager, private readonly actions: PanelActions) {
@@ -184,6 +210,13 @@ export class PanelManager implements vscode.Disposable {
           return;
         case "refresh":
           return await p.refresh();
+        case "cancel":
+          return p.stopFetching();
+        case "clearTask": {
+          const { task: _dropped, ...rest } = p.state.args;
+          p.state = { ...p.state, args: rest, cell: null };
+          return await p.refresh();
+        }
         case "selectRun":
           p.state = { ...p.state, args: { ...p.state.args, run: msg.run } };
           return await p.refresh();
@@ -214,6 +247,18 @@ export class PanelManager implements vscode.Disposable {
     } catch (err) {
       void vscode.window.showErrorMessage(`ASight: ${errorText(err)}`);
     }
+  }
+
+  /** Remember the measurement a payload shows; the ids when it differs from the one shown before. */
+  noteMeasurement(kind: PanelKind, payload: unknown): { from: string; to: string } | undefined {
+    const p = (payload ?? {}) as { run?: unknown; measurement?: { id?: unknown } };
+    const run = typeof p.run === "string" ? p.run : (p.run as { id?: unknown } | undefined)?.id;
+    const id = p.measurement?.id;
+    if (typeof run !== "string" || typeof id !== "string") return undefined;
+    const key = `${kind}:${run}`;
+    const before = this.shownMeasurement.get(key);
+    this.shownMeasurement.set(key, id);
+    return before && before !== id ? { from: before, to: id } : undefined;
   }
 
   /** Runs of the panel's function, newest first (for the run picker). */

@@ -192,10 +192,10 @@ export class ServerManager implements vscode.Disposable {
   }
 
   /** A custom request (`asight/...`). */
-  async request<T = unknown>(method: string, params: object): Promise<T> {
+  async request<T = unknown>(method: string, params: object, token?: vscode.CancellationToken): Promise<T> {
     const client = await this.ensureStarted();
     if (!client) throw new Error("the ASight language server is not running");
-    return client.sendRequest(method, params) as Promise<T>;
+    return (token ? client.sendRequest(method, params, token) : client.sendRequest(method, params)) as Promise<T>;
   }
 
   /** `asight/status` of the running server. */

@@ -66,10 +66,12 @@ export interface ServerCommand {
   env: Record<string, string>;
 }
 
-/** The command line of the language server. */
+/** The command line of the language server: `-I` (isolated), so that nothing in the workspace, its cwd, is
+ * imported by the server (a `msgpack.py` beside the user's files) and no `PYTHON*` variable steers it;
+ * asight_lsp must be installed in that interpreter (docs/sandbox.md, import path). */
 export function serverCommand(s: Settings, workspace: string | undefined, home?: string): ServerCommand {
   const python = resolvePath(s.pythonPath, workspace, home) || "python3";
-  return { command: python, args: ["-m", "asight_lsp", "serve", "--stdio"], env: { ...s.serverEnv } };
+  return { command: python, args: ["-I", "-m", "asight_lsp", "serve", "--stdio"], env: { ...s.serverEnv } };
 }
 
 /** `initializationOptions` (and the `asight` configuration the server is told about later). */

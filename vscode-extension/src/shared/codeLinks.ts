@@ -22,6 +22,8 @@ export interface CodePayload {
   text?: string;
   links?: CodeLink[];
   note?: string;
+  /** A Relax run's task (fused kernel) this code is: the tab is named after it. */
+  task?: string | null;
   shareSource?: string | null;
   /** Blocks and loops a trace instruction derived from a source block (docs/codeview.md, lineage). */
   lineage?: LineageEntry[];
@@ -55,13 +57,18 @@ export const ACTIVE_COLOUR = "rgba(255, 200, 0, 0.45)";
 
 export class LinkIndex {
   private readonly toSource = new Map<number, CodeLink>();
+  /** Every source line of a generated line (a Relax task's kernel: one per call of the task). */
+  private readonly toSources = new Map<number, number[]>();
   private readonly toGenerated = new Map<number, number[]>();
   private readonly bands = new Map<number, number>();
 
   constructor(links: readonly CodeLink[]) {
     for (const link of links) {
       if (typeof link.line !== "number" || typeof link.sourceLine !== "number") continue;
-      this.toSource.set(link.line, link);
+      if (!this.toSource.has(link.line)) this.toSource.set(link.line, link);
+      const sources = this.toSources.get(link.line) ?? [];
+      if (!sources.includes(link.sourceLine)) sources.push(link.sourceLine);
+      this.toSources.set(link.line, sources);
       const list = this.toGenerated.get(link.sourceLine) ?? [];
       list.push(link.line);
       this.toGenerated.set(link.sourceLine, list);
@@ -98,6 +105,11 @@ export class LinkIndex {
 
   /** What to highlight when the cursor is on `line` of the source (`side` "source") or of the generated code. */
   peers(side: "source" | "generated", line: number): { source: number[]; generated: number[] } {
+    const all = side === "generated" ? this.toSources.get(line) ?? [] : [];
+    if (all.length > 1) {   // a task's kernel line: the bindings of every call, and what they link to
+      const generated = [...new Set(all.flatMap((s) => this.generatedOf(s)))].sort((a, b) => a - b);
+      return { source: [...all].sort((a, b) => a - b), generated };
+    }
     const src = side === "source" ? line : this.sourceOf(line);
     if (src === undefined) return { source: [], generated: [] };
     const generated = this.generatedOf(src);
@@ -110,7 +122,8 @@ export function shareLabel(link: CodeLink | undefined): string {
   if (!link) return "";
   const pct = (v: number) => { const p = v * 100; return p >= 10 ? p.toFixed(0) : p.toFixed(1); };
   const parts: string[] = [];
-  if (typeof link.share === "number") parts.push(`${pct(link.share)}% ${link.block ?? ""}`.trimEnd());
+  const us = typeof link.us === "number" ? `${link.us >= 1000 ? `${(link.us / 1000).toFixed(2)} ms` : `${link.us.toFixed(link.us < 10 ? 2 : 1)} µs`} · ` : "";
+  if (typeof link.share === "number") parts.push(`${us}${pct(link.share)}% ${link.block ?? ""}`.trimEnd());
   if (typeof link.lineShare === "number") parts.push(`${pct(link.lineShare)}% instr`);
   return parts.length ? `  ${parts.join(" · ")}` : "";
 }
@@ -132,12 +145,13 @@ export function derivationMarks(payload: CodePayload): Map<number, string> {
 
 /** The virtual document path of a payload: `/<run|untuned>/<function>.<level>.<ext>`. */
 export function codePath(payload: CodePayload): string {
-  const ext = payload.level === "llvm" ? "ll" : payload.level === "asm" ? "s" : "py";
+  const ext = payload.level === "llvm" ? "ll" : payload.level === "asm" ? "s" : payload.level === "cuda" ? "cu" : "py";
   const trial = payload.candidate?.trial;
   const best = payload.candidate?.best ? "best" : "";
   const which = typeof trial === "number" ? `trial-${trial}${best ? "-best" : ""}` : payload.candidate ? "best" : "untuned";
   const safe = (s: string) => s.replace(/[^A-Za-z0-9_.-]+/g, "_");
   const level = `${payload.level ?? "scheduled"}${payload.serial ? "-serial" : ""}`;
+  if (payload.task) return `/${safe(payload.run ?? "untuned")}/${safe(payload.task)}.${which}.${level}.${ext}`;
   return `/${safe(payload.run ?? "untuned")}/${safe(payload.function ?? "function")}.${which}.${level}.${ext}`;
 }
 

@@ -49,11 +49,15 @@ export interface ShowMessage {
   runs?: RunSummary[];
   /** A second payload some panels draw next to the first (e.g. principles with the search space). */
   extra?: unknown;
+  /** The payload's measurement differs from the one this panel kind last showed for the run (ids). */
+  measurementChange?: { from: string; to: string };
 }
 
 export interface LoadingMessage {
   type: "loading";
   message: string;
+  /** Seconds since the request started (long work: the panel shows it with a Cancel button). */
+  elapsedS?: number;
 }
 
 export interface ErrorMessage {
@@ -101,10 +105,14 @@ export interface RevealCallsMessage {
 export interface SelectTaskMessage { type: "selectTask"; task: string }
 /** Open a task's search space, loop view or scheduled code (Model panel buttons). */
 export interface OpenTaskViewMessage { type: "openTaskView"; view: TaskView; task: string }
+/** Show the whole run again instead of one task (the model's stage graph after a kernel's). */
+export interface ClearTaskMessage { type: "clearTask" }
+/** Stop waiting for the panel's payload (long work: hotspots, a first profile). */
+export interface CancelMessage { type: "cancel" }
 
 export type WebviewMessage = ReadyMessage | RefreshMessage | OpenCandidateMessage | ShowCandidateCodeMessage |
   CompareCandidatesMessage | RevealSourceMessage | SelectRunMessage | OpenPanelMessage | StateMessage |
-  RevealCallsMessage | SelectTaskMessage | OpenTaskViewMessage;
+  RevealCallsMessage | SelectTaskMessage | OpenTaskViewMessage | CancelMessage | ClearTaskMessage;
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isStr = (v: unknown): v is string => typeof v === "string" && v.length > 0 && v.length < 4096;
@@ -119,6 +127,8 @@ export function parseWebviewMessage(raw: unknown): WebviewMessage | null {
   switch (m.type) {
     case "ready":
     case "refresh":
+    case "cancel":
+    case "clearTask":
       return { type: m.type };
     case "openCandidate":
     case "showCandidateCode":

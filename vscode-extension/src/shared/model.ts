@@ -11,6 +11,8 @@ export interface ModelCall {
   lines?: number[] | null;
   tunedUs?: number | null;
   untunedUs?: number | null;
+  /** The call's own line ranges ([first, last], 0-based) when another kernel's bindings sit inside `lines`. */
+  ranges?: number[][] | null;
 }
 
 export interface ModelTask {
@@ -36,7 +38,9 @@ export interface ModelPayload {
   message?: string;
   run?: { id?: string; file?: string; function?: string; headline?: string } | null;
   function?: string;
-  headline?: { untunedUs?: number | null; tunedUs?: number | null; speedup?: number | null };
+  headline?: { untunedUs?: number | null; tunedUs?: number | null; speedup?: number | null;
+    /** Which build the headline measured (deployable = weights bound, as exported); stale when an export would differ. */
+    build?: { deployable?: boolean; stale?: boolean; text?: string } | null };
   tasks?: ModelTask[];
   kernelUs?: number | null;
   notTimed?: string[];
@@ -79,13 +83,21 @@ export function callRange(call: ModelCall): CallRange | null {
   return { line: l[0], endLine: line(l[1]) && l[1] >= l[0] ? l[1] : l[0] };
 }
 
-/** Each call's own range, in source order, without duplicates. */
+/** The ranges of one call: its own `ranges` (another kernel's bindings left out) when the payload
+ * has them, else its `lines`. */
+export function ownRanges(call: ModelCall): CallRange[] {
+  const own = Array.isArray(call.ranges) ? call.ranges.filter((r) => Array.isArray(r) && line(r[0]) && line(r[1]) && r[1] >= r[0]) : [];
+  if (own.length) return own.map((r) => ({ line: r[0], endLine: r[1] }));
+  const r = callRange(call);
+  return r ? [r] : [];
+}
+
+/** Each call's own ranges, in source order, without duplicates. */
 export function callRanges(calls: readonly ModelCall[]): CallRange[] {
   const seen = new Set<string>();
   const out: CallRange[] = [];
-  for (const c of calls) {
-    const r = callRange(c);
-    if (!r || seen.has(`${r.line}:${r.endLine}`)) continue;
+  for (const r of calls.flatMap(ownRanges)) {
+    if (seen.has(`${r.line}:${r.endLine}`)) continue;
     seen.add(`${r.line}:${r.endLine}`);
     out.push(r);
   }

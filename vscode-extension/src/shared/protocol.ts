@@ -18,7 +18,7 @@ export const PROTOCOL_VERSION = 1;
 // ------------------------------------------------------------------------------------ commands
 export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
 // space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
-export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?}
+export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?, remeasure?, replace?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
 export const CMD_SHOW_SEARCH_SPACE = "asight.showSearchSpace"; // {uri?, function?, run?} -> searchSpace payload
 export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, run?} -> loopView payload
@@ -31,6 +31,10 @@ export const CMD_SHOW_MODEL = "asight.showModel"; // {uri, function?, run?} -> m
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
   CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL] as const;
 export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL] as const; // a set on the Python side
+// Run by the extension, not the server: a lens "More…" (a model's short lens line) as a quick pick
+// {title, items: [{label, detail?, command?, panel?, argument}]}; an item runs `command` (a server
+// command, through the same path as a lens) or opens the webview `panel` with `argument`.
+export const CLIENT_CMD_MORE = "asight.ui.more";
 
 // ------------------------------------------------------------------------------------ requests
 export const REQ_RUNS = "asight/runs"; // {uri?, function?} -> runs payload
@@ -70,7 +74,7 @@ export const REQUEST_SCHEMAS = {
   [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
   [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF, [REQ_MODEL]: SCHEMA_MODEL,
 } as const;
-export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm"] as const; // asight/code "level"
+export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"] as const; // asight/code "level" (cuda: a GPU run's CUDA source)
 export type CodeLevel = (typeof CODE_LEVELS)[number];
 
 export const STATUS_OK = "ok";
@@ -137,10 +141,11 @@ export interface RunSummary {
   kind?: "tir" | "relax" | string;
   tasks?: string[]; // a Relax run's task names (one fused kernel each; views take one as "task")
   failures?: FailureGroup[]; // largest first
+  shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
 }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
@@ -196,7 +201,8 @@ export interface ServerStatus {
   jobs?: RunSummary[]; // jobs this server started and still follows
   features?: string[]; // enabled feature names
   tvmImported?: boolean; // whether the LSP process itself imported TVM (it must not)
-  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean } | null; // docs/sandbox.md
+  workerSandbox?: { active: boolean; mechanism: string; reason: string | null; requested: boolean;
+    layers?: Record<string, unknown>; selftest?: Record<string, string> } | null; // docs/sandbox.md (selftest: probe -> "refused (EPERM)")
 }
 export const SERVER_STATUS_KEYS = ["status", "trusted", "storeRoot", "workerPid", "workerRestarts", "jobs",
   "features", "tvmImported", "workerSandbox"] as const;

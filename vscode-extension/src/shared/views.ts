@@ -187,6 +187,13 @@ export interface GraphNode {
   row: number;
   schedule?: string;
   cost?: StageCost;
+  /** A Relax model's stage graph (level "model"): one node per kernel call of a task. */
+  task?: string;
+  call?: number;
+  calls?: number;
+  trials?: number | null;
+  weights_only?: boolean;
+  bindings?: string[];
 }
 
 export interface GraphEdge {
@@ -205,6 +212,11 @@ export interface StageGraphPayload extends ViewBase {
   edges?: GraphEdge[];
   layout?: string;
   source?: string;
+  /** "model" (kernel calls of a Relax model), "kernel" (one task's blocks) or absent (a function's blocks). */
+  level?: string;
+  task?: string;
+  summary?: string;
+  kernelCost?: string;
 }
 
 // ------------------------------------------------------------------------- asight.principles/1

@@ -91,3 +91,18 @@ export function bar(label: string, share: number, detail: string, extra?: HTMLEl
   return h("div", { class: extra ? "bar-row with-extra" : "bar-row" }, h("span", { class: "bar-label", title: label }, label),
     h("span", { class: "bar" }, fill), h("span", { class: "bar-detail" }, detail), extra ?? null);
 }
+
+/** Which measurement a payload shows (`measurement` of `views/measured.py`): when, by whom, under
+ * which load; whether per-call times and the headline are one measurement; kept ones not shown;
+ * and, when the panel showed another measurement of this run before, that it changed. */
+export function measurementLine(msg: ShowMessage): HTMLElement | null {
+  const m = obj(obj(msg.payload).measurement);
+  const text = str(m.text);
+  if (!text) return null;
+  const busy = obj(m.perCall).busy === true || obj(m.headline).busy === true;
+  const change = msg.measurementChange;
+  return h("div", { class: busy ? "measured busy" : "measured", "data-measurement": str(m.id) },
+    h("p", { class: "hint" }, text, busy ? " The machine was busy: these figures are noisy." : ""),
+    change ? h("p", { class: "hint changed", role: "status" },
+      `A new measurement (${change.to}) is shown; this panel showed ${change.from} before.`) : null);
+}

@@ -19,12 +19,16 @@ function row(g: FailureGroup): HTMLElement {
 export function failuresSection(payload: unknown): HTMLElement | null {
   const run = obj(obj(payload).run);
   const groups = arr<FailureGroup>(run.failures).filter((g) => g && typeof g === "object");
-  if (!groups.length) return null;
+  const shortfall = str(run.shortfall);
+  if (!groups.length) {
+    return shortfall ? h("section", { class: "failures", role: "note" }, h("p", { class: "shortfall" }, shortfall)) : null;
+  }
   const total = groups.reduce((n, g) => n + (num(g.count) ?? 0), 0);
   const rest = groups.slice(SHOWN).reduce((n, g) => n + (num(g.count) ?? 0), 0);
   const log = groups.map((g) => str(g.log)).find((l) => l);
   return h("section", { class: "failures", role: "note" },
     h("h2", {}, `Failed candidates: ${total}`),
+    shortfall ? h("p", { class: "shortfall" }, shortfall) : null,
     h("p", { class: "hint" }, "MetaSchedule could not build or run these candidates; grouped by the error's own line " +
       "(numbers and addresses masked)."),
     h("ul", {}, ...groups.slice(0, SHOWN).map(row)),

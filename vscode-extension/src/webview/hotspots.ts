@@ -1,12 +1,14 @@
 /** Hotspot list: source blocks / bindings ranked by their share of the tuned latency; click jumps to the source. */
-import { formatLatency } from "../shared/format";
+import { tableLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
 import type { HotspotEntry, HotspotPart, HotspotsPayload } from "../shared/views";
-import { bar, header, notes, pct, sourceLink } from "./common";
+import { bar, header, measurementLine, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, str } from "./dom";
 import { glossary, linkedBy, TERMS } from "./glossary";
 
-function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
+type Fmt = (us: number | null | undefined) => string;
+
+function entryRow(e: HotspotEntry, msg: ShowMessage, formatLatency: Fmt): HTMLElement {
   const share = num(e.share) ?? 0;
   const line = arr<number>(e.lines)[0];
   const row = bar("", share, `${formatLatency(e.us)} · ${pct(share)}`);
@@ -25,9 +27,11 @@ function entryRow(e: HotspotEntry, msg: ShowMessage): HTMLElement {
 function part(pt: HotspotPart, msg: ShowMessage): HTMLElement {
   const entries = arr<HotspotEntry>(pt.entries).slice().sort((a, b) => (num(b.us) ?? 0) - (num(a.us) ?? 0));
   const un = arr<{ name?: string; us?: number }>(pt.unattributed);
+  // One unit for the whole list (the part's total included), chosen by its largest value.
+  const formatLatency = tableLatency([num(pt.whole_us), ...entries.map((e) => num(e.us)), ...un.map((u) => num(u.us))]);
   return h("section", { class: "part" },
     h("h2", {}, str(pt.function, str(pt.name)), num(pt.whole_us) !== null ? h("span", { class: "dim" }, ` · ${formatLatency(pt.whole_us)} in all`) : null),
-    h("ol", { class: "hotspots" }, ...entries.map((e) => entryRow(e, msg))),
+    h("ol", { class: "hotspots" }, ...entries.map((e) => entryRow(e, msg, formatLatency))),
     un.length ? h("p", { class: "hint" }, `not attributed to a source block: ${un.map((u) => `${str(u.name)} ${formatLatency(u.us)}`).join(", ")}`) : null,
     pt.split_rule ? h("p", { class: "hint" }, str(pt.split_rule)) : null);
 }
@@ -36,7 +40,7 @@ export function renderHotspots(root: HTMLElement, msg: ShowMessage): void {
   const p = msg.payload as HotspotsPayload;
   // `asight hotspots --json` names the run by id; the header wants the run block of the other views.
   if (typeof p.run === "string") msg = { ...msg, payload: { ...p, run: { id: p.run, function: p.function, file: p.file } } };
-  mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg),
+  mount(root, h("div", { class: "hotspots-panel" }, header("hotspots", msg), measurementLine(msg),
     ...arr<HotspotPart>(p.parts).map((pt) => part(pt, msg)), notes({ notes: p.notes }),
     glossary(["share", "linked by", "split (hotspots)", "stage"])));
 }

@@ -97,3 +97,25 @@ export function portY(box: Box, i: number, n: number): number {
 export function categoryNumbers(ids: number[]): Map<number, number> {
   return new Map(ids.map((id, i) => [id, i + 1]));
 }
+
+/**
+ * Where a contour's label goes: the point along its line (vertices and segment midpoints) farthest
+ * from every honeycomb cell centre, where the cells' numbers are drawn; ties go to the point nearest
+ * the middle of the line. `centres` are the cells' [x, y]; returns [x, y].
+ */
+export function labelSpot(pts: readonly number[][], centres: readonly number[][]): number[] {
+  const spots: number[][] = [];
+  for (let i = 0; i < pts.length; i++) {
+    spots.push(pts[i]);
+    if (i + 1 < pts.length) spots.push([(pts[i][0] + pts[i + 1][0]) / 2, (pts[i][1] + pts[i + 1][1]) / 2]);
+  }
+  const middle = (spots.length - 1) / 2;
+  let best = spots[Math.floor(middle)] ?? [0, 0], bestScore = -Infinity;
+  spots.forEach((q, k) => {
+    let clear = Infinity;
+    for (const c of centres) clear = Math.min(clear, Math.hypot(q[0] - c[0], q[1] - c[1]));
+    const score = clear - 1e-6 * Math.abs(k - middle);
+    if (score > bestScore) { bestScore = score; best = q; }
+  });
+  return best;
+}

@@ -20,6 +20,12 @@ const SHARE_LABELS: Record<string, string> = {
   under_unroll_pragma: "under an unroll hint", split: "source loops tiled",
 };
 
+/** `axis n` for a loop the source (or the kernel) names; `loop 2` for one known only by position. */
+export function axisLabel(name: string): string {
+  const pos = /^loop(\d+)$/.exec(name);
+  return pos ? `loop ${pos[1]}` : `axis ${name}`;
+}
+
 function valueLabel(v: unknown): string {
   return str(v) || "—";
 }
@@ -64,7 +70,7 @@ function strategySection(key: string, value: unknown): HTMLElement | null {
   const names = Object.keys(perLoop);
   if (!names.length) return null;
   return h("div", { class: "strategy", "data-strategy": key }, h("h4", {}, title),
-    ...names.map((loop) => h("div", { class: "per-loop" }, h("div", { class: "loop-name" }, `loop ${loop}`),
+    ...names.map((loop) => h("div", { class: "per-loop" }, h("div", { class: "loop-name" }, axisLabel(loop)),
       distribution(arr<ValueCount>(perLoop[loop])))));
 }
 

@@ -48,10 +48,19 @@ function draw(msg: ShowMessage): void {
   document.body.dataset.renderMs = (performance.now() - started).toFixed(1);
 }
 
+/** "Loading hotspots… 12 s" with a Cancel button once the host says it is taking long. */
+function loading(message: string, elapsedS: number | undefined): HTMLElement {
+  if (typeof elapsedS !== "number") return h("p", { class: "status", role: "status" }, message);
+  const cancel = h("button", { type: "button", class: "secondary cancel" }, "Cancel");
+  cancel.addEventListener("click", () => post({ type: "cancel" }));
+  return h("div", { class: "loading" }, h("p", { class: "status", role: "status" },
+    `${message} ${elapsedS} s — the TVM worker is measuring or building (the first time for a run)`), cancel);
+}
+
 function handle(msg: HostMessage): void {
   try {
     if (msg.type === "show") draw(msg);
-    else if (msg.type === "loading") { if (!last) mount(root, h("p", { class: "status", role: "status" }, msg.message)); }
+    else if (msg.type === "loading") { if (!last) mount(root, loading(msg.message, msg.elapsedS)); }
     else if (msg.type === "error") mount(root, h("p", { class: "error", role: "alert" }, msg.message));
   } catch (err) {
     mount(root, h("p", { class: "error", role: "alert" }, `Cannot draw this payload: ${String(err)}`));

@@ -5,10 +5,10 @@
  * view and scheduled code. Also the task selector the per-task panels (search space, loop view)
  * get for a run of several tasks.
  */
-import { formatLatency, formatSpeedup } from "../shared/format";
+import { formatLatency, formatSpeedup, tableLatency } from "../shared/format";
 import type { ShowMessage, TaskView } from "../shared/messages";
 import { callLabel, callRanges, modelRows, taskChoices, type ModelPayload, type ModelRow } from "../shared/model";
-import { header, notes, pct, runOf } from "./common";
+import { header, measurementLine, notes, pct, runOf } from "./common";
 import { h, mount, str } from "./dom";
 import { post } from "./host";
 
@@ -26,17 +26,19 @@ function revealCalls(msg: ShowMessage, ranges: { line: number; endLine: number }
   if (ranges.length && (where.uri || where.file)) post({ type: "revealCalls", ranges, ...where });
 }
 
-function taskCell(row: ModelRow, msg: ShowMessage): HTMLElement {
+type Fmt = (us: number | null | undefined) => string;
+
+function taskCell(row: ModelRow, msg: ShowMessage, fmt: Fmt): HTMLElement {
   const name = h("button", { type: "button", class: "link task", "data-task": row.task,
     title: `Select the ${row.ranges.length} call site(s) of ${row.task} in the editor` }, row.task);
   name.addEventListener("click", () => revealCalls(msg, row.ranges));
   const calls = row.calls.map((c) => {
     const b = h("button", { type: "button", class: "link call", "data-call": String(c.call ?? "") },
-      `${callLabel(c)}${typeof c.tunedUs === "number" ? ` · ${formatLatency(c.tunedUs)}` : ""}`);
+      `${callLabel(c)}${typeof c.tunedUs === "number" ? ` · ${fmt(c.tunedUs)}` : ""}`);
     b.addEventListener("click", () => revealCalls(msg, callRanges([c])));
     return h("li", {}, b);
   });
-  return h("td", {}, name, calls.length ? h("ul", { class: "calls" }, ...calls) : null);
+  return h("td", { class: "task-cell" }, name, calls.length ? h("ul", { class: "calls" }, ...calls) : null);
 }
 
 function viewButtons(row: ModelRow): HTMLElement {
@@ -48,12 +50,14 @@ function viewButtons(row: ModelRow): HTMLElement {
   return h("td", { class: "task-views" }, ...buttons);
 }
 
-function tableRow(row: ModelRow, msg: ShowMessage): HTMLElement {
+function tableRow(row: ModelRow, msg: ShowMessage, fmt: Fmt): HTMLElement {
   const n = (v: number | null) => (v === null ? "–" : String(v));
+  // `data-label` names each value when a narrow panel lays the row out as a card (style.css).
+  const cell = (label: string, text: string) => h("td", { "data-label": label }, text);
   return h("tr", { class: row.slower ? "task-row slower" : "task-row", "data-task": row.task },
-    taskCell(row, msg), h("td", {}, String(row.calls.length)), h("td", {}, formatLatency(row.untunedUs)),
-    h("td", {}, formatLatency(row.tunedUs)), h("td", {}, pct(row.share)), h("td", {}, n(row.trials)),
-    h("td", {}, n(row.failed)), h("td", { class: row.slower ? "flag slower" : "flag dim" }, row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : ""),
+    taskCell(row, msg, fmt), cell("calls", String(row.calls.length)), cell("untuned", fmt(row.untunedUs)),
+    cell("tuned", fmt(row.tunedUs)), cell("share", pct(row.share)), cell("trials", n(row.trials)),
+    cell("failures", n(row.failed)), h("td", { class: row.slower ? "flag slower" : "flag dim" }, row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : ""),
     viewButtons(row));
 }
 
@@ -64,16 +68,25 @@ function headline(p: ModelPayload): string {
   return `${str(p.function)}: untuned ${formatLatency(hl.untunedUs)} → tuned ${formatLatency(hl.tunedUs)} end to end${ratio}`;
 }
 
+/** The headline's build: the deployable one (what `asight export` writes), or a warning when it would differ. */
+function buildLine(p: ModelPayload): HTMLElement | null {
+  const build = p.headline?.build;
+  if (!build || typeof build.text !== "string") return null;
+  return h("p", { class: build.stale ? "build flag slower" : "build hint" }, `${build.stale ? "⚠ " : ""}build: ${build.text}`);
+}
+
 export function renderModel(root: HTMLElement, msg: ShowMessage): void {
   const p = msg.payload as ModelPayload;
   const rows = modelRows(p);
+  // One unit for the whole table (per-call times included), chosen by its largest value.
+  const fmt = tableLatency(rows.flatMap((r) => [r.untunedUs, r.tunedUs, ...r.calls.map((c) => c.tunedUs ?? null)]));
   const cols = ["task", "calls", "untuned", "tuned", "share", "trials", "failures", "", "views"];
   const table = h("table", { class: "candidates model" },
     h("thead", {}, h("tr", {}, ...cols.map((c) => h("th", {}, c)))),
-    h("tbody", {}, ...rows.map((r) => tableRow(r, msg))));
+    h("tbody", {}, ...rows.map((r) => tableRow(r, msg, fmt))));
   const untimed = (p.notTimed ?? []).filter((t) => typeof t === "string");
   mount(root, h("div", { class: "model-panel" }, header("model", msg), h("p", { class: "headline" }, headline(p)),
-    table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
+    measurementLine(msg), buildLine(p), table, untimed.length ? h("p", { class: "hint" }, `not timed as kernels (VM builtins or folded): ${untimed.join(", ")}`) : null,
     notes({ notes: p.notes })));
 }
 

@@ -12,7 +12,7 @@ import { arr, h, mount, num, obj, s, safeColor, str } from "./dom";
 import { post } from "./host";
 import { closestRanges, nextStep } from "./nextSteps";
 import { glossary } from "./glossary";
-import { categoryNumbers } from "./layout";
+import { categoryNumbers, labelSpot } from "./layout";
 
 /** Categorical colours (for "colour by category"), readable on light and dark themes. */
 export const CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -127,7 +127,7 @@ export function renderSearchSpace(root: HTMLElement, msg: ShowMessage, selected:
   if (segs.length) {
     svg.appendChild(s("path", { class: "boundary", d: segs.map((b) => `M${fmt(b[0])} ${fmt(b[1])}L${fmt(b[2])} ${fmt(b[3])}`).join("") }));
   }
-  svg.appendChild(contourLayer(p, size));
+  svg.appendChild(contourLayer(p, size, cells.map((c) => [c.x, c.y])));
   const best = p.best;
   if (best && num(best.x) !== null && num(best.y) !== null) {
     svg.appendChild(s("circle", { class: "best", cx: fmt(best.x!), cy: fmt(best.y!), r: fmt(size * 0.32) },
@@ -241,7 +241,7 @@ function cellDetails(c: Cell, cats: Map<number, Category>, cands: Candidates, ru
   ];
 }
 
-function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
+function contourLayer(p: SearchSpacePayload, size: number, centres: number[][]): SVGGElement {
   const draw = str(p.contour?.draw, "full");
   // A model that disagrees with the measurement is not drawn; a weak or untested one is drawn faded.
   const g = s("g", { class: `contours${draw === "faded" ? " faded" : ""}`, "aria-hidden": "true", "data-draw": draw });
@@ -268,8 +268,9 @@ function contourLayer(p: SearchSpacePayload, size: number): SVGGElement {
     if (len > (longest.get(level)?.len ?? size)) longest.set(level, { pts, len });
   }
   for (const [level, { pts }] of longest) {
-    const mid = pts[Math.floor(pts.length / 2)];
-    g.appendChild(s("text", { class: "contour-label", x: fmt(mid[0]), y: fmt(mid[1]), "font-size": fmt(size * 0.32) },
+    const spot = labelSpot(pts, centres);   // between cells, never on a cell's number
+    g.appendChild(s("text", { class: "contour-label", x: fmt(spot[0]), y: fmt(spot[1]), "font-size": fmt(size * 0.32),
+      "text-anchor": "middle", dy: "0.35em" },
       level.toFixed(2).replace(/0$/, "")));
   }
   return g;
@@ -354,13 +355,27 @@ function contourLegend(contour: Record<string, unknown>, metricCats: Record<stri
   ];
 }
 
+/** Next steps without repeats (same sentence and command), in order. */
+export function uniqueSteps(steps: unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return steps.filter((st) => {
+    const o = obj(st);
+    const key = `${str(o.text)}|${str(o.cli)}`;
+    if (!o.text || seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 function principles(extra: unknown): HTMLElement | null {
   const p = obj(extra) as PrinciplesPayload;
   if (p.schema !== "asight.principles/1") return null;
   const list = arr(p.principles).map(obj);
   return h("section", { class: "principles" }, h("h2", {}, "Design principles"),
-    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`), nextStep(x.next_step))))
+    list.length ? h("ol", {}, ...list.map((x) => h("li", {}, str(x.text, `${str(x.decision)} ${str(x.range)}`))))
       : h("p", { class: "hint" }, str(p.reason ?? p.message, "No principle has enough evidence yet.")),
+    // The step is the same for every principle of the run (re-tune steered by them): shown once.
+    ...uniqueSteps(list.map((x) => x.next_step)).map(nextStep),
     list.length ? null : closestRanges(p),
     p.meaning ? h("p", { class: "hint" }, str(p.meaning)) : null);
 }

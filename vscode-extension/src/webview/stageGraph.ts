@@ -7,6 +7,7 @@ import { formatLatency } from "../shared/format";
 import type { ShowMessage } from "../shared/messages";
 import type { GraphEdge, GraphNode, StageCost, StageGraphPayload } from "../shared/views";
 import { header, notes, pct, reveal, sourceLink } from "./common";
+import { post } from "./host";
 import { arr, h, mount, num, obj, s, str } from "./dom";
 import { glossary } from "./glossary";
 import { boxOf, GAP_X, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
@@ -67,7 +68,32 @@ function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, Gr
   return g;
 }
 
+/** `call 1 of 2 · 4 trials` under a kernel call's task name (a model's stage graph). */
+export function kernelDetail(n: GraphNode): string {
+  const calls = num(n.calls) ?? 1;
+  const trials = num(n.trials);
+  return [calls > 1 ? `call ${(num(n.call) ?? 0) + 1} of ${calls}` : "one call",
+    n.weights_only ? "weights only" : trials === null ? "" : `${trials} trial${trials === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+}
+
+function kernelElement(n: GraphNode): SVGGElement {
+  const { x, y } = nodeBox(n);
+  const cost = obj(n.cost) as StageCost;
+  const share = num(cost.share);
+  const bar = share !== null ? s("rect", { class: "cost-bar", x: 0, y: NODE_H - 4, height: 4,
+    width: Math.max(1, Math.min(1, share) * NODE_W), rx: 1 }) : null;
+  return s("g", { class: "node block kernel", "data-node": n.id, "data-task": str(n.task), transform: `translate(${x} ${y})`,
+    tabindex: 0, role: "button" },
+  s("rect", { class: "node-box", width: NODE_W, height: NODE_H, rx: 4 }), bar,
+  s("text", { x: NODE_W / 2, y: 17, "text-anchor": "middle", class: "node-label" }, clip(str(n.task, n.id), 24)),
+  s("text", { x: NODE_W / 2, y: 33, "text-anchor": "middle", class: "node-detail" }, kernelDetail(n)),
+  s("text", { x: NODE_W / 2, y: 49, "text-anchor": "middle", class: "node-cost" }, costText(cost)),
+  s("title", {}, [str(n.task), kernelDetail(n), `bindings ${arr<string>(n.bindings).join(", ")}`,
+    `cost: ${costText(cost)} (${str(cost.source)})`, "click: the blocks of this kernel"].join("\n")));
+}
+
 function nodeElement(n: GraphNode): SVGGElement {
+  if (n.kind === "kernel") return kernelElement(n);
   const { x, y } = nodeBox(n);
   const io = n.kind === "io";
   const cost = obj(n.cost) as StageCost;
@@ -110,22 +136,35 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   svg.style.minWidth = `${Math.round(width * 0.8)}px`; // narrower panels scroll rather than shrink the text further
   const blocks = nodes.filter((n) => n.kind !== "io");
   const list = h("ul", { class: "node-list" }, ...blocks.map((n) =>
-    h("li", { "data-node": n.id }, sourceLink(str(n.label, n.id), null, msg, n.line),
+    h("li", { "data-node": n.id }, sourceLink(n.kind === "kernel" ? `${str(n.task)} (${kernelDetail(n)})` : str(n.label, n.id),
+      null, msg, p.level === "kernel" ? null : n.line),
       n.cost !== undefined ? h("span", { class: "cost" }, ` — ${costText(obj(n.cost) as StageCost)}`) : null,
       n.schedule ? ` — best schedule: ${str(n.schedule)}` : "")));
   const sources = [...new Set(blocks.map((n) => str(obj(n.cost).source)).filter(Boolean))];
+  const model = p.level === "model";
+  const intro = model
+    ? "Boxes are the model's kernel calls (each a fused kernel, a task of the run); arrows are the tensors one call " +
+      "computes and the next reads. Weights and what is folded from them are not drawn. Under each name: which call, " +
+      "the task's trials, then the call's measured time · share of the kernel time. Click a box for its blocks."
+    : p.level === "kernel"
+      ? `Blocks of ${str(p.task)}'s tuned kernel (its scheduled code); arrows are the buffers one block writes and the ` +
+        `next reads. ${str(p.kernelCost)}.`
+      : "Boxes are the program's stages (blocks); arrows are the buffers one stage writes and the " +
+        "next reads. Under each name: what the best schedule did to it, then its measured cost (latency · share of the " +
+        "program); the bar at the bottom of a box is that share.";
+  const back = p.level === "kernel" ? h("button", { type: "button", class: "secondary back" }, "← the model's kernels") : null;
+  back?.addEventListener("click", () => post({ type: "clearTask" }));
   mount(root, h("div", { class: "stage-graph-panel" }, header("stageGraph", msg),
-    h("p", { class: "hint" }, "Boxes are the program's stages (blocks); arrows are the buffers one stage writes and the " +
-      "next reads. Under each name: what the best schedule did to it, then its measured cost (latency · share of the " +
-      "program); the bar at the bottom of a box is that share."),
+    h("p", { class: "hint" }, intro), p.summary ? h("p", { class: "hint summary" }, str(p.summary)) : null, back,
     h("div", { class: "graph-scroll" }, svg), list,
     sources.length ? h("p", { class: "hint cost-source" }, `cost: ${sources.join("; ")}`) : null,
     p.source ? h("p", { class: "hint" }, `source: ${str(p.source)}; ${str(p.layout)}`) : null, notes(p),
     glossary(["stage", "S / R (iterators)", "share", "compute-at", "cache read / write"])));
-  // Clicking a block node jumps to its line (same as the list's link).
+  // Clicking a kernel opens its blocks; clicking a block node jumps to its line (same as the list's link).
   svg.addEventListener("click", (e) => {
     const el = e.target instanceof Element ? e.target.closest(".node.block") : null;
     const node = el ? nodes.find((n) => n.id === el.getAttribute("data-node")) : undefined;
-    if (node && typeof node.line === "number") reveal(msg, null, node.line);
+    if (node?.kind === "kernel" && node.task) post({ type: "selectTask", task: node.task });
+    else if (node && typeof node.line === "number" && p.level !== "kernel") reveal(msg, null, node.line);
   });
 }

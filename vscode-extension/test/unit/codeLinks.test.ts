@@ -30,7 +30,7 @@ test("bands: one colour per linked source line, in source order, cycled", () => 
 
 test("share labels, virtual document paths and the diff summary", () => {
   const index = new LinkIndex(links);
-  assert.equal(shareLabel(index.link(33)), "  87% matmul");
+  assert.equal(shareLabel(index.link(33)), "  100.0 µs · 87% matmul");   // the block's time, then its share
   assert.equal(shareLabel(index.link(40)), "  4.2% bias_add");
   assert.equal(shareLabel(index.link(11)), "");
   assert.equal(shareLabel({ line: 1, sourceLine: 2, lineShare: 0.412 }), "  41% instr");
@@ -41,6 +41,13 @@ test("share labels, virtual document paths and the diff summary", () => {
     "/untuned/_img_onerror_x_.untuned.scheduled.py");
   assert.equal(codePath({ run: "r1", function: "matmul64", level: "scheduled", candidate: { trial: 5, best: true } }),
     "/r1/matmul64.trial-5-best.scheduled.py");
+  // a Relax task's kernel is named after the task, not the model's function
+  assert.equal(codePath({ run: "r1", function: "Module.main", task: "fused_conv2d1_add_relu", level: "scheduled",
+    candidate: { trial: 4, best: true } }), "/r1/fused_conv2d1_add_relu.trial-4-best.scheduled.py");
+  assert.equal(shareLabel({ line: 1, sourceLine: 2, block: "conv2d_nchw", share: 0.54, us: 2.394 }), "  2.39 µs · 54% conv2d_nchw");
+  // one kernel line linked to the binding of each of the task's two calls: both light up
+  const two = new LinkIndex([{ line: 5, sourceLine: 16 }, { line: 5, sourceLine: 25 }, { line: 6, sourceLine: 16 }]);
+  assert.deepEqual(two.peers("generated", 5), { source: [16, 25], generated: [5, 6] });
   const summary = diffSummary({ latencyUs: [705.06, 115.5], decisions: [
     { block: "matmul", inst: "SamplePerfectTile", loopVar: "i", a: [4, 4, 2, 4], b: [4, 1, 4, 8] }] });
   assert.equal(summary, "705.1 µs → 115.5 µs (−589.6 µs) · 1 decision differs — matmul i: [4,4,2,4] → [4,1,4,8]");

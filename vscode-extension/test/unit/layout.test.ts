@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
-import { boxOf, categoryNumbers, corridorY, inside, NODE_H, portY, routeEdge, type Box, type Placed, type Point } from "../../src/webview/layout";
+import { boxOf, categoryNumbers, corridorY, inside, labelSpot, NODE_H, portY, routeEdge, type Box, type Placed, type Point } from "../../src/webview/layout";
 
 /** Points along a route's corners and the straight pieces between them (the curves stay in the gaps). */
 function samples(points: Point[], step = 2): Point[] {
@@ -76,4 +76,12 @@ test("edges that do not go rightwards loop through the gap beside their column",
 
 test("categoryNumbers numbers categories from 1 in list order", () => {
   assert.deepEqual([...categoryNumbers([4, 0, 2])], [[4, 1], [0, 2], [2, 3]]);
+});
+
+test("a contour label sits between cells, never on a cell's number", () => {
+  // a line running straight through two cell centres (0,0) and (10,0): the label goes where it is farthest from both
+  const centres = [[0, 0], [10, 0], [20, 0]];
+  const spot = labelSpot([[0, 0], [10, 0], [20, 0]], centres);
+  assert.ok(Math.min(...centres.map((c) => Math.hypot(spot[0] - c[0], spot[1] - c[1]))) >= 5, String(spot));
+  assert.deepEqual(labelSpot([[0, 0]], []), [0, 0]);
 });

@@ -43,3 +43,11 @@ test("profile text uses the numbers when the server sends them", () => {
   assert.equal(profileText({ message, data: { baseline_us: 9999, tuned_us: 1 } }), message);
   assert.equal(profileText({ message: "" }), "profiled");
 });
+
+test("one latency unit per table", async () => {
+  const { tableLatency } = await import("../../src/shared/format");
+  const ms = tableLatency([1771.4, 890, 12.5]);
+  assert.deepEqual([ms(1771.4), ms(890), ms(12.5)], ["1.77 ms", "0.890 ms", "0.013 ms"]);
+  const us = tableLatency([54.2, 3.1, null]);
+  assert.deepEqual([us(54.2), us(3.1), us(null)], ["54.2 µs", "3.10 µs", "—"]);
+});

@@ -42,6 +42,12 @@ test("bad rows and calls are skipped, never thrown on", () => {
   assert.deepEqual(callRanges([]), []);
 });
 
+test("a call's own ranges leave another kernel's bindings out of the selection", () => {
+  // lines 82-89, with another task's bindings on 84-86: two selections for this call
+  assert.deepEqual(callRanges([{ lines: [81, 88], ranges: [[81, 82], [86, 88]] }]), [{ line: 81, endLine: 82 }, { line: 86, endLine: 88 }]);
+  assert.deepEqual(callRanges([{ lines: [3, 5], ranges: [[9, 1]] }]), [{ line: 3, endLine: 5 }]);   // bad ranges: its lines
+});
+
 test("the task under the cursor, and the quick pick puts it first", () => {
   const rows = modelRows(payload);
   const conv = rows.find((r) => r.task === "fused_conv2d1_add_relu")!;

@@ -21,7 +21,7 @@ test("the server runs `python -m asight_lsp serve --stdio` with the configured i
   assert.deepEqual(serverCommand(from({}), "/ws").command, "python3");
   const c = serverCommand(from({ pythonPath: "${workspaceFolder}/.venv/bin/python" }), "/ws");
   assert.equal(c.command, "/ws/.venv/bin/python");
-  assert.deepEqual(c.args, ["-m", "asight_lsp", "serve", "--stdio"]);
+  assert.deepEqual(c.args, ["-I", "-m", "asight_lsp", "serve", "--stdio"]);
   assert.equal(serverCommand(from({ pythonPath: "python3.11" }), "/ws").command, "python3.11", "a bare name stays on PATH");
   assert.equal(serverCommand(from({ pythonPath: "~/venv/bin/python" }), "/ws", "/home/u").command, "/home/u/venv/bin/python");
 });

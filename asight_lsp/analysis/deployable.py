@@ -1,0 +1,94 @@
+"""The deployable build in words (pure; docs/models.md, issue 24).
+
+A Relax model's headline is of the *deployable* build when the tuning job tuned and measured the
+module ``asight export`` builds (the weights file bound as constants).  These functions say which
+build a run's headline measured, whether that is still the build an export would make now, why an
+export refuses, and whether the exported library ran as fast as the headline's build.
+"""
+from __future__ import annotations
+
+EXPORT_TOLERANCE = 0.10     # a library within ±10 % of the headline build is "the same" (docs/models.md)
+
+DEPLOYABLE = "deployable build (weights bound, as `asight export` builds it)"
+NO_WEIGHTS = "deployable build (no weights file to bind)"
+PARAMETERS = ("weights as parameters, NOT the exported build: some kernels differ once `asight export` binds "
+              "the weights (a run from before the deployable build); re-tune to measure what ships")
+CHANGED = "the weights file changed since tuning: the exported build's kernels may differ; re-tune"
+
+
+def headline_build(build: dict | None, digest_now: str | None) -> dict:
+    """Which build a run's headline measured and whether an export now would build the same.
+
+    ``build``: the run's ``extra.build`` (or the record's ``build``), None for a run from before
+    the deployable build; ``digest_now``: sha256 of the weights file beside the model now (None:
+    no file).  Returns ``{"deployable", "stale", "text"}``.
+    """
+    if not build:
+        stale = digest_now is not None        # without weights the two builds are one
+        return {"deployable": not stale, "stale": stale, "text": PARAMETERS if stale else NO_WEIGHTS}
+    if build.get("weights_digest") != digest_now:
+        return {"deployable": True, "stale": True, "text": CHANGED}
+    return {"deployable": True, "stale": False, "text": DEPLOYABLE if digest_now else NO_WEIGHTS}
+
+
+def unrecorded_text(tasks: list[str], chosen: list[dict]) -> str | None:
+    """The tasks a run ended without a record for (the budget did not reach them, or every trial
+    failed): the headline ran them on TVM's default schedule and `asight export` will refuse them."""
+    have = {c.get("task") for c in chosen}
+    missing = [t for t in tasks if t not in have]
+    if not missing:
+        return None
+    return (f"{len(missing)} of {len(tasks)} kernels have no record (default schedule): {', '.join(missing)}; "
+            "`asight export` refuses them: raise --trials, or export with --tune-missing N")
+
+
+def _us(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value / 1e3:.3f} ms" if value >= 1e3 else f"{value:.1f} us"
+
+
+def missing_lines(applied: dict) -> list[str]:
+    """One line per kernel on TVM's default schedule: its measured cost in the built program."""
+    costs = {c["kernel"]: c for c in applied.get("missing_cost") or []}
+    lines = []
+    for name in applied.get("missing") or []:
+        c = costs.get(name) or {}
+        share = f", {c['share'] * 100:.0f}% of the kernel time" if c.get("share") is not None else ""
+        calls = f"{c['calls']} call{'s' if c.get('calls') != 1 else ''}" if c.get("calls") else "not timed"
+        lines.append(f"{name}: {_us(c.get('us'))} per run ({calls}{share})")
+    return lines
+
+
+def refusal_text(applied: dict, kernels: int | None = None) -> str:
+    """Why an export refused: which kernels run TVM's default schedule, what they cost, the fixes."""
+    missing = applied.get("missing") or []
+    head = (f"{len(missing)} of {kernels if kernels is not None else applied.get('kernels', '?')} kernels of the "
+            "deployable build have no record of this run and would run TVM's default schedule:")
+    return "\n".join([head, *("  " + line for line in missing_lines(applied)),
+                      "nothing written.  Tune them first: --tune-missing N (N trials, then build), or accept "
+                      "them: --allow-untuned (the library then runs slower than a fully tuned build)"])
+
+
+def export_verdict(record: dict, tuned_at_export: bool = False, tolerance: float = EXPORT_TOLERANCE) -> dict:
+    """The exported library vs the headline's build (``record["speedup"]`` = headline / library).
+
+    ``ok`` unless the 95 % interval lies wholly outside ``1 ± tolerance``: the library is then
+    measurably slower (the headline overstates what ships) or faster (it understates it; expected
+    only when kernels were tuned at export, which is said, not an error)."""
+    s = record.get("speedup") or {}
+    if not s:
+        return {"ok": False, "direction": "unmeasured", "text": "the library was not measured"}
+    low, high = s["ci"]
+    ci = f"headline build / library {s['estimate']:.2f}x (95% CI {low:.2f}-{high:.2f})"
+    if high < 1 / (1 + tolerance):
+        return {"ok": False, "direction": "slower",
+                "text": f"the exported library is SLOWER than the build the headline measured: {ci}"}
+    if low > 1 + tolerance:
+        text = f"the exported library is faster than the build the headline measured: {ci}"
+        if tuned_at_export:
+            return {"ok": True, "direction": "faster",
+                    "text": text + " (kernels tuned at export; the run's headline understates the library)"}
+        return {"ok": False, "direction": "faster", "text": text + " (unexpected: the headline is not of this build)"}
+    return {"ok": True, "direction": "same", "text": f"as fast as the build the headline measured: {ci}; no "
+                                                     f"difference beyond ±{tolerance * 100:.0f}% and the interval"}

@@ -1,0 +1,130 @@
+"""``asight adopt``: a run made from a MetaSchedule work folder tuned elsewhere (TVM-free orchestration).
+
+A GPU box, a cluster or a script tuned with MetaSchedule and left its JSON database
+(``database_workload.json``, ``database_tuning_record.json``).  ``adopt`` copies both files verbatim
+into a new run of the store (the record lines keep their numbers, so a ``counters.jsonl`` made
+there still names the right candidates), matches the workload to the function of the source file
+through the worker (``worker/adopt.py``: structural hash, else the IR), takes the target from the
+records and marks the run ``done``: every view works on it here, without the device and without
+re-tuning (docs/tuning.md, "Runs tuned elsewhere").
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from ..engine import wire
+from ..errors import AsightError
+from ..store.counters import COUNTERS, parse_counters
+from ..store.database import database_health
+from ..store.runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, read_records
+from ..tvmscript.hashing import function_hash
+from ..tvmscript.outline import build_outline
+from ..tvmscript.selection import check_selection, select
+
+
+def adopt(work_dir: str, source: str, worker, function: str | None = None, counters: str | None = None,
+          store_root: str | None = None) -> Run:
+    """The new run (see module doc); AsightError (one line) for a folder, source or counters file
+    that cannot be used — nothing is written then."""
+    folder = _check_folder(Path(work_dir))
+    text = Path(source).read_text(encoding="utf-8")
+    outline = build_outline(text, source)
+    selection = select(outline, function)
+    check_selection(outline, selection)
+    counter_text, counter_from = _counters(folder, counters)
+    unit = selection.unit
+    reply = worker.request(wire.ADOPT_MATCH, {
+        "text": text, "unit": {"start_line": unit.start_line, "end_line": unit.end_line},
+        "constants": outline.constants, "aliases": outline.aliases, "member": selection.member,
+        "work_dir": str(folder)}, timeout=120)
+    if reply.get("workload") is None:
+        raise AsightError(f"{source}: {selection.label} is not in {folder}: {reply.get('how')}")
+    store = RunStore(store_root)
+    run = store.create(_meta(store, folder, source, text, outline, selection, reply))
+    try:
+        _fill(run, folder, text, counter_text)
+    except OSError as err:
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise AsightError(f"cannot write the adopted run: {err}") from None
+    _finish(run, reply["workload"], counter_from)
+    return run
+
+
+def _check_folder(folder: Path) -> Path:
+    for name in (DB_WORKLOADS, DB_RECORDS):
+        if not (folder / name).is_file():
+            raise AsightError(f"{folder} is not a MetaSchedule work folder: {name} is missing")
+    health = database_health(folder)
+    if health.damage:
+        raise AsightError(f"{folder}: the database cannot be used: {health.damage}")
+    return folder.resolve()
+
+
+def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | None]:
+    path = Path(counters) if counters else folder / COUNTERS
+    if not path.is_file():
+        if counters:
+            raise AsightError(f"no counters file {counters}")
+        return None, None
+    text = path.read_text(encoding="utf-8")
+    parse_counters(text, str(path))      # refuse a bad file before anything is written
+    return text, str(path)
+
+
+def _meta(store: RunStore, folder: Path, source: str, text: str, outline, selection, reply: dict) -> RunMeta:
+    first = next((r for r in read_records(folder) if r["workload"] == reply["workload"]), None)
+    target = first["target"] if first else None
+    hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}
+    workload_hash = json.loads((folder / DB_WORKLOADS).read_text().splitlines()[reply["workload"]])[0]
+    name = selection.member or (selection.functions[0].name if selection.functions else "main")
+    return RunMeta(id=store.new_run_id(selection.label), file=os.path.abspath(source), function=selection.label,
+                   kind="tir", source_hashes=hashes, target=target, target_label=target_label(target),
+                   state="done", created=time.time(), started=time.time(), finished=time.time(),
+                   tasks=[{"name": name, "weight": 1.0, "functions": [name], "workload_hash": str(workload_hash)}],
+                   extra={"selection": {"unit": selection.unit.name, "member": selection.member},
+                          "constants": outline.constants, "target_spec": target_spec(target),
+                          "adopted": {"from": str(folder), "how": reply["how"], "workload": reply["workload"]}})
+
+
+def target_spec(target) -> str | None:
+    """What ``--target`` re-tunes on the records' target: its tag, else its Target JSON (host left to
+    the job, which gives GPU targets this machine's CPU as host)."""
+    if not isinstance(target, dict):
+        return str(target) if target else None
+    if target.get("tag"):
+        return str(target["tag"])
+    return json.dumps({k: v for k, v in target.items() if k != "host" and v != ""}, separators=(",", ":"))
+
+
+def target_label(target) -> str:
+    """``cuda sm_90a`` from a record's Target JSON (its tag when it has one)."""
+    if not isinstance(target, dict):
+        return str(target or "")
+    if target.get("tag"):
+        return str(target["tag"])
+    parts = [str(target.get("kind", "?"))] + [str(target[k]) for k in ("arch", "mcpu") if target.get(k)]
+    return " ".join(parts)
+
+
+def _fill(run: Run, folder: Path, text: str, counter_text: str | None) -> None:
+    for name in (DB_WORKLOADS, DB_RECORDS):
+        shutil.copyfile(folder / name, run.path / name)
+    run.source_path.write_text(text, encoding="utf-8")
+    if counter_text is not None:
+        (run.path / COUNTERS).write_text(counter_text, encoding="utf-8")
+
+
+def _finish(run: Run, workload: int, counter_from: str | None) -> None:
+    records = [r for r in read_records(run.path) if r["workload"] == workload]
+    ok = [r["latency_us"] for r in records if r.get("latency_us") is not None]
+    meta = run.load()
+    meta.trials_requested = meta.trials_done = len(records)
+    meta.best_us = min(ok) if ok else None
+    meta.extra["adopted"].update({"records": len(records), "measured": len(ok), "counters": counter_from})
+    meta.extra["tuning"] = {"best_us": meta.best_us, "failed": len(records) - len(ok),
+                            "source": "MetaSchedule's runner on the machine that tuned (adopted records)"}
+    run.save(meta)

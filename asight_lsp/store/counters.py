@@ -1,0 +1,61 @@
+"""Measured hardware counters of a run: ``<run>/counters.jsonl`` (TVM-free; docs/analytics.md).
+
+One JSON object a line, one line per profiled program::
+
+    {"candidate": <line index in database_tuning_record.json> | "baseline",
+     "tool": "ncu (Nsight Compute 2025.3)",
+     "metrics": {"dram__throughput.avg.pct_of_peak_sustained_elapsed": 1.16, ...}}
+
+``candidate`` is the record's line in MetaSchedule's records file (its trial number in every view);
+``"baseline"`` is the untuned program (on a GPU: DLight's default schedule).  Metric names are the
+tool's own (Nsight Compute's ``unit__counter.rollup`` names); values are numbers.  A line that is not
+of this shape is refused with its line number (nothing is half-read).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from ..errors import AsightError
+
+COUNTERS = "counters.jsonl"
+
+
+def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
+    """The entries of a counters file's text; AsightError naming the first bad line."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise AsightError(f"{where}:{number}: not JSON ({err.msg})") from None
+        problem = _problem(entry)
+        if problem:
+            raise AsightError(f"{where}:{number}: {problem}")
+        out.append({"candidate": entry["candidate"], "tool": str(entry.get("tool") or "unknown tool"),
+                    "metrics": {str(k): float(v) for k, v in entry["metrics"].items()
+                                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}})
+    return out
+
+
+def _problem(entry) -> str | None:
+    if not isinstance(entry, dict):
+        return "expected an object {candidate, tool, metrics}"
+    cand = entry.get("candidate")
+    if cand != "baseline" and (isinstance(cand, bool) or not isinstance(cand, int) or cand < 0):
+        return f"candidate must be a record's line index (0, 1, ...) or \"baseline\", not {cand!r}"
+    if not isinstance(entry.get("metrics"), dict) or not entry["metrics"]:
+        return "metrics must be a non-empty object {name: number}"
+    return None
+
+
+def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
+    """The run's counters (None when it has no counters file)."""
+    path = Path(run_dir) / COUNTERS
+    if not path.is_file():
+        return None
+    return parse_counters(path.read_text(encoding="utf-8", errors="replace"), str(path))

@@ -1,0 +1,86 @@
+"""Measured counters (analysis/counters.py, store/counters.py) on the recorded H100 run (fixtures/gpu)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asight_lsp.analysis import contour as ct
+from asight_lsp.analysis import counters as cn
+from asight_lsp.errors import AsightError
+from asight_lsp.store.counters import parse_counters, read_counters
+from asight_lsp.store.runs import read_records
+
+GPU = Path(__file__).resolve().parents[2] / "fixtures" / "gpu"
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    entries = read_counters(GPU)
+    latency = {r["trial"]: r["latency_us"] for r in read_records(GPU)}
+    return entries, latency
+
+
+def test_metric_names_fall_in_dram_sm_gpu_and_launch_descriptors_are_words():
+    assert cn.metric_group("dram__throughput.avg.pct_of_peak_sustained_elapsed") == "dram"
+    assert cn.metric_group("smsp__warp_issue_stalled_barrier_per_warp_active.pct") == "sm"
+    assert cn.metric_group("l1tex__t_sector_hit_rate.pct") == "sm"
+    assert cn.metric_group("lts__t_sector_hit_rate.pct") == "gpu"
+    assert cn.metric_group("launch__registers_per_thread") is None
+    assert cn.direction("sm__throughput.avg.pct_of_peak_sustained_elapsed") == 1
+    assert cn.direction("smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct") == -1
+    assert cn.direction("gpu__time_duration.sum") == 0          # latency itself: not a resource
+
+
+def test_recorded_counters_rank_the_candidates_as_their_latency_does(recorded):
+    entries, latency = recorded
+    cands, baseline, tool = cn.by_candidate(entries)
+    assert len(cands) == 41 and baseline is None and tool == "ncu (Nsight Compute 2025.3)"
+    trials = np.array(sorted(cands))
+    gains, used = cn.group_gains(cands, baseline, trials)
+    speed = -np.log([latency[t] for t in trials])
+    rho_dram, n, _ = ct.spearman(gains["dram"], speed)
+    assert n == 41 and rho_dram > 0.98                     # README: ρ(DRAM throughput, latency) = −0.99
+    assert used["dram"] == ["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+    assert "gpu__time_duration.sum" not in used["gpu"]
+    agreement = ct.agreement(gains, np.array([latency[t] for t in trials]))
+    assert agreement["verdict"] == "agrees" and agreement["rho"] > 0.8
+    text = cn.agreement_message(agreement, "measured (Nsight Compute)")
+    assert text.startswith("The measured (Nsight Compute) counters agree with the latencies: Spearman ρ = +0.")
+    assert "DRAM +0.99" in text
+
+
+def test_gains_are_taken_against_the_baseline_when_the_file_has_one():
+    entries = parse_counters('{"candidate": "baseline", "tool": "ncu", "metrics": {"dram__throughput.avg.pct": 10}}\n'
+                             '{"candidate": 3, "tool": "ncu", "metrics": {"dram__throughput.avg.pct": 40, '
+                             '"smsp__stall.pct": 20}}\n')
+    cands, baseline, _ = cn.by_candidate(entries)
+    gains, _ = cn.group_gains(cands, baseline, np.array([3, 4]))
+    assert gains["dram"][0] == pytest.approx(2.0) and np.isnan(gains["dram"][1])
+    assert np.isnan(gains["sm"][0])                          # no baseline value for that metric
+    assert cn.reference(cands, baseline)[1] == "the baseline's counters"
+
+
+def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded):
+    entries, latency = recorded
+    cands, _, _ = cn.by_candidate(entries)
+    fastest = min(cands, key=lambda t: latency[t])
+    assert fastest == 76
+    words = cn.limiter(cands[fastest])
+    assert words["kind"] == "latency-bound"
+    assert words["text"].startswith("latency-bound: 6 % of warp slots busy, 128 registers a thread (DRAM 1 %, SM 26 %")
+    busy = cn.limiter({"dram__throughput.avg.pct_of_peak_sustained_elapsed": 85.0,
+                       "sm__throughput.avg.pct_of_peak_sustained_elapsed": 40.0})
+    assert busy["kind"] == "memory-bound"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("not json", "not JSON"),
+    ('{"candidate": -1, "metrics": {"a": 1}}', "candidate must be"),
+    ('{"candidate": "best", "metrics": {"a": 1}}', "candidate must be"),
+    ('{"candidate": 2, "metrics": {}}', "metrics must be"),
+])
+def test_a_bad_counters_line_is_refused_with_its_number(line, message):
+    with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
+        parse_counters('{"candidate": 1, "metrics": {"a": 1}}\n' + line, "f.jsonl")

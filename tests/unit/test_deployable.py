@@ -1,0 +1,86 @@
+"""The deployable build in words (``analysis/deployable.py``, pure): which build a headline measured
+and when it turns stale, the refusal of an export with untuned kernels, and the verdict on the
+exported library against the headline's build."""
+from __future__ import annotations
+
+from asight_lsp.analysis.deployable import (EXPORT_TOLERANCE, export_verdict, headline_build, missing_lines,
+                                            refusal_text)
+
+
+def test_headline_build_names_the_build_and_turns_stale():
+    build = {"deployable": True, "bound": 12, "weights_digest": "abc"}
+    assert headline_build(build, "abc") == {"deployable": True, "stale": False,
+                                            "text": "deployable build (weights bound, as `asight export` builds it)"}
+    changed = headline_build(build, "def")
+    assert changed["stale"] and "weights file changed" in changed["text"]
+    old = headline_build(None, "abc")             # a run from before the deployable build, weights beside
+    assert not old["deployable"] and old["stale"] and "NOT the exported build" in old["text"]
+    assert headline_build(None, None) == {"deployable": True, "stale": False,
+                                          "text": "deployable build (no weights file to bind)"}
+    assert headline_build({"deployable": True, "weights_digest": None}, None)["stale"] is False
+
+
+def test_refusal_names_each_kernel_with_its_cost_and_the_two_ways_out():
+    applied = {"kernels": 11, "missing": ["fused_matmul1_multiply", "fused_ffn"],
+               "missing_cost": [{"kernel": "fused_ffn", "calls": 1, "us": 3500.0, "share": 0.5},
+                                {"kernel": "fused_matmul1_multiply", "calls": 2, "us": 120.0, "share": 0.02}]}
+    assert missing_lines(applied) == ["fused_matmul1_multiply: 120.0 us per run (2 calls, 2% of the kernel time)",
+                                      "fused_ffn: 3.500 ms per run (1 call, 50% of the kernel time)"]
+    text = refusal_text(applied)
+    assert text.startswith("2 of 11 kernels of the deployable build have no record")
+    assert "--tune-missing N" in text and "--allow-untuned" in text and "nothing written" in text
+
+
+def _record(low: float, high: float, estimate: float) -> dict:
+    return {"speedup": {"estimate": estimate, "ci": [low, high]}}
+
+
+def test_export_verdict_is_an_error_beyond_the_interval_and_the_band():
+    assert export_verdict(_record(0.93, 1.05, 0.99))["ok"]
+    assert export_verdict(_record(0.70, 1.40, 1.1))["ok"]            # wide interval: no measurable difference
+    slower = export_verdict(_record(0.014, 0.017, 0.0155))           # issue 24: 1.1 ms headline, 70 ms library
+    assert not slower["ok"] and slower["direction"] == "slower" and "SLOWER" in slower["text"]
+    assert not export_verdict(_record(1.3, 1.5, 1.4))["ok"]          # faster for no reason: not this build
+    assert export_verdict(_record(1.3, 1.5, 1.4), tuned_at_export=True)["ok"]
+    edge = 1 + EXPORT_TOLERANCE
+    assert export_verdict(_record(edge * 0.99, 2.0, 1.5))["ok"] and not export_verdict(_record(edge * 1.01, 2.0, 1.5))["ok"]
+    assert not export_verdict({})["ok"]
+
+
+def test_lens_and_tune_summary_name_the_headline_build(tmp_path):
+    """A model run's lens and `asight tune` summary say whether the headline is of the deployable
+    build, and warn once the exported build would differ (a run from before, or new weights)."""
+    import numpy as np
+    from tests.conftest import measured
+    from asight_lsp.commands.tune import build_lines
+    from asight_lsp.server.lens import result_lens_title, result_lens_tooltip
+    from asight_lsp.services.results import FunctionResult
+    from asight_lsp.store.runs import RunMeta
+    from asight_lsp.engine.wire import weights_digest
+    script = tmp_path / "m_relax.py"
+    script.write_text("")
+    np.savez(tmp_path / "m_relax.weights.npz", w=np.ones(3, "float32"))
+    digest = weights_digest(str(tmp_path / "m_relax.weights.npz"))
+    meta = RunMeta(id="r", file=str(script), function="main", state="done", trials_done=8, trials_requested=8,
+                   measurement=measured(2000.0, 100.0), kind="relax",
+                   extra={"build": {"deployable": True, "bound": 1, "weights_digest": digest}})
+    result = FunctionResult("Module.main", meta, tmp_path, stale=False)
+    assert " · deployable build · 8 trials" in result_lens_title(result)
+    assert "Build: deployable build (weights bound" in result_lens_tooltip(result)
+    assert build_lines(meta) == ["         build: deployable build (weights bound, as `asight export` builds it)"]
+    meta.extra = {}                                                        # a run from before issue 24
+    assert "⚠ not the exported build" in result_lens_title(result)
+    assert build_lines(meta)[0].startswith("         build: !!! weights as parameters, NOT the exported build")
+    meta.extra = {"build": {"deployable": True, "bound": 1, "weights_digest": digest}}
+    np.savez(tmp_path / "m_relax.weights.npz", w=np.zeros(3, "float32"))   # other values: other kernels
+    assert "⚠ not the exported build" in result_lens_title(result)
+    meta.kind = "tir"
+    assert build_lines(meta) == [] and "build" not in result_lens_title(result)
+
+
+def test_tune_summary_says_which_kernels_have_no_record():
+    from asight_lsp.analysis.deployable import unrecorded_text
+    assert unrecorded_text(["a", "b"], [{"task": "a"}, {"task": "b"}]) is None
+    text = unrecorded_text(["a", "softmax", "layer_norm"], [{"task": "a"}])
+    assert text.startswith("2 of 3 kernels have no record (default schedule): softmax, layer_norm")
+    assert "--tune-missing N" in text

@@ -1,0 +1,85 @@
+"""The stage graph of a Relax model at a deployer's scale (issue 23), without TVM: kernel calls as
+nodes with per-call cost and share, their data flow as edges, weights and shape constants folded
+away, namespace names never inputs; the binding-level graph folds the same way."""
+from __future__ import annotations
+
+from asight_lsp.analysis.stagegraph import build_graph, model_graph, num_input_of
+from asight_lsp.tvmscript.outline import build_outline
+
+SOURCE = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 8, 8), dtype="float32"), w1: R.Tensor((4, 4, 3, 3), dtype="float32"), b1: R.Tensor((4,), dtype="float32"), w2: R.Tensor((4, 4, 3, 3), dtype="float32"), fc: R.Tensor((10, 4), dtype="float32")) -> R.Tensor((1, 10), dtype="float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            c1: R.Tensor((1, 4, 8, 8), dtype="float32") = R.nn.conv2d(x, w1)
+            bb: R.Tensor((1, 4, 1, 1), dtype="float32") = R.reshape(b1, R.shape([1, 4, 1, 1]))
+            a1: R.Tensor((1, 4, 8, 8), dtype="float32") = R.add(c1, bb)
+            r1: R.Tensor((1, 4, 8, 8), dtype="float32") = R.nn.relu(a1)
+            c2: R.Tensor((1, 4, 8, 8), dtype="float32") = R.nn.conv2d(r1, w2)
+            s: R.Tensor((1, 4, 8, 8), dtype="float32") = R.add(c2, r1)
+            m: R.Tensor((1, 4, 1, 1), dtype="float32") = R.mean(s, axis=[2, 3], keepdims=True)
+            f: R.Tensor((1, 4), dtype="float32") = R.reshape(m, R.shape([1, 4]))
+            t: R.Tensor((4, 10), dtype="float32") = R.permute_dims(fc, axes=[1, 0])
+            gv: R.Tensor((1, 10), dtype="float32") = R.matmul(f, t)
+            R.output(gv)
+        return gv
+'''
+CALLS = [  # the tuned build's kernel calls as the worker's VM instrument hook reports them
+    {"task": "fused_conv2d_add_relu", "call": 0, "vars": ["c1", "a1", "r1"], "us": 40.0},
+    {"task": "fused_conv2d_add", "call": 0, "vars": ["c2", "s"], "us": 30.0},
+    {"task": "mean", "call": 0, "vars": ["m"], "us": 5.0},
+    {"task": "transpose", "call": 0, "vars": ["t"], "us": 5.0},
+    {"task": "matmul", "call": 0, "vars": ["gv"], "us": 20.0},
+]
+
+
+def _fn():
+    outline = build_outline(SOURCE, "m.py")
+    return outline.function("Module.main")
+
+
+def _profile():
+    calls = [{**c, "share": c["us"] / 100.0} for c in CALLS]
+    return {"relax": {"function": "Module.main", "tasks": {"tuned": {"tasks": calls}},
+                      "task_records": {"fused_conv2d_add_relu": {"trials": 12}, "matmul": {"trials": 0}}}}
+
+
+def test_num_input_is_read_from_the_function():
+    assert num_input_of(SOURCE, _fn()) == 1
+
+
+def test_kernel_calls_and_their_data_flow():
+    g = model_graph(_fn(), _profile(), num_input=1, task_info=_profile()["relax"]["task_records"])
+    kernels = {n: a for n, a in g.nodes(data=True) if a["kind"] == "kernel"}
+    assert set(kernels) == {"fused_conv2d_add_relu#0", "fused_conv2d_add#0", "mean#0", "transpose#0", "matmul#0"}
+    conv = kernels["fused_conv2d_add_relu#0"]
+    assert conv["cost"]["us"] == 40.0 and conv["cost"]["share"] == 0.4 and conv["trials"] == 12
+    assert conv["bindings"] == ["c1", "a1", "r1"]
+    assert kernels["transpose#0"]["weights_only"] is True
+    edges = {(u, v, a["buffer"]) for u, v, a in g.edges(data=True)}
+    assert edges == {
+        ("input:x", "fused_conv2d_add_relu#0", "x"),
+        ("fused_conv2d_add_relu#0", "fused_conv2d_add#0", "r1"),      # conv and the residual: one edge per pair
+        ("fused_conv2d_add#0", "mean#0", "s"),
+        ("mean#0", "matmul#0", "f"),                                  # the VM's reshape passes mean's value through
+        ("transpose#0", "matmul#0", "t"),
+        ("matmul#0", "output:gv", "gv"),
+    }
+    io = {n for n, a in g.nodes(data=True) if a["kind"] == "io"}
+    assert io == {"input:x", "output:gv"}   # no weight, no `R`
+
+
+def test_no_profile_no_kernel_graph():
+    assert not model_graph(_fn(), None, 1).nodes
+
+
+def test_binding_graph_folds_weights_and_never_takes_a_namespace_for_an_input():
+    g = build_graph(_fn(), num_input=1)
+    inputs = {a["label"] for _, a in g.nodes(data=True) if a.get("role") == "input"}
+    assert inputs == {"x"}
+    assert "bb" not in g and "t" not in g          # computed from weights alone: folded
+    assert "R" not in inputs and not any("R" == a.get("label") for _, a in g.nodes(data=True))
+    loose = build_graph(_fn())                      # without num_input every parameter is an input, still no `R`
+    assert "input:R" not in loose and "input:w1" in loose

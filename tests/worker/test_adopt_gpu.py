@@ -1,0 +1,131 @@
+"""``asight adopt`` on the recorded H100 run (fixtures/gpu): the views work on a CUDA run without a GPU
+and without re-tuning (feature extraction and trace replay on CPU-side IR only)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.store.runs import RunStore
+
+pytestmark = [pytest.mark.tvm, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT / "fixtures" / "gpu"
+
+
+def asight(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asight_lsp", *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture(scope="module")
+def adopted(tmp_path_factory):
+    store = tmp_path_factory.mktemp("adopt") / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    return store, RunStore(str(store)).get("latest"), proc.stdout
+
+
+def test_adopt_matches_the_workload_and_takes_the_target_from_the_records(adopted):
+    store, run, out = adopted
+    meta = run.load()
+    assert meta.state == "done" and meta.kind == "tir"
+    assert meta.target["kind"] == "cuda" and meta.target["arch"] == "sm_90a" and meta.target_label == "cuda sm_90a"
+    info = meta.extra["adopted"]
+    assert (info["records"], info["measured"], info["how"]) == (128, 66, "structural hash")
+    assert abs(meta.best_us - 134.58) < 0.01
+    assert (run.path / "counters.jsonl").read_bytes() == (GPU / "counters.jsonl").read_bytes()
+    assert (run.path / "database_tuning_record.json").read_bytes() == (GPU / "database_tuning_record.json").read_bytes()
+    assert "matched by structural hash" in out and "target   cuda sm_90a" in out
+
+
+def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_path):
+    store, run, _ = adopted
+    proc = asight("space", "--run", run.id, "--work-dir", str(store), "--json")
+    assert proc.returncode == 0, proc.stderr
+    space = json.loads(proc.stdout)
+    assert space["status"] == "ok" and space["run"]["measured"] == 66
+    assert space["best"]["trial"] == 76 and abs(space["best"]["latency_us"] - 134.58) < 0.01
+    contour = space["contour"]       # the recorded Nsight Compute counters, not the model
+    assert contour["origin"]["origin"] == "measured" and contour["origin"]["label"] == "measured (Nsight Compute)"
+    assert (contour["origin"]["profiled"], contour["origin"]["candidates"]) == (41, 66)
+    assert [c["id"] for c in contour["categories"]] == ["dram", "sm", "gpu"]
+    assert contour["agreement"]["verdict"] == "agrees" and contour["agreement"]["per_category"]["dram"]["rho"] > 0.98
+    assert contour["lines"] and contour["draw"] == "full"
+    assert contour["legend"][0].startswith("The measured (Nsight Compute) counters agree with the latencies")
+    winners = {c.get("winner") for c in space["cells"] if c.get("z") is not None}
+    assert winners <= {"dram", "sm", "gpu"} and winners
+    loops = asight("loops", "--run", run.id, "--work-dir", str(store))
+    assert loops.returncode == 0, loops.stderr
+    assert "threadIdx.x" in loops.stdout and "blockIdx.x" in loops.stdout
+    assert "GPU (best, trial 76):" in loops.stdout and "thread_bound 30%" in loops.stdout
+    assert "  threads: blockIdx.x 256 × threadIdx.x 64 · vthread 8 (256 blocks of 64 threads)" in loops.stdout
+    assert "  latency-bound: 6 % of warp slots busy, 128 registers a thread" in loops.stdout
+    assert {c.get("strategy") for c in space["cells"]} <= {"threads+vector+unroll", "threads+unroll", "threads+vector",
+                                                           "threads"}
+    principles = asight("principles", "--run", run.id, "--work-dir", str(store))
+    assert principles.returncode == 0 and "in block C" in principles.stdout
+    assert "--target '{\"arch\":\"sm_90a\"" in principles.stdout    # a re-tune goes to the records' GPU target
+    out = tmp_path / "report.html"
+    report = asight("report", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "-o", str(out))
+    assert report.returncode == 0, report.stderr
+    html = out.read_text()
+    assert "target cuda sm_90a" in html and "GPU — best candidate (trial 76)" in html
+    assert "measured (Nsight Compute)" in html
+
+
+def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(ROOT / "fixtures" / "matmul64.py"), "--work-dir", str(store))
+    assert proc.returncode == 2
+    assert "is not in" in proc.stderr and "no workload of the 1 in the database" in proc.stderr
+    assert not RunStore(str(store)).all()
+
+
+def test_without_counters_the_contour_is_the_model_and_says_so(tmp_path):
+    folder = tmp_path / "tuned"
+    folder.mkdir()
+    for name in ("database_workload.json", "database_tuning_record.json"):
+        (folder / name).write_bytes((GPU / name).read_bytes())
+    store = tmp_path / ".asight"
+    assert asight("adopt", str(folder), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store)).returncode == 0
+    proc = asight("space", "--run", "latest", "--work-dir", str(store), "--json")
+    contour = json.loads(proc.stdout)["contour"]
+    assert contour["origin"] == {"origin": "model", "label": "model (MetaSchedule features)",
+                                 "why": "the run has no counters.jsonl"}
+    assert all(c["source"].startswith("model:") for c in contour["categories"])
+
+
+def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(adopted):
+    store, run, _ = adopted
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "cuda",
+                  "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["language"] == "cuda" and view["candidate"]["trial"] == 76
+    lines = view["text"].splitlines()
+    assert any("__global__" in line for line in lines)
+    by_source = {}
+    for link in view["links"]:
+        by_source.setdefault(link["sourceLine"] + 1, []).append(lines[link["line"]].strip())
+    source = (GPU / "matmul1024.py").read_text().splitlines()
+    init = next(i for i, t in enumerate(source, 1) if "T.float32(0)" in t)
+    update = next(i for i, t in enumerate(source, 1) if "A[vi, vk] * B[vk, vj]" in t)
+    assert by_source[init] and all(t.startswith("C_local_ptr[") and "0x0p+0f" in t for t in by_source[init])
+    assert by_source[update] and all("A_shared_ptr[" in t and "B_shared_ptr[" in t for t in by_source[update])
+    cpu = asight("code", str(ROOT / "fixtures" / "matmul64.py"), "--level", "cuda", "--work-dir", str(store))
+    assert cpu.returncode != 0 and "the cuda level shows a CUDA run's kernels" in cpu.stderr
+
+
+def test_counters_without_a_gpu_say_why_and_keep_the_adopted_ones(adopted):
+    store, run, _ = adopted
+    before = (run.path / "counters.jsonl").read_bytes()
+    proc = asight("counters", "--run", run.id, "--work-dir", str(store))
+    assert proc.returncode == 2
+    assert "not collected: no CUDA device on this machine" in proc.stderr
+    assert (run.path / "counters.jsonl").read_bytes() == before
