@@ -17,7 +17,8 @@ import numpy as np
 from ..analysis import versus
 from ..engine import wire
 from .compat import ms, relax, tvm
-from .model_export import _database, bind_weights
+from .model_export import _database
+from .relax_pipeline import deployable
 from .parse import parse_request
 from .programs import measuring_target
 from .remeasure import flatten
@@ -50,8 +51,8 @@ def _inputs(session, seed: int) -> list[tuple[str, np.ndarray]]:
 def _tuned_vm(params: dict, fn: str):
     parsed = parse_request(params)
     target = measuring_target(params.get("target"))
-    mod, _ = bind_weights(parsed, fn, params.get("weights"))
-    database, _ = _database(params)
+    mod, _ = deployable(parsed, fn, params.get("weights"))     # as asight export builds it
+    database = _database(params)[0]
     return relax.VirtualMachine(ms.relax_integration.compile_relax(database, mod, target, params=None), tvm.cpu(0))
 
 
