@@ -17,7 +17,8 @@ through only when the whole dotted path is listed here.  What is listed (docs/sa
 Never listed: a module that is not a TVMScript sub-namespace (``T.entry``, ``Tx.functools``, ...),
 anything reached through one, underscore names (but a device namespace's ``__shfl_sync``-style
 intrinsics, which its ``dir()`` lists), objects TVM does not define, and the members in
-``SIDE_EFFECTS`` (they read files or start compilers while a file is parsed).
+``SIDE_EFFECTS`` (they read files or start compilers while a file is parsed) and those that change
+TVM's process-wide state (``GLOBAL_STATE``, any ``register*``: they would change later files).
 """
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ TARGET = ROOT / "asight_lsp" / "tvmscript" / "tvmscript_api.py"
 # given (``tvm.script.ir_module``: its source, read with inspect, evaluated by TVM's parser), and a
 # script can name classes of TVM's own (issue 22: the only listed callable whose code parses source).
 SIDE_EFFECTS = {"T.call_kernel", "R.rewriter"}
+# Members that change TVM's process-wide state, so that one file would change how every later file in
+# the long-lived worker parses (red team round 4, F2: ``T.register_script_namespace("Buffer", T.int8)``
+# rebound ``T.Buffer``).  Matched by the last name (``GLOBAL_STATE_PREFIXES``) as well as listed, so
+# that a new ``register_*`` in a later TVM stays out when the module is regenerated.
+GLOBAL_STATE = {"T.register_script_namespace"}
+GLOBAL_STATE_PREFIXES = ("register", "unregister", "set_global", "set_default", "set_config")
+
+
+def changes_global_state(full: str) -> bool:
+    """A member whose call mutates a registry or a module's globals (never allowed; docs/safety.md)."""
+    return full in GLOBAL_STATE or full.rsplit(".", 1)[-1].startswith(GLOBAL_STATE_PREFIXES)
 # Entry points: allowed only as decorators (their kind as the outline names it).
 DECORATOR_MEMBERS = {"T.prim_func": "prim_func", "T.inline": "inline", "T.macro": "macro", "T.jit": "jit",
                      "R.function": "relax_function", "R.macro": "macro", "I.ir_module": "ir_module",
@@ -118,7 +130,7 @@ def _walk(obj, path: str, depth: int, found: dict, exports: set, probes: set = f
         except Exception:  # noqa: BLE001 - a lazy attribute that fails is simply not API
             continue
         full = f"{path}.{name}"
-        if full in SIDE_EFFECTS:
+        if full in SIDE_EFFECTS or changes_global_state(full):
             continue
         if isinstance(value, types.ModuleType):
             if name in exports and value.__name__.startswith("tvm.") and depth < MAX_DEPTH:

@@ -15,6 +15,7 @@ import collections
 import contextlib
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,38 @@ from . import wire
 from .framing import FrameError, read_frame, write_frame
 from .spawn import NEUTRAL_CWD, isolated_env, module_argv
 _EOF = object()
+PARENT_ENV = "ASIGHT_WORKER_PARENT"   # the worker dies with this process (PR_SET_PDEATHSIG, worker/__main__.py)
+
+
+def _spawner_loop(jobs: queue.Queue) -> None:
+    while True:
+        make, reply = jobs.get()
+        try:
+            reply.put((True, make()))
+        except BaseException as err:   # noqa: BLE001 -- handed back to the caller's thread
+            reply.put((False, err))
+
+
+_SPAWN_JOBS: queue.Queue = queue.Queue()
+_SPAWNER: threading.Thread | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def spawn_from_long_lived_thread(make: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+    """Run ``make`` (a Popen) on one thread that lives as long as this process: the worker's
+    parent-death signal fires when the *thread* that started it ends, and a request may come from a
+    short-lived thread (red team round 4, F3)."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None or not _SPAWNER.is_alive():
+            _SPAWNER = threading.Thread(target=_spawner_loop, args=(_SPAWN_JOBS,), name="asight-spawner", daemon=True)
+            _SPAWNER.start()
+    reply: queue.Queue = queue.Queue(maxsize=1)
+    _SPAWN_JOBS.put((make, reply))
+    ok, value = reply.get()
+    if not ok:
+        raise value
+    return value
 
 
 def worker_env(base: dict | None = None) -> dict:
@@ -63,8 +96,10 @@ class WorkerClient:
         self._stderr_tail.clear()
         self.sandbox = None
         argv = module_argv("asight_lsp.worker", *([] if self.sandboxed else ["--unsandboxed"]), python=self.python)
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=worker_env(), cwd=NEUTRAL_CWD, start_new_session=True)
+        env = {**worker_env(), PARENT_ENV: str(os.getpid())}
+        self._proc = spawn_from_long_lived_thread(lambda: subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=NEUTRAL_CWD,
+            start_new_session=True))
         threading.Thread(target=self._read_frames, args=(self._proc, self._frames), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self._proc,), daemon=True).start()
 
@@ -158,13 +193,20 @@ class WorkerClient:
         tail = " | ".join(line for line in list(self._stderr_tail)[-3:] if line)
         how = f"exit code {code}" if code is not None else "no exit code"
         message = f"the TVM worker died while handling '{method}' ({how}); it will be restarted"
+        if code == -signal.SIGXCPU:
+            budget = os.environ.get("ASIGHT_WORKER_CPU_S") or "600"
+            message = (f"the file needs more than {budget} CPU-seconds to evaluate (the worker's limit; set "
+                       f"ASIGHT_WORKER_CPU_S to change it); the worker will be restarted")
         return WorkerCrashed(message + (f": {tail}" if tail else ""))
 
     def __enter__(self) -> "WorkerClient":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *exc) -> None:
+        if kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)):
+            self.kill()   # Ctrl-C: the worker may be deep in an evaluation and read no shutdown frame
+        else:
+            self.close()
 
 
 def remove_private_cwd(status: dict | None) -> None:

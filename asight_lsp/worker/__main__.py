@@ -13,21 +13,45 @@ import sys
 import traceback
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """SIGKILL this worker when the process that started it dies (red team round 4, F3: a CPU bomb kept
+    computing after the CLI got SIGTERM or the server SIGKILL).  Set before the sandbox (prctl is not on
+    its allow-list); the kernel delivers it even while the main thread is deep in C code holding the GIL,
+    where no watchdog thread could run.  ``ASIGHT_WORKER_PARENT``: the client's pid (``engine/client.py``),
+    to catch a parent that died before the signal was armed."""
+    import ctypes
+    import signal
+    parent = os.environ.pop("ASIGHT_WORKER_PARENT", None)
+    if parent is None:
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(parent):
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    die_with_parent()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # TVM and user prints must never corrupt the frame stream
     from ..engine import wire
     from ..engine.framing import FrameError, read_frame, write_frame
     from . import sandbox
     from .handlers import HANDLERS   # imports TVM (and everything a request needs) before the filter
+    from .namespace_guard import NamespaceGuard, after_request
 
+    if "--unsandboxed" not in argv:
+        os.environ["TVM_BIND_THREADS"] = "0"   # the sandbox refuses pinning another thread (sandbox_rules.OWN_PID_ONLY)
     status = sandbox.skip("started with --unsandboxed for a trusted request") if "--unsandboxed" in argv \
         else sandbox.apply()
     refusal = _refusal(status)
     if not status.active and status.requested:
         print(f"asight worker: running WITHOUT its OS sandbox: {status.reason}", file=sys.stderr, flush=True)
     write_frame(stdout, {"id": 0, "hello": {"pid": os.getpid(), "sandbox": status.to_dict()}})
+    guard = NamespaceGuard() if status.active else None   # files are evaluated: no file changes the next
     while True:
         try:
             request = read_frame(stdin)
@@ -42,10 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             kind = "SandboxUnavailable" if handler is not None else "UnknownMethod"
             write_frame(stdout, {"id": rid, "error": {"type": kind, "message": message}})
             continue
+        if status.active:
+            sandbox.cpu_budget()
         _serve(handler, rid, request.get("params") or {}, stdout, write_frame)
+        after_request(guard)
 
 
 def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
+    from . import sandbox
     def emit(event: dict) -> None:
         write_frame(stdout, {"id": rid, "event": event})
 
@@ -55,6 +83,7 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
     except Exception as err:  # every failure becomes a one-line error for the caller
         traceback.print_exc(file=sys.stderr)
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        message = sandbox.memory_message(err) or message
         write_frame(stdout, {"id": rid, "error": {"type": type(err).__name__, "message": message}})
 
 

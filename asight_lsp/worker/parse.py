@@ -15,6 +15,7 @@ from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_sectio
 from ..tvmscript.safety import MACRO_PREFIX
 from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
 from .compat import DiagnosticError, load_metadata, parse_script, relax, tirx
+from . import sandbox
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
 CARETS = re.compile(r"^\s*\|\s(?P<pad>\s*)(?P<carets>\^+)\s*$", re.M)
@@ -138,6 +139,7 @@ def check(params: dict, emit=None) -> dict:
         except (DiagnosticError, SyntaxError, RuntimeError, ValueError, TypeError, AttributeError,
                 KeyError, IndexError, RecursionError) as err:
             problem = error_to_problem(err)
+            problem["message"] = sandbox.memory_message(err) or problem["message"]   # red team round 4, F4
             problem["unit"] = unit["name"]
             problems.append(problem)
             units[unit["name"]] = {"ok": False, "functions": []}

@@ -6,7 +6,7 @@ after ``import tvm`` and before the first request, in this order:
 
 1. an empty private working directory (``mkdtemp``), so that a relative path lands nowhere useful;
 2. resource limits: no file may grow (``RLIMIT_FSIZE`` 0), no core dump, a modest number of open
-   files, address space bounded by the machine's memory;
+   files, address space bounded (ASIGHT_WORKER_MEM_GB), CPU time bounded per request (ASIGHT_WORKER_CPU_S);
 3. ``no_new_privs``, and as root every capability dropped (bounding, ambient, effective, permitted,
    inheritable);
 4. Landlock, where the kernel has it: the filesystem read-only, TCP bind/connect and, from ABI 6,
@@ -86,16 +86,66 @@ def verify(layers: dict) -> SandboxStatus:
 
 
 def set_limits() -> dict:
-    """No file may grow, no core dump, few open files, memory bounded (soft = hard: cannot be raised)."""
-    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    limits = {"RLIMIT_FSIZE": 0, "RLIMIT_CORE": 0, "RLIMIT_NOFILE": NOFILE, "RLIMIT_AS": vm_size() + pages}
+    """No file may grow, no core dump, few open files, memory bounded (soft = hard: cannot be raised);
+    CPU time bounded per request (``cpu_budget``)."""
+    limits = {"RLIMIT_FSIZE": 0, "RLIMIT_CORE": 0, "RLIMIT_NOFILE": NOFILE, "RLIMIT_AS": vm_size() + memory_allowance()}
     for name, value in limits.items():
         which = getattr(resource, name)
         _, hard = resource.getrlimit(which)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (value, value))
         limits[name] = value
+    limits["RLIMIT_CPU"] = cpu_budget()
     return limits
+
+
+MEMORY_ENV, CPU_ENV = "ASIGHT_WORKER_MEM_GB", "ASIGHT_WORKER_CPU_S"
+DEFAULT_MEMORY_GB, DEFAULT_CPU_S = 4.0, 600
+THREAD_RESERVE = 72 << 20    # per TVM pool thread: an 8 MiB stack + a 64 MiB glibc malloc arena (virtual)
+
+
+def memory_allowance() -> int:
+    """Address space the worker may add to its size after ``import tvm`` (red team round 4, F4).
+
+    ``ASIGHT_WORKER_MEM_GB`` GiB (default 4: parsing every fixture adds < 10 MiB, docs/sandbox.md)
+    plus what TVM's thread pool reserves, never more than the machine's memory."""
+    gib = float(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_GB)
+    threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return min(int(gib * (1 << 30)) + threads * THREAD_RESERVE, pages)
+
+
+def memory_message(err: BaseException) -> str | None:
+    """The one-line error for ``err`` when it is running out of the address space ``memory_allowance``
+    gives (a MemoryError or a C++ bad_alloc anywhere in its chain, TVM's DiagnosticError wraps them)."""
+    if not STATUS.active or not _out_of_memory(err):
+        return None
+    gib = float(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_GB)
+    return (f"the file needs more than {gib:g} GiB to evaluate (the worker's memory limit; "
+            f"set {MEMORY_ENV} to change it)")
+
+
+def _out_of_memory(err: BaseException | None) -> bool:
+    seen = 0
+    while err is not None and seen < 20:
+        if isinstance(err, MemoryError) or "std::bad_alloc" in str(err):
+            return True
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return False
+
+
+def cpu_budget() -> int:
+    """Give the next request ``ASIGHT_WORKER_CPU_S`` CPU-seconds (default 600, all threads together):
+    the soft ``RLIMIT_CPU`` becomes the time used so far + the budget; past it the kernel ends the
+    worker (SIGXCPU) and the client says why.  Returns the soft limit set (seconds)."""
+    budget = int(float(os.environ.get(CPU_ENV) or DEFAULT_CPU_S))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(usage.ru_utime + usage.ru_stime) + budget
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    return soft
 
 
 def vm_size() -> int:

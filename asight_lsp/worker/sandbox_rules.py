@@ -8,7 +8,7 @@ leave the process are absent (sockets of every family, ``clone`` without ``CLONE
 ``execve``, ``mount`` and the new mount API, ``unshare``/``setns``, ``ptrace``,
 ``process_vm_*``, ``io_uring_*``, ``bpf`` ...) or argument-filtered (``openat`` read-only,
 signals to this process only, ``ioctl`` with terminal queries only, ``fcntl`` without locks or
-leases, ``prlimit64`` reads only).
+leases, ``prlimit64`` reads and the CPU limit only, calls naming a pid on this process only).
 """
 from __future__ import annotations
 
@@ -29,10 +29,15 @@ FCNTLS = {"F_DUPFD": 0, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3, "F_SETFL": 4, 
 
 MEMORY = ("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mbind", "get_mempolicy", "membarrier",
           "msync", "mincore")
-THREADS = ("futex", "futex_waitv", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "exit",
-           "exit_group", "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam",
-           "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min", "gettid", "getpid",
-           "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getpgrp", "getsid")
+THREADS = ("futex", "futex_waitv", "set_robust_list", "rseq", "set_tid_address", "exit",
+           "exit_group", "sched_yield", "sched_get_priority_max", "sched_get_priority_min", "gettid", "getpid",
+           "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getpgrp")
+# calls whose first argument names a process or thread: allowed on this process only (0 or its own pid), so
+# that nothing can re-pin, read or probe another process (red team round 4, F1: sched_setaffinity re-pinned
+# the editor's CPUs).  TVM's thread pool pins its threads by tid; the worker sets TVM_BIND_THREADS=0.
+OWN_PID_ONLY = ("sched_setaffinity", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+                "get_robust_list", "getsid")
+RLIMIT_CPU = 0
 TIME = ("clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "times",
         "getrusage")
 SIGNALS = ("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigpending", "rt_sigtimedwait",
@@ -67,16 +72,19 @@ def allowed(seccomp, pid: int) -> list[tuple[str, tuple]]:
     rules.append(("clone", (arg(0, seccomp.MASKED_EQ, CLONE_THREAD, CLONE_THREAD),)))   # threads only
     rules += [("openat", (arg(2, seccomp.MASKED_EQ, WRITE_FLAGS, 0),)), ("open", (arg(1, seccomp.MASKED_EQ, WRITE_FLAGS, 0),))]
     rules += [(name, (arg(0, seccomp.EQ, pid),)) for name in ("kill", "tgkill", "rt_tgsigqueueinfo")]
+    rules += [(name, (arg(0, seccomp.EQ, target),)) for name in OWN_PID_ONLY for target in (0, pid)]
     rules += [("ioctl", (arg(1, seccomp.EQ, request),)) for request in IOCTLS.values()]
     rules += [("fcntl", (arg(1, seccomp.EQ, command),)) for command in FCNTLS.values()]
     rules += [("prctl", (arg(0, seccomp.EQ, option),)) for option in (PR_SET_NAME, PR_GET_NAME)]
     rules.append(("prlimit64", (arg(0, seccomp.EQ, 0), arg(2, seccomp.EQ, 0))))   # read this process's limits
+    # set this process's CPU limit (the per-request budget, sandbox.cpu_budget); never its other limits
+    rules.append(("prlimit64", (arg(0, seccomp.EQ, 0), arg(1, seccomp.EQ, RLIMIT_CPU), arg(3, seccomp.EQ, 0))))
     return rules
 
 
 def allowed_names() -> list[str]:
     """The calls the filter allows at all (some only with the arguments above), for the report."""
-    names = list(PLAIN) + ["clone", "openat", "open", "kill", "tgkill", "rt_tgsigqueueinfo", "ioctl", "fcntl",
+    names = list(PLAIN) + list(OWN_PID_ONLY) + ["clone", "openat", "open", "kill", "tgkill", "rt_tgsigqueueinfo", "ioctl", "fcntl",
                            "prctl", "prlimit64"]
     return sorted(set(names))
 

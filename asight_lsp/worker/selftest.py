@@ -39,7 +39,8 @@ def run(workdir: str) -> dict[str, str]:
     if table is None:
         return {"architecture": f"SUCCEEDED (no probe table for {platform.machine()}: nothing verified)"}
     libc = ctypes.CDLL(None, use_errno=True)
-    probes = file_probes(workdir) | socket_probes() | process_probes(libc, table) | kernel_probes(libc, table)
+    probes = file_probes(workdir) | socket_probes() | process_probes(libc, table) | kernel_probes(libc, table) \
+        | scheduling_probes(os.getppid())
     return {name: outcome(probe) for name, probe in probes.items()}
 
 
@@ -112,6 +113,37 @@ def process_probes(libc, table: dict) -> dict:
             "ptrace_parent": _raw(libc, table["ptrace"], PTRACE_PEEKDATA, parent, 0, 0),
             "process_vm_readv_parent": _raw(libc, table["process_vm_readv"], parent, 0, 0, 0, 0, 0),
             "pidfd_open_parent": _raw(libc, table["pidfd_open"], parent, 0)}
+
+
+def scheduling_probes(sentinel: int) -> dict:
+    """Change another process's CPU affinity or priority (red team round 4, F1).  Harmless if it
+    succeeds: the sentinel (the parent) gets the mask and nice value it already has, read from /proc."""
+    def affinity():
+        os.sched_setaffinity(sentinel, _proc_affinity(sentinel))
+
+    def priority():
+        os.setpriority(os.PRIO_PROCESS, sentinel, _proc_nice(sentinel))
+
+    def read_affinity():
+        os.sched_getaffinity(sentinel)
+
+    return {"sched_setaffinity_other": affinity, "setpriority_other": priority,
+            "sched_getaffinity_other": read_affinity}
+
+
+def _proc_affinity(pid: int) -> set[int]:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("Cpus_allowed_list:"))
+    cpus: set[int] = set()
+    for part in line.split(":", 1)[1].strip().split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def _proc_nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[16])
 
 
 def kernel_probes(libc, table: dict) -> dict:
