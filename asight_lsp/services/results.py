@@ -196,11 +196,12 @@ def task_schedules(run: Run, meta: RunMeta) -> dict[str, str]:
     from ..store.database import workload_graph
     from ..store.runs import read_records
     chosen = (meta.measurement or {}).get("chosen") or []
+    out = {d["task"]: "default schedule kept (it re-measured faster than every trial)"
+           for d in (meta.measurement or {}).get("defaults") or [] if d.get("task")}
     if not chosen:
-        return {}
+        return out
     records = {r["trial"]: r for r in read_records(run.path)}
     rows = run.workloads()
-    out = {}
     for pick in chosen:
         rec = records.get(pick.get("trial"))
         if rec is None or not pick.get("task"):
