@@ -3,7 +3,7 @@ random weights) through the product path -- `asight import`, `asight tune --tria
 export` -- against onnxruntime on the same machine, interleaved in one run, outputs compared.
 
     python bench/model_vs_ort.py --budgets 0,200,800 [--size 224] [--rounds 15] [--out DIR]
-                                 [--model resnet18|encoder] [--seq 128 --dim 256 --heads 4 --ffn 1024]
+                                 [--model resnet18|encoder|gelu_encoder|tiny_resnet] [--seq 128 --dim 256 --heads 4 --ffn 1024]
                                  [--library NAME=old.so ...]   # earlier builds, timed in the same rounds
 
 Per tuned budget three TVM contenders share the rounds with onnxruntime: the run's *headline build*
@@ -128,8 +128,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_vs_ort"))
-    ap.add_argument("--model", choices=("resnet18", "encoder", "tiny_resnet"), default="resnet18",
-                    help="tiny_resnet: the tests' model (stem + 2 blocks, width 4; --size 8 as the tests)")
+    ap.add_argument("--model", choices=("resnet18", "encoder", "gelu_encoder", "tiny_resnet"), default="resnet18",
+                    help="tiny_resnet: the tests' model (stem + 2 blocks, width 4; --size 8 as the tests); encoder: "
+                    "post-norm ReLU FFN (bench/model_levers.py's); gelu_encoder: pre-norm Erf GELU (issue 24's)")
     ap.add_argument("--seq", type=int, default=128, help="encoder: sequence length")
     ap.add_argument("--dim", type=int, default=256, help="encoder: model width")
     ap.add_argument("--heads", type=int, default=4, help="encoder: attention heads")
@@ -143,9 +144,10 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     which = args.model
     model = work / f"{which}.onnx"
-    if which == "encoder":
-        onnx_build.save(onnx_build.encoder_layer(seed=0, seq=args.seq, dim=args.dim, heads=args.heads, ffn=args.ffn), model)
-        shape, label = (1, args.seq, args.dim), f"encoder layer 1x{args.seq}x{args.dim}, {args.heads} heads, ffn {args.ffn}"
+    if which in ("encoder", "gelu_encoder"):
+        build = onnx_build.encoder_layer if which == "encoder" else onnx_build.gelu_encoder_layer
+        onnx_build.save(build(seed=0, seq=args.seq, dim=args.dim, heads=args.heads, ffn=args.ffn), model)
+        shape, label = (1, args.seq, args.dim), f"{which} layer 1x{args.seq}x{args.dim}, {args.heads} heads, ffn {args.ffn}"
     elif which == "tiny_resnet":
         onnx_build.save(onnx_build.tiny_resnet(seed=3, size=args.size, width=4), model)
         shape, label = (1, 3, args.size, args.size), f"tiny ResNet (width 4) 1x3x{args.size}x{args.size}"

@@ -47,7 +47,7 @@ def _export(script: Path, out: Path, *extra: str) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
-        return _tuned(tmp_path_factory.mktemp("encoder"), onnx_build.encoder_layer(seed=1, seq=8, dim=16, heads=2, ffn=32),
+        return _tuned(tmp_path_factory.mktemp("encoder"), onnx_build.gelu_encoder_layer(seed=1, seq=8, dim=16, heads=2, ffn=32),
                       22, mp)
 
 
