@@ -70,17 +70,19 @@ def sentinel() -> subprocess.Popen:
 
 
 AFFINITY = r'''
-import json, os
+import json, os, resource
 R = dict()
 P = {pid}
 for name, fn in (("setaffinity", lambda: os.sched_setaffinity(P, {{min(os.sched_getaffinity(0))}})),
                  ("setpriority", lambda: os.setpriority(os.PRIO_PROCESS, P, 19)),
                  ("getaffinity", lambda: os.sched_getaffinity(P)),
-                 ("own_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))):
+                 ("own_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
+                 ("set_nofile_limit", lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                 resource.getrlimit(resource.RLIMIT_NOFILE)))):
     try:
         fn(); R[name] = "SUCCEEDED"
-    except OSError as e:
-        R[name] = "refused %s" % e.errno
+    except (OSError, ValueError) as e:
+        R[name] = "refused %s" % getattr(e, "errno", e)
 raise ValueError("REDTEAM" + json.dumps(R))
 '''
 
@@ -99,6 +101,7 @@ def test_f1_no_other_process_can_be_repinned_or_reniced():
         assert report["setaffinity"].startswith("refused") and report["setpriority"].startswith("refused")
         assert report["getaffinity"].startswith("refused")
         assert report["own_affinity"] == "SUCCEEDED"          # its own threads: still allowed
+        assert report["set_nofile_limit"].startswith("refused")   # prlimit64 may set RLIMIT_CPU only
         for probe in ("sched_setaffinity_other", "setpriority_other", "sched_getaffinity_other"):
             assert selftest[probe].startswith("refused"), selftest
     finally:
