@@ -47,7 +47,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
               "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
-              "defaults": [d["task"] for d in (meta.measurement or {}).get("defaults") or []]}
+              "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash")}
+                           for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first

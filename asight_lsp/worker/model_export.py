@@ -21,14 +21,14 @@ from pathlib import Path
 
 from ..analysis.measurement import comparison_record
 from ..engine import wire
-from .compat import ms, relax, tvm
+from .compat import ms, relax, tvm, tvm_ffi
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs
 from .model_import import tensor_params
 from .parse import parse_request
 from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
-from .relax_pipeline import bind_weights, deployable  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
+from .relax_pipeline import bind_weights, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
 from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
 
@@ -55,7 +55,7 @@ def _database(params: dict):
     """The run's chosen records (or its whole database) plus the kernels tuned at export, and the
     tasks whose default schedule re-measured faster than every trial (kept on purpose)."""
     chosen = params.get("chosen")
-    kept = set(params.get("defaults") or [])
+    kept = list(params.get("defaults") or [])
     if chosen is None:        # a run without a measurement: its fastest records while tuning
         return run_database(params["run_dir"]), chosen, [], kept
     database = chosen_database(read_trials(params["run_dir"]), chosen)
@@ -63,7 +63,7 @@ def _database(params: dict):
     extra, won = split_defaults(entries)
     if extra:
         chosen_database(trials, extra, database)
-    return database, chosen, extra, kept | {c["task"] for c in won}
+    return database, chosen, extra, kept + won
 
 
 def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict], kept: set) -> dict:
@@ -73,12 +73,23 @@ def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: lis
     deployable build no longer has (weight-only kernels of a run tuned before the build bound its
     weights); ``tuned_at_export``: kernels whose record an export tuned."""
     applied = applied_kernels(mod, database, target)
+    kept = kept_now(mod, target, kept)
     tuned = {c["task"] for c in chosen or []} | kept
     applied["default_kept"] = sorted(set(applied["default"]) & kept)
     applied["missing"] = [k for k in applied["default"] if k not in kept]
     applied["folded"] = sorted(tuned - set(applied["from_records"]) - set(applied["default"]))
     applied["tuned_at_export"] = sorted({c["task"] for c in extra} & set(applied["from_records"]))
     return applied
+
+
+def kept_now(mod, target, entries: list[dict]) -> set[str]:
+    """The tasks whose default schedule won the re-measurement AND whose workload is still the one
+    measured (same structural hash): a changed scalar weight is another kernel, not a kept default."""
+    if not entries:
+        return set()
+    hashes = {t.task_name: str(tvm_ffi.structural_hash(t.dispatched[0]))
+              for t in ms.relax_integration.extract_tasks(fuse(mod, target), target)}
+    return {e["task"] for e in entries if hashes.get(e["task"]) == str(e.get("workload_hash"))}
 
 
 def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str, emit=None) -> list[dict]:
