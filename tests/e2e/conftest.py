@@ -95,7 +95,7 @@ def model_code_server(vsix, tmp_path_factory):
     import onnx_build
     onnx_build.save(onnx_build.tiny_resnet(seed=1, size=8, width=4), ws / "tiny.onnx")
     env = dict(os.environ, TVM_NUM_THREADS="2", ASIGHT_TRIALS_PER_ITER="1")   # one per batch: all 6 kernels get a
-    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "9"],  # record
+    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "12"],  # record
                  ["model", "tiny_relax.py"]):
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=ws, capture_output=True, text=True,
                               timeout=900, env=env)

@@ -45,7 +45,7 @@ def tuned_model(tmp_path_factory) -> Path:
     gets one, so the export has a record for every kernel), its calls profiled (``asight model``)."""
     base = tmp_path_factory.mktemp("tuned_model")
     script = _import(base)
-    for argv in (["tune", str(script), "--func", "Module", "--trials", "9"], ["model", str(script)]):
+    for argv in (["tune", str(script), "--func", "Module", "--trials", "12"], ["model", str(script)]):
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=base, capture_output=True, text=True,
                               timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2", "ASIGHT_TRIALS_PER_ITER": "1"})
         assert done.returncode == 0, done.stderr

@@ -110,7 +110,7 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     from asight_lsp.services.tuning import TuneRequest, start_tune
     monkeypatch.setenv("ASIGHT_TRIALS_PER_ITER", "1")
     script = imported[0] / "tiny_relax.py"
-    job = start_tune(TuneRequest(file=str(script), function=None, trials=9, store_root=str(tmp_path), seed=0))
+    job = start_tune(TuneRequest(file=str(script), function=None, trials=12, store_root=str(tmp_path), seed=0))
     meta = job.wait(900)
     assert meta.state == "done", meta.error
     assert meta.measurement and meta.measurement["check"]["ok"] is True
