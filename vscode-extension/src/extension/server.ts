@@ -123,7 +123,7 @@ export class ServerManager implements vscode.Disposable {
       return client;
     } catch (err) {
       this.setState(ServerState.Errored);
-      const msg = `ASight: the language server did not start (${cmd.command} -m asight_lsp serve): ${errorText(err)}. ` +
+      const msg = `ASight: the language server did not start (${cmd.command} -I -m asight_lsp serve): ${errorText(err)}. ` +
         "Set 'asight.pythonPath' to an interpreter that has ASight installed.";
       this.output.error(msg);
       void vscode.window.showErrorMessage(msg, "Open Settings", "Show Output").then((pick) => {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import * as P from "../shared/protocol";
 
 export interface Settings {
-  /** Interpreter that runs `python -m asight_lsp serve --stdio` (empty: `python3`). */
+  /** Interpreter that runs `python -I -m asight_lsp serve --stdio` (empty: `python3`). */
   pythonPath: string;
   /** Interpreter of the TVM worker and tuning jobs (empty: the server's own). */
   workerPythonPath: string;
