@@ -87,7 +87,7 @@ def code_server(vsix, tmp_path_factory):
 @pytest.fixture(scope="session")
 def model_code_server(vsix, tmp_path_factory):
     """code-server on a workspace with the tiny model imported (`asight import`), tuned by the CLI
-    (9 trials: the run recorded before the editor opens) and its calls profiled (`asight model`)."""
+    (12 trials: the run recorded before the editor opens) and its calls profiled (`asight model`)."""
     d = tmp_path_factory.mktemp("code-server-model")
     ws = d / "ws"
     ws.mkdir()

@@ -65,7 +65,7 @@ def test_the_models_stage_graph_is_its_kernel_calls(model_session):
     calls = sum(len(r["calls"]) for r in model_session["rows"])
     assert len(g["kernels"]) == calls, (g["kernels"], calls)                 # one node per kernel call
     assert all(re.match(r"[\d.]+ (µs|ms) · [\d.]+ %", k["cost"]) for k in g["kernels"]), g["kernels"]
-    assert re.search(r"\d+ measured of 9 trials", g["runLine"]), g["runLine"]  # the whole run, not one task
+    assert re.search(r"\d+ measured of 12 trials", g["runLine"]), g["runLine"]  # the whole run, not one task
     kernel = model_session["kernelGraph"]
     assert kernel["blocks"] and "conv2d_nchw_update" in kernel["blocks"], kernel
     assert model_session["clickedTask"] in kernel["intro"]

@@ -41,7 +41,7 @@ def _import(workspace) -> str:
 
 @pytest.fixture(scope="module")
 def tuned_model(tmp_path_factory) -> Path:
-    """The tiny model imported and tuned by the CLI (9 trials, one per batch: each of its 6 kernels
+    """The tiny model imported and tuned by the CLI (12 trials, one per batch: each of its 6 kernels
     gets one, so the export has a record for every kernel), its calls profiled (``asight model``)."""
     base = tmp_path_factory.mktemp("tuned_model")
     script = _import(base)

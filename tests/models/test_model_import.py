@@ -178,7 +178,7 @@ def _model_stage_graph(run: str, store: Path, calls: list[dict]):
     kernels = [n for n in graph["nodes"] if n["kind"] == "kernel"]
     assert {n["task"] for n in kernels} >= {calls[0]["task"]} and all(n["cost"]["us"] > 0 for n in kernels)
     assert [n["id"] for n in graph["nodes"] if n["kind"] == "io" and n["role"] == "input"] == ["input:input"]
-    assert graph["run"]["trials"] == 9
+    assert graph["run"]["trials"] == 12
 
 
 def _hotspots_map_every_call(script: Path, run: str, store: Path, repeated: list[list[dict]]):
