@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.security.redteam import TIR   # the gate-bypassing carrier: ``src`` runs as TVM evaluates a loop extent
+
 pytestmark = pytest.mark.tvm
 
 HERE = Path(__file__).resolve().parent
@@ -164,16 +166,6 @@ def test_control_without_a_sandbox_the_payload_leaves_traces():
         assert trace in kinds, evidence
 
 
-FORGE = '''from tvm.script import tirx as T
-
-
-@T.prim_func(s_tir=True)
-def evil(A: T.Buffer((8,), "float32")):
-    for i in range((exec({src!r}, {{}}), 8)[1]):
-        with T.sblock("b"):
-            vi = T.axis.spatial(8, i)
-            A[vi] = T.float32(0)
-'''
 FORGED_HELLO = ('import msgpack, os, struct\n'
                 'd = msgpack.packb({{"id": 0, "hello": {{"pid": 1, "sandbox": {{"active": True, "reason": "forged", '
                 '"layers": {{"cwd": {cwd!r}}}}}}}}})\n'
@@ -187,7 +179,7 @@ def test_a_frame_forged_on_the_workers_pipe_changes_nothing(tmp_path):
     from asight_lsp.engine.client import WorkerClient
     from asight_lsp.tvmscript.outline import build_outline
     decoy = Path(tempfile.mkdtemp(prefix="asight-worker-decoy-"))
-    text = FORGE.format(src=FORGED_HELLO.format(cwd=str(decoy)))
+    text = TIR.format(src=FORGED_HELLO.format(cwd=str(decoy)))
     outline = build_outline(text, "evil.py")
     try:
         with WorkerClient() as client:

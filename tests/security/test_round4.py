@@ -23,21 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.security.redteam import TIR   # the gate-bypassing carrier: ``src`` runs as TVM evaluates a loop extent
+
 pytestmark = pytest.mark.tvm
 
 ROOT = Path(__file__).resolve().parents[2]
 SETPRIV = shutil.which("setpriv")
-# the gate bypassed: ``src`` runs in TVM's evaluation of the loop extent (as tests/security/redteam.py)
-TIR = '''from tvm.script import tirx as T
-
-
-@T.prim_func(s_tir=True)
-def evil(A: T.Buffer((8,), "float32")):
-    for i in range((exec({src!r}, {{}}), 8)[1]):
-        with T.sblock("b"):
-            vi = T.axis.spatial(8, i)
-            A[vi] = T.float32(0)
-'''
 CLEAN = (ROOT / "fixtures" / "matmul.py").read_text()
 
 
