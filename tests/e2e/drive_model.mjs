@@ -1,5 +1,5 @@
 // Drive a real VS Code (code-server) on an imported, tuned model (tests/e2e/conftest.py
-// model_code_server): open tiny_relax.py; its short lens line (result · Model · More…); a binding's
+// model_code_server): open tiny_relax.py; its one short lens (ASight ⋯ latency: a quick pick); a binding's
 // hover; the Model panel (rows, every column visible); a task's calls selected; the model's stage
 // graph (kernel calls, no "input R") and a kernel's blocks; Hotspots opened twice (same numbers),
 // then after a re-measurement (a new measurement, said so or kept aside); a task's loop view (no
@@ -55,7 +55,8 @@ async function lensVisibility() {
       if (!line) return null;
       const lenses = [...line.querySelectorAll("a")].map((a) => {
         const r = a.getBoundingClientRect();
-        return { title: a.textContent.trim(), visible: r.width > 0 && r.left >= guard.left - 1 && r.right <= right + 1 };
+        return { title: a.textContent.trim(), tooltip: a.title || a.getAttribute("aria-label") || "",
+          visible: r.width > 0 && r.left >= guard.left - 1 && r.right <= right + 1 };
       });
       return { editorWidth: Math.round(right - guard.left), lenses };
     }
@@ -94,13 +95,18 @@ async function drawnAfter(kind, since, selector, timeout = 300000) {
   throw new Error(`the ${kind} panel did not draw ${selector}`);
 }
 
-/** A "More…" lens item by its exact label. */
+/** An item of the model's lens ("ASight ⋯ <latency>": a quick pick) by its exact label. */
 async function more(label) {
-  await page.locator(".codelens-decoration a", { hasText: /^More…$/ }).first().click();
+  await page.locator(".codelens-decoration a", { hasText: /^ASight ⋯ / }).first().click();
   const row = page.locator(".quick-input-list .monaco-list-row")
     .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }) });
   await row.first().waitFor({ timeout: 20000 });
-  facts.moreItems ??= (await page.locator(".quick-input-list .monaco-list-row .label-name").allInnerTexts()).map((t) => t.trim());
+  if (!facts.moreItems) {
+    facts.moreItems = (await page.locator(".quick-input-list .monaco-list-row .label-name").allInnerTexts()).map((t) => t.trim());
+    facts.moreRows = (await page.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    facts.moreTitle = (await page.locator(".quick-input-widget .quick-input-title").innerText().catch(() => "")).trim();
+    await shot("lens-pick");
+  }
   await row.first().click();
 }
 
@@ -205,8 +211,8 @@ try {
   await page.locator(".monaco-editor .view-lines", { hasText: "R.dataflow" }).first().waitFor({ timeout: 30000 });
   step("opened");
 
-  // The short lens line of a model: "Model · <latency> · <verdict>", "More…".
-  const lens = page.locator(".codelens-decoration a", { hasText: /^Model · / }).first();
+  // The short lens line of a model: one lens, "ASight ⋯ <latency>" (a quick pick of the rest).
+  const lens = page.locator(".codelens-decoration a", { hasText: /^ASight ⋯ / }).first();
   await lens.waitFor({ timeout: 120000 });
   facts.lenses = (await page.locator(".codelens-decoration").first().innerText()).trim();
   facts.lensAlone = await lensVisibility();
@@ -224,7 +230,7 @@ try {
   await shot("hover");
   await page.keyboard.press("Escape");
 
-  await lens.click();
+  await more("Model");
   let model = await panelFrame("model");
   await model.locator("tr.task-row, .unavailable .message, p.error").first().waitFor({ timeout: 120000 });
   if (!(await model.locator("tr.task-row").count())) {

@@ -23,9 +23,14 @@ def reached(facts: dict, step: str) -> None:
 def test_model_lens_line_is_short_and_the_panel_lists_every_task(model_session):
     reached(model_session, "model panel")
     titles = [t.strip() for t in model_session["lenses"].split("|")]
-    assert titles[1:] == ["More…"] and re.match(r"Model · [\d.]+ (µs|ms) · ", titles[0]), titles
-    assert all(l["visible"] for l in model_session["lensAlone"]["lenses"]), model_session["lensAlone"]
-    assert {"Model", "Stage graph", "Hotspots", "Scheduled code", "Re-measure"} <= set(model_session["moreItems"])
+    assert len(titles) == 1 and re.fullmatch(r"ASight ⋯ [\d.]+ (µs|ms)( ⚠)?", titles[0]), titles
+    alone = model_session["lensAlone"]["lenses"]
+    assert all(l["visible"] for l in alone) and "trials" in alone[0]["tooltip"], alone   # the full text in its tooltip
+    assert {"Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code", "Stage graph", "Hotspots", "Search space",
+            "Loop view"} <= set(model_session["moreItems"]), model_session["moreItems"]
+    model_row = next(r for r in model_session["moreRows"] if r.startswith("Model"))
+    assert re.search(r"[\d.]+ (µs|ms) · [\d.]+× (faster|slower)", model_row), model_row     # the full headline
+    assert ("noisy" in model_row) == titles[0].endswith("⚠"), (model_row, titles)          # its noisy flag
     rows = model_session["rows"]
     tasks = {r["task"] for r in rows}
     assert {"fused_conv2d_add_relu", "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"} <= tasks, tasks
