@@ -12,16 +12,26 @@ import { openSession } from "./session.mjs";
 const { page, facts, step, shot, palette, finish, gotoWorkspace } = await openSession({ height: 900, shotPrefix: "e2e-model-", paletteShot: null });
 const LIGHT = "Default Light Modern", DARK = "Default Dark Modern";
 
-/** Switch VS Code's colour theme through the user settings file (code-server applies it live). */
+/** Switch VS Code's colour theme: the user settings file (read when the workbench loads), then, on a loaded
+ * workbench that did not follow it (code-server does not apply the file live), as a user does: the palette's
+ * "Preferences: Color Theme". Returns the theme the workbench shows ("dark" / "light"). */
 async function setTheme(theme) {
   const file = process.env.SETTINGS_FILE;
   const settings = JSON.parse(fs.readFileSync(file, "utf8"));
   settings["workbench.colorTheme"] = theme;
   fs.writeFileSync(file, JSON.stringify(settings, null, 1));
   const dark = theme === DARK;
-  await page.waitForFunction((d) => document.querySelector(".monaco-workbench")?.classList.contains(d ? "vs-dark" : "vs"),
-    dark, { timeout: 30000 }).catch(() => undefined);
+  const shown = (timeout) => page.waitForFunction((d) => document.querySelector(".monaco-workbench")?.classList.contains(d ? "vs-dark" : "vs"),
+    dark, { timeout }).then(() => true).catch(() => false);
+  if (await page.locator(".monaco-workbench").count() && !(await shown(3000))) {
+    await palette("Preferences: Color Theme");
+    await page.keyboard.type(theme);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 10000 });
+    await page.keyboard.press("Enter");
+    await shown(15000);
+  }
   await page.waitForTimeout(800);
+  return page.evaluate(() => document.querySelector(".monaco-workbench")?.classList.contains("vs-dark") ? "dark" : "light");
 }
 
 /** Lines of the source editor covered by a selection (Monaco's .selected-text overlays). */
@@ -367,10 +377,11 @@ try {
   await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click();
   for (const [w, h, theme] of [[1400, 900, LIGHT], [1000, 800, LIGHT], [1400, 900, DARK], [1000, 800, DARK]]) {
     await page.setViewportSize({ width: w, height: h });
-    await setTheme(theme);
-    await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click().catch(() => undefined);
     const tag = `${w}x${h}-${theme === DARK ? "dark" : "light"}`;
+    const shownTheme = await setTheme(theme).catch((e) => `not switched: ${String(e).slice(0, 200)}`);
+    await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click().catch(() => undefined);
     await section(`surfaces ${tag}`, () => surfaces(tag));
+    if (facts.surfaces[tag]) facts.surfaces[tag].theme = shownTheme;
   }
 } catch (err) {
   failure = err;

@@ -129,6 +129,7 @@ def test_export_from_the_palette_writes_the_library(model_session):
 def test_every_surface_fits_the_window(model_session, size):
     reached(model_session, f"surfaces {size}")
     s = model_session["surfaces"][size]
+    assert s["theme"] == size.split("-")[1], s.get("theme")                 # the workbench shows that theme
     assert s["lens"]["lenses"] and all(l["visible"] for l in s["lens"]["lenses"]), s["lens"]
     assert s["model"]["hidden"] == [] and s["model"]["overflowX"] <= 1, s["model"]
     assert s["loopView"]["cut"] == [], s["loopView"]
