@@ -70,17 +70,19 @@ def is_model(fn: Function, result: FunctionResult | None) -> bool:
 
 
 def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> list[tuple]:
-    """A model's lens line is one short lens, ``ASight 40 µs`` (``⚠`` after it when noisy or stale),
-    that fits an editor beside the Explorer and two panels at 1000 px (~105 px of text area right of
-    the class body's indentation, measured by the e2e drive: ``ASight ⋯ 46 µs ⚠`` did not fit).  Its
+    """A model's lens line is one short lens, ``40 µs`` (`` ⚠`` after it when noisy or stale), that
+    fits an editor beside the Explorer and two panels at 1000 px (~80 px of text right of the class
+    body's indentation, measured on the e2e screenshots: ``ASight 4.6 µs`` just fitted, ``ASight 49 µs
+    ⚠`` and ``ASight ⋯ 46 µs ⚠`` were cut by the minimap).  Its
     click opens a quick pick of everything the model offers: Model (with the full headline
     ``40 µs · 2.0× slower · noisy``), tune, profile, re-measure, scheduled code, stage graph,
     hotspots, search space, loop view.  The full headline, trials and how it was measured are in
-    its tooltip and the pick's title."""
+    its tooltip (which starts with what the lens is) and the pick's title."""
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
     done = result.meta.state == "done"
     headline = model_lens_title(result)
-    tooltip = " ".join(p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
+    tooltip = "ASight, the model end to end (click: Model, Hotspots, Stage graph, Re-measure, …): " + " ".join(
+        p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
     items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
               "argument": {"uri": uri, "function": fn.id}},
              {"label": "Profile", "detail": "the run's per-call profile (the shown measurement)",
@@ -107,7 +109,7 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
 
 
 def model_lens_short(result: FunctionResult) -> str:
-    """``ASight 40 µs``: the tuned latency only (``⚠`` after it when the machine was busy or the
+    """``40 µs``: the tuned latency only (``⚠`` after it when the machine was busy or the
     source changed since the run; the run's state when nothing was measured)."""
     record = result.measurement
     m = result.meta
@@ -118,7 +120,7 @@ def model_lens_short(result: FunctionResult) -> str:
     else:
         figure = m.state
     warn = result.stale or bool((record.get("load") or {}).get("busy"))
-    return f"ASight {figure}" + (" ⚠" if warn else "")
+    return figure + (" ⚠" if warn else "")
 
 
 def model_lens_title(result: FunctionResult) -> str:

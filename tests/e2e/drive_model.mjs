@@ -1,5 +1,5 @@
 // Drive a real VS Code (code-server) on an imported, tuned model (tests/e2e/conftest.py
-// model_code_server): open tiny_relax.py; its one short lens (ASight latency: a quick pick); a binding's
+// model_code_server): open tiny_relax.py; its one short lens (its latency: a quick pick); a binding's
 // hover; the Model panel (rows, every column visible); a task's calls selected; the model's stage
 // graph (kernel calls, no "input R") and a kernel's blocks; Hotspots opened twice (same numbers),
 // then after a re-measurement (a new measurement, said so or kept aside); a task's loop view (no
@@ -25,8 +25,9 @@ async function setTheme(theme) {
     dark, { timeout }).then(() => true).catch(() => false);
   if (await page.locator(".monaco-workbench").count() && !(await shown(3000))) {
     await palette("Preferences: Color Theme");
-    await page.keyboard.type(theme);
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 10000 });
+    const label = theme.replace(/^Default /, "");      // the picker's label ("Dark Modern"); the setting's id has "Default "
+    await page.keyboard.type(label);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first().waitFor({ timeout: 10000 });
     await page.keyboard.press("Enter");
     await shown(15000);
   }
@@ -105,9 +106,9 @@ async function drawnAfter(kind, since, selector, timeout = 300000) {
   throw new Error(`the ${kind} panel did not draw ${selector}`);
 }
 
-/** An item of the model's lens ("ASight <latency>": a quick pick) by its exact label. */
+/** An item of the model's lens ("<latency>[ ⚠]": a quick pick) by its exact label. */
 async function more(label) {
-  await page.locator(".codelens-decoration a", { hasText: /^ASight [\d.]+ (µs|ms|s)/ }).first().click();
+  await page.locator(".codelens-decoration a", { hasText: /^[\d.]+ (µs|ms|s)( ⚠)?$/ }).first().click();
   const row = page.locator(".quick-input-list .monaco-list-row")
     .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }) });
   await row.first().waitFor({ timeout: 20000 });
@@ -221,8 +222,8 @@ try {
   await page.locator(".monaco-editor .view-lines", { hasText: "R.dataflow" }).first().waitFor({ timeout: 30000 });
   step("opened");
 
-  // The short lens line of a model: one lens, "ASight <latency>" (a quick pick of the rest).
-  const lens = page.locator(".codelens-decoration a", { hasText: /^ASight [\d.]+ (µs|ms|s)/ }).first();
+  // The short lens line of a model: one lens, "<latency>[ ⚠]" (a quick pick of the rest).
+  const lens = page.locator(".codelens-decoration a", { hasText: /^[\d.]+ (µs|ms|s)( ⚠)?$/ }).first();
   await lens.waitFor({ timeout: 120000 });
   facts.lenses = (await page.locator(".codelens-decoration").first().innerText()).trim();
   facts.lensAlone = await lensVisibility();

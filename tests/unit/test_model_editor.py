@@ -80,7 +80,7 @@ def test_default_output_and_load_snippet():
 
 
 def test_a_models_lens_line_is_short():
-    """Issue 23: the model's lens line is one short lens, 'ASight latency' (⚠ when noisy), that fits an
+    """Issue 23: the model's lens line is one short lens, its latency (⚠ when noisy), that fits an
     editor beside the Explorer and two panels at 1000 px; its quick pick holds the rest, the first item
     Model with the full headline; trials and how it was measured in the tooltip."""
     import dataclasses
@@ -100,7 +100,7 @@ def test_a_models_lens_line_is_short():
     result = FunctionResult(fn.id, meta, Path("."), stale=False)
     assert is_model(fn, result)
     [(l1, title, cmd, items, tip)] = model_lenses("file:///m.py", fn, result, 2)
-    assert title == "ASight 20 µs ⚠" and cmd == P.CLIENT_CMD_MORE
+    assert title == "20 µs ⚠" and tip.startswith("ASight, the model end to end") and cmd == P.CLIENT_CMD_MORE
     assert "512 trials" in tip and "busy" in tip and "noisy" in tip
     assert [i["label"] for i in items["items"]] == ["Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code",
                                                      "Stage graph", "Hotspots", "Search space", "Loop view"]
@@ -108,6 +108,6 @@ def test_a_models_lens_line_is_short():
     assert model["command"] == P.CMD_SHOW_MODEL and model["detail"].startswith("20 µs · 2.0× faster · noisy —")
     assert "20 µs · 2.0× faster · noisy" in items["title"] and "512 trials" in items["title"]
     quiet = FunctionResult(fn.id, dataclasses.replace(meta, measurement=measured(40.0, 20.0)), Path("."), stale=False)
-    assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "ASight 20 µs"
+    assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"
     remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
     assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True
