@@ -36,7 +36,7 @@ CMD_SHOW_MODEL = "asight.showModel"            # {uri, function?, run?} -> model
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
             CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL]
 TRUSTED_COMMANDS = {CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL}     # refused in an untrusted workspace
-# Run by the extension, not the server: a lens "More…" (a model's short lens line) as a quick pick
+# Run by the extension, not the server: a model's one lens ("88 µs") as a quick pick
 # {title, items: [{label, detail?, command?, panel?, argument}]}; an item runs `command` (a server
 # command, through the same path as a lens) or opens the webview `panel` with `argument`.
 CLIENT_CMD_MORE = "asight.ui.more"

@@ -13,7 +13,7 @@ from ..tvmscript.model import Function
 from .hover import choice_text, gpu_line
 from ..services.results import FunctionResult
 from .state import document_spaces, space_result_of
-from ..views.text import format_latency, slowed_lines
+from ..views.text import format_latency, slowed_lines, table_unit
 
 
 def _end_of_line(lines: list[str], line: int) -> int:
@@ -51,12 +51,13 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
 def call_hints(result: FunctionResult) -> list[tuple[int, str, str]]:
     """``(line, label, tooltip)`` on the last binding of each kernel call of a profiled Relax function."""
     out = []
+    fmt = table_unit([call.get("us") for call in result.calls or []])   # one unit for the function, as the Model panel
     for call in result.calls or []:
         name = call["task"] + (f"#{call['call']}" if call.get("call") else "")
         share = f"{call['share'] * 100:.0f}% · " if call.get("share") is not None else ""
-        tip = (f"{name}: {call['us']:.1f} us per call, {call['program']} build (VM instrument hook; share of the "
+        tip = (f"{name}: {fmt(call['us'])} per call, {call['program']} build (VM instrument hook; share of the "
                f"calls' sum); computes {', '.join(call.get('vars') or [])}")
-        out.append((call["lines"][1], f"{share}{call['us']:.1f} us · {name}", tip))
+        out.append((call["lines"][1], f"{share}{fmt(call['us'])} · {name}", tip))
     return out
 
 

@@ -80,8 +80,10 @@ def test_default_output_and_load_snippet():
 
 
 def test_a_models_lens_line_is_short():
-    """Issue 23: the model's lenses fit an editor beside a panel at 1000 px: 'Model · latency ·
-    verdict' and 'More…' (the rest in a quick pick); trials and how it was measured in the tooltip."""
+    """Issue 23: the model's lens line is one short lens, its latency (⚠ when noisy), that fits an
+    editor beside the Explorer and two panels at 1000 px; its quick pick holds the rest, the first item
+    Model with the full headline; trials and how it was measured in the tooltip."""
+    import dataclasses
     from pathlib import Path
     from asight_lsp import protocol as P
     from asight_lsp.server.lens import is_model, model_lenses
@@ -97,9 +99,15 @@ def test_a_models_lens_line_is_short():
                    measurement=measured(40.0, 20.0, busy=True))
     result = FunctionResult(fn.id, meta, Path("."), stale=False)
     assert is_model(fn, result)
-    (l1, title, cmd, arg, tip), (l2, more, more_cmd, items) = model_lenses("file:///m.py", fn, result, 2)
-    assert title.startswith("Model · 20 µs · ") and title.endswith(" faster · noisy") and cmd == P.CMD_SHOW_MODEL
-    assert len(f"{title} | {more}") < 48 and "512 trials" in tip and "busy" in tip
-    assert more_cmd == P.CLIENT_CMD_MORE and [i["label"] for i in items["items"]][:3] == ["Model", "▶ Tune", "Profile"]
+    [(l1, title, cmd, items, tip)] = model_lenses("file:///m.py", fn, result, 2)
+    assert title == "20 µs ⚠" and tip.startswith("ASight, the model end to end") and cmd == P.CLIENT_CMD_MORE
+    assert "512 trials" in tip and "busy" in tip and "noisy" in tip
+    assert [i["label"] for i in items["items"]] == ["Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code",
+                                                     "Stage graph", "Hotspots", "Search space", "Loop view"]
+    model = items["items"][0]
+    assert model["command"] == P.CMD_SHOW_MODEL and model["detail"].startswith("20 µs · 2.0× faster · noisy —")
+    assert "20 µs · 2.0× faster · noisy" in items["title"] and "512 trials" in items["title"]
+    quiet = FunctionResult(fn.id, dataclasses.replace(meta, measurement=measured(40.0, 20.0)), Path("."), stale=False)
+    assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"
     remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
     assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True

@@ -37,7 +37,10 @@ def test_each_call_gets_a_hint_on_its_own_lines():
     hints = call_hints(result)
     lines = {b.name: b.range["start"]["line"] for b in fn.bindings}
     assert [h[0] for h in hints] == [lines["b"], lines["d"]]
-    assert hints[0][1] == "60% · 3.0 us · fused_matmul_relu" and hints[1][1].endswith("fused_matmul_relu#1")
+    assert hints[0][1] == "60% · 3.00 µs · fused_matmul_relu" and hints[1][1].endswith("fused_matmul_relu#1")
+    assert hints[1][1].startswith("40% · 2.00 µs") and "2.00 µs per call" in hints[1][2]   # the unit the rest uses
+    big = FunctionResult(fn.id, meta=None, run_dir=None, stale=False, calls=[{**calls[0], "us": 1771.4}, calls[1]])
+    assert [h[1].split(" · ")[1] for h in call_hints(big)] == ["1.77 ms", "0.002 ms"]     # one unit per function
     assert "computes c, d" in hints[1][2]
 
 

@@ -31,7 +31,7 @@ export const CMD_SHOW_MODEL = "asight.showModel"; // {uri, function?, run?} -> m
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
   CMD_APPLY_BEST_SCHEDULE, CMD_COMPARE_RUNS, CMD_SHOW_CODE, CMD_EXPORT_MODEL, CMD_SHOW_MODEL] as const;
 export const TRUSTED_COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_EXPORT_MODEL] as const; // a set on the Python side
-// Run by the extension, not the server: a lens "More…" (a model's short lens line) as a quick pick
+// Run by the extension, not the server: a model's one lens ("88 µs") as a quick pick
 // {title, items: [{label, detail?, command?, panel?, argument}]}; an item runs `command` (a server
 // command, through the same path as a lens) or opens the webview `panel` with `argument`.
 export const CLIENT_CMD_MORE = "asight.ui.more";
