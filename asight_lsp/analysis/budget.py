@@ -68,7 +68,10 @@ def next_task(tasks: list[dict], batch: int) -> int | None:
     ``tasks[i]``: ``{weight, best_us (None: no valid measurement), trials, batches, history, done,
     floor_us (optional)}``."""
     live = [i for i, t in enumerate(tasks) if not t.get("done")]
-    for i in live:                                     # warm-up, plan order
+    for i in live:                                     # warm-up, plan order: every task one batch first
+        if tasks[i].get("batches", 0) == 0:            # (a task without trials is a kernel export refuses)
+            return i
+    for i in live:                                     # then a second for those without a valid measurement
         if tasks[i].get("best_us") is None and tasks[i].get("batches", 0) < WARMUP_BATCHES:
             return i
     scored = [(expected_saving_us(tasks[i], batch), -i) for i in live if tasks[i].get("best_us") is not None]

@@ -440,8 +440,11 @@ def trials_per_iter(trials: int, n_tasks: int = 1) -> int:
     forced = os.environ.get("ASIGHT_TRIALS_PER_ITER")
     if forced:
         return max(1, int(forced))
-    floor = 8 if n_tasks == 1 else 4
-    return max(floor, min(32, trials // max(2, n_tasks)))
+    if n_tasks == 1:
+        return max(8, min(32, trials // 2))
+    # several tasks: one warm-up batch each must fit the budget (a task left without a trial is a
+    # kernel `asight export` refuses), so the batch shrinks below 4 only when the budget is that small
+    return max(min(4, max(1, trials // n_tasks)), min(32, trials // n_tasks))
 
 
 # --------------------------------------------------------------------------- measurement

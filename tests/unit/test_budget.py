@@ -17,6 +17,15 @@ def test_warm_up_first_in_plan_order_then_failures_wait():
     assert budget.next_task([task(1.0, done=True), task(None, done=True)], 8) is None
 
 
+def test_every_task_gets_its_first_batch_before_any_task_a_second():
+    """A task left without a trial is a kernel `asight export` refuses: a failed first batch waits
+    until every later task (the lightest come last in plan order) had one."""
+    tasks = [task(None, batches=1), task(None, batches=0)]
+    assert budget.next_task(tasks, 8) == 1
+    tasks[1] = task(5.0, batches=1)
+    assert budget.next_task(tasks, 8) == 0                         # then the retry
+
+
 def test_the_batch_goes_where_it_saves_most_end_to_end():
     # the same trials and progress: the task holding more of the model's time wins (calls x latency)
     heavy, light = task(2160.0, weight=2), task(550.0, weight=2)
