@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
+from ..errors import AsightError
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
@@ -212,12 +213,23 @@ def _new_record(raw: dict, params: dict, started: float, run: Run | None) -> dic
         return None
     chosen = raw.get("chosen") or params.get("chosen")
     extra = {"check": headline.get("check"), "chosen": chosen, "applied": headline.get("applied")}
+    if run is not None and not raw.get("chosen"):   # the same choice: the tasks that kept their default keep it
+        extra["defaults"] = _kept_defaults(run)
     scope = "program" if raw.get("kind") == "relax" else "function" if len(raw.get("kernels") or []) == 1 else "module"
     if run is not None:
         extra["trials"] = len(run.records())
     record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], "asight profile", scope,
                                started, {k: v for k, v in extra.items() if v is not None})
     return record
+
+
+def _kept_defaults(run: Run) -> list | None:
+    """The run's tasks whose default schedule beat every trial (``measurement.defaults``, issue 21):
+    a re-measurement with the same choice keeps them, so the export does not count them missing."""
+    try:
+        return (run.load().measurement or {}).get("defaults")
+    except (AsightError, OSError):
+        return None
 
 
 def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta | None, fresh: bool) -> None:

@@ -99,7 +99,10 @@ def test_a_tasks_loop_view_and_search_space(model_session):
     sel = model_session["taskSelector"]
     assert sel["value"] == model_session["spaceTask"], sel
     tried = {r["task"] for r in model_session["rows"] if r["cells"][4] not in ("0", "–")}
-    assert set(sel["options"]) == tried, (sel, tried)                        # no task without trials
+    untried = {r["task"] for r in model_session["rows"]} - tried
+    # every tried kernel of the Model table, no task without trials (a task the VM runs as a builtin,
+    # not a timed row of the table, may be listed when it has trials)
+    assert tried <= set(sel["options"]) and not set(sel["options"]) & untried, (sel, tried)
 
 
 def test_the_tasks_scheduled_code_is_named_after_it(model_session):
