@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
-from ..errors import AsightError
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
@@ -118,7 +117,8 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         if candidate is not None:
             params["candidate"] = _candidate_params(candidate, client)
         raw = _measure(client, params, options)
-    new_record = _new_record(raw, params, started, run if fresh else None) if measure else None
+    kept = (record or meta.measurement or {}).get("defaults") if fresh else None   # from the record chosen is from
+    new_record = _new_record(raw, params, started, run if fresh else None, kept) if measure else None
     if measure:
         record = new_record
         key = _cache_key(text, selection, run, options, record)
@@ -206,7 +206,7 @@ def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
     return all(meta.source_hashes.get(f.id) in (None, function_hash(text, f)) for f in selection.functions)
 
 
-def _new_record(raw: dict, params: dict, started: float, run: Run | None) -> dict | None:
+def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: list | None = None) -> dict | None:
     """The measurement record of the worker's headline; a current run keeps it as its headline."""
     headline = raw.get("headline") or {}
     if not headline.get("raw"):
@@ -214,22 +214,13 @@ def _new_record(raw: dict, params: dict, started: float, run: Run | None) -> dic
     chosen = raw.get("chosen") or params.get("chosen")
     extra = {"check": headline.get("check"), "chosen": chosen, "applied": headline.get("applied")}
     if run is not None and not raw.get("chosen"):   # the same choice: the tasks that kept their default keep it
-        extra["defaults"] = _kept_defaults(run)
+        extra["defaults"] = kept                    # (``measurement.defaults``: the export does not count them missing)
     scope = "program" if raw.get("kind") == "relax" else "function" if len(raw.get("kernels") or []) == 1 else "module"
     if run is not None:
         extra["trials"] = len(run.records())
     record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], "asight profile", scope,
                                started, {k: v for k, v in extra.items() if v is not None})
     return record
-
-
-def _kept_defaults(run: Run) -> list | None:
-    """The run's tasks whose default schedule beat every trial (``measurement.defaults``, issue 21):
-    a re-measurement with the same choice keeps them, so the export does not count them missing."""
-    try:
-        return (run.load().measurement or {}).get("defaults")
-    except (AsightError, OSError):
-        return None
 
 
 def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta | None, fresh: bool) -> None:
