@@ -9,7 +9,7 @@ import numpy as np
 
 from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
-from .relax_pipeline import bindings, folded, fuse, group, legalize
+from .relax_pipeline import bindings, build_tuned, folded, fuse, group, legalize
 from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
@@ -209,7 +209,7 @@ def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts
     out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
                                         call_sites(mod, target, False, fn), legal_flops, {})
     if any(r["tuned"] for r in records.values()):
-        executable = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        executable = build_tuned(database, mod, target)
         out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn),
                                          _prim_flops(fused), records)
     elif trials is not None:

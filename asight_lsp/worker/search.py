@@ -21,10 +21,19 @@ class TrialBudget:
     """Trials a run may still measure, shared by the search of every task; ``repeats_skipped``
     counts candidates dropped because the database already held their schedule."""
 
-    def __init__(self, trials: int):
+    def __init__(self, trials: int, tasks: list[str] | None = None):
         self.left = trials
         self.repeats_skipped = 0
         self.ended: list[dict] = []   # tasks whose search stopped with budget left (analysis/shortfall.py)
+        self.waiting = set(tasks or [])   # tasks that have not proposed their first batch yet
+
+    def started(self, task: str) -> None:
+        self.waiting.discard(task)
+
+    def spare(self) -> int:
+        """Trials beyond one for every task still waiting for its first batch: what extras (twin
+        transfers) may take without leaving a kernel untried for the export to refuse."""
+        return max(0, self.left - len(self.waiting))
 
     def search_ended(self, task: str, why: str, proposed: int) -> None:
         """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer) or
@@ -107,6 +116,7 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
             if candidates is None:
                 self.budget.search_ended(self.task, "sampling", self.proposed)
                 return None
+            self.budget.started(self.task)
             fresh = [c for c in candidates if not self.measured.holds(c.sch.mod)]
             self.budget.repeats_skipped += len(candidates) - len(fresh)
             if fresh or not candidates:
