@@ -101,6 +101,12 @@ def prepacks(target) -> bool:
     return levers.prepacks(target.kind.name, set() if lever_on("layout") else {"layout"})
 
 
+def kernel_of(built_name: str) -> str:
+    """The fused kernel (task) a function of a ``build_tuned`` library runs: a kernel whose schedule
+    re-lays its weights is named ``<kernel>_prepacked`` there (``SplitLayoutRewritePreproc``)."""
+    return built_name.removesuffix("_prepacked")
+
+
 def build_tuned(database, mod, target):
     """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight

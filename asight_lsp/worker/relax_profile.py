@@ -9,7 +9,7 @@ import numpy as np
 
 from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
-from .relax_pipeline import bindings, build_tuned, folded, fuse, group, legalize
+from .relax_pipeline import bindings, build_tuned, folded, fuse, group, kernel_of, legalize
 from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
@@ -112,7 +112,7 @@ def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], lis
         if before:
             starts.append(time.perf_counter_ns())
         else:
-            current.append((str(name), (time.perf_counter_ns() - starts.pop()) / 1e3))
+            current.append((kernel_of(str(name)), (time.perf_counter_ns() - starts.pop()) / 1e3))
         return 0  # VMInstrumentReturnKind.kNoOp
 
     vm.set_instrument(hook)

@@ -30,6 +30,11 @@ class TrialBudget:
     def started(self, task: str) -> None:
         self.waiting.discard(task)
 
+    def cap(self, task: str) -> int:
+        """The most trials ``task``'s next batch may take: one is kept for every other task still
+        waiting for its first batch (at least one, while any is left)."""
+        return max(1, self.left - len(self.waiting - {task})) if self.left > 0 else 0
+
     def spare(self) -> int:
         """Trials beyond one for every task still waiting for its first batch: what extras (twin
         transfers) may take without leaving a kernel untried for the export to refuse."""
@@ -38,6 +43,7 @@ class TrialBudget:
     def search_ended(self, task: str, why: str, proposed: int) -> None:
         """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer) or
         "repeats" (only known schedules); ``proposed`` = candidates it gave this session."""
+        self.waiting.discard(task)   # nothing to wait for: its reserved trial goes back to the others
         if self.left > 0:
             self.ended.append({"task": task, "why": why, "proposed": proposed})
 
@@ -120,7 +126,7 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
             fresh = [c for c in candidates if not self.measured.holds(c.sch.mod)]
             self.budget.repeats_skipped += len(candidates) - len(fresh)
             if fresh or not candidates:
-                fresh = fresh[:self.budget.left]
+                fresh = fresh[:self.budget.cap(self.task)]
                 self.budget.left -= len(fresh)
                 self.proposed += len(fresh)
                 return fresh
