@@ -141,13 +141,14 @@ class RunSummary(TypedDict, total=False):
     tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
     failures: list           # [FailureGroup], largest first
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
+    measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
 
 
 class RunUpdated(TypedDict, total=False):
     """``asight/runUpdated``: sent on every progress event and when a run ends."""
     schema: str              # SCHEMA_RUN_UPDATED
     uri: str | None
-    event: str               # started | progress | finished | profiled (a model's per-call times are cached)
+    event: str               # started | progress | finished | profiled (a new measurement or per-call profile is shown)
     run: RunSummary
 
 
