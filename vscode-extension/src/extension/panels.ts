@@ -159,6 +159,8 @@ export class PanelManager implements vscode.Disposable {
   private readonly panels = new Map<PanelKind, Panel>();
   /** Per panel kind and run, the measurement it last showed (kept when the panel is closed). */
   private readonly shownMeasurement = new Map<string, string>();
+  /** Per panel kind and run, the last change of measurement it showed ({from, to} ids). */
+  private readonly changes = new Map<string, { from: string; to: string }>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(readonly context: vscode.ExtensionContext, readonly server: ServerManager, private readonly actions: PanelActions) {
@@ -281,7 +283,10 @@ export class PanelManager implements vscode.Disposable {
     const key = `${kind}:${run}`;
     const before = this.shownMeasurement.get(key);
     this.shownMeasurement.set(key, id);
-    return before && before !== id ? { from: before, to: id } : undefined;
+    if (before && before !== id) this.changes.set(key, { from: before, to: id });
+    // the line stays while that measurement is shown (a redraw or reopening does not hide that it changed)
+    const change = this.changes.get(key);
+    return change?.to === id ? change : undefined;
   }
 
   /** Runs of the panel's function, newest first (for the run picker). */
