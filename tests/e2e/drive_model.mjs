@@ -147,7 +147,8 @@ const loopValues = (f) => f.evaluate(() => {
   const labels = [...document.querySelectorAll(".loop-view .bar-label")];
   const cut = labels.filter((l) => l.textContent.includes("…") || l.scrollWidth > l.clientWidth + 1).map((l) => l.textContent);
   return { values: labels.length, cut, axes: [...document.querySelectorAll(".loop-name")].map((n) => n.textContent.trim()),
-    runLine: document.querySelector(".run-line")?.textContent ?? "", text: document.body.innerText };
+    runLine: document.querySelector(".run-line")?.textContent ?? "",
+    us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [] };
 });
 
 /** Stage graph: its nodes' texts, kernels with their cost line, the header's run line. */
@@ -162,11 +163,11 @@ const graphFacts = (f) => f.evaluate(() => ({
   // sideways scroll of the panel or of the graph's box (issue 23: a model's chain scrolled at 1000×800)
   overflowX: Math.max(document.scrollingElement.scrollWidth - window.innerWidth,
     (() => { const g = document.querySelector(".graph-scroll"); return g ? g.scrollWidth - g.clientWidth : 0; })()),
-  text: document.body.innerText,
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
 }));
 
-/** The figures of a panel a user reads, for the "us" check (µs / ms only). */
-const panelText = (f) => f.evaluate(() => document.body.innerText).catch(() => "");
+/** Where a panel's text has "us" after a figure (µs / ms only), for the check. */
+const panelUs = (f) => f.evaluate(() => document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? []).catch(() => ["unread"]);
 
 /** Model panel: its headline, which measurement it shows, whether it says the measurement changed or a newer one exists. */
 const modelFacts = (f) => f.evaluate(() => ({
@@ -174,12 +175,13 @@ const modelFacts = (f) => f.evaluate(() => ({
   measurement: document.querySelector(".measured")?.dataset.measurement ?? null,
   measuredText: document.querySelector(".measured")?.textContent ?? "",
   changed: document.querySelector(".measured .changed")?.textContent ?? null,
+  changedFrom: document.querySelector(".measured .changed")?.dataset.from ?? null,
   newer: document.querySelector("header p.newer")?.textContent ?? null,
   rows: [...document.querySelectorAll("tr.task-row")].map((r) => ({ task: r.getAttribute("data-task"),
     cells: [...r.querySelectorAll(":scope > td")].slice(1, 8).map((td) => td.textContent.trim()),
     calls: [...r.querySelectorAll("button.call")].map((b) => b.textContent.trim()) })),
   rendered: Number(document.body.dataset.rendered ?? 0),
-  text: document.body.innerText,
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
 }));
 
 /** The model lens's quick pick rows (label + detail), closed again. */
@@ -197,9 +199,10 @@ const hotspotFacts = (f) => f.evaluate(() => ({
   measurement: document.querySelector(".measured")?.dataset.measurement ?? null,
   measuredText: document.querySelector(".measured")?.textContent ?? "",
   changed: document.querySelector(".measured .changed")?.textContent ?? null,
+  changedFrom: document.querySelector(".measured .changed")?.dataset.from ?? null,
   notes: [...document.querySelectorAll("ul.notes li")].map((li) => li.textContent),
   rendered: Number(document.body.dataset.rendered ?? 0),
-  text: document.body.innerText,
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
 }));
 
 /** Check and photograph the editor, Model panel, loop view and stage graph at one size and theme. */
@@ -214,7 +217,7 @@ async function surfaces(tag) {
   await shot(`${tag}-editor`);
   await focusTab("ASight Model");
   const model = await panelFrame("model", 30000);
-  if (model) out.model = { ...(await modelColumns(model)), text: await panelText(model) };
+  if (model) out.model = { ...(await modelColumns(model)), us: await panelUs(model) };
   await shot(`${tag}-model`);
   await focusTab("ASight Loop view");
   const loops = await panelFrame("loopView", 30000);

@@ -112,6 +112,12 @@ export function measurementLine(msg: ShowMessage): HTMLElement | null {
   const change = msg.measurementChange;
   return h("div", { class: busy ? "measured busy" : "measured", "data-measurement": str(m.id) },
     h("p", { class: "hint" }, text, busy ? " The machine was busy: these figures are noisy." : ""),
-    change ? h("p", { class: "hint changed", role: "status" },
-      `A new measurement (${change.to}) is shown; this panel showed ${change.from} before.`) : null);
+    change ? h("p", { class: "hint changed", role: "status", "data-from": change.from, "data-to": change.to },
+      `A new measurement (${idTime(change.to)}) is shown; this panel showed the one of ${idTime(change.from)} before.`) : null);
+}
+
+/** `09:33:17 UTC` of a measurement id (`20261126-093317-744`: views/measured.py), else the id itself. */
+export function idTime(id: string): string {
+  const m = /^\d{8}-(\d\d)(\d\d)(\d\d)/.exec(id);
+  return m ? `${m[1]}:${m[2]}:${m[3]} UTC` : id;
 }
