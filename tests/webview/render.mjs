@@ -276,12 +276,12 @@ function chainGraph() {
   nodes.push({ id: "output:gv", kind: "io", role: "output", label: "gv", layer, row: 0 });
   edges.push(e(prev, "output:gv", "gv"));
   return { schema: "asight.stageGraph/1", status: "ok", level: "model", notes: [],
-    run: { id: "Module-chain", function: "Module", trials: 112, measured: 112, headline: "88 µs · 2.1× vs untuned" },
+    run: { id: "Module-20261126-093856-77f0", function: "Module", trials: 112, measured: 112, headline: "88 µs · 2.1× vs untuned" },
     function: "Module.main", kind: "relax_function", summary: "28 kernel calls of 6 kernels", nodes,
     edges: edges.filter((x) => nodes.some((n) => n.id === x.target)) };
 }
 
-for (const width of [480, 1000, 1400]) {
+for (const width of [200, 480, 1000, 1400]) {   // 200: the panel's width at 1000×800 with three editor groups
   await run(`stageGraph.chain.${width}`, async () => {
     const newer = { taken: 1795674078, when: "26 Nov 09:41:18", by: "the editor's Re-measure", load: "quiet (other processes 0.10 cores)",
       busy: false, text: "" };

@@ -10,7 +10,7 @@ import { header, notes, pct, reveal, sourceLink } from "./common";
 import { post } from "./host";
 import { arr, h, mount, num, obj, s, str } from "./dom";
 import { glossary } from "./glossary";
-import { boxDown, boxOf, DOWN_GAP_X, GAP_X, NODE_H, NODE_W, portX, portY, routeDown, routeEdge, type Box, type Placed, type Route } from "./layout";
+import { boxDown, boxOf, GAP_X, NODE_H, NODE_W, portX, portY, routeDown, routeEdge, type Box, type Placed, type Route } from "./layout";
 
 /** How a graph is laid out: left to right by layer (a kernel's blocks), or top-down (a model's kernel
  * calls: a long chain grows downwards and fits the panel's width). */
@@ -141,7 +141,7 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   const edges = arr<GraphEdge>(p.edges).filter((e) => byKey.has(e.source) && byKey.has(e.target));
   // A model's kernel calls flow top-down (a long chain grows downwards); a kernel's blocks left to right.
   const flow = p.level === "model" ? DOWN : ACROSS;
-  const right = flow.down ? DOWN_GAP_X + 110 : GAP_X / 3 + 4;   // room for edge labels / a loop-back edge
+  const right = flow.down ? 70 : GAP_X / 3 + 4;   // room for the labels of edges beside / a loop-back edge
   const width = Math.max(...nodes.map((n) => nodeBox(n, flow).x + NODE_W), 200) + right;
   const height = Math.max(...nodes.map((n) => nodeBox(n, flow).y + NODE_H), 100) + 30;
   const svg = s("svg", { class: "stage-graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
