@@ -75,10 +75,10 @@ def test_twins_and_kept_defaults_are_shown():
     text = render(view)
     assert "conv_a: twin of conv_b; 1 transfer(s), 1 adopted" in text and "(4.00x)" in text
     mean = next(line for line in text.splitlines() if line.startswith("mean"))
-    assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
+    assert "default schedule kept (0.9 µs vs best trial 3.90 ms" in mean
     outlook = text.split("next trials")[1].splitlines()
-    assert outlook[1].strip().startswith("conv_a: ~1.2 us saved (12.0% of the model); 40 trials")
-    assert outlook[2].strip().startswith("mean: ~0.1 us")
+    assert outlook[1].strip().startswith("conv_a: ~1.2 µs saved (12.0% of the model); 40 trials")
+    assert outlook[2].strip().startswith("mean: ~0.1 µs")
     assert "twins" not in render(model_view(profile)) and "next trials" not in render(model_view(profile))
 
 

@@ -168,3 +168,29 @@ export function taskPickItems(tasks: readonly string[], rows: readonly ModelRow[
     return { label: task, description: parts.filter(Boolean).join(" · "), task };
   });
 }
+
+/** Trials `Tune the missing kernels` asks for: a few batches per kernel (at least 8 in all). */
+export const TRIALS_PER_MISSING = 4;
+
+export interface ExportAction { label: string; args: { tuneMissing?: number; allowUntuned?: boolean }; progress: string; done: string }
+
+/**
+ * What a refused export offers (`asight export` refuses kernels the run has no record for): tune
+ * them (`--tune-missing N`) or export anyway (`--allow-untuned`), each the same export run again
+ * through the server. Undefined when the export was not refused for missing kernels.
+ */
+export function refusalActions(data: { status?: string; applied?: { missing?: string[] } } | undefined):
+  { tune: ExportAction; anyway: ExportAction } | undefined {
+  const missing = Array.isArray(data?.applied?.missing) ? data!.applied!.missing!.filter((m) => typeof m === "string") : [];
+  if (data?.status !== "refused" || missing.length === 0) return undefined;
+  const trials = Math.max(8, TRIALS_PER_MISSING * missing.length);
+  const kernels = `${missing.length} kernel${missing.length === 1 ? "" : "s"}`;
+  return {
+    tune: { label: `Tune the missing kernels (${trials} trials)`, args: { tuneMissing: trials },
+      progress: `ASight: tuning the ${kernels} without a record (${trials} trials), then exporting…`,
+      done: `tuned the ${kernels} without a record (${trials} trials)` },
+    anyway: { label: "Export anyway (untuned kernels)", args: { allowUntuned: true },
+      progress: `ASight: exporting with ${kernels} on TVM's default schedule…`,
+      done: `exported with ${kernels} untuned (${missing.join(", ")})` },
+  };
+}
