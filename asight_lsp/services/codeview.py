@@ -27,6 +27,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
+from ..analysis.default_candidate import dlight_kept
 from .lookup import check_run_function, chosen_records, latest_run, prepare_run
 
 SCHEMA = SCHEMA_CODE
@@ -72,12 +73,15 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
+              "kept": "dlight" if candidate is None and meta and dlight_kept(meta.measurement) else None,
               "task": task, "weights": wire.weights_beside(path)}
     with borrowed(worker) as client:
         if check:
             require_parsed(text, path, selection.unit, client)
         reply = client.request(wire.CODE, params, timeout=300)
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
+    if (reply.get("applied") or {}).get("kept") == "dlight":
+        _dlight_payload(payload, meta)
     if reply.get("task"):
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
         if level == "scheduled":
@@ -94,6 +98,16 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
     return payload, record
+
+
+def _dlight_payload(payload: dict, meta) -> None:
+    """A GPU run whose DLight baseline beat the tuned record shows DLight's program as its result."""
+    kept = dlight_kept(meta.measurement)
+    default = next((d for d in (meta.measurement or {}).get("defaults") or [] if d.get("default") == "dlight"), {})
+    payload["candidate"] = {"trial": None, "kept": "dlight", "latencyUs": default.get("default_us"), "best": True,
+                            "tunedTrial": default.get("trial"), "tunedUs": default.get("measured_us")}
+    payload["note"] = (f"{kept['text']}: this is DLight's default schedule, the run's result "
+                       f"(--candidate {default.get('trial', 'N')} shows the tuned record)")
 
 
 def _task_payload(payload: dict, reply: dict, run: Run | None) -> None:

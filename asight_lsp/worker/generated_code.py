@@ -92,6 +92,8 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
         sch = s_tir.Schedule(mod)
         Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
         return _tied(func, sch, {"source": "the requested record's trace"})
+    if params.get("kept") == "dlight":
+        return _dlight_kept(mod, params)
     db = run_database(params.get("run_dir"))
     if db is None:
         return mod, {"source": "untuned (no run)", "lineage": []}
@@ -101,6 +103,15 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
     sch = apply_record(func, record, serial=bool(params.get("serial")))
     return _tied(func, sch, {"source": "best record of the run", "match": match,
                              "latency_us": record_latency(record) * 1e6})
+
+
+def _dlight_kept(mod, params: dict) -> tuple[object, dict]:
+    """The run's result when DLight's default schedule beat its tuned record (a GPU run's
+    ``measurement.kept``, ``analysis/default_candidate.keep_baseline``): DLight on a copy."""
+    from .baseline import dlight_default
+    scheduled = dlight_default(mod, gpu_target(params.get("target")))
+    return scheduled, {"source": "DLight's default schedule (kept: it measured faster than the tuned record)",
+                       "kept": "dlight", "lineage": []}
 
 
 def _tied(func, sch, applied: dict) -> tuple[object, dict]:

@@ -109,7 +109,7 @@ def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | N
     from .twins import lever_on
     if not lever_on("default"):
         return None, None
-    plain = fresh_copy(mod)
+    plain = baseline_of(mod, target)[0] if is_gpu(target) else fresh_copy(mod)   # a GPU's default: DLight
     rt = build_prim(plain, target)
     args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
     once_us = float(rt.time_evaluator(entry_name(plain), dev, number=1, repeat=1)(*args).mean) * 1e6
@@ -283,5 +283,6 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
     extra["check"] = result["check"]
     record = comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
     if is_gpu(target):
+        record = defaults_rule.keep_baseline(record)   # DLight won: its record moves to ``defaults``
         record["gpu"] = gpu_headline(record)      # tuned vs DLight (+ vendor); kept = the faster
     return record
