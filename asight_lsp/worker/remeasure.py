@@ -21,7 +21,7 @@ from ..analysis import default_candidate as defaults_rule
 from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from .compat import ms, relax, s_tir, tirx, tvm
-from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference
+from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference, vendor_workload
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
@@ -279,7 +279,7 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
         scope = "function" if len(pairs) == 1 else "module"
         if is_gpu(target) and len(pairs) == 1 and result["last"] and "tuned" in result["last"][1]:
             arrays, outputs = result["last"]
-            extra["vendor"] = vendor_reference(arrays, outputs["tuned"][-1])
+            extra["vendor"] = vendor_reference(arrays, outputs["tuned"][-1], workload=vendor_workload(tasks[0][1]))
     extra["check"] = result["check"]
     record = comparison_record(result["raw"], result["untuned"], result["tuned"], by, scope, time.time(), extra, seed)
     if is_gpu(target):
