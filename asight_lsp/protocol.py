@@ -78,7 +78,7 @@ REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEA
                    REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
                    REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF,
                    REQ_MODEL: SCHEMA_MODEL}
-CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"]   # asight/code "level" (cuda: a GPU run's CUDA source)
+CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda", "ptx"]   # asight/code "level" (cuda/ptx: a GPU run's kernels)
 
 STATUS_OK = "ok"
 STATUS_UNAVAILABLE = "unavailable"   # the payload builder does not exist yet / no run to show

@@ -170,6 +170,8 @@ def code(params: dict, emit=None) -> dict:
         return out
     if level == "cuda":
         return {**out, **cuda_source(mod, params.get("target"))}
+    if level == "ptx":
+        return {**out, **ptx_source(mod, params.get("target"))}
     target = measuring_target(params.get("target"))
     out["target"] = str(target)
     if level == "lowered":
@@ -180,6 +182,37 @@ def code(params: dict, emit=None) -> dict:
     kind = "ll" if level == "llvm" else "asm"
     out.update(text=built.inspect_source(kind), format=level)
     return out
+
+
+def ptx_compiler() -> tuple[str | None, str | None]:
+    """(compiler TVM's ``compile_cuda`` can use here, None) — ``nvcc`` on PATH, else NVRTC from the
+    cuda-bindings package — or (None, why there is none, in one line)."""
+    import importlib.util
+    import shutil
+    if shutil.which("nvcc"):
+        return "nvcc", None
+    if importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None:
+        return "nvrtc", None
+    return None, ("PTX needs a CUDA compiler: nvcc is not on PATH and NVRTC (the cuda-bindings package) is not "
+                  "installed; the cuda level shows the kernels' source")
+
+
+def ptx_source(mod, spec) -> dict:
+    """The PTX of the run's CUDA kernels, compiled here with line info (``-lineinfo``: ``.loc`` lines
+    of the CUDA source, which ``analysis/codelinks.ptx_links`` follows to the TIR lines); the CUDA
+    text and its stores come along for those links.  Needs nvcc or NVRTC, not a GPU."""
+    cuda = cuda_source(mod, spec)
+    compiler, why = ptx_compiler()
+    if why:
+        raise ValueError(why)
+    target = gpu_target(spec)
+    arch = str(target.attrs.get("arch", "")) or None
+    from .compat import nvcc
+    with target:
+        ptx = nvcc().compile_cuda(cuda["text"], target_format="ptx", arch=arch, options=["-lineinfo"],
+                                  compiler=compiler)
+    return {**cuda, "text": bytes(ptx).decode("utf-8", errors="replace"), "format": "ptx", "cuda": cuda["text"],
+            "compiler": compiler}
 
 
 def gpu_target(spec):

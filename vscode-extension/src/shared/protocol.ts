@@ -74,7 +74,7 @@ export const REQUEST_SCHEMAS = {
   [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
   [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF, [REQ_MODEL]: SCHEMA_MODEL,
 } as const;
-export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"] as const; // asight/code "level" (cuda: a GPU run's CUDA source)
+export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda", "ptx"] as const; // asight/code "level" (cuda/ptx: a GPU run's kernels)
 export type CodeLevel = (typeof CODE_LEVELS)[number];
 
 export const STATUS_OK = "ok";
