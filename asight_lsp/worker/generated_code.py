@@ -201,7 +201,7 @@ def ptx_source(mod, spec) -> dict:
     """The PTX of the run's CUDA kernels, compiled here with line info (``-lineinfo``: ``.loc`` lines
     of the CUDA source, which ``analysis/codelinks.ptx_links`` follows to the TIR lines); the CUDA
     text and its stores come along for those links.  Needs nvcc or NVRTC, not a GPU."""
-    cuda = cuda_source(mod, spec)
+    cuda = cuda_source(mod, spec, "ptx")
     compiler, why = ptx_compiler()
     if why:
         raise ValueError(why)
@@ -215,7 +215,7 @@ def ptx_source(mod, spec) -> dict:
             "compiler": compiler}
 
 
-def gpu_target(spec):
+def gpu_target(spec, level: str = "cuda"):
     """The run's GPU target (CUDA source needs no device: TVM's codegen writes it without one)."""
     from .metaschedule import resolve_target
     if isinstance(spec, dict):
@@ -223,7 +223,7 @@ def gpu_target(spec):
     target = resolve_target(spec) if spec else None
     if target is None or target.kind.name != "cuda":
         kind = target.kind.name if target is not None else "the host CPU"
-        raise ValueError(f"the cuda level shows a CUDA run's kernels; this run's target is {kind}")
+        raise ValueError(f"the {level} level shows a CUDA run's kernels; this run's target is {kind}")
     return target
 
 
@@ -243,11 +243,11 @@ def store_lines(mod) -> list:
     return found
 
 
-def cuda_source(mod, spec) -> dict:
+def cuda_source(mod, spec, level: str = "cuda") -> dict:
     """The CUDA C source TVM generates for the scheduled module, and the lowered stores (buffer,
     source line) that ``analysis/codelinks.cuda_links`` ties its lines to.  No GPU and no nvcc needed
     (without the CUDA runtime, TVM keeps the source in a fallback module); PTX needs nvcc."""
-    target = gpu_target(spec)
+    target = gpu_target(spec, level)
     built = tvm.tirx.build(mod, target=target)
     device = next((m for m in built.imports), None)
     if device is None:
