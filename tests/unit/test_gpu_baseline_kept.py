@@ -53,3 +53,22 @@ def test_nothing_tuned_or_nothing_measured_changes_nothing():
 
 def test_long_latencies_read_in_ms():
     assert rule.kept_text(record(1500.0, 2250.0, "slower")) == "DLight's default kept: tuned 2.250 ms vs DLight 1.500 ms"
+
+
+def test_the_tune_summary_says_dlight_was_kept():
+    """What ``asight tune`` prints after a GPU run whose tuned record lost (commands/tune.headline_lines),
+    on a record of interleaved rounds (the harness's shape) with DLight at 25 µs and tuned at 31 µs."""
+    from asight_lsp.analysis.gpu_headline import headline as gpu_headline
+    from asight_lsp.commands.tune import headline_lines
+    from asight_lsp.store.runs import RunMeta
+    from tests.conftest import measured
+    record = {**measured(25.0, 31.0), "baseline": DLIGHT, "chosen": [dict(c) for c in CHOSEN], "defaults": [],
+              "vendor": {"note": "PyTorch is not installed (no cuBLAS/cuDNN reference)"}}
+    record = rule.keep_baseline(record)
+    record["gpu"] = gpu_headline(record)
+    lines = headline_lines(RunMeta(id="r", file="f.py", function="main", kind="tir", measurement=record))
+    gpu = [line for line in lines if line.startswith("gpu      ") or line.startswith("         DLight")]
+    assert gpu[0].startswith("gpu      tuned 31.0 µs vs DLight's default schedule 25.0 µs: 0.81× — SLOWER than")
+    assert any(line.strip().startswith("DLight's default kept: tuned 31.0 µs vs DLight 25.0 µs (tuning lost")
+               for line in lines)
+    assert record["chosen"] == [] and record["defaults"][0]["trial"] == 76

@@ -26,6 +26,7 @@ for (const [name, { kind, payload, viewport }] of Object.entries(cases)) {
         bindingText: block?.querySelector(".gpu-binding-text")?.textContent ?? null,
         facts,
         limiter: block?.querySelector(".gpu-limiter")?.textContent ?? null,
+        kept: block?.querySelector(".gpu-kept")?.textContent ?? null,
         limiterKind: block?.querySelector(".gpu-limiter")?.getAttribute("data-kind") ?? null,
         source: block?.querySelector(".gpu-source")?.textContent ?? null,
         stages: document.querySelectorAll("section.stage").length,

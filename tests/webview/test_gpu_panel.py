@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.analysis.default_candidate import keep_baseline
+from asight_lsp.store.runs import RunStore
+
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +46,14 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     proc = asight("adopt", str(bare), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(unmeasured))
     assert proc.returncode == 0, proc.stderr
     with_counters, without = loop_payload(measured), loop_payload(unmeasured)
+    # the same run once its re-measurement found DLight faster (medians as test inputs; no GPU here)
+    run = RunStore(str(measured)).get("latest")
+    meta = run.load()
+    meta.measurement = keep_baseline({"untuned": {"median_us": 120.0}, "tuned": {"median_us": 140.0},
+                                      "verdict": "slower", "baseline": {"kind": "dlight"},
+                                      "chosen": [{"task": "main", "trial": 76}], "defaults": []})
+    run.save(meta)
+    kept = loop_payload(measured)
     hostile = copy.deepcopy(with_counters)
     hostile["gpu"]["shared"] = [HOSTILE]
     hostile["gpu"]["limiter"]["text"] = HOSTILE
@@ -50,6 +61,7 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     cases = {"measured": {"kind": "loopView", "payload": with_counters},
              "narrow": {"kind": "loopView", "payload": with_counters, "viewport": {"width": 420, "height": 800}},
              "unmeasured": {"kind": "loopView", "payload": without},
+             "kept": {"kind": "loopView", "payload": kept},
              "hostile": {"kind": "loopView", "payload": hostile},
              "cpu": {"kind": "loopView", "payload": cpu}}
     path = tmp / "cases.json"
@@ -97,3 +109,10 @@ def test_names_in_the_block_are_text_and_a_cpu_run_has_no_block(drawn):
     assert f["pwned"] is None and f["imgs"] == 0 and HOSTILE in f["text"]
     cpu = drawn["facts"]["cpu"]
     assert cpu["gpuBlocks"] == 0 and cpu["stages"] >= 1
+
+
+def test_when_dlight_was_kept_the_block_says_it_shows_the_best_tuned_candidate(drawn):
+    f = drawn["facts"]["kept"]
+    assert f["gpuBlocks"] == 1 and f["kept"] == ("DLight's default kept: tuned 140.0 µs vs DLight 120.0 µs: the run "
+                                                 "keeps DLight's default schedule; this is the best tuned candidate")
+    assert drawn["facts"]["measured"]["kept"] is None

@@ -179,6 +179,8 @@ export interface GpuBlock {
   limiter?: { kind?: string; text?: string } | null;
   lines?: string[];
   sources?: Record<string, string>;
+  /** DLight's default schedule beat the tuned record: the run keeps it (this block is the best tuned). */
+  kept?: string;
 }
 
 // ------------------------------------------------------------------------- asight.stageGraph/1

@@ -55,6 +55,7 @@ export function gpuSection(value: unknown): HTMLElement | null {
     h("div", { class: "gpu-binding", title: str(sources.binding) },
       ...axes.map(([axis, n]) => h("span", { class: `gpu-axis ${axis.split(".")[0]}`, "data-axis": axis,
         title: AXIS_TITLES[axis.split(".")[0]] ?? "" }, `${axis} `, h("strong", {}, String(n))))),
+    str(g.kept) ? h("p", { class: "gpu-kept", role: "note" }, str(g.kept)) : null,
     h("p", { class: "hint gpu-binding-text" }, str(g.binding)),
     h("dl", { class: "gpu-facts" },
       fact("shared memory buffers", bufferList(arr<string>(g.shared).map((x) => str(x))), str(sources.memory), "shared"),
