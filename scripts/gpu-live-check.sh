@@ -43,6 +43,8 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda-13.0/lib64; do [ -d "$d" ] && exp
 } 2>&1 | tee "$OUT/env.txt"
 $PY -c "import tvm, asight_lsp" 2>/dev/null || PYTHONPATH=$PWD $PY -c "import tvm" \
   || { echo "no TVM for $PY: carry the wheels (scripts/gpu-live-prepare.sh)" | tee -a "$OUT/env.txt"; exit 2; }
+# the parsing worker's OS sandbox (libseccomp, landlock; docs/sandbox.md) must come up there, or it refuses
+PYTHONPATH=$PWD timeout 60 $PY -m asight_lsp check fixtures/matmul64.py 2>&1 | tee -a "$OUT/env.txt"
 
 PYTHONPATH=$PWD timeout 180 $PY -m pytest -q -rs -p no:cacheprovider \
   tests/worker/test_gpu_baseline.py "tests/worker/test_adopt_gpu.py::test_ptx_with_nvcc_is_linked_through_the_cuda_lines_to_the_tir" \
