@@ -16,7 +16,7 @@ export const SERVER_NAME = "asight-lsp";
 export const PROTOCOL_VERSION = 1;
 
 // ------------------------------------------------------------------------------------ commands
-export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
+export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
 // space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?, remeasure?, replace?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
@@ -90,6 +90,7 @@ export const OPT_TARGET = "target"; // default tuning target (null = host CPU)
 export const OPT_TRIALS = "trials"; // default trial budget
 export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
 export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
+export const OPT_COUNTERS_BUDGET = "countersBudgetSeconds"; // GPU: tune collects Nsight Compute counters within this budget (0/null: off)
 
 export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
 export type Feature = (typeof FEATURES)[number];
@@ -242,6 +243,8 @@ export interface TuneArgs {
   /** A design space function of the file (docs/spaces.md); runs user code, so trusted workspaces only. */
   space?: string;
   spaceMode?: "alone" | "union";
+  /** GPU: seconds for Nsight Compute counters after tuning (docs/gpu.md); default: the setting. */
+  countersBudget?: number;
 }
 
 /** Arguments of the view requests and show-commands. */
