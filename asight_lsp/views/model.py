@@ -98,6 +98,8 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     for call in tuned_calls:
         entry = tasks.setdefault(call["task"], {"task": call["task"], "calls": []})
         entry["calls"].append(_call(call, untuned, owners))
+        if call.get("weights_packed"):   # the layout lever: weights re-laid once, at build time
+            entry["weightsPacked"] = True
     rows = []
     for name, entry in tasks.items():
         rec = records.get(name) or {}

@@ -143,7 +143,7 @@ class TuningProcess:
             self.update(trials_done=tracker.trials_done, best_us=self.best_us)
 
         started = time.perf_counter()
-        self.budget = tuning.TrialBudget(remaining)
+        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks])
         transfers, wrap = self.twin_transfer(plan)
         per_iter = tuning.trials_per_iter(remaining, len(plan.tasks))
         shares, scheduler, watch = self.share_scheduler(plan, per_iter)

@@ -30,6 +30,7 @@ export interface ModelTask {
   twins?: { op?: string; twins?: string[]; siblings?: string[]; transfers?: unknown[]; bestGain?: number | null; adopted?: number };
   nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
   defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null };
+  weightsPacked?: boolean; // the layout lever: the build packed this kernel's weights into its schedule's layout
 }
 
 export interface ModelPayload {
