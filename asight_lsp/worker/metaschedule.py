@@ -25,7 +25,7 @@ from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
-from .relax_pipeline import fuse
+from .relax_pipeline import fuse, is_reshape
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
@@ -249,7 +249,7 @@ def plan_for(parsed, function: str | None, target) -> Plan:
         entry = function if function in funcs and isinstance(funcs[function], relax.Function) else "main"
         fused = fuse(parsed, target)
         tasks = [Task(t.task_name, t.dispatched[0], float(t.weight), [t.task_name])
-                 for t in ms.relax_integration.extract_tasks(fused, target)]
+                 for t in ms.relax_integration.extract_tasks(fused, target) if not is_reshape(t.dispatched[0]["main"])]
         if not tasks:
             raise ValueError("the Relax module has no operator to tune (no task after legalize+fuse)")
         return Plan("relax", heaviest_first(tasks), parsed, entry)

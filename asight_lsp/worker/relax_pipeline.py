@@ -101,6 +101,13 @@ def prepacks(target) -> bool:
     return levers.prepacks(target.kind.name, set() if lever_on("layout") else {"layout"})
 
 
+def is_reshape(func) -> bool:
+    """A kernel that only re-indexes its input (``relax.analysis.has_reshape_pattern``): the build's
+    ``RewriteDataflowReshape`` turns its calls into the VM's no-copy reshape, so it is never run as a
+    kernel and has nothing to tune (ResNet-18's flatten; issue 21's "a trial each for nothing")."""
+    return isinstance(func, tvm.tirx.PrimFunc) and bool(relax.analysis.has_reshape_pattern(func))
+
+
 def kernel_of(built_name: str) -> str:
     """The fused kernel (task) a function of a ``build_tuned`` library runs: a kernel whose schedule
     re-lays its weights is named ``<kernel>_prepacked`` there (``SplitLayoutRewritePreproc``)."""

@@ -26,7 +26,7 @@ from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
-from .relax_pipeline import build_tuned, fuse, load_weights
+from .relax_pipeline import build_tuned, fuse, is_reshape, load_weights
 
 TOP_K = 5
 CANDIDATE_BUDGET_S = 0.6
@@ -193,7 +193,7 @@ def applied_kernels(program, database, target) -> dict:
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = relax.transform.MetaScheduleApplyDatabase()(fused)
     kernels = {gv.name_hint: bool(f.attrs and f.attrs.get("tirx.is_scheduled"))
-               for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc)}
+               for gv, f in applied.functions_items() if isinstance(f, tirx.PrimFunc) and not is_reshape(f)}
     return {"kernels": len(kernels), "from_records": sorted(k for k, v in kernels.items() if v),
             "default": sorted(k for k, v in kernels.items() if not v)}
 

@@ -77,7 +77,8 @@ def test_weights_are_marked_layout_free_under_the_kernels_own_names(tuned):
 def test_every_kernel_got_a_trial_despite_the_transfers(tuned):
     _, _, meta = tuned
     tried = {t for t, us in meta.extra["tuning"]["best_tasks_us"].items() if us is not None}
-    assert {t["name"] for t in meta.tasks} - {"reshape1"} <= tried, meta.extra["tuning"]["best_tasks_us"]
+    assert {t["name"] for t in meta.tasks} <= tried, meta.extra["tuning"]["best_tasks_us"]
+    assert not any(t["name"].startswith("reshape") for t in meta.tasks)   # the flatten runs as a VM reshape
 
 
 def test_the_build_packs_weights_once_and_computes_the_same(tuned):
