@@ -21,7 +21,7 @@ PROTOCOL_VERSION = 1
 
 # --------------------------------------------------------------------------- commands
 # workspace/executeCommand ids.  Argument object fields are listed next to each.
-CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
+CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
 # space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 CMD_PROFILE = "asight.profile"                 # {uri, function?, run?, remeasure?, replace?}
 CMD_CANCEL = "asight.cancel"                   # {run?} (none: every running job of this server)
@@ -78,7 +78,7 @@ REQUEST_SCHEMAS = {REQ_RUNS: SCHEMA_RUNS, REQ_HOTSPOTS: SCHEMA_HOTSPOTS, REQ_SEA
                    REQ_LOOP_VIEW: SCHEMA_LOOP_VIEW, REQ_STAGE_GRAPH: SCHEMA_STAGE_GRAPH,
                    REQ_PRINCIPLES: SCHEMA_PRINCIPLES, REQ_CODE: SCHEMA_CODE, REQ_CODE_DIFF: SCHEMA_CODE_DIFF,
                    REQ_MODEL: SCHEMA_MODEL}
-CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"]   # asight/code "level" (cuda: a GPU run's CUDA source)
+CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda", "ptx"]   # asight/code "level" (cuda/ptx: a GPU run's kernels)
 
 STATUS_OK = "ok"
 STATUS_UNAVAILABLE = "unavailable"   # the payload builder does not exist yet / no run to show
@@ -93,6 +93,7 @@ OPT_TARGET = "target"                # default tuning target (None = host CPU)
 OPT_TRIALS = "trials"                # default trial budget
 OPT_DISABLED_FEATURES = "disabledFeatures"  # e.g. ["inlayHint", "tvmDiagnostics"]
 OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"  # debounce of TVM diagnostics while typing
+OPT_COUNTERS_BUDGET = "countersBudgetSeconds"  # GPU: tune collects Nsight Compute counters within this budget (0/None: off)
 
 # Feature names for OPT_DISABLED_FEATURES.
 FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"]

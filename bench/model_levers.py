@@ -15,7 +15,9 @@ A lever's share = the end-to-end time with it off / with all on (per budget).
 ``--scale tiny`` (the default) uses the test-sized models (tiny ResNet 1x3x16x16 width 8; encoder
 seq 8, dim 32): the only scale run on the 2 shared cores of the development VM.  ``--scale full``
 is ResNet-18 1x3x224x224 and an encoder layer seq 128 dim 256 (hours per configuration here).
-Layout (NHWC) is not a lever yet.  Results: bench/results/model_levers.json.
+``layout`` is the weight prepack (``worker/relax_pipeline.prepacks``); ``--plan all@512,none@512``
+runs just those.  Each run is kept in ``OUT/<model>_<scale>_runs.json`` as it ends, so a rerun
+resumes.  Results: bench/results/model_levers.json.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 
-CONFIGS = {"all": "", "none": "twins,budget,default", "-twins": "twins", "-budget": "budget", "-default": "default"}
+CONFIGS = {"all": "", "none": "twins,budget,default,layout", "-twins": "twins", "-budget": "budget",
+           "-default": "default", "-layout": "layout"}
 
 
 def models(scale: str) -> dict:
@@ -65,7 +68,7 @@ def tune_and_export(script: Path, config: str, budget: int, work: Path) -> dict:
                             work, env)
     rid = run_id(stdout)
     lib = work / f"{script.stem}_{config}_{budget}.so"
-    _, export_s = asight(["export", str(script), "-o", str(lib), "--run", rid, "--work-dir", str(store)], work)
+    _, export_s = asight(["export", str(script), "-o", str(lib), "--run", rid, "--work-dir", str(store)], work, env)
     meta = json.loads((store / "runs" / rid / "run.json").read_text())
     record = meta.get("measurement") or {}
     curve = [(e["trials_done"], e.get("best_us")) for e in map(json.loads, (store / "runs" / rid / "events.jsonl")
@@ -78,6 +81,24 @@ def tune_and_export(script: Path, config: str, budget: int, work: Path) -> dict:
             "job_untuned_us": (record.get("untuned") or {}).get("median_us"),
             "defaults_kept": [d["task"] for d in record.get("defaults") or []],
             "transfers": len(((meta.get("extra") or {}).get("twins") or {}).get("transfers") or [])}
+
+
+def plan(args, budgets: list[int], configs: list[str]) -> list[tuple[str, int]]:
+    if args.plan:
+        return [(key.split("@")[0], int(key.split("@")[1])) for key in args.plan.split(",")]
+    return [(cfg, b) for b in budgets for cfg in configs]
+
+
+def tune_plan(script: Path, runs: list[tuple[str, int]], saved: Path) -> dict:
+    """Every run of the plan, each kept in ``saved`` as it ends: a rerun of the bench resumes (a run
+    whose library is there is not tuned again)."""
+    done = json.loads(saved.read_text()) if saved.exists() else {}
+    for cfg, budget in runs:
+        key = f"{cfg}@{budget}"
+        if key not in done or not Path(done[key]["library"]).exists():
+            done[key] = tune_and_export(script, cfg, budget, saved.parent)
+            saved.write_text(json.dumps(done, indent=2))
+    return {f"{cfg}@{b}": done[f"{cfg}@{b}"] for cfg, b in runs}
 
 
 def time_all(onnx_path: Path, libs: dict, rounds: int, seed: int = 1) -> dict:
@@ -156,11 +177,15 @@ def main() -> int:
     ap.add_argument("--budgets", default="16")
     ap.add_argument("--models", default="resnet18,encoder")
     ap.add_argument("--configs", default="all,none,-twins,-budget,-default")
+    ap.add_argument("--plan", default="", help="explicit runs CFG@TRIALS,... (instead of every config x budget)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_levers"))
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     configs = args.configs.split(",")
+    if args.plan:
+        budgets = sorted({b for _, b in plan(args, [], [])})
+        configs = list(dict.fromkeys(cfg for cfg, _ in plan(args, [], [])))
     work = Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
     result = {"scale": args.scale, "budgets": budgets, "configs": configs, "machine": {"cores": os.cpu_count()},
@@ -172,7 +197,7 @@ def main() -> int:
         script = work / f"{name}_{args.scale}_relax.py"
         if not script.exists():
             asight(["import", str(onnx_path), "-o", str(script)], work)
-        runs = {f"{cfg}@{b}": tune_and_export(script, cfg, b, work) for b in budgets for cfg in configs}
+        runs = tune_plan(script, plan(args, budgets, configs), work / f"{name}_{args.scale}_runs.json")
         timed = time_all(onnx_path, {k: r["library"] for k, r in runs.items()}, args.rounds)
         result["models"][name] = {"runs": runs, "timed": timed}
         report(name, timed, runs, budgets, configs)

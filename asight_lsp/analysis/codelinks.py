@@ -309,3 +309,36 @@ def task_links(text: str, sites: list[dict], lineage: list[dict]) -> list[dict]:
                 links.append({"line": generated, "sourceLine": line - 1, "binding": var, "call": site.get("call", 0),
                               "block": origin})
     return sorted(links, key=lambda l: (l["line"], l["call"]))
+
+
+# --------------------------------------------------------------------------- PTX -> CUDA C -> TVMScript
+
+_PTX_FILE = re.compile(r"^\s*\.file\s+(\d+)\s+\"([^\"]*)\"")
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
+
+
+def _ptx_instruction(text: str) -> bool:
+    s = text.strip()
+    return bool(s) and not s.startswith((".", "//", "{", "}", "$", ")", "(")) and not s.endswith(":")
+
+
+def ptx_links(ptx: str, cuda: list[dict], source_suffix: str = ".cu") -> list[dict]:
+    """Links of PTX instructions to TVMScript lines through the CUDA C they were compiled from.
+
+    PTX compiled with ``-lineinfo`` carries ``.loc FILE LINE COL`` before the instructions of each
+    CUDA line (1-based lines of the kernel source, the ``.file`` ending in ``source_suffix``).
+    ``cuda`` are that source's links (``cuda_links``: 0-based ``line`` -> ``sourceLine``): an
+    instruction under ``.loc`` of a linked CUDA line links to its TVMScript line (``cudaLine`` kept).
+    """
+    by_cuda = {link["line"]: link["sourceLine"] for link in cuda}
+    lines = ptx.splitlines()
+    files = {m.group(1) for m in map(_PTX_FILE.match, lines) if m and m.group(2).endswith(source_suffix)}  # at the end
+    current, links = None, []
+    for number, text in enumerate(lines):
+        m = _PTX_LOC.match(text)
+        if m:
+            current = int(m.group(2)) - 1 if m.group(1) in files else None
+            continue
+        if current is not None and current in by_cuda and _ptx_instruction(text):
+            links.append({"line": number, "sourceLine": by_cuda[current], "cudaLine": current})
+    return links

@@ -25,3 +25,53 @@ def default_wins(default_us: float | None, best_measured_us: float | None) -> bo
 def split(chosen: list[dict]) -> tuple[list[dict], list[dict]]:
     """(entries whose record the tuned build applies, entries whose default schedule won)."""
     return [c for c in chosen if not c.get("default_wins")], [c for c in chosen if c.get("default_wins")]
+
+
+# --------------------------------------------------------------------------- GPU: DLight is the default
+
+DLIGHT_KEPT = "DLight's default kept"
+
+
+def _us(value: float) -> str:
+    return f"{value / 1000:.3f} ms" if value >= 1000 else f"{value:.1f} µs"
+
+
+def baseline_medians(record: dict) -> tuple[float | None, float | None]:
+    """(baseline median µs, tuned median µs) of a measurement record (None where absent)."""
+    return (record.get("untuned") or {}).get("median_us"), (record.get("tuned") or {}).get("median_us")
+
+
+def baseline_wins(record: dict) -> bool:
+    """A GPU run keeps DLight's default schedule when it measured faster than the tuned program in the
+    same interleaved rounds: the rule a model's task follows against its default (``default_wins``)."""
+    base, tuned = baseline_medians(record)
+    return default_wins(base, tuned)
+
+
+def kept_text(record: dict) -> str | None:
+    """``DLight's default kept: tuned 31.2 µs vs DLight 25.0 µs`` when the baseline won, else None."""
+    if not baseline_wins(record):
+        return None
+    base, tuned = baseline_medians(record)
+    return f"{DLIGHT_KEPT}: tuned {_us(tuned)} vs DLight {_us(base)}"
+
+
+def keep_baseline(record: dict) -> dict:
+    """The GPU measurement record with the tuned records that lost to DLight moved from ``chosen`` to
+    ``defaults`` (as a model's default-schedule winners are): nothing that builds the run's result
+    (``asight code``, the export, a model build) applies them. A record whose tuned side won, or
+    that has no tuned side, is returned unchanged. The record is judged as a whole (a module's
+    PrimFuncs are timed summed)."""
+    if not baseline_wins(record):
+        return record
+    base, tuned = baseline_medians(record)
+    lost = [{**c, "default_us": base, "measured_us": tuned, "default_wins": True, "default": "dlight"}
+            for c in record.get("chosen") or []]
+    return {**record, "chosen": [], "defaults": list(record.get("defaults") or []) + lost,
+            "kept": {"program": "dlight", "text": kept_text(record)}}
+
+
+def dlight_kept(record: dict | None) -> dict | None:
+    """The ``kept`` entry of a record whose DLight baseline won (``keep_baseline``), else None."""
+    kept = (record or {}).get("kept") or {}
+    return kept if kept.get("program") == "dlight" else None

@@ -10,6 +10,8 @@ baseline as its result: what is exported never gets slower than TVM's default.
 """
 from __future__ import annotations
 
+from . import default_candidate as defaults_rule
+
 
 def _us(value: float | None) -> str:
     if value is None:
@@ -18,8 +20,9 @@ def _us(value: float | None) -> str:
 
 
 def kept(record: dict) -> str:
-    """``tuned`` unless the interval says the tuned program is slower than the baseline."""
-    return "baseline" if record.get("verdict") == "slower" else "tuned"
+    """``tuned`` unless the baseline measured faster (``default_candidate.baseline_wins``: the faster
+    median of the same interleaved rounds is kept, as a model's task keeps its default schedule)."""
+    return "baseline" if defaults_rule.baseline_wins(record) else "tuned"
 
 
 def headline(record: dict) -> dict | None:
@@ -49,6 +52,7 @@ def headline(record: dict) -> dict | None:
     elif vendor.get("note"):
         lines.append(f"vendor library: {vendor['note']}")
     if tuned is not None and kept(record) == "baseline":
-        lines.append(f"tuning lost to {name}: the run keeps {name} as its result")
+        lines.append(defaults_rule.kept_text(record) + f" (tuning lost to {name}: the run keeps it as its result; "
+                     "asight code shows it and nothing applies the tuned record)")
     return {"lines": lines, "kept": kept(record) if tuned is not None else "baseline", "baseline": name,
             "vendor_ratio": vendor_ratio}

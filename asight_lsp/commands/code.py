@@ -64,7 +64,8 @@ def _share(link: dict | None, key: str = "share") -> str:
 
 def render(result: dict) -> str:
     cand = result.get("candidate") or {}
-    what = (f"trial {cand['trial']}" if cand.get("trial") is not None else "best record") if cand else "untuned"
+    what = (f"trial {cand['trial']}" if cand.get("trial") is not None else
+            "DLight's default schedule, kept" if cand.get("kept") == "dlight" else "best record") if cand else "untuned"
     lat = f", {cand['latencyUs']:.1f} µs" if cand.get("latencyUs") else ""
     name = f"task {result['task']} of {result['function']}" if result.get("task") else result["function"]
     head = [f"# {result['level']} code of {name} ({result['run'] or 'no run'}, {what}{lat})",

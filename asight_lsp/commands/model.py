@@ -64,6 +64,7 @@ def render(p: dict) -> str:
             where = f"lines {c['lines'][0] + 1}-{c['lines'][1] + 1}" if c.get("lines") else "lines ?"
             lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {cell(c['tunedUs'])}")
     lines += twin_lines(p)
+    lines += layout_lines(p)
     lines += outlook_lines(p)
     if p.get("notTimed"):
         lines.append(f"not timed as kernels (VM builtins or folded): {', '.join(p['notTimed'])}")
@@ -124,3 +125,12 @@ def twin_lines(p: dict) -> list[str]:
 def twin_describe(task: str, entry: dict) -> str | None:
     from ..analysis.twins import describe
     return describe(task, entry)
+
+
+def layout_lines(p: dict) -> list[str]:
+    """Which kernels read weights packed into their schedule's layout (the layout lever, issue 21)."""
+    packed = [t["task"] for t in p["tasks"] if t.get("weightsPacked")]
+    if not packed:
+        return []
+    return [f"layout: {len(packed)} of {len(p['tasks'])} kernels read their weights packed into the layout their "
+            f"schedule reads, re-laid once when the library is built (weight prepack): {', '.join(packed)}"]

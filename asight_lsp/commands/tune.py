@@ -71,13 +71,17 @@ def add_tune_arguments(p, trials: int = 64) -> None:
                    help="with --space: that space alone (default) or together with MetaSchedule's default rules")
     p.add_argument("--principles", metavar="FILE", help="with --guided-by: JSON list of principles/constraints "
                    "to guide by instead of the mined ones")
+    p.add_argument("--counters-budget", type=float, metavar="SECONDS", help="GPU: after tuning, Nsight Compute "
+                   "counters of the baseline and the best (always) and more candidates within SECONDS, into the "
+                   "run's counters.jsonl (docs/gpu.md); without ncu or a GPU the run says why")
 
 
 def request_from(args) -> TuneRequest:
     return TuneRequest(file=args.file, function=args.func, target=args.target, trials=args.trials,
                        store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new,
                        guided_by=args.guided_by, principles_file=args.principles,
-                       space=getattr(args, "space", None), space_mode=getattr(args, "space_mode", "alone"))
+                       space=getattr(args, "space", None), space_mode=getattr(args, "space_mode", "alone"),
+                       counters_budget_s=getattr(args, "counters_budget", None))
 
 
 def run(args) -> int:
@@ -201,6 +205,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
         print(f"records  {unread}", file=out)
     for line in headline_lines(meta):
         print(line, file=out)
+    counters = meta.extra.get("counters") if meta.extra.get("counters_request") else None
+    if counters:
+        print(f"counters {counters['text']}", file=out)
     space = meta.extra.get("space")
     if space:
         print(f"space    {space['function']} ({space['mode']})", file=out)

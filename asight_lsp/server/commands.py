@@ -52,6 +52,15 @@ def _int(value, name: str, default: int) -> int:
     return int(value)
 
 
+def _counters_budget(value, default: float | None) -> float | None:
+    """``countersBudget`` of asight.tune (seconds; 0 = none), else the server option."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise JsonRpcInvalidParams("'countersBudget' must be a number of seconds (0: no counters)")
+    return float(value) or None
+
+
 # --------------------------------------------------------------------------- tune
 
 
@@ -67,7 +76,8 @@ async def tune(ls, *args):
                       trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
                       rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
                       resume=bool(a.get("resume", True)), space=a.get("space"),
-                      space_mode=a.get("spaceMode") or "alone")
+                      space_mode=a.get("spaceMode") or "alone",
+                      counters_budget_s=_counters_budget(a.get("countersBudget"), state.options.counters_budget_s))
     try:
         handle = await asyncio.to_thread(start_tune, req)
     except AsightError as err:

@@ -11,7 +11,7 @@ from .. import protocol as P
 _KEYS = {  # protocol key -> dataclass field
     P.OPT_TRUSTED: "trusted", P.OPT_STORE_ROOT: "store_root", P.OPT_WORKER_PYTHON: "worker_python",
     P.OPT_TARGET: "target", P.OPT_TRIALS: "trials", P.OPT_DISABLED_FEATURES: "disabled_features",
-    P.OPT_DIAGNOSTICS_DELAY_MS: "diagnostics_delay_ms",
+    P.OPT_DIAGNOSTICS_DELAY_MS: "diagnostics_delay_ms", P.OPT_COUNTERS_BUDGET: "counters_budget_s",
 }
 
 
@@ -25,6 +25,7 @@ class ServerOptions:
     disabled_features: list[str] = field(default_factory=list)  # names from protocol.FEATURES
     diagnostics_delay_ms: int = 300      # TVM diagnostics wait this long after the last keystroke
     poll_interval_s: float = 0.25        # how often a running job's events are read
+    counters_budget_s: float | None = None  # GPU: Nsight Compute counters after tuning (None: not collected)
 
     def enabled(self, feature: str) -> bool:
         return feature not in self.disabled_features
@@ -45,6 +46,13 @@ class ServerOptions:
 _BAD = object()
 
 
+def _budget(value: Any) -> Any:
+    """Seconds for counters: a positive number, or None (0, null: off); anything else ignored."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else _BAD
+
+
 def _coerce(name: str, value: Any, current: Any) -> Any:
     if name == "trusted":
         return value if isinstance(value, bool) else _BAD
@@ -52,4 +60,6 @@ def _coerce(name: str, value: Any, current: Any) -> Any:
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else _BAD
     if name == "disabled_features":
         return [str(v) for v in value] if isinstance(value, list) else _BAD
+    if name == "counters_budget_s":
+        return _budget(value)
     return str(value) if value is not None else None

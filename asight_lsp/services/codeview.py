@@ -15,10 +15,10 @@ from pathlib import Path
 from .results import profile_blocks
 from ..analysis.codelinks import (task_links, asm_links, attach_line_counts, attach_shares, by_source, cuda_links,
                                   derived_in_text, drop_parallel,
-                                  label_links, llvm_links, strip_tags)
+                                  label_links, llvm_links, ptx_links, strip_tags)
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
-from ..engine.client import borrowed
+from ..engine.client import borrowed, trusted
 from ..errors import AsightError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
@@ -27,12 +27,13 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
+from ..analysis.default_candidate import dlight_kept
 from .lookup import check_run_function, chosen_records, latest_run, prepare_run
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
 LEVELS = tuple(CODE_LEVELS)
-LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm", "cuda": "cuda"}
+LANGUAGES = {"scheduled": "python", "lowered": "python", "llvm": "llvm", "asm": "asm", "cuda": "cuda", "ptx": "ptx"}
 LINE_SHARE_SOURCE = ("the run's cached profile with cachegrind (asight profile --cachegrind): instructions "
                      "executed (Ir) per source line in a serial build of the best record, simulated by valgrind")
 SHARE_SOURCE = ("the run's cached profile (rdtsc per stage of the best record, split per source block): "
@@ -72,12 +73,19 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
+              "kept": "dlight" if candidate is None and meta and dlight_kept(meta.measurement) else None,
               "task": task, "weights": wire.weights_beside(path)}
     with borrowed(worker) as client:
-        if check:
+        if check or level == "ptx":
             require_parsed(text, path, selection.unit, client)
-        reply = client.request(wire.CODE, params, timeout=300)
+        if level != "ptx":
+            reply = client.request(wire.CODE, params, timeout=300)
+    if level == "ptx":   # nvcc is a process, which the sandboxed worker may not start (as cachegrind, docs/gpu.md)
+        with trusted(getattr(worker, "python", None), 300) as unsandboxed:
+            reply = unsandboxed.request(wire.CODE, params, timeout=300)
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
+    if (reply.get("applied") or {}).get("kept") == "dlight":
+        _dlight_payload(payload, meta)
     if reply.get("task"):
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
         if level == "scheduled":
@@ -94,6 +102,16 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
     return payload, record
+
+
+def _dlight_payload(payload: dict, meta) -> None:
+    """A GPU run whose DLight baseline beat the tuned record shows DLight's program as its result."""
+    kept = dlight_kept(meta.measurement)
+    default = next((d for d in (meta.measurement or {}).get("defaults") or [] if d.get("default") == "dlight"), {})
+    payload["candidate"] = {"trial": None, "kept": "dlight", "latencyUs": default.get("default_us"), "best": True,
+                            "tunedTrial": default.get("trial"), "tunedUs": default.get("measured_us")}
+    payload["note"] = (f"{kept['text']}: this is DLight's default schedule, the run's result "
+                       f"(--candidate {default.get('trial', 'N')} shows the tuned record)")
 
 
 def _task_payload(payload: dict, reply: dict, run: Run | None) -> None:
@@ -180,6 +198,7 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
     else:
         text = reply["text"]
         links = (cuda_links(text, reply.get("stores") or []) if level == "cuda"
+                 else ptx_links(text, cuda_links(reply.get("cuda") or "", reply.get("stores") or [])) if level == "ptx"
                  else llvm_links(text) if level == "llvm" else asm_links(text))
     applied = reply.get("applied") or {}
     if record is None and run is not None:

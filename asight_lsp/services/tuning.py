@@ -50,6 +50,7 @@ class TuneRequest:
     resume: bool = True            # reuse the run of the same function + source hash + target
     space: str | None = None       # a design space function of the file (docs/spaces.md): runs user code
     space_mode: str = "alone"      # alone: only that space; union: with MetaSchedule's default rules
+    counters_budget_s: float | None = None   # GPU: Nsight Compute counters after tuning, within this budget
 
 
 # --------------------------------------------------------------------------- validation
@@ -140,6 +141,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
                        "target_spec": req.target, "constants": outline.constants, "seed": req.seed})
     if space:
         meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
+    _counters_request(meta, req.counters_budget_s)
     meta.target = meta.target if run else req.target
     meta.trials_requested = req.trials
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
@@ -158,6 +160,17 @@ def start_tune(req: TuneRequest) -> TuneJob:
     run.save(meta)
     events_from = file_size(run.events_path)
     return TuneJob(run, spawn(run), events_from)
+
+
+def _counters_request(meta: RunMeta, budget_s: float | None) -> None:
+    """``extra.counters_request`` for this session (``worker/tune_job.collect_counters``); a session
+    without ``--counters-budget`` asks for none (an earlier session's counters.jsonl stays)."""
+    meta.extra.pop("counters_request", None)
+    if budget_s is None:
+        return
+    if not budget_s > 0:
+        raise AsightError(f"--counters-budget must be a positive number of seconds (got {budget_s})")
+    meta.extra["counters_request"] = {"budget_s": float(budget_s)}
 
 
 def _request_text(req: TuneRequest) -> str:

@@ -34,6 +34,7 @@ def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
     """GPU words for the best candidate (or ``index``): binding, memory, measured launch figures and
     the limiting factor (``analysis/gpu_words.py``); None for a CPU run."""
     from ..analysis.counters import by_candidate
+    from ..analysis.default_candidate import dlight_kept
     from ..analysis.gpu_words import gpu_words
     index = data.table.best_index() if index is None else index
     if index is None:
@@ -42,6 +43,10 @@ def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
     words = gpu_words(data.table.rows[index], data.table.stores[index], metrics)
     if words is not None:
         words["trial"] = int(data.table.trials[index])
+        kept = dlight_kept(data.meta.measurement)
+        if kept:      # the run's result is DLight's program, not this candidate (docs/gpu.md)
+            words["kept"] = f"{kept['text']}: the run keeps DLight's default schedule; this is the best tuned candidate"
+            words["lines"] = words["lines"] + [words["kept"]]
     return words
 
 

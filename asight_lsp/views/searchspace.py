@@ -100,6 +100,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
     several = len(data.tasks or []) > 1 or len(data.meta.tasks or []) > 1
     stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several, data.counters)
+    _counters_why(stats["origin"], (data.meta.extra or {}).get("counters"))
     cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
     boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
                   for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
@@ -173,6 +174,12 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
     gains, cats = ct.candidate_gains(table, idx, target)
     why = "the run has no counters.jsonl" if not counters else "no counters match the run's measured candidates"
     return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}
+
+
+def _counters_why(origin: dict, tried: dict | None) -> None:
+    """A model contour of a run whose tuning job tried to collect counters says why it has none."""
+    if origin.get("origin") == "model" and tried and tried.get("status") != "ok" and tried.get("message"):
+        origin["why"] = f"{origin['why']} (the tuning job's counters: {tried['message']})"
 
 
 def _tool_name(tool: str) -> str:

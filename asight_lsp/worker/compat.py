@@ -202,3 +202,9 @@ def stmt_children(stmt) -> list:
         return [s for s in (stmt.then_case, stmt.else_case) if s is not None]
     body = getattr(stmt, "body", None)
     return [body] if isinstance(body, tirx.Stmt) else []
+
+
+def nvcc():
+    """TVM's CUDA compiler driver (``tvm.support.nvcc``: nvcc or NVRTC), imported when PTX is asked for."""
+    from tvm.support import nvcc as module
+    return module

@@ -74,6 +74,38 @@ def profile_one(mod, target, folder: Path, tool: str) -> tuple[dict | None, str 
     return (None, why) if why else (ncu.program_metrics(ncu.parse_csv(proc.stdout)), None)
 
 
+SKIP_DEVICE_CHECK = "ASIGHT_COUNTERS_SKIP_DEVICE_CHECK"   # tests only: a replaying fake ncu stands in for the GPU
+
+
+def cuda_present() -> bool:
+    """A CUDA device TVM can run on (``ASIGHT_COUNTERS_SKIP_DEVICE_CHECK=1``: assumed, for the tests
+    that put a fake ``ncu`` replaying recorded CSV on PATH; nothing is run on a device then)."""
+    if os.environ.get(SKIP_DEVICE_CHECK) == "1":
+        return True
+    from .compat import tvm
+    return bool(tvm.cuda(0).exist)
+
+
+MODEL_LABEL = "model (MetaSchedule features)"
+MEASURED_LABEL = "measured (Nsight Compute)"
+
+
+def collect_for_job(run_dir: Path, budget_s: float) -> dict:
+    """``collect`` as the tuning job records it in ``extra.counters``: ``{status, message, budget_s,
+    contour, text, profiled?, skipped?, failed?}``; never raises (a failure is said, the run stays done)."""
+    try:
+        result = collect(Path(run_dir), budget_s)
+    except Exception as err:  # noqa: BLE001 - the tuned records stay; the counters say why they are missing
+        import traceback
+        traceback.print_exc()
+        result = {"status": "error", "message": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"}
+    ok = result.get("status") == "ok"
+    contour = MEASURED_LABEL if ok else MODEL_LABEL
+    text = (f"{result['message']} (budget {budget_s:.0f} s): the contour is {contour}" if ok else
+            f"not collected: {result['message']}; the contour stays the {contour}")
+    return {**result, "budget_s": budget_s, "contour": contour, "text": text}
+
+
 def collect(run_dir: Path, budget_s: float) -> dict:
     from .metaschedule import resolve_target
     meta = Run(run_dir).load()
@@ -82,8 +114,7 @@ def collect(run_dir: Path, budget_s: float) -> dict:
     if target.kind.name != "cuda":
         return {"status": "unavailable", "message": f"counters are Nsight Compute's: the run's target is "
                                                       f"{target.kind.name}, not a CUDA GPU"}
-    from .compat import tvm
-    if not tvm.cuda(0).exist:
+    if not cuda_present():
         return {"status": "unavailable", "message": "no CUDA device on this machine: collect the counters where the "
                 "run was tuned (asight counters there) and bring them with asight adopt --counters"}
     tool = shutil.which("ncu")

@@ -92,6 +92,8 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
         sch = s_tir.Schedule(mod)
         Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
         return _tied(func, sch, {"source": "the requested record's trace"})
+    if params.get("kept") == "dlight":
+        return _dlight_kept(mod, params)
     db = run_database(params.get("run_dir"))
     if db is None:
         return mod, {"source": "untuned (no run)", "lineage": []}
@@ -101,6 +103,15 @@ def _schedule(func, params: dict) -> tuple[object, dict]:
     sch = apply_record(func, record, serial=bool(params.get("serial")))
     return _tied(func, sch, {"source": "best record of the run", "match": match,
                              "latency_us": record_latency(record) * 1e6})
+
+
+def _dlight_kept(mod, params: dict) -> tuple[object, dict]:
+    """The run's result when DLight's default schedule beat its tuned record (a GPU run's
+    ``measurement.kept``, ``analysis/default_candidate.keep_baseline``): DLight on a copy."""
+    from .baseline import dlight_default
+    scheduled = dlight_default(mod, gpu_target(params.get("target")))
+    return scheduled, {"source": "DLight's default schedule (kept: it measured faster than the tuned record)",
+                       "kept": "dlight", "lineage": []}
 
 
 def _tied(func, sch, applied: dict) -> tuple[object, dict]:
@@ -159,6 +170,8 @@ def code(params: dict, emit=None) -> dict:
         return out
     if level == "cuda":
         return {**out, **cuda_source(mod, params.get("target"))}
+    if level == "ptx":
+        return {**out, **ptx_source(mod, params.get("target"))}
     target = measuring_target(params.get("target"))
     out["target"] = str(target)
     if level == "lowered":
@@ -171,7 +184,38 @@ def code(params: dict, emit=None) -> dict:
     return out
 
 
-def gpu_target(spec):
+def ptx_compiler() -> tuple[str | None, str | None]:
+    """(compiler TVM's ``compile_cuda`` can use here, None) — ``nvcc`` on PATH, else NVRTC from the
+    cuda-bindings package — or (None, why there is none, in one line)."""
+    import importlib.util
+    import shutil
+    if shutil.which("nvcc"):
+        return "nvcc", None
+    if importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None:
+        return "nvrtc", None
+    return None, ("PTX needs a CUDA compiler: nvcc is not on PATH and NVRTC (the cuda-bindings package) is not "
+                  "installed; the cuda level shows the kernels' source")
+
+
+def ptx_source(mod, spec) -> dict:
+    """The PTX of the run's CUDA kernels, compiled here with line info (``-lineinfo``: ``.loc`` lines
+    of the CUDA source, which ``analysis/codelinks.ptx_links`` follows to the TIR lines); the CUDA
+    text and its stores come along for those links.  Needs nvcc or NVRTC, not a GPU."""
+    cuda = cuda_source(mod, spec, "ptx")
+    compiler, why = ptx_compiler()
+    if why:
+        raise ValueError(why)
+    target = gpu_target(spec)
+    arch = str(target.attrs.get("arch", "")) or None
+    from .compat import nvcc
+    with target:
+        ptx = nvcc().compile_cuda(cuda["text"], target_format="ptx", arch=arch, options=["-lineinfo"],
+                                  compiler=compiler)
+    return {**cuda, "text": bytes(ptx).decode("utf-8", errors="replace"), "format": "ptx", "cuda": cuda["text"],
+            "compiler": compiler}
+
+
+def gpu_target(spec, level: str = "cuda"):
     """The run's GPU target (CUDA source needs no device: TVM's codegen writes it without one)."""
     from .metaschedule import resolve_target
     if isinstance(spec, dict):
@@ -179,7 +223,7 @@ def gpu_target(spec):
     target = resolve_target(spec) if spec else None
     if target is None or target.kind.name != "cuda":
         kind = target.kind.name if target is not None else "the host CPU"
-        raise ValueError(f"the cuda level shows a CUDA run's kernels; this run's target is {kind}")
+        raise ValueError(f"the {level} level shows a CUDA run's kernels; this run's target is {kind}")
     return target
 
 
@@ -199,11 +243,11 @@ def store_lines(mod) -> list:
     return found
 
 
-def cuda_source(mod, spec) -> dict:
+def cuda_source(mod, spec, level: str = "cuda") -> dict:
     """The CUDA C source TVM generates for the scheduled module, and the lowered stores (buffer,
     source line) that ``analysis/codelinks.cuda_links`` ties its lines to.  No GPU and no nvcc needed
     (without the CUDA runtime, TVM keeps the source in a fallback module); PTX needs nvcc."""
-    target = gpu_target(spec)
+    target = gpu_target(spec, level)
     built = tvm.tirx.build(mod, target=target)
     device = next((m for m in built.imports), None)
     if device is None:

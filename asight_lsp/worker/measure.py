@@ -35,7 +35,7 @@ from .records import (apply_record, best_record, chosen_database, fresh_copy, re
                       record_latency, run_database)
 from .relax_pipeline import deployable, fuse
 from .relax_profile import profile_relax
-from .remeasure import build_prim, choose_all, compare_relax, compare_tir, prim_inputs
+from .remeasure import as_deployed, build_prim, choose_all, compare_relax, compare_tir, prim_inputs
 from .stages import profile_stages
 
 
@@ -136,9 +136,10 @@ def task_stages(fused, target, db, run_dir, chosen, opts: dict, tuned: set[str])
         if sch is None:
             out[task.task_name] = {"error": notes[0] if notes else "no record applies"}
             continue
-        _, arrays = prim_inputs(normalize_mod(func), opts["seed"])
-        rt = build_prim(sch.mod, target)
-        out[task.task_name] = optional_step(lambda: profile_stages(sch.mod, target, arrays, rt, None,
+        deployed = as_deployed(sch.mod)
+        _, arrays = prim_inputs(deployed, opts["seed"])
+        rt = build_prim(deployed, target)
+        out[task.task_name] = optional_step(lambda: profile_stages(deployed, target, arrays, rt, None,
                                                                    min(opts["budget_ms"], 150.0)))
         out[task.task_name]["best"] = best
     return out

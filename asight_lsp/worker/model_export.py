@@ -28,7 +28,7 @@ from .model_import import tensor_params
 from .parse import parse_request
 from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
-from .relax_pipeline import bind_weights, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
+from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
 from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
 
@@ -152,7 +152,7 @@ def export_model(params: dict, emit=None) -> dict:
         applied = kernels_applied(mod, database, target, chosen, extra, kept)
     if emit:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
-    executable = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    executable = build_tuned(database, mod, target)
     arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     inputs = tensor_params(mod[fn], len(mod[fn].params))
     reply = {"target": str(target), "applied": applied, "bound_weights": len(bound), "inputs": inputs, "function": fn}
@@ -189,7 +189,7 @@ def measure_export(params: dict, emit=None) -> dict:
     program = headline_program(parsed, fn, params.get("headline_build") or "deployable", weights)
     database = chosen_database(read_trials(params["run_dir"]), params["chosen"])
     dev = tvm.cpu(0)
-    headline_vm = relax.VirtualMachine(ms.relax_integration.compile_relax(database, program, target, params=None), dev)
+    headline_vm = relax.VirtualMachine(build_tuned(database, program, target), dev)
     library_vm = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
     seed = int(params.get("seed") or 0)
     head_arrays = relax_inputs(program[fn], seed, weights)

@@ -18,7 +18,7 @@ from ..analysis import versus
 from ..engine import wire
 from .compat import ms, relax, tvm
 from .model_export import _database
-from .relax_pipeline import deployable
+from .relax_pipeline import build_tuned, deployable
 from .parse import parse_request
 from .programs import measuring_target
 from .remeasure import flatten
@@ -53,7 +53,7 @@ def _tuned_vm(params: dict, fn: str):
     target = measuring_target(params.get("target"))
     mod, _ = deployable(parsed, fn, params.get("weights"))     # as asight export builds it
     database = _database(params)[0]
-    return relax.VirtualMachine(ms.relax_integration.compile_relax(database, mod, target, params=None), tvm.cpu(0))
+    return relax.VirtualMachine(build_tuned(database, mod, target), tvm.cpu(0))
 
 
 def interleaved(contenders: dict, rounds: int, budget_s: float) -> tuple[dict, int]:

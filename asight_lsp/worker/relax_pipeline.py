@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compat import relax, tvm
+from ..analysis import levers
+
+from .compat import ms, relax, tvm
 
 
 def load_weights(path: str | None) -> dict[str, np.ndarray]:
@@ -65,8 +67,58 @@ def group(mod, target):
 
 
 def fuse(mod, target):
-    """``group`` + FuseTIR: one PrimFunc per fused group, named as MetaSchedule names the tasks."""
-    return relax.transform.FuseTIR()(group(mod, target))
+    """``group`` + FuseTIR: one PrimFunc per fused group, named as MetaSchedule names the tasks.
+    On a CPU the weights (bound constants) are marked layout-free (``prepacks``), so the schedules
+    MetaSchedule samples may store them in the layout the loops read (``RewriteLayout``)."""
+    fused = relax.transform.FuseTIR()(group(mod, target))
+    return mark_layout_free(fused) if prepacks(target) else fused
+
+
+def mark_layout_free(mod):
+    """What ``relax.transform.AttachAttrLayoutFreeBuffers`` marks, keeping each kernel's name (the
+    pass re-adds every PrimFunc under a new name: ``mean`` becomes ``mean1``, and the tasks would no
+    longer be the kernels the views name): the parameters of a kernel that receive a constant at
+    every call are layout-free (``layout_free_buffers``: their indices)."""
+    call_tir = tvm.ir.Op.get("relax.call_tir")
+    constant: dict[str, set[int]] = {}
+    for func in (f for _, f in mod.functions_items() if isinstance(f, relax.Function)):
+        for binding in bindings(func):
+            call = binding.value
+            if isinstance(call, relax.Call) and call.op.same_as(call_tir):
+                name, args = call.args[0].name_hint, call.args[1].fields
+                here = {i for i, a in enumerate(args) if isinstance(a, tvm.ir.expr.Constant)}
+                constant[name] = constant[name] & here if name in constant else here
+    for gv, func in list(mod.functions_items()):
+        if isinstance(func, tvm.tirx.PrimFunc) and constant.get(gv.name_hint):
+            mod[gv] = func.with_attr("layout_free_buffers", sorted(constant[gv.name_hint]))
+    return mod
+
+
+def prepacks(target) -> bool:
+    """Whether a build for ``target`` packs weights into the tuned schedules' layouts (the layout
+    lever, issue 21; docs/models.md): on CPUs, unless ``ASIGHT_LEVERS_OFF`` names ``layout``."""
+    from .twins import lever_on
+    return levers.prepacks(target.kind.name, set() if lever_on("layout") else {"layout"})
+
+
+def kernel_of(built_name: str) -> str:
+    """The fused kernel (task) a function of a ``build_tuned`` library runs: a kernel whose schedule
+    re-lays its weights is named ``<kernel>_prepacked`` there (``SplitLayoutRewritePreproc``)."""
+    return built_name.removesuffix("_prepacked")
+
+
+def build_tuned(database, mod, target):
+    """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
+    weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
+    re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
+    constants at build time, so the library reads packed weights and never re-packs them a call."""
+    if not prepacks(target):
+        return ms.relax_integration.compile_relax(database, mod, target, params=None)
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        applied = relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
+    packed = tvm.transform.Sequential([relax.transform.SplitLayoutRewritePreproc(),
+                                       relax.transform.FoldConstant()])(applied)
+    return tvm.compile(packed, target=target)
 
 
 def bindings(func) -> list:

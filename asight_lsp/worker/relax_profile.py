@@ -9,7 +9,7 @@ import numpy as np
 
 from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
-from .relax_pipeline import bindings, folded, fuse, group, legalize
+from .relax_pipeline import bindings, build_tuned, folded, fuse, group, kernel_of, legalize
 from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
@@ -104,15 +104,19 @@ def block_names(func) -> list[str]:
     return names
 
 
-def _time_calls(vm, args, runs: int) -> tuple[list[list[tuple[str, float]]], list[float]]:
-    """Per run: [(kernel name, µs)] in call order (VM builtins dropped), and the run's wall time."""
+def _time_calls(vm, args, runs: int, packed: set | None = None) -> tuple[list[list[tuple[str, float]]], list[float]]:
+    """Per run: [(kernel name, µs)] in call order (VM builtins dropped), and the run's wall time;
+    ``packed`` collects the kernels that ran with weights packed at build time (``kernel_of``)."""
     per_run, walls, current, starts = [], [], [], []
 
     def hook(func, name, before, ret, *rest):
         if before:
             starts.append(time.perf_counter_ns())
         else:
-            current.append((str(name), (time.perf_counter_ns() - starts.pop()) / 1e3))
+            kernel = kernel_of(str(name))
+            if packed is not None and kernel != str(name):
+                packed.add(kernel)
+            current.append((kernel, (time.perf_counter_ns() - starts.pop()) / 1e3))
         return 0  # VMInstrumentReturnKind.kNoOp
 
     vm.set_instrument(hook)
@@ -185,10 +189,13 @@ def per_call(executable, arrays: list[np.ndarray], sites: list[dict], flops: dic
     vm["main"](*args)
     once = time.perf_counter() - t0
     runs = int(np.clip(budget_s / max(once, 1e-6), 5, 200))
-    per_run, walls = _time_calls(vm, args, runs=runs)
+    packed: set[str] = set()
+    per_run, walls = _time_calls(vm, args, runs=runs, packed=packed)
     tasks = task_latencies(per_run, sites, flops)
     for task in tasks:
         task.update(records.get(task["task"], {}))
+        if task["task"] in packed:
+            task["weights_packed"] = True
     total = sum(t["us"] for t in tasks)
     for task in tasks:
         task["share"] = task["us"] / total if total else None
@@ -209,7 +216,7 @@ def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts
     out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
                                         call_sites(mod, target, False, fn), legal_flops, {})
     if any(r["tuned"] for r in records.values()):
-        executable = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        executable = build_tuned(database, mod, target)
         out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn),
                                          _prim_flops(fused), records)
     elif trials is not None:

@@ -21,14 +21,29 @@ class TrialBudget:
     """Trials a run may still measure, shared by the search of every task; ``repeats_skipped``
     counts candidates dropped because the database already held their schedule."""
 
-    def __init__(self, trials: int):
+    def __init__(self, trials: int, tasks: list[str] | None = None):
         self.left = trials
         self.repeats_skipped = 0
         self.ended: list[dict] = []   # tasks whose search stopped with budget left (analysis/shortfall.py)
+        self.waiting = set(tasks or [])   # tasks that have not proposed their first batch yet
+
+    def started(self, task: str) -> None:
+        self.waiting.discard(task)
+
+    def cap(self, task: str) -> int:
+        """The most trials ``task``'s next batch may take: one is kept for every other task still
+        waiting for its first batch (at least one, while any is left)."""
+        return max(1, self.left - len(self.waiting - {task})) if self.left > 0 else 0
+
+    def spare(self) -> int:
+        """Trials beyond one for every task still waiting for its first batch: what extras (twin
+        transfers) may take without leaving a kernel untried for the export to refuse."""
+        return max(0, self.left - len(self.waiting))
 
     def search_ended(self, task: str, why: str, proposed: int) -> None:
         """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer) or
         "repeats" (only known schedules); ``proposed`` = candidates it gave this session."""
+        self.waiting.discard(task)   # nothing to wait for: its reserved trial goes back to the others
         if self.left > 0:
             self.ended.append({"task": task, "why": why, "proposed": proposed})
 
@@ -107,10 +122,11 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
             if candidates is None:
                 self.budget.search_ended(self.task, "sampling", self.proposed)
                 return None
+            self.budget.started(self.task)
             fresh = [c for c in candidates if not self.measured.holds(c.sch.mod)]
             self.budget.repeats_skipped += len(candidates) - len(fresh)
             if fresh or not candidates:
-                fresh = fresh[:self.budget.left]
+                fresh = fresh[:self.budget.cap(self.task)]
                 self.budget.left -= len(fresh)
                 self.proposed += len(fresh)
                 return fresh

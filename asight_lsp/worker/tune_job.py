@@ -143,7 +143,7 @@ class TuningProcess:
             self.update(trials_done=tracker.trials_done, best_us=self.best_us)
 
         started = time.perf_counter()
-        self.budget = tuning.TrialBudget(remaining)
+        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks])
         transfers, wrap = self.twin_transfer(plan)
         per_iter = tuning.trials_per_iter(remaining, len(plan.tasks))
         shares, scheduler, watch = self.share_scheduler(plan, per_iter)
@@ -155,6 +155,22 @@ class TuningProcess:
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+        self.collect_counters()
+
+    def collect_counters(self) -> None:
+        """``asight tune --counters-budget S`` (``extra.counters_request``): Nsight Compute counters of the
+        baseline and the best always, more candidates within S seconds, into counters.jsonl
+        (``worker/counters.collect``); ``extra.counters`` says what was profiled or why nothing was (no
+        GPU, no ncu, not permitted: the contour then stays the model, labelled as a model)."""
+        from . import counters
+        request = self.run.load().extra.get("counters_request")
+        if not request:
+            return
+        self.event("status", stage="counters", message=f"collecting Nsight Compute counters "
+                                                       f"(budget {request['budget_s']:.0f} s)")
+        result = counters.collect_for_job(self.run.path, float(request["budget_s"]))
+        self.update(extra={**self.run.load().extra, "counters": result})
+        self.event("status", stage="counters", message=result["text"], counters=result)
 
     def twin_transfer(self, plan):
         """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""

@@ -20,18 +20,19 @@ best).  Each transfer is logged (``log``) for ``analysis.twins.summary``.
 from __future__ import annotations
 
 from ..analysis import twins as rules
+from ..analysis.levers import LEVERS_OFF_ENV, levers_off
 from .compat import derived_object, ms, s_tir, stmt_children, tvm_ffi
 from .compat import Trace
 
 SIBLING_VARIANTS = 2
 FAILED_SECS = 1e9
-LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"   # comma list of levers to switch off (bench/model_levers.py's ablation)
 
 
 def lever_on(name: str) -> bool:
-    """Whether a tuning lever (twins, budget, default) is on for this job (all are, by default)."""
+    """Whether a tuning lever (twins, budget, default, layout) is on for this job (all are, by
+    default; ``analysis/levers.py``)."""
     import os
-    return name not in {x.strip() for x in os.environ.get(LEVERS_OFF_ENV, "").split(",")}
+    return name not in levers_off(os.environ.get(LEVERS_OFF_ENV))
 
 
 # --------------------------------------------------------------------------- signatures
@@ -244,9 +245,9 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
 
     def generate_measure_candidates(self):
         # transfers first: near the end of the budget a donor's best is worth more than a search draw
-        transfers = [] if self.budget is not None and self.budget.left <= 0 else self._transfers()
-        if self.budget is not None:
-            transfers = transfers[:self.budget.left]
+        transfers = [] if self.budget is not None and self.budget.spare() <= 0 else self._transfers()
+        if self.budget is not None:   # never at the cost of a task's first batch (search.TrialBudget.spare)
+            transfers = transfers[:self.budget.spare()]
             self.budget.left -= len(transfers)
         self.pending = [entry for _, entry in transfers]
         self.pending_mods = [c.sch.mod for c, _ in transfers]

@@ -64,7 +64,7 @@ async def test_code_request_lens_and_diff(client, workspace, tuned):
 async def test_code_request_bad_input(client, workspace, tuned):
     await initialize(client, "vscode", workspace, OPTIONS)
     uri = open_doc(client, tuned)
-    for params, message in (({"uri": uri, "function": FN, "level": "ptx"}, "'level' must be one of"),
+    for params, message in (({"uri": uri, "function": FN, "level": "sass"}, "'level' must be one of"),
                             ({"uri": uri, "function": FN, "candidate": -2}, "'candidate' must be"),
                             ({"uri": uri, "function": FN, "run": "nope"}, "no run 'nope'"),
                             ({"uri": uri, "function": "nope"}, "no function 'nope'")):

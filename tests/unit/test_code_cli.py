@@ -29,8 +29,8 @@ def test_bad_input_is_one_line(argv, message, capsys, tmp_path):
 
 def test_bad_level_and_missing_file(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        main(["code", SOURCE, "--level", "ptx"])
-    assert exit_info.value.code == 2 and "invalid choice: 'ptx'" in capsys.readouterr().err
+        main(["code", SOURCE, "--level", "sass"])
+    assert exit_info.value.code == 2 and "invalid choice: 'sass'" in capsys.readouterr().err
     assert main(["code", str(tmp_path / "missing.py")]) == 2
     assert "no such file" in capsys.readouterr().err
 

@@ -32,8 +32,8 @@ def test_when_tuning_loses_the_run_keeps_the_baseline():
     assert out["kept"] == "baseline"
     assert "SLOWER than DLight's default schedule" in out["lines"][0]
     assert out["lines"][1] == "vendor library: PyTorch with CUDA is not installed"
-    assert out["lines"][-1] == ("tuning lost to DLight's default schedule: the run keeps DLight's default schedule "
-                                "as its result")
+    assert out["lines"][-1].startswith("DLight's default kept: tuned 50.0 µs vs DLight 25.0 µs (tuning lost to "
+                                       "DLight's default schedule: the run keeps it as its result")
     assert headline({}) is None
 
 

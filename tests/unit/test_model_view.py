@@ -89,3 +89,27 @@ def test_a_calls_selection_skips_another_kernels_bindings():
     assert own_ranges([82, 89], "c9#0", owners) == [[82, 83], [87, 89]]
     assert own_ranges([84, 86], "c10#0", owners) == [[84, 86]]      # its own span holds only folded lines between
     assert own_ranges([17, 20], "t#0", {17: "t#0", 19: "t#0", 20: "t#0"}) == [[17, 20]]   # contiguous: one range
+
+
+def test_kernels_with_packed_weights_are_shown():
+    """Issue 21's layout lever: the view names the kernels whose weights the build packed into their
+    schedule's layout (a per-call flag from the profile), and says nothing when none did."""
+    from asight_lsp.commands.model import render
+    profile = _profile({"conv": 4, "mean": 2}, {"conv": 10.0, "mean": 1.0}, {"conv": 5.0, "mean": 1.0})
+    plain = render(model_view(profile))
+    assert "layout:" not in plain
+    profile["relax"]["tasks"]["tuned"]["tasks"][0]["weights_packed"] = True
+    view = model_view(profile)
+    assert [t["task"] for t in view["tasks"] if t.get("weightsPacked")] == ["conv"]
+    line = next(x for x in render(view).splitlines() if x.startswith("layout:"))
+    assert "1 of 2 kernels" in line and line.endswith(": conv")
+
+
+def test_each_row_says_what_the_levers_did():
+    """The Model panel's per-task notes (views/model.lever_notes): a kept default, packed weights."""
+    profile = _profile({"conv": 4, "mean": 2}, {"conv": 10.0, "mean": 1.0}, {"conv": 5.0, "mean": 1.0})
+    profile["relax"]["tasks"]["tuned"]["tasks"][0]["weights_packed"] = True
+    profile["measurement"] = {"defaults": [{"task": "mean", "default_us": 0.9, "measured_us": 3900.0}]}
+    rows = {r["task"]: r["levers"] for r in model_view(profile)["tasks"]}
+    assert rows["conv"] == ["weights packed into the schedule's layout at build time"]
+    assert rows["mean"] == ["default schedule kept: 0.9 µs vs best trial 3.90 ms (re-measured)"]

@@ -145,6 +145,14 @@ def test_options_from_initialization_options():
     assert ServerOptions().updated(None) == ServerOptions()
 
 
+def test_the_gpu_counters_budget_option():
+    assert ServerOptions().counters_budget_s is None
+    assert ServerOptions().updated({"countersBudgetSeconds": 45}).counters_budget_s == 45.0
+    assert ServerOptions(counters_budget_s=30.0).updated({"countersBudgetSeconds": 0}).counters_budget_s is None
+    for bad in (-1, "soon", True):
+        assert ServerOptions(counters_budget_s=30.0).updated({"countersBudgetSeconds": bad}).counters_budget_s == 30.0
+
+
 def test_schedule_edits():
     outline = build_outline(MBR)
     fn = outline.functions[0]

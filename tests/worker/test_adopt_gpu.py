@@ -129,3 +129,38 @@ def test_counters_without_a_gpu_say_why_and_keep_the_adopted_ones(adopted):
     assert proc.returncode == 2
     assert "not collected: no CUDA device on this machine" in proc.stderr
     assert (run.path / "counters.jsonl").read_bytes() == before
+
+
+NO_NVCC_PATH = "/usr/bin:/bin"    # no nvcc there; cuda-bindings (NVRTC) is not installed in this venv
+
+
+def test_ptx_without_a_cuda_compiler_says_why_in_one_line(adopted):
+    import importlib.util
+    if importlib.util.find_spec("cuda") is not None:
+        pytest.skip("cuda-bindings (NVRTC) is installed here: PTX has a compiler")
+    store, run, _ = adopted
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "code", str(GPU / "matmul1024.py"), "--run", run.id,
+                           "--work-dir", str(store), "--level", "ptx"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PATH": NO_NVCC_PATH})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == ("asight: error: PTX needs a CUDA compiler: nvcc is not on PATH and NVRTC (the "
+                                   "cuda-bindings package) is not installed; the cuda level shows the kernels' source")
+
+
+def test_ptx_with_nvcc_is_linked_through_the_cuda_lines_to_the_tir(adopted):
+    import shutil
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: PTX is not offered (the test above checks the reason)")
+    store, run, _ = adopted
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "ptx",
+                  "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["language"] == "ptx" and view["candidate"]["trial"] == 76
+    lines = view["text"].splitlines()
+    assert any(line.startswith(".target sm_90a") for line in lines) and any(".entry main_kernel" in l for l in lines)
+    source = (GPU / "matmul1024.py").read_text().splitlines()
+    update = next(i for i, t in enumerate(source) if "A[vi, vk] * B[vk, vj]" in t)
+    fma = [link for link in view["links"] if lines[link["line"]].strip().startswith("fma.rn")]
+    assert fma and all(link["sourceLine"] == update for link in fma), "every FMA comes from the update line"
+    assert len(view["links"]) > 100

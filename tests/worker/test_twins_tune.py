@@ -119,7 +119,10 @@ def test_a_twin_transfer_replays_the_donors_decisions(tuned):
     unit = outline.units[0]
     parsed = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
                         outline.constants, outline.aliases)
-    plan = ms_side.plan_for(parsed, None, target)
+    from asight_lsp.engine.wire import weights_beside
+    from asight_lsp.worker.relax_pipeline import deployable
+    module, _ = deployable(parsed, None, weights_beside(str(tuned[0] / "tiny_relax.py")))   # as the job tunes it
+    plan = ms_side.plan_for(module, None, target)
     mods = {t.name: t.mod for t in plan.tasks}
     db = ms_side.open_database(str(run.path))
     donor, twin = "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"

@@ -234,6 +234,7 @@ const LEVEL_ITEMS: { label: string; description: string; level: P.CodeLevel; ser
   { label: "Assembly", description: "the host module (parallel loop bodies carry no line info)", level: "asm" },
   { label: "Assembly, serial variant", description: "Parallel dropped, so every loop body is linked", level: "asm", serial: true },
   { label: "CUDA source", description: "a GPU run's kernels, lines linked by the buffer they store", level: "cuda" },
+  { label: "PTX", description: "a GPU run's kernels as PTX (needs nvcc or NVRTC), linked through the CUDA lines", level: "ptx" },
 ];
 
 /** Two runs picked: their best records; one run: two trials of it (empty = its best). */

@@ -22,11 +22,13 @@ export interface Settings {
   diagnosticsDelayMs: number;
   /** Extra environment variables for the server. */
   serverEnv: Record<string, string>;
+  /** GPU: seconds of Nsight Compute counters after each tuning (0: none; docs/gpu.md). */
+  countersBudgetSeconds: number;
 }
 
 export const DEFAULTS: Settings = {
   pythonPath: "", workerPythonPath: "", target: "", trials: 64, workDir: "", disabledFeatures: [],
-  diagnosticsDelayMs: 300, serverEnv: {},
+  diagnosticsDelayMs: 300, serverEnv: {}, countersBudgetSeconds: 0,
 };
 
 /** Read settings through a `get(key)` accessor (VS Code's `WorkspaceConfiguration.get`), with defaults and type checks. */
@@ -46,6 +48,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
     serverEnv: env && typeof env === "object" && !Array.isArray(env)
       ? Object.fromEntries(Object.entries(env as Record<string, unknown>).filter(([, v]) => typeof v === "string")) as Record<string, string>
       : {},
+    countersBudgetSeconds: num("countersBudgetSeconds"),
   };
 }
 
@@ -87,6 +90,7 @@ export function initializationOptions(s: Settings, trusted: boolean, workspace: 
     [P.OPT_TRIALS]: s.trials,
     [P.OPT_DISABLED_FEATURES]: s.disabledFeatures,
     [P.OPT_DIAGNOSTICS_DELAY_MS]: s.diagnosticsDelayMs,
+    [P.OPT_COUNTERS_BUDGET]: s.countersBudgetSeconds || null,
   };
 }
 

@@ -145,7 +145,7 @@ export function derivationMarks(payload: CodePayload): Map<number, string> {
 
 /** The virtual document path of a payload: `/<run|untuned>/<function>.<level>.<ext>`. */
 export function codePath(payload: CodePayload): string {
-  const ext = payload.level === "llvm" ? "ll" : payload.level === "asm" ? "s" : payload.level === "cuda" ? "cu" : "py";
+  const ext = payload.level === "llvm" ? "ll" : payload.level === "asm" ? "s" : payload.level === "cuda" ? "cu" : payload.level === "ptx" ? "ptx" : "py";
   const trial = payload.candidate?.trial;
   const best = payload.candidate?.best ? "best" : "";
   const which = typeof trial === "number" ? `trial-${trial}${best ? "-best" : ""}` : payload.candidate ? "best" : "untuned";

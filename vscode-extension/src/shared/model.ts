@@ -30,6 +30,8 @@ export interface ModelTask {
   twins?: { op?: string; twins?: string[]; siblings?: string[]; transfers?: unknown[]; bestGain?: number | null; adopted?: number };
   nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
   defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null };
+  weightsPacked?: boolean; // the layout lever: the build packed this kernel's weights into its schedule's layout
+  levers?: string[]; // what the tuning levers did for the task, a phrase each (views/model.lever_notes)
 }
 
 export interface ModelPayload {
@@ -65,6 +67,7 @@ export interface ModelRow {
   trials: number | null;
   failed: number | null;
   slower: boolean;
+  levers: string[];
 }
 
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
@@ -114,6 +117,7 @@ export function modelRows(payload: ModelPayload | null | undefined): ModelRow[] 
     return {
       task: t.task!, calls, ranges: callRanges(calls), tunedUs, untunedUs, share: num(t.share),
       trials: num(t.trials), failed: num(t.failed), slower: isSlower(t.slower),
+      levers: Array.isArray(t.levers) ? t.levers.filter((x): x is string => typeof x === "string" && x.length > 0) : [],
     };
   });
 }

@@ -16,7 +16,7 @@ export const SERVER_NAME = "asight-lsp";
 export const PROTOCOL_VERSION = 1;
 
 // ------------------------------------------------------------------------------------ commands
-export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?}
+export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
 // space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?, remeasure?, replace?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
@@ -74,7 +74,7 @@ export const REQUEST_SCHEMAS = {
   [REQ_LOOP_VIEW]: SCHEMA_LOOP_VIEW, [REQ_STAGE_GRAPH]: SCHEMA_STAGE_GRAPH, [REQ_PRINCIPLES]: SCHEMA_PRINCIPLES,
   [REQ_CODE]: SCHEMA_CODE, [REQ_CODE_DIFF]: SCHEMA_CODE_DIFF, [REQ_MODEL]: SCHEMA_MODEL,
 } as const;
-export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda"] as const; // asight/code "level" (cuda: a GPU run's CUDA source)
+export const CODE_LEVELS = ["scheduled", "lowered", "llvm", "asm", "cuda", "ptx"] as const; // asight/code "level" (cuda/ptx: a GPU run's kernels)
 export type CodeLevel = (typeof CODE_LEVELS)[number];
 
 export const STATUS_OK = "ok";
@@ -90,6 +90,7 @@ export const OPT_TARGET = "target"; // default tuning target (null = host CPU)
 export const OPT_TRIALS = "trials"; // default trial budget
 export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
 export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
+export const OPT_COUNTERS_BUDGET = "countersBudgetSeconds"; // GPU: tune collects Nsight Compute counters within this budget (0/null: off)
 
 export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
 export type Feature = (typeof FEATURES)[number];
@@ -245,6 +246,8 @@ export interface TuneArgs {
   /** A design space function of the file (docs/spaces.md); runs user code, so trusted workspaces only. */
   space?: string;
   spaceMode?: "alone" | "union";
+  /** GPU: seconds for Nsight Compute counters after tuning (docs/gpu.md); default: the setting. */
+  countersBudget?: number;
 }
 
 /** Arguments of the view requests and show-commands. */

@@ -160,6 +160,27 @@ export interface LoopViewPayload extends ViewBase {
   stages?: Stage[];
   sources?: Record<string, string>;
   scheduled_loops_available?: boolean;
+  /** A GPU run: what the best candidate's schedule did (analysis/gpu_words.py); absent/null on a CPU. */
+  gpu?: GpuBlock | null;
+}
+
+/** `gpu` of the loop view (analysis/gpu_words.gpu_words + `trial`). */
+export interface GpuBlock {
+  trial?: number;
+  axes?: Record<string, number>;
+  binding?: string;
+  threads_per_block?: number;
+  blocks?: number;
+  shared?: string[];
+  local?: string[];
+  registers?: number | null;
+  occupancy_pct?: number | null;
+  shared_bytes?: number | null;
+  limiter?: { kind?: string; text?: string } | null;
+  lines?: string[];
+  sources?: Record<string, string>;
+  /** DLight's default schedule beat the tuned record: the run keeps it (this block is the best tuned). */
+  kept?: string;
 }
 
 // ------------------------------------------------------------------------- asight.stageGraph/1

@@ -8,6 +8,7 @@ import type { LoopViewPayload, Stage, ValueCount } from "../shared/views";
 import { bar, header, notes, pct, sourceLink } from "./common";
 import { arr, h, mount, num, obj, str } from "./dom";
 import { glossary, TERMS } from "./glossary";
+import { gpuSection } from "./gpuBlock";
 
 const STRATEGY_TITLES: Record<string, string> = {
   tile: "Tile split shapes", vectorize: "Vectorize length", parallel: "Parallel extent", unroll: "Unroll (max steps)",
@@ -98,6 +99,7 @@ export function renderLoopView(root: HTMLElement, msg: ShowMessage): void {
   mount(root, h("div", { class: "loop-view" }, header("loopView", msg),
     p.scheduled_loops_available === false ? h("p", { class: "hint" },
       "Scheduled loop nests are not extracted for this run: vectorize/parallel/unroll come from the traces' annotations.") : null,
+    gpuSection(p.gpu),
     ...stages.map((st) => stageCard(st, msg)),
     Object.keys(sources).length ? h("section", { class: "sources" }, h("h3", {}, "Where the numbers come from"),
       h("ul", {}, ...Object.entries(sources).map(([k, v]) => h("li", {}, h("strong", {}, k), `: ${str(v)}`)))) : null,

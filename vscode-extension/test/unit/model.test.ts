@@ -105,3 +105,10 @@ test("a refused export offers to tune the missing kernels or to export anyway, e
   assert.equal(refusalActions({ status: "ok", applied: { missing: [] } }), undefined);
   assert.equal(refusalActions({ status: "failed" }), undefined);      // outputs differ: nothing to offer
 });
+
+test("what the levers did for a task comes from the server, strings only", () => {
+  const rows = modelRows({ tasks: [{ task: "conv", levers: ["twin of conv_b; 1 transfer(s)", 3 as never, "", "weights packed into the schedule's layout at build time"] },
+    { task: "mean" }] });
+  assert.deepEqual(rows[0].levers, ["twin of conv_b; 1 transfer(s)", "weights packed into the schedule's layout at build time"]);
+  assert.deepEqual(rows[1].levers, []);
+});

@@ -1,0 +1,132 @@
+"""The layout lever of issue 21 (weights packed into the layout the tuned schedule reads) through the
+real tuning job on the tiny imported ResNet, and the trial reserve that keeps every kernel tried.
+
+* the tasks tuned mark their weight parameters layout-free, under the kernels' own names;
+* MetaSchedule's records re-lay the convolution weights (``TransformLayout``);
+* the tuned build folds that re-layout into the constants: at run time the ``*_prepacked`` kernels
+  run, no ``*_weight_prepack`` does, and the outputs equal the untuned build's;
+* the per-call profile maps a prepacked kernel back to its task;
+* with ``ASIGHT_LEVERS_OFF=layout`` nothing is marked (the ablation's ``-layout``).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asight_lsp.cli import main as asight
+from asight_lsp.services.tuning import TuneRequest, start_tune
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "fixtures" / "models"))
+onnx_build = pytest.importorskip("onnx_build")
+
+pytestmark = [pytest.mark.tvm, pytest.mark.slow]
+
+CONVS = {"fused_conv2d_add_relu", "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"}
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    base = tmp_path_factory.mktemp("layout")
+    onnx_build.save(onnx_build.tiny_resnet(seed=1, size=8, width=4), base / "tiny.onnx")
+    assert asight(["import", str(base / "tiny.onnx")]) == 0
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ASIGHT_TRIALS_PER_ITER", "2")
+    try:    # 10 trials for 6 kernels with twin transfers: the reserve keeps one for each
+        job = start_tune(TuneRequest(file=str(base / "tiny_relax.py"), function=None, trials=10,
+                                     store_root=str(base), seed=0))
+        meta = job.wait(900)
+    finally:
+        mp.undo()
+    assert meta.state == "done", meta.error
+    return base, job.run, meta
+
+
+def _module(base: Path):
+    from asight_lsp.engine.wire import weights_beside
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import parse_unit
+    from asight_lsp.worker.relax_pipeline import deployable
+    text = (base / "tiny_relax.py").read_text()
+    outline = build_outline(text)
+    unit = outline.units[0]
+    parsed = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
+                        outline.constants, outline.aliases)
+    return deployable(parsed, None, weights_beside(str(base / "tiny_relax.py")))[0]
+
+
+def _marked(mod, target) -> dict:
+    from asight_lsp.worker.compat import tirx
+    from asight_lsp.worker.relax_pipeline import fuse
+    return {gv.name_hint: [int(i) for i in f.attrs["layout_free_buffers"]]
+            for gv, f in fuse(mod, target).functions_items()
+            if isinstance(f, tirx.PrimFunc) and f.attrs and "layout_free_buffers" in f.attrs}
+
+
+def test_weights_are_marked_layout_free_under_the_kernels_own_names(tuned):
+    from asight_lsp.worker import metaschedule as ms_side
+    base, _, meta = tuned
+    marked = _marked(_module(base), ms_side.resolve_target(None))
+    assert CONVS <= set(marked) and all(marked[c] == [1, 2] for c in CONVS)   # weight and bias
+    assert CONVS <= {t["name"] for t in meta.tasks}                             # the tasks keep those names
+
+
+def test_every_kernel_got_a_trial_despite_the_transfers(tuned):
+    _, _, meta = tuned
+    tried = {t for t, us in meta.extra["tuning"]["best_tasks_us"].items() if us is not None}
+    assert {t["name"] for t in meta.tasks} - {"reshape1"} <= tried, meta.extra["tuning"]["best_tasks_us"]
+
+
+def test_the_build_packs_weights_once_and_computes_the_same(tuned):
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker.compat import relax, tvm
+    from asight_lsp.worker.relax_pipeline import build_tuned, kernel_of
+    base, run, _ = tuned
+    target = ms_side.resolve_target(None)
+    mod = _module(base)
+    records = (run.path / "database_tuning_record.json").read_text()
+    assert "TransformLayout" in records                  # the schedules re-lay the weights
+    db = ms_side.open_database(str(run.path))
+    tuned_vm = relax.VirtualMachine(build_tuned(db, mod, target), tvm.cpu())
+    plain_vm = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")
+    names = []
+
+    def hook(func, name, before, *rest):
+        if before:
+            names.append(str(name))
+        return 0
+    tuned_vm.set_instrument(hook)
+    out = tuned_vm["main"](tvm.runtime.tensor(x)).numpy()
+    np.testing.assert_allclose(out, plain_vm["main"](tvm.runtime.tensor(x)).numpy(), rtol=1e-4, atol=1e-4)
+    prepacked = [n for n in names if n.endswith("_prepacked")]
+    assert prepacked and not any("weight_prepack" in n for n in names)   # re-laid at build time only
+    assert {kernel_of(n) for n in prepacked} <= CONVS | {"fused_matmul_add2"}
+
+
+def test_the_per_call_profile_maps_prepacked_kernels_to_their_call_sites(tuned):
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker import relax_profile
+    from asight_lsp.worker.compat import relax, tvm
+    from asight_lsp.worker.relax_pipeline import build_tuned
+    base, run, _ = tuned
+    target = ms_side.resolve_target(None)
+    mod = _module(base)
+    vm = relax.VirtualMachine(build_tuned(ms_side.open_database(str(run.path)), mod, target), tvm.cpu())
+    x = tvm.runtime.tensor(np.zeros((1, 3, 8, 8), "float32"))
+    per_run, _ = relax_profile._time_calls(vm, [x], 2)
+    sites = relax_profile.call_sites(mod, target, fused=True)
+    rows = relax_profile.task_latencies(per_run, sites, {})
+    assert CONVS <= {r["task"] for r in rows}
+    assert all(r["mapped"] for r in rows if r["task"] in CONVS)   # each call tied to its bindings
+    assert not any(r["task"].endswith("_prepacked") for r in rows)
+
+
+def test_the_ablation_switch_marks_nothing(tuned, monkeypatch):
+    from asight_lsp.worker import metaschedule as ms_side
+    base, _, _ = tuned
+    monkeypatch.setenv("ASIGHT_LEVERS_OFF", "layout")
+    assert _marked(_module(base), ms_side.resolve_target(None)) == {}
