@@ -116,3 +116,17 @@ def test_a_models_lens_line_is_short():
     assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"
     remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
     assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True
+
+
+def test_every_run_summary_says_which_measurement_it_shows():
+    """Issue 23: a run's summary (asight/runs, runUpdated, every run payload) names its measurement record,
+    so a client can tell that a panel shows an older one; none before the run is measured."""
+    from tests.conftest import measured
+    from asight_lsp.views.measured import measurement_stamp
+    record = {**measured(40.0, 20.0, busy=True, by="the editor's Re-measure"), "taken": 1795674078.0}
+    meta = RunMeta(id="r1", file="m.py", function="Module", state="done", kind="relax", measurement=record)
+    stamp = run_summary(meta)["measurement"]
+    assert stamp == measurement_stamp(record) and stamp["taken"] == 1795674078.0 and stamp["busy"] is True
+    assert stamp["text"].startswith("measured ") and "UTC by the editor's Re-measure, busy (other processes 0.90 cores)" in stamp["text"]
+    assert run_summary(_meta("relax"))["measurement"] is None                    # not measured yet
+    assert set(run_summary(meta)) <= set(P.RunSummary.__annotations__)          # the protocol names it

@@ -36,6 +36,8 @@ export interface PanelActions {
 }
 
 const REFRESH_MS = 2000;
+/** How often a panel in view asks whether its run now shows a newer measurement (`asight/runs`: cheap). */
+const NEWER_CHECK_MS = 15000;
 /** After this long a loading panel shows the seconds waited and a Cancel button. */
 const SLOW_MS = 3000;
 
@@ -216,9 +218,12 @@ export class PanelManager implements vscode.Disposable {
       const msg = parseWebviewMessage(raw);
       if (msg) void this.handle(p, msg);
     });
-    // Coming back to a panel: say so when its run shows a newer measurement now (made elsewhere: a terminal).
+    // Coming back to a panel, and every NEWER_CHECK_MS while it is in view: say so when its run shows a newer
+    // measurement now (made where the server does not see it: `asight profile --replace` in a terminal).
     const seen = panel.onDidChangeViewState((e) => { if (e.webviewPanel.visible) void p.checkNewer(); });
+    const poll = setInterval(() => { if (panel.visible) void p.checkNewer(); }, NEWER_CHECK_MS);
     panel.onDidDispose(() => {
+      clearInterval(poll);
       seen.dispose();
       sub.dispose();
       p.dispose();

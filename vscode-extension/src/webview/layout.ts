@@ -39,8 +39,9 @@ export function corridorY(columnBoxes: Box[], ideal: number, margin = 6): number
 export interface Route {
   /** SVG path data. */
   d: string;
-  /** Where the edge's label goes (middle of its first stretch between two columns). */
-  label: Point;
+  /** Where the edge's label goes (middle of its first stretch between two columns); null: no label (the
+   * edge's tooltip names it). */
+  label: Point | null;
   /** The corners the path goes through, start and end included (for tests and hit checks). */
   points: Point[];
 }
@@ -132,8 +133,9 @@ function curveDown(p: Point, q: Point): string {
 /**
  * The route of an edge in the top-down flow, from `a`'s bottom side (at `fromX`) to `b`'s top side (at
  * `toX`); across the rows of layers in between it passes by a free corridor, so it never crosses a node.
- * An edge that does not go downwards loops out to the right of both boxes. Its label sits beside the
- * first stretch, to the right of the line (`labelLeft`: where the label text starts).
+ * An edge that does not go downwards loops out to the right of both boxes. The label of an edge from one
+ * layer to the next sits on its middle (drawn with a halo, so it needs no room beside the boxes); an
+ * edge that skips layers has none (its tooltip names it), so the graph stays one box wide plus its corridor.
  */
 export function routeDown(a: Placed, b: Placed, fromX: number, toX: number, rows: Map<number, Box[]>): Route {
   const A = boxDown(a), B = boxDown(b);
@@ -141,7 +143,7 @@ export function routeDown(a: Placed, b: Placed, fromX: number, toX: number, rows
     const out = Math.max(A.x + A.w, B.x + B.w) + DOWN_GAP_X / 2;
     const start: Point = [A.x + A.w, A.y + A.h / 2], end: Point = [B.x + B.w, B.y + B.h / 2];
     const d = `M${r1(start[0])} ${r1(start[1])}C${r1(out)} ${r1(start[1])} ${r1(out)} ${r1(end[1])} ${r1(end[0])} ${r1(end[1])}`;
-    return { d, label: [r1(out + 2), r1((start[1] + end[1]) / 2)], points: [start, end] };
+    return { d, label: null, points: [start, end] };
   }
   const start: Point = [fromX, A.y + A.h], end: Point = [toX, B.y];
   const points: Point[] = [start];
@@ -158,8 +160,8 @@ export function routeDown(a: Placed, b: Placed, fromX: number, toX: number, rows
   }
   d += curveDown(prev, end);
   points.push(end);
-  const first = points[1];
-  return { d, label: [r1((start[0] + first[0]) / 2 + 6), r1((start[1] + first[1]) / 2 + 4)], points };
+  const label: Point | null = points.length === 2 ? [r1((start[0] + end[0]) / 2), r1((start[1] + end[1]) / 2 + 4)] : null;
+  return { d, label, points };
 }
 
 /** Category numbers for the key: 1, 2, … in the order of the categories list (ids may be sparse). */

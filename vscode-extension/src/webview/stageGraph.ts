@@ -10,7 +10,7 @@ import { header, notes, pct, reveal, sourceLink } from "./common";
 import { post } from "./host";
 import { arr, h, mount, num, obj, s, str } from "./dom";
 import { glossary } from "./glossary";
-import { boxDown, boxOf, GAP_X, NODE_H, NODE_W, portX, portY, routeDown, routeEdge, type Box, type Placed, type Route } from "./layout";
+import { boxDown, boxOf, DOWN_GAP_X, GAP_X, NODE_H, NODE_W, portX, portY, routeDown, routeEdge, type Box, type Placed, type Route } from "./layout";
 
 /** How a graph is laid out: left to right by layer (a kernel's blocks), or top-down (a model's kernel
  * calls: a long chain grows downwards and fits the panel's width). */
@@ -74,8 +74,8 @@ function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, Gr
       flow.port(flow.box(placed(b)), bIn.indexOf(e), bIn.length), columns);
     g.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer), "data-source": a.id, "data-target": b.id },
       s("path", { d: route.d, "marker-end": "url(#arrow)" }),
-      s("text", { x: route.label[0], y: route.label[1], "text-anchor": flow.down ? "start" : "middle", class: "edge-label" },
-        clip(edgeLabel(e, flow.down), flow.down ? 18 : 21)),
+      route.label ? s("text", { x: route.label[0], y: route.label[1], "text-anchor": "middle", class: "edge-label" },
+        clip(edgeLabel(e, flow.down), flow.down ? 24 : 21)) : null,
       s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
   }
   return g;
@@ -132,16 +132,28 @@ function nodeElement(n: GraphNode, flow: Flow): SVGGElement {
       `, fused with ${arr<string>(cost.shared_with).join(", ")}` : ""}` : ""].filter(Boolean).join("\n")));
 }
 
+/**
+ * The top-down flow in one column: the calls in the order of their layers (a branch's calls right after
+ * the call beside them), so the graph is one box wide however narrow the panel (~200 px at 1000×800
+ * with three editor groups) and its text keeps its size; an edge past a call goes round it on the right.
+ */
+export function oneColumn(nodes: GraphNode[]): GraphNode[] {
+  const order = nodes.map((n, i) => ({ n, i })).sort((a, b) =>
+    (num(a.n.layer) ?? 0) - (num(b.n.layer) ?? 0) || (num(a.n.row) ?? 0) - (num(b.n.row) ?? 0) || a.i - b.i);
+  return order.map(({ n }, k) => ({ ...n, layer: k, row: 0 }));
+}
+
 export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   const p = msg.payload as StageGraphPayload;
-  const nodes = arr<GraphNode>(p.nodes).filter((n) => n && typeof n.id === "string");
+  // A model's kernel calls flow top-down (a long chain grows downwards); a kernel's blocks left to right.
+  const flow = p.level === "model" ? DOWN : ACROSS;
+  const given = arr<GraphNode>(p.nodes).filter((n) => n && typeof n.id === "string");
+  const nodes = flow.down ? oneColumn(given) : given;
   // Edges name blocks by label (`matmul`) or io nodes by id (`input:A`): resolve both.
   const byKey = new Map<string, GraphNode>();
   for (const n of nodes) { byKey.set(n.id, n); if (n.label && !byKey.has(n.label)) byKey.set(n.label, n); }
   const edges = arr<GraphEdge>(p.edges).filter((e) => byKey.has(e.source) && byKey.has(e.target));
-  // A model's kernel calls flow top-down (a long chain grows downwards); a kernel's blocks left to right.
-  const flow = p.level === "model" ? DOWN : ACROSS;
-  const right = flow.down ? 70 : GAP_X / 3 + 4;   // room for the labels of edges beside / a loop-back edge
+  const right = flow.down ? DOWN_GAP_X / 2 + 10 : GAP_X / 3 + 4;   // room for an edge's corridor / a loop-back edge
   const width = Math.max(...nodes.map((n) => nodeBox(n, flow).x + NODE_W), 200) + right;
   const height = Math.max(...nodes.map((n) => nodeBox(n, flow).y + NODE_H), 100) + 30;
   const svg = s("svg", { class: "stage-graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
