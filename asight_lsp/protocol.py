@@ -30,7 +30,7 @@ CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loop
 CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"  # {uri, function, mode?: "trace"|"script"}
 CMD_COMPARE_RUNS = "asight.compareRuns"        # {runs: [id, id]} -> compareRuns payload
 CMD_SHOW_CODE = "asight.showCode"              # {uri, function?, run?, candidate?, level?, task?} -> code payload
-CMD_EXPORT_MODEL = "asight.exportModel"        # {uri, function?, run?, output?} -> CommandResult, data: export reply
+CMD_EXPORT_MODEL = "asight.exportModel"        # {uri, function?, run?, output?, tuneMissing?, allowUntuned?} -> CommandResult, data: export reply
 CMD_SHOW_MODEL = "asight.showModel"            # {uri, function?, run?} -> model payload (the Model panel)
 
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
@@ -142,13 +142,14 @@ class RunSummary(TypedDict, total=False):
     tasks: list              # a Relax run's task names (one fused kernel each; views take one as "task")
     failures: list           # [FailureGroup], largest first
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
+    measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
 
 
 class RunUpdated(TypedDict, total=False):
     """``asight/runUpdated``: sent on every progress event and when a run ends."""
     schema: str              # SCHEMA_RUN_UPDATED
     uri: str | None
-    event: str               # started | progress | finished | profiled (a model's per-call times are cached)
+    event: str               # started | progress | finished | profiled (a new measurement or per-call profile is shown)
     run: RunSummary
 
 

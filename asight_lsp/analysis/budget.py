@@ -26,6 +26,7 @@ from __future__ import annotations
 PRIOR = 0.5            # relative gain of the first trials after warm-up: ~0.5 / (trials + 4) each
 PRIOR_OFFSET = 4
 WARMUP_BATCHES = 2     # batches a task gets before its failures make it wait
+WARMUP_SHARE = 3       # a model's warm-up (one batch a task) takes about a third of the budget
 
 
 def observed_rate(history: list[tuple[int, float]]) -> float:
@@ -92,3 +93,16 @@ def outlook(names: list[str], tasks: list[dict], batch: int) -> list[dict]:
                     "batch": batch, "expectedSavingUs": saving,
                     "expectedSavingShare": saving / total if total else None, "done": bool(t.get("done"))})
     return out
+
+
+def batch_size(trials: int, n_tasks: int = 1) -> int:
+    """Trials a batch: large enough to amortise a batch's fixed costs (builder pool, cost-model
+    update: ~1-3 s here), small enough for live progress.  One task: at least two batches.  Several:
+    the warm-up (one batch a task, so no kernel is left untried for `asight export` to refuse) takes
+    about a third of the budget, so the rest follows the measured shares (a batch of trials/tasks
+    spent 512 trials on ResNet-18's 19 tasks in the warm-up alone); below 4 only when the budget is
+    smaller than 4 a task."""
+    if n_tasks <= 1:
+        return max(8, min(32, trials // 2))
+    per_task = max(1, trials // n_tasks)
+    return per_task if per_task < 4 else max(4, min(32, trials // (WARMUP_SHARE * n_tasks)))

@@ -45,7 +45,7 @@ def unrecorded_text(tasks: list[str], chosen: list[dict]) -> str | None:
 def _us(value: float | None) -> str:
     if value is None:
         return "?"
-    return f"{value / 1e3:.3f} ms" if value >= 1e3 else f"{value:.1f} us"
+    return f"{value / 1e3:.3f} ms" if value >= 1e3 else f"{value:.1f} µs"
 
 
 def missing_lines(applied: dict) -> list[str]:

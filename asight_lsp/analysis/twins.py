@@ -112,8 +112,8 @@ def describe(task: str, entry: dict) -> str | None:
     if best is None:
         got = f"{len(rows)} transferred schedule(s), none built and ran"
     elif best["gain"]:
-        got = (f"best transfer from {best['from']} ({best['relation']}) {best['latencyUs']:.1f} us vs its own "
-               f"{best['ownBestUs']:.1f} us then ({best['gain']:.2f}x)")
+        got = (f"best transfer from {best['from']} ({best['relation']}) {best['latencyUs']:.1f} µs vs its own "
+               f"{best['ownBestUs']:.1f} µs then ({best['gain']:.2f}x)")
     else:
-        got = f"started from {best['from']} ({best['relation']}): {best['latencyUs']:.1f} us"
+        got = f"started from {best['from']} ({best['relation']}): {best['latencyUs']:.1f} µs"
     return f"{task}: {'; '.join(who)}; {len(rows)} transfer(s), {entry['adopted']} adopted; {got}"

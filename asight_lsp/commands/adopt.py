@@ -35,7 +35,7 @@ def run(args) -> int:
         print_json(meta.to_dict())
         return 0
     info = meta.extra["adopted"]
-    best = f"{meta.best_us:.1f} us" if meta.best_us else "n/a"
+    best = f"{meta.best_us:.1f} µs" if meta.best_us else "n/a"
     print(f"run      {meta.id}  ({new.path})")
     print(f"adopted  {info['records']} records ({info['measured']} measured) of {meta.function} from {info['from']}"
           f" [matched by {info['how']}]")

@@ -66,7 +66,7 @@ def render(result: dict) -> str:
     cand = result.get("candidate") or {}
     what = (f"trial {cand['trial']}" if cand.get("trial") is not None else
             "DLight's default schedule, kept" if cand.get("kept") == "dlight" else "best record") if cand else "untuned"
-    lat = f", {cand['latencyUs']:.1f} us" if cand.get("latencyUs") else ""
+    lat = f", {cand['latencyUs']:.1f} µs" if cand.get("latencyUs") else ""
     name = f"task {result['task']} of {result['function']}" if result.get("task") else result["function"]
     head = [f"# {result['level']} code of {name} ({result['run'] or 'no run'}, {what}{lat})",
             "# src  share" + (" instr" if result.get("lineShareSource") else "") + " | generated"]
@@ -93,7 +93,7 @@ def render_diff(result: dict) -> str:
     lines = [f"# {result['function']}: {a['label']} vs {b['label']}"]
     la, lb = result["latencyUs"]
     if la is not None and lb is not None:
-        lines.append(f"latency: {la:.1f} us -> {lb:.1f} us ({result['deltaUs']:+.1f} us, x{result['ratio']:.2f})")
+        lines.append(f"latency: {la:.1f} µs -> {lb:.1f} µs ({result['deltaUs']:+.1f} µs, x{result['ratio']:.2f})")
     lines.append(f"decisions that differ ({len(result['decisions'])}):")
     for d in result["decisions"]:
         where = d["block"] or "?"

@@ -43,7 +43,7 @@ def run(args) -> int:
 def _us(value) -> str:
     if value is None:
         return "-"
-    return f"{value / 1e3:.3f} ms" if value >= 1000 else f"{value:.1f} us"
+    return f"{value / 1e3:.3f} ms" if value >= 1000 else f"{value:.1f} µs"
 
 
 def _lines(entry: dict) -> str:

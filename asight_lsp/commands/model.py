@@ -33,7 +33,17 @@ def run(args) -> int:
 
 
 def _us(value) -> str:
-    return "-" if value is None else f"{value / 1e3:.2f} ms" if value >= 1e3 else f"{value:.1f} us"
+    """One figure alone (a headline, an interval): µs or ms by its size (``views.text.format_latency``)."""
+    from ..views.text import format_latency
+    return "-" if value is None else format_latency(value)
+
+
+def _table_unit(p: dict):
+    """The task table's formatter: one unit for every figure of the table (``views.text.table_unit``)."""
+    from ..views.text import table_unit
+    fmt = table_unit([v for t in p["tasks"] for v in (t.get("untunedUs"), t.get("tunedUs"),
+                                                      *(c.get("tunedUs") for c in t["calls"]))])
+    return lambda v: "-" if v is None else fmt(v)
 
 
 def render(p: dict) -> str:
@@ -43,15 +53,16 @@ def render(p: dict) -> str:
              + (f" ({head['speedup']:.2f}x)" if head.get("speedup") else ""),
              *([f"build: {'!!! ' if build.get('stale') else ''}{build['text']}"] if build.get("text") else []),
              f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
+    cell = _table_unit(p)
     for t in p["tasks"]:
         share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"
-        lines.append(f"{t['task']:<34} {len(t['calls']):>5} {_us(t['untunedUs']):>10} {_us(t['tunedUs']):>10} "
+        lines.append(f"{t['task']:<34} {len(t['calls']):>5} {cell(t['untunedUs']):>10} {cell(t['tunedUs']):>10} "
                      f"{share:>6} {t['trials'] if t['trials'] is not None else '-':>6} "
                      f"{t['failed'] if t['failed'] is not None else '-':>6}"
                      + _verdict(t))
         for c in t["calls"]:
             where = f"lines {c['lines'][0] + 1}-{c['lines'][1] + 1}" if c.get("lines") else "lines ?"
-            lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {_us(c['tunedUs'])}")
+            lines.append(f"    #{c['call']}: {', '.join(c['bindings'])} ({where}) {cell(c['tunedUs'])}")
     lines += twin_lines(p)
     lines += layout_lines(p)
     lines += outlook_lines(p)
@@ -78,10 +89,10 @@ def onnx_lines(c: dict | None) -> list[str]:
             f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"]
 
 
-def _verdict(t: dict) -> str:
+def _verdict(t: dict, fmt=_us) -> str:
     if t.get("defaultKept"):
         kept = t["defaultKept"]
-        return (f"  default schedule kept ({_us(kept['defaultUs'])} vs best trial {_us(kept['bestTrialUs'])}, "
+        return (f"  default schedule kept ({fmt(kept['defaultUs'])} vs best trial {fmt(kept['bestTrialUs'])}, "
                 f"re-measured)")
     return "  SLOWER than untuned" if t.get("slower") else "  untuned (no trial)" if t["trials"] == 0 else ""
 

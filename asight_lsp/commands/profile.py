@@ -64,8 +64,8 @@ def _us(value) -> str:
     if value >= 1000:
         return f"{value / 1e3:.3f} ms"
     if value >= 10:
-        return f"{value:.1f} us"
-    return f"{value:.2f} us" if value >= 1 else f"{value * 1e3:.0f} ns"
+        return f"{value:.1f} µs"
+    return f"{value:.2f} µs" if value >= 1 else f"{value * 1e3:.0f} ns"
 
 
 def _spread(stats: dict | None) -> str:

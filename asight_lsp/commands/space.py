@@ -69,8 +69,8 @@ def run(args) -> int:
 
 def _best_how(best: dict) -> str:
     if best.get("measured_us") is not None:
-        return f"chosen by re-measurement: {best['measured_us']:.1f} us; {best['latency_us']:.1f} us while tuning"
-    return f"fastest while tuning: {best['latency_us']:.1f} us"
+        return f"chosen by re-measurement: {best['measured_us']:.1f} µs; {best['latency_us']:.1f} µs while tuning"
+    return f"fastest while tuning: {best['latency_us']:.1f} µs"
 
 
 def render(p: dict) -> str:
@@ -105,6 +105,6 @@ def render(p: dict) -> str:
     top = sorted(p["cells"], key=lambda c: c["mean_latency_us"])[:5]
     lines.append("fastest cells:")
     for c in top:
-        lines.append(f"  cell {c['id']:>3} ({c['q']},{c['r']}): {c['count']:>3} candidates, mean {c['mean_latency_us']:.1f} us, "
+        lines.append(f"  cell {c['id']:>3} ({c['q']},{c['r']}): {c['count']:>3} candidates, mean {c['mean_latency_us']:.1f} µs, "
                      f"{cats[c['category']]}")
     return "\n".join(lines) + "\n"

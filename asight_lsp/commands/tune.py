@@ -293,4 +293,4 @@ def fmt_us(value: float | None) -> str:
         return "n/a"
     if value >= 1000:
         return f"{value / 1000:.3f} ms"
-    return f"{value:.1f} us" if value >= 10 else f"{value:.3g} us"
+    return f"{value:.1f} µs" if value >= 10 else f"{value:.3g} µs"

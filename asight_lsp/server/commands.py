@@ -199,6 +199,15 @@ async def profile_model(ls, run: Run, uri: str | None = None) -> None:
     refresh_views(ls)
 
 
+def notify_profiled(ls, uri: str, profile: dict) -> None:
+    """A profile of a run was kept (shown, or kept aside): tell the client with the run's summary, whose
+    ``measurement`` says which one is shown, so open panels of the run redraw from it (issue 23)."""
+    run_id = (profile.get("run") or {}).get("id")
+    meta = ls.state.index.get(run_id) if run_id else None
+    if meta is not None:
+        notify_run(ls, uri, "profiled", meta)
+
+
 def refresh_views(ls) -> None:
     """Ask the client to re-request lenses and inlay hints (when it supports refresh)."""
     ws = ls.client_capabilities.workspace
@@ -248,8 +257,9 @@ async def profile(ls, *args):
     try:
         # remeasure: a new dated measurement (kept beside the shown one; shown unless it is noisier,
         # or the user asks with replace) instead of the run's current profile
-        options = profiles.ProfileOptions(remeasure=a.get("remeasure") is True, replace=a.get("replace") is True,
-                                          by="editor")
+        remeasure = a.get("remeasure") is True
+        options = profiles.ProfileOptions(remeasure=remeasure, replace=a.get("replace") is True,
+                                          by="the editor's Re-measure" if remeasure else "the editor's Profile")
         data = await asyncio.to_thread(profiles.profile_file, doc.path, a.get("function"), a.get("run"),
                                        state.store_root, state.worker, options, doc.text)
     except AsightError as err:
@@ -259,6 +269,7 @@ async def profile(ls, *args):
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
     state.index.invalidate()
     refresh_views(ls)
+    notify_profiled(ls, doc.uri, data)
     message = measurement_text(data.get("measurement"))
     if data.get("adopted") is False:
         message += f" — a new measurement, kept beside the shown one but not shown: {data.get('not_adopted')}"

@@ -12,6 +12,7 @@ from ..tvmscript.model import Function, Outline
 from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
+from ..views.measured import measurement_stamp
 from ..views.text import format_latency, relative_time
 from .state import document_spaces, off_loop_if_big, space_result_of
 
@@ -81,7 +82,9 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
     done = result.meta.state == "done"
     headline = model_lens_title(result)
-    tooltip = "ASight, the model end to end (click: Model, Hotspots, Stage graph, Re-measure, …): " + " ".join(
+    stamp = measurement_stamp(result.measurement)
+    which = f"Shows the measurement of {stamp['when']} UTC ({stamp['by']}, {stamp['load']}). " if stamp else ""
+    tooltip = "ASight, the model end to end (click: Model, Hotspots, Stage graph, Re-measure, …): " + which + " ".join(
         p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
     items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
               "argument": {"uri": uri, "function": fn.id}},
@@ -98,8 +101,9 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
              {"label": "Loop view", "detail": "one task's scheduling strategies", "command": P.CMD_SHOW_LOOP_VIEW,
               "argument": arg}]
     if done:
-        items.insert(0, {"label": "Model", "detail": f"{headline} — per task: calls, untuned and tuned time, share, "
-                         "trials", "command": P.CMD_SHOW_MODEL, "argument": arg})
+        items.insert(0, {"label": "Model", "detail": f"{headline}" + (f" · {stamp['text']}" if stamp else "") +
+                         " — per task: calls, untuned and tuned time, share, trials", "command": P.CMD_SHOW_MODEL,
+                         "argument": arg})
     else:
         items.insert(0, {"label": "Run", "detail": f"{headline} — the run's candidates",
                          "command": P.CMD_SHOW_SEARCH_SPACE, "argument": arg})

@@ -118,7 +118,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
             params["candidate"] = _candidate_params(candidate, client)
         raw = _measure(client, params, options)
     kept = (record or meta.measurement or {}).get("defaults") if fresh else None   # from the record chosen is from
-    new_record = _new_record(raw, params, started, run if fresh else None, kept) if measure else None
+    new_record = _new_record(raw, params, started, run if fresh else None, kept, options.by) if measure else None
     if measure:
         record = new_record
         key = _cache_key(text, selection, run, options, record)
@@ -206,7 +206,8 @@ def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
     return all(meta.source_hashes.get(f.id) in (None, function_hash(text, f)) for f in selection.functions)
 
 
-def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: list | None = None) -> dict | None:
+def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: list | None = None,
+                by: str = "asight profile") -> dict | None:
     """The measurement record of the worker's headline; a current run keeps it as its headline."""
     headline = raw.get("headline") or {}
     if not headline.get("raw"):
@@ -218,7 +219,7 @@ def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: 
     scope = "program" if raw.get("kind") == "relax" else "function" if len(raw.get("kernels") or []) == 1 else "module"
     if run is not None:
         extra["trials"] = len(run.records())
-    record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], "asight profile", scope,
+    record = comparison_record(headline["raw"], headline["untuned"], headline["tuned"], by, scope,
                                started, {k: v for k, v in extra.items() if v is not None})
     return record
 

@@ -11,6 +11,7 @@ import numpy as np
 from ..analysis.candidates import CandidateTable
 from ..store.runs import Run, RunMeta
 from ..tvmscript.model import Function
+from .measured import measurement_stamp
 from .text import headline_text
 
 
@@ -46,7 +47,8 @@ def run_info(data: RunData) -> dict:
                   "task": data.task, "tasks": data.tasks or None,
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                                for g in m.extra.get("failures") or []] or None,
-                  "shortfall": (m.extra.get("shortfall") or {}).get("text")})
+                  "shortfall": (m.extra.get("shortfall") or {}).get("text"),
+                  "measurement": measurement_stamp(record)})
 
 
 def clean(value: Any, digits: int = 6) -> Any:

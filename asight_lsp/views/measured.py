@@ -50,3 +50,16 @@ def others_text(info: dict) -> str | None:
     more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
     return (f"A newer measurement of {last['when']} UTC{more} is kept but not shown: {last['why']} "
             "(`asight profile --remeasure --replace` shows it).")
+
+
+def measurement_stamp(record: dict | None) -> dict | None:
+    """Which measurement a run's figures are (its measurement record, the headline every view of the
+    run starts from): ``{taken, when, by, load, busy, text}``; None before one exists.  Every run
+    summary carries it, so a client can tell that a panel shows an older one (issue 23)."""
+    record = record or {}
+    if not record.get("taken") or not record.get("tuned"):
+        return None
+    load = record.get("load")
+    when, by, words = when_text(record["taken"]), _who(record.get("by")), load_text(load)
+    return {"taken": record["taken"], "when": when, "by": by, "load": words, "busy": bool((load or {}).get("busy")),
+            "text": f"measured {when} UTC by {by}, {words}"}

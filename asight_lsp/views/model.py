@@ -120,6 +120,8 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
         if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
             row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
                                   "bestTrialUs": defaults[row["task"]].get("measured_us")}
+    for row in rows:
+        row["levers"] = lever_notes(row)
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
@@ -130,3 +132,24 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
                                "build": build or profile.get("headline_build")},
                   "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})
+
+
+def lever_notes(row: dict) -> list[str]:
+    """What the model-tuning levers did for one task, a short phrase each (issue 21), for the Model
+    panel: twins and transfers, a kept default schedule, packed weights, the next batch's outlook."""
+    from ..analysis.twins import describe
+    from .text import format_latency
+    out = []
+    twin = describe(row["task"], row["twins"]) if row.get("twins") else None
+    if twin:
+        out.append(twin.split(": ", 1)[1])
+    if row.get("defaultKept"):
+        kept = row["defaultKept"]
+        out.append(f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
+                   f"{format_latency(kept.get('bestTrialUs'))} (re-measured)")
+    if row.get("weightsPacked"):
+        out.append("weights packed into the schedule's layout at build time")
+    nxt = row.get("nextTrials")
+    if nxt and nxt.get("expectedSavingUs"):
+        out.append(f"next {nxt.get('batch')} trials: ~{format_latency(nxt['expectedSavingUs'])} saved (expected)")
+    return out

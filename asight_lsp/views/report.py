@@ -86,7 +86,7 @@ SCRIPT = """
       var c = space.cells[+el.getAttribute('data-cell')]; if (!c) return;
       box.textContent='';
       line('cell', c.id+' ('+c.q+', '+c.r+')'); line('candidates', c.count);
-      line('mean latency', c.mean_latency_us.toFixed(1)+' us'); line('fastest', c.min_latency_us.toFixed(1)+' us (trial '+c.best_trial+')');
+      line('mean latency', c.mean_latency_us.toFixed(1)+' µs'); line('fastest', c.min_latency_us.toFixed(1)+' µs (trial '+c.best_trial+')');
       line('category', (cats[c.category]||c.category)+' ('+Math.round(c.category_share*100)+'%)');
       if (c.strategy) line('strategy mix', c.strategy);
       if (c.gains) Object.keys(c.gains).forEach(function(k){ if (c.gains[k]!==null) line('gain '+k, c.gains[k].toFixed(2)+' (log2)'); });

@@ -5,6 +5,7 @@ from .. import protocol as P
 from ..store.runs import RunMeta
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Function
+from .measured import measurement_stamp
 from .text import headline_text
 
 
@@ -22,7 +23,8 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
            "finished": meta.finished, "error": meta.error, "kind": meta.kind,
            "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                         for g in meta.extra.get("failures") or []],
-           "shortfall": (meta.extra.get("shortfall") or {}).get("text")}
+           "shortfall": (meta.extra.get("shortfall") or {}).get("text"),
+           "measurement": measurement_stamp(record)}
     if meta.kind == "relax":     # per-task views and the code view pick one of these
         out["tasks"] = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict) and t.get("name")]
     if stale is not None:

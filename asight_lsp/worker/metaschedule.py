@@ -433,18 +433,12 @@ def prepare_intrinsics(target) -> None:
 
 
 def trials_per_iter(trials: int, n_tasks: int = 1) -> int:
-    """Batch size: large enough to amortise a batch's fixed costs (builder pool start, cost-model
-    update: ~1-3 s here), small enough for live progress: at least two batches for one task, one
-    batch per task for several (the scheduler gives each batch to one task).
-    ``ASIGHT_TRIALS_PER_ITER`` overrides it."""
+    """Batch size (``analysis/budget.batch_size``); ``ASIGHT_TRIALS_PER_ITER`` overrides it."""
     forced = os.environ.get("ASIGHT_TRIALS_PER_ITER")
     if forced:
         return max(1, int(forced))
-    if n_tasks == 1:
-        return max(8, min(32, trials // 2))
-    # several tasks: one warm-up batch each must fit the budget (a task left without a trial is a
-    # kernel `asight export` refuses), so the batch shrinks below 4 only when the budget is that small
-    return max(min(4, max(1, trials // n_tasks)), min(32, trials // n_tasks))
+    from ..analysis.budget import batch_size
+    return batch_size(trials, n_tasks)
 
 
 # --------------------------------------------------------------------------- measurement

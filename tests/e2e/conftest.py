@@ -202,6 +202,7 @@ def _drive(code_server, script: str, prefix: str, limit: float = 480, **extra_en
     (ARTIFACTS / f"{prefix}drive.log").write_text("".join(log))
     assert proc.returncode == 0, "".join(log)[-3000:]
     facts = json.loads(out.strip().splitlines()[-1])
+    (ARTIFACTS / f"{prefix}facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))   # for the closing note
     facts["killed"] = killed
     facts["wall_s"] = round(time.monotonic() - started, 1)
     (ARTIFACTS / f"{prefix}facts.json").write_text(json.dumps(facts, indent=1, ensure_ascii=False))

@@ -146,7 +146,9 @@ const modelColumns = (f) => f.evaluate(() => {
 const loopValues = (f) => f.evaluate(() => {
   const labels = [...document.querySelectorAll(".loop-view .bar-label")];
   const cut = labels.filter((l) => l.textContent.includes("…") || l.scrollWidth > l.clientWidth + 1).map((l) => l.textContent);
-  return { values: labels.length, cut, axes: [...document.querySelectorAll(".loop-name")].map((n) => n.textContent.trim()) };
+  return { values: labels.length, cut, axes: [...document.querySelectorAll(".loop-name")].map((n) => n.textContent.trim()),
+    runLine: document.querySelector(".run-line")?.textContent ?? "",
+    us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [] };
 });
 
 /** Stage graph: its nodes' texts, kernels with their cost line, the header's run line. */
@@ -158,7 +160,38 @@ const graphFacts = (f) => f.evaluate(() => ({
   blocks: [...document.querySelectorAll(".node.block:not(.kernel) .node-label")].map((t) => t.textContent.trim()),
   runLine: document.querySelector(".run-line")?.textContent ?? "",
   hasInputR: [...document.querySelectorAll("text, li")].some((t) => /^input R$/.test(t.textContent.trim())),
+  // sideways scroll of the panel or of the graph's box (issue 23: a model's chain scrolled at 1000×800)
+  overflowX: Math.max(document.scrollingElement.scrollWidth - window.innerWidth,
+    (() => { const g = document.querySelector(".graph-scroll"); return g ? g.scrollWidth - g.clientWidth : 0; })()),
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
 }));
+
+/** Where a panel's text has "us" after a figure (µs / ms only), for the check. */
+const panelUs = (f) => f.evaluate(() => document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? []).catch(() => ["unread"]);
+
+/** Model panel: its headline, which measurement it shows, whether it says the measurement changed or a newer one exists. */
+const modelFacts = (f) => f.evaluate(() => ({
+  headline: document.querySelector("p.headline")?.textContent.trim() ?? "",
+  measurement: document.querySelector(".measured")?.dataset.measurement ?? null,
+  measuredText: document.querySelector(".measured")?.textContent ?? "",
+  changed: document.querySelector(".measured .changed")?.textContent ?? null,
+  changedFrom: document.querySelector(".measured .changed")?.dataset.from ?? null,
+  newer: document.querySelector("header p.newer")?.textContent ?? null,
+  rows: [...document.querySelectorAll("tr.task-row")].map((r) => ({ task: r.getAttribute("data-task"),
+    cells: [...r.querySelectorAll(":scope > td")].slice(1, 8).map((td) => td.textContent.trim()),
+    calls: [...r.querySelectorAll("button.call")].map((b) => b.textContent.trim()) })),
+  rendered: Number(document.body.dataset.rendered ?? 0),
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
+}));
+
+/** The model lens's quick pick rows (label + detail), closed again. */
+async function pickRows() {
+  await page.locator(".codelens-decoration a", { hasText: /^[\d.]+ (µs|ms|s)( ⚠)?$/ }).first().click();
+  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ timeout: 20000 });
+  const rows = (await page.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+  await page.keyboard.press("Escape");
+  return rows;
+}
 
 /** Hotspots: each entry's name and figures, the measurement shown and what the panel says of it. */
 const hotspotFacts = (f) => f.evaluate(() => ({
@@ -166,8 +199,10 @@ const hotspotFacts = (f) => f.evaluate(() => ({
   measurement: document.querySelector(".measured")?.dataset.measurement ?? null,
   measuredText: document.querySelector(".measured")?.textContent ?? "",
   changed: document.querySelector(".measured .changed")?.textContent ?? null,
+  changedFrom: document.querySelector(".measured .changed")?.dataset.from ?? null,
   notes: [...document.querySelectorAll("ul.notes li")].map((li) => li.textContent),
   rendered: Number(document.body.dataset.rendered ?? 0),
+  us: document.body.innerText.match(/.{0,30}\d ?us\b.{0,10}/g) ?? [],   // "us" a user reads (facts stay small: stdout is a pipe)
 }));
 
 /** Check and photograph the editor, Model panel, loop view and stage graph at one size and theme. */
@@ -182,7 +217,7 @@ async function surfaces(tag) {
   await shot(`${tag}-editor`);
   await focusTab("ASight Model");
   const model = await panelFrame("model", 30000);
-  if (model) out.model = await modelColumns(model);
+  if (model) out.model = { ...(await modelColumns(model)), us: await panelUs(model) };
   await shot(`${tag}-model`);
   await focusTab("ASight Loop view");
   const loops = await panelFrame("loopView", 30000);
@@ -250,6 +285,7 @@ try {
   }
   facts.headline = (await model.locator("p.headline").innerText()).trim();
   facts.modelMeasurement = (await model.locator(".measured").innerText().catch(() => "")).trim();
+  facts.modelBefore = await modelFacts(model);
   facts.rows = await model.locator("tr.task-row").evaluateAll((rows) => rows.map((r) => ({
     task: r.getAttribute("data-task"),
     cells: [...r.querySelectorAll(":scope > td")].slice(1, 8).map((td) => td.textContent.trim()),
@@ -297,6 +333,7 @@ try {
   hot = await drawnAfter("hotspots", facts.hotspots1.rendered, "li.hotspot, .unavailable, p.error", 300000);
   facts.hotspots2 = await hotspotFacts(hot);
   step("hotspots 2", { measurement: facts.hotspots2.measurement });
+  facts.lensBefore = await lensVisibility();
   await more("Re-measure");
   const measured = page.locator(".notification-toast", { hasText: /a new measurement/ });
   await measured.first().waitFor({ timeout: 300000 });
@@ -308,6 +345,27 @@ try {
   facts.hotspots3 = await hotspotFacts(hot);
   step("hotspots 3", { measurement: facts.hotspots3.measurement, changed: facts.hotspots3.changed });
   await shot("hotspots-3");
+
+  // The Model panel opened before the Re-measure (a tab beside): it shows the run's new figure (or says a newer
+  // one exists), the same as the lens; the lens's tooltip and its pick's Model entry say which measurement.
+  await section("model after re-measure", async () => {
+    await focusTab("ASight Model");
+    const m = await panelFrame("model", 60000);
+    await m.locator("tr.task-row").first().waitFor({ timeout: 60000 });
+    await page.waitForTimeout(1500);                     // a refresh the notification started may still be drawing
+    facts.modelAfter = await modelFacts(await panelFrame("model", 30000));
+    await shot("model-after-remeasure");
+    await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click();
+    for (let i = 0; i < 20; i++) {                       // the lens follows the server's refresh
+      facts.lensAfter = await lensVisibility();
+      const title = facts.lensAfter?.lenses?.[0]?.tooltip ?? "";
+      if (facts.modelAfter.measurement && title.includes("Shows the measurement")) break;
+      await page.waitForTimeout(1000);
+    }
+    facts.pickAfter = await pickRows();
+    step("model after re-measure", { headline: facts.modelAfter.headline, lens: facts.lensAfter?.lenses?.[0]?.title,
+      changed: facts.modelAfter.changed, newer: facts.modelAfter.newer });
+  });
 
   // A task's loop view and search space from its Model row.
   await focusTab("ASight Model");

@@ -85,10 +85,58 @@ def test_hotspots_keep_their_numbers_until_a_new_measurement_and_say_so(model_se
     assert two["changed"] is None
     assert "a new measurement" in model_session["remeasureMessage"]
     if three["measurement"] != one["measurement"]:                     # the new one is shown, and the panel says so
-        assert three["changed"] and one["measurement"] in three["changed"], three
+        assert three["changed"].startswith("A new measurement (") and three["changedFrom"] == one["measurement"], three
     else:                                                              # noisier: kept aside, the panel says that
         assert three["entries"] == one["entries"]
         assert any("kept but not shown" in n for n in three["notes"]), three["notes"]
+
+
+def _figure(text: str, pattern: str) -> str:
+    found = re.search(pattern, text)
+    assert found, (pattern, text)
+    return found.group(1)
+
+
+def test_after_remeasure_the_open_model_panel_agrees_with_the_lens(model_session):
+    """Issue 23: a Model panel opened before a Re-measure shows the run's new figure (or a visible line that
+    a newer measurement exists, with Refresh), the same figure as the lens; the lens's tooltip and its
+    pick's Model entry say which measurement they show (when, by what, load)."""
+    reached(model_session, "model after re-measure")
+    before, after = model_session["modelBefore"], model_session["modelAfter"]
+    lens = model_session["lensAfter"]["lenses"][0]
+    lens_figure = lens["title"].replace(" ⚠", "")
+    tuned = _figure(after["headline"], r"→ tuned ([\d.]+ (?:µs|ms)) end to end")
+    if after["newer"] is None:                                          # redrawn: the run's figure, as the lens
+        assert tuned == lens_figure, (after["headline"], lens["title"])
+        if after["measurement"] != before["measurement"]:               # and it says the measurement changed
+            assert after["changed"].startswith("A new measurement (") and after["changedFrom"] == before["measurement"], after
+    else:
+        assert "A newer measurement" in after["newer"] and "Refresh" in after["newer"], after["newer"]
+    assert re.search(r"Shows the measurement of \d\d \w+ [\d:]+ UTC \((the editor's Re-measure|the editor's Profile|"
+                     r"asight profile|tuning job|hotspots)[^)]*, (quiet|busy|load unknown)", lens["tooltip"]), lens["tooltip"]
+    model_row = next(r for r in model_session["pickAfter"] if r.startswith("Model"))
+    assert re.search(rf"^Model {re.escape(lens_figure)} · .*· measured \d\d \w+ [\d:]+ UTC by .+, (quiet|busy|load unknown)",
+                     model_row), model_row
+
+
+US = re.compile(r"\d ?us\b")
+
+
+def test_no_us_on_any_surface(model_session):
+    """Issue 23: µs or ms wherever a user reads a latency (lens, hover, pick, panels, toasts)."""
+    reached(model_session, "surfaces 1000x800-dark")
+    s = model_session
+    texts = {"hover": s["hover"], "lens": s["lenses"], "pick": " | ".join(s["moreRows"] + s.get("pickAfter", [])),
+             "lens tooltip": " ".join(l["tooltip"] for l in (s.get("lensAfter") or s["lensAlone"])["lenses"]),
+             "re-measure toast": s["remeasureMessage"], "export toast": s.get("exportMessage", "")}
+    found = {k: re.findall(r".{0,40}\d ?us\b.{0,10}", v) for k, v in texts.items() if US.search(v or "")}
+    panels = {"model": s["modelBefore"], "model after": s.get("modelAfter") or {}, "stage graph": s["stageGraph"],
+              "hotspots 1": s["hotspots1"], "hotspots 3": s["hotspots3"], "loop view": s["loopView"]}
+    for tag, surf in s["surfaces"].items():
+        panels.update({f"{tag} {name}": surf.get(name) or {} for name in ("model", "stageGraph", "loopView")})
+    found.update({k: p["us"] for k, p in panels.items() if p.get("us")})          # the drive's matches in each panel
+    assert all("us" in p for k, p in panels.items() if p), [k for k, p in panels.items() if p and "us" not in p]
+    assert not found, found
 
 
 def test_a_tasks_loop_view_and_search_space(model_session):
@@ -137,6 +185,7 @@ def test_every_surface_fits_the_window(model_session, size):
     assert s["model"]["hidden"] == [] and s["model"]["overflowX"] <= 1, s["model"]
     assert s["loopView"]["cut"] == [], s["loopView"]
     assert not s["stageGraph"]["hasInputR"] and s["stageGraph"]["kernels"], s["stageGraph"]
+    assert s["stageGraph"]["overflowX"] <= 1, s["stageGraph"]["overflowX"]      # no sideways scroll
 
 
 def test_no_page_errors(model_session):

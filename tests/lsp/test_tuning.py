@@ -71,6 +71,11 @@ async def test_tune_end_to_end(client: LanguageClient, workspace):
     profiled = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=P.CMD_PROFILE, arguments=[{"uri": uri, "function": "matmul64"}]))
     assert profiled["status"] == "ok" and profiled["data"]["summary"]["tuned_us"]
+    # the profile is told to the client (open panels of the run redraw), with the measurement the run shows
+    told = [u for u in client.run_updates if u["event"] == "profiled" and u["run"]["id"] == run_id]
+    assert told and told[-1]["uri"] == uri, client.run_updates[-3:]
+    stamp = told[-1]["run"]["measurement"]
+    assert stamp["taken"] and re.fullmatch(r"measured \d\d \w+ [\d:]+ UTC by .+, (quiet|busy|load unknown).*", stamp["text"]), stamp
     hover = await client.text_document_hover_async(types.HoverParams(text_document=ident(uri),
                                                                      position=types.Position(line=9, character=16)))
     # before → after per block (untuned, then tuned, with the ratio), and the share of the function

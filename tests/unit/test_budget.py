@@ -54,3 +54,15 @@ def test_prior_decays_with_trials_and_outlook_reports_it():
     assert rows[0]["expectedSavingUs"] == pytest.approx(100.0 * (1 - (1 - budget.PRIOR / 8) ** 8))
     assert rows[0]["expectedSavingShare"] == pytest.approx(rows[0]["expectedSavingUs"] / 200.0)
     assert budget.outlook(["x"], [task(None)], 8)[0]["share"] is None
+
+
+def test_the_warm_up_leaves_most_of_the_budget_to_the_share_rule():
+    """A model's batch: one batch a task fits the budget, and takes about a third of it, so the rest
+    goes where the measured shares say (ResNet-18: 19 tasks)."""
+    from asight_lsp.analysis.budget import batch_size
+    for trials, tasks in [(512, 19), (2048, 19), (256, 19), (128, 6)]:
+        batch = batch_size(trials, tasks)
+        assert 4 <= batch <= 32 and batch * tasks <= trials / 2, (trials, tasks, batch)
+    assert batch_size(512, 19) == 8 and batch_size(100_000, 19) == 32
+    assert batch_size(40, 19) == 2 and batch_size(9, 6) == 1       # tiny budgets: every task still tried
+    assert batch_size(32, 1) == 16 and batch_size(4, 1) == 8       # one task: at least two batches

@@ -24,7 +24,7 @@ def test_refusal_names_each_kernel_with_its_cost_and_the_two_ways_out():
     applied = {"kernels": 11, "missing": ["fused_matmul1_multiply", "fused_ffn"],
                "missing_cost": [{"kernel": "fused_ffn", "calls": 1, "us": 3500.0, "share": 0.5},
                                 {"kernel": "fused_matmul1_multiply", "calls": 2, "us": 120.0, "share": 0.02}]}
-    assert missing_lines(applied) == ["fused_matmul1_multiply: 120.0 us per run (2 calls, 2% of the kernel time)",
+    assert missing_lines(applied) == ["fused_matmul1_multiply: 120.0 µs per run (2 calls, 2% of the kernel time)",
                                       "fused_ffn: 3.500 ms per run (1 call, 50% of the kernel time)"]
     text = refusal_text(applied)
     assert text.startswith("2 of 11 kernels of the deployable build have no record")

@@ -112,7 +112,7 @@ def test_collect_ranks_tir_blocks_with_ranges(tmp_path):
     assert part["entries"][1]["inlined_into"] == "relu" and part["entries"][1]["split"] == "flops"
     assert part["match"]["method"] == "isomorphism" and "warning" not in part
     text = command.render(result)
-    assert "matmul" in text and "90.0 us" in text and "matmul_init (init)" in text
+    assert "matmul" in text and "90.0 µs" in text and "matmul_init (init)" in text
     assert "split by flops" in text and "inlined into relu" in text
     json.dumps(result)  # plain data all the way
 

@@ -95,8 +95,9 @@ def test_a_models_lens_line_is_short():
             "        with R.dataflow():\n            y: R.Tensor((4,), dtype=\"float32\") = R.nn.relu(x)\n"
             "            R.output(y)\n        return y\n")
     fn = build_outline(text, "m.py").function("Module.main")
+    record = {**measured(40.0, 20.0, busy=True, by="the editor's Re-measure"), "taken": 1795674078.0}
     meta = RunMeta(id="Module-1", file="m.py", function="Module", state="done", trials_done=512, kind="relax",
-                   measurement=measured(40.0, 20.0, busy=True))
+                   measurement=record)
     result = FunctionResult(fn.id, meta, Path("."), stale=False)
     assert is_model(fn, result)
     [(l1, title, cmd, items, tip)] = model_lenses("file:///m.py", fn, result, 2)
@@ -105,7 +106,11 @@ def test_a_models_lens_line_is_short():
     assert [i["label"] for i in items["items"]] == ["Model", "▶ Tune", "Profile", "Re-measure", "Scheduled code",
                                                      "Stage graph", "Hotspots", "Search space", "Loop view"]
     model = items["items"][0]
-    assert model["command"] == P.CMD_SHOW_MODEL and model["detail"].startswith("20 µs · 2.0× faster · noisy —")
+    # which measurement the lens shows: when, by what, under which load (tooltip and the pick's Model entry)
+    which = "UTC by the editor's Re-measure, busy (other processes 0.90 cores)"
+    assert model["command"] == P.CMD_SHOW_MODEL and model["detail"].startswith("20 µs · 2.0× faster · noisy · measured ")
+    assert which in model["detail"], model["detail"]
+    assert "Shows the measurement of " in tip and "UTC (the editor's Re-measure, busy (other processes 0.90 cores))" in tip, tip
     assert "20 µs · 2.0× faster · noisy" in items["title"] and "512 trials" in items["title"]
     quiet = FunctionResult(fn.id, dataclasses.replace(meta, measurement=measured(40.0, 20.0)), Path("."), stale=False)
     assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"

@@ -75,10 +75,10 @@ def test_twins_and_kept_defaults_are_shown():
     text = render(view)
     assert "conv_a: twin of conv_b; 1 transfer(s), 1 adopted" in text and "(4.00x)" in text
     mean = next(line for line in text.splitlines() if line.startswith("mean"))
-    assert "default schedule kept (0.9 us vs best trial 3.90 ms" in mean
+    assert "default schedule kept (0.9 µs vs best trial 3.90 ms" in mean
     outlook = text.split("next trials")[1].splitlines()
-    assert outlook[1].strip().startswith("conv_a: ~1.2 us saved (12.0% of the model); 40 trials")
-    assert outlook[2].strip().startswith("mean: ~0.1 us")
+    assert outlook[1].strip().startswith("conv_a: ~1.2 µs saved (12.0% of the model); 40 trials")
+    assert outlook[2].strip().startswith("mean: ~0.1 µs")
     assert "twins" not in render(model_view(profile)) and "next trials" not in render(model_view(profile))
 
 
@@ -103,3 +103,13 @@ def test_kernels_with_packed_weights_are_shown():
     assert [t["task"] for t in view["tasks"] if t.get("weightsPacked")] == ["conv"]
     line = next(x for x in render(view).splitlines() if x.startswith("layout:"))
     assert "1 of 2 kernels" in line and line.endswith(": conv")
+
+
+def test_each_row_says_what_the_levers_did():
+    """The Model panel's per-task notes (views/model.lever_notes): a kept default, packed weights."""
+    profile = _profile({"conv": 4, "mean": 2}, {"conv": 10.0, "mean": 1.0}, {"conv": 5.0, "mean": 1.0})
+    profile["relax"]["tasks"]["tuned"]["tasks"][0]["weights_packed"] = True
+    profile["measurement"] = {"defaults": [{"task": "mean", "default_us": 0.9, "measured_us": 3900.0}]}
+    rows = {r["task"]: r["levers"] for r in model_view(profile)["tasks"]}
+    assert rows["conv"] == ["weights packed into the schedule's layout at build time"]
+    assert rows["mean"] == ["default schedule kept: 0.9 µs vs best trial 3.90 ms (re-measured)"]

@@ -33,8 +33,8 @@ def test_pick_checks_the_name_and_single_task_runs_need_none():
 def test_tune_progress_of_a_model_names_the_task_and_labels_the_sum():
     from asight_lsp.commands.tune import progress_line
     line = progress_line({"trials_done": 3, "trials": 9, "best_us": 449.0, "task": "reshape", "task_best_us": 0.05})
-    assert "task reshape: best 0.05 us" in line and "runner estimate: 449.0 us" in line
-    assert "best so far 12.0 us" in progress_line({"trials_done": 1, "trials": 9, "best_us": 12.0, "task": "main"})
+    assert "task reshape: best 0.05 µs" in line and "runner estimate: 449.0 µs" in line
+    assert "best so far 12.0 µs" in progress_line({"trials_done": 1, "trials": 9, "best_us": 12.0, "task": "main"})
 
 
 def test_the_picker_offers_tried_tasks_by_share():

@@ -46,7 +46,7 @@ export async function startHarness() {
       "--disable-sync", "--no-first-run", "--disable-quic"] });
   
   /** Open a panel of `kind`, send it `show` with the payload, return the page once drawn. */
-  async function open(kind, payload, { extra, state, theme, runs, args, viewport } = {}) {
+  async function open(kind, payload, { extra, state, theme, runs, args, viewport, newer } = {}) {
     const page = await browser.newPage({ viewport: viewport ?? { width: 1280, height: 860 } });
     const facts = { consoleErrors: [], pageErrors: [], dialogs: 0, requests: [] };
     page.on("console", (m) => { if (m.type() === "error") facts.consoleErrors.push(m.text()); });
@@ -67,7 +67,7 @@ export async function startHarness() {
     const t0 = Date.now();
     await page.evaluate((msg) => window.postMessage(msg, "*"),
       { type: "show", kind, args: args ?? { uri: "file:///ws/fixtures/matmul_bias_relu.py", function: "MatmulBiasRelu.main" },
-        payload, extra, runs });
+        payload, extra, runs, ...(newer ? { newer } : {}) });
     await page.waitForFunction(() => document.body.dataset.rendered);
     facts.renderMs = Number(await page.evaluate(() => document.body.dataset.renderMs));
     facts.wallMs = Date.now() - t0;

@@ -251,6 +251,81 @@ for (const [name, payload] of [["stageGraph.routes", fixture("stageGraph")], ["s
   });
 }
 
+// ---- a model's stage graph of a long chain (issue 23: it scrolled sideways at 1000×800): kernel calls in a
+// chain of 28 with a residual branch every 4th call (two calls side by side, an edge skipping a layer), at three
+// panel widths; and the line a panel shows when its run has a newer measurement than the one drawn.
+function chainGraph() {
+  const nodes = [{ id: "input:input", kind: "io", role: "input", label: "input", layer: 0, row: 0 }];
+  const edges = [];
+  const e = (source, target, buffer) => ({ source, target, buffer, shape: [1, 8, 16, 16], dtype: "float32", scope: "tensor" });
+  let prev = "input:input", layer = 1;
+  for (let k = 0; k < 28; k++) {
+    const id = `call:${k}`;
+    nodes.push({ id, kind: "kernel", label: `fused_conv2d${k % 5}_add_relu`, task: `fused_conv2d${k % 5}_add_relu`, call: 0,
+      calls: 1, trials: 4, layer, row: 0, bindings: [`lv${k}`], cost: { us: 2 + k, share: 0.03, source: "profile, test" } });
+    edges.push(e(prev, id, `lv${k - 1}`));
+    if (k % 4 === 3) {                                   // a downsample branch beside it, joined two layers down
+      nodes.push({ id: `side:${k}`, kind: "kernel", label: "fused_conv2d9_add", task: "fused_conv2d9_add", call: k, calls: 7,
+        trials: 2, layer, row: 1, bindings: [`sv${k}`], cost: { us: 1.5, share: 0.01, source: "profile, test" } });
+      edges.push(e(prev, `side:${k}`, `lv${k - 1}`), e(`side:${k}`, `call:${k + 2}`, `sv${k}`));
+    }
+    prev = id;
+    layer++;
+  }
+  // the side branches join two calls down: move them to their real targets' inputs (already in edges above)
+  nodes.push({ id: "output:gv", kind: "io", role: "output", label: "gv", layer, row: 0 });
+  edges.push(e(prev, "output:gv", "gv"));
+  return { schema: "asight.stageGraph/1", status: "ok", level: "model", notes: [],
+    run: { id: "Module-20261126-093856-77f0", function: "Module", trials: 112, measured: 112, headline: "88 µs · 2.1× vs untuned" },
+    function: "Module.main", kind: "relax_function", summary: "28 kernel calls of 6 kernels", nodes,
+    edges: edges.filter((x) => nodes.some((n) => n.id === x.target)) };
+}
+
+for (const width of [200, 480, 1000, 1400]) {   // 200: the panel's width at 1000×800 with three editor groups
+  await run(`stageGraph.chain.${width}`, async () => {
+    const newer = { taken: 1795674078, when: "26 Nov 09:41:18", by: "the editor's Re-measure", load: "quiet (other processes 0.10 cores)",
+      busy: false, text: "" };
+    const { page, facts } = await open("stageGraph", chainGraph(), { viewport: { width, height: 800 }, newer });
+    Object.assign(facts, await page.evaluate(() => {
+      const scroller = document.querySelector(".graph-scroll");
+      const svg = document.querySelector("svg.stage-graph");
+      const boxes = [...document.querySelectorAll("svg.stage-graph g.node")].map((g) => {
+        const m = /translate\(([-\d.]+) ([-\d.]+)\)/.exec(g.getAttribute("transform"));
+        const r = g.querySelector("rect.node-box");
+        return { id: g.getAttribute("data-node"), x: +m[1], y: +m[2], w: +r.getAttribute("width"), h: +r.getAttribute("height") };
+      });
+      const inside = (b, x, y) => x > b.x + 0.5 && x < b.x + b.w - 0.5 && y > b.y + 0.5 && y < b.y + b.h - 0.5;
+      const crossings = [];
+      for (const g of document.querySelectorAll("svg.stage-graph g.edge")) {
+        const path = g.querySelector("path");
+        const len = path.getTotalLength();
+        for (const b of boxes) {
+          for (let t = 0; t <= len; t += 2) {
+            const p = path.getPointAtLength(t);
+            if (inside(b, p.x, p.y)) { crossings.push(`${g.dataset.source}->${g.dataset.target} through ${b.id}`); break; }
+          }
+        }
+      }
+      const label = document.querySelector("svg.stage-graph .node-label");
+      return {
+        pageOverflow: document.scrollingElement.scrollWidth - window.innerWidth,
+        graphOverflow: scroller.scrollWidth - scroller.clientWidth,
+        svgWidth: svg.getBoundingClientRect().width, svgHeight: svg.getBoundingClientRect().height,
+        labelPx: label ? label.getBoundingClientRect().height : 0,
+        kernels: document.querySelectorAll("svg.stage-graph g.node.kernel").length,
+        edges: document.querySelectorAll("svg.stage-graph g.edge").length, crossings,
+        newer: document.querySelector("header p.newer")?.textContent ?? null,
+        newerButton: !!document.querySelector("header p.newer button"),
+      };
+    }));
+    await page.locator("header p.newer button").click();
+    await page.screenshot({ path: path.join(outDir, `stage-graph-chain-${width}.png`) });
+    await common(page, facts);
+    await page.close();
+    return facts;
+  });
+}
+
 // ---- loop view: latency per strategy value, no horizontal overflow in a narrow panel
 await run("loopView.latency", async () => {
   const { page, facts } = await open("loopView", fixture("loopView"), { viewport: { width: 480, height: 900 } });

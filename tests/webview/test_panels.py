@@ -237,3 +237,19 @@ def test_hotspots_say_how_blocks_were_linked_in_plain_words(rendered):
     f = case(rendered, "hotspots")
     assert "linked by same dataflow" in f["text"]
     assert "matched by graph" not in f["text"]
+
+
+@pytest.mark.parametrize("width", [200, 480, 1000, 1400])
+def test_a_models_long_chain_fits_the_panel_width(rendered, width):
+    """Issue 23: a model's stage graph flows top-down, so a chain of 28 kernel calls (with branches side by
+    side) never scrolls sideways at 480-1400 px, its edges still go around the boxes, and its text stays
+    readable; the panel says when its run has a newer measurement, with a Refresh."""
+    f = case(rendered, f"stageGraph.chain.{width}")
+    assert f["kernels"] == 35 and f["edges"] >= 35, (f["kernels"], f["edges"])
+    assert f["pageOverflow"] <= 0 and f["graphOverflow"] <= 0, (f["pageOverflow"], f["graphOverflow"])
+    assert f["svgHeight"] > f["svgWidth"] * 4, (f["svgWidth"], f["svgHeight"])    # it grows downwards
+    if width >= 480:                                   # not shrunk to unreadable (at 200 px a branch's layer shrinks)
+        assert f["labelPx"] >= 10, f["labelPx"]
+    assert f["crossings"] == [], f["crossings"][:5]
+    assert f["newer"].startswith("A newer measurement (26 Nov 09:41:18 UTC, the editor's Re-measure, quiet")
+    assert f["newerButton"] and {"type": "refresh"} in f["posted"]

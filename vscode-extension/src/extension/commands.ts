@@ -76,7 +76,8 @@ export function commandMiddleware(get: () => Parts): Middleware {
       case P.CMD_SHOW_MODEL:
         return parts.panels.show("model", arg, await next(command, args));
       case P.CMD_EXPORT_MODEL:
-        return exportWithProgress(arg.function ?? "the model", () => next(command, args) as Promise<P.CommandResult>);
+        return exportWithProgress(arg.function ?? "the model", () => next(command, args) as Promise<P.CommandResult>,
+          (extra) => next(command, [{ ...arg, ...extra }]) as Promise<P.CommandResult>);
       case P.CMD_APPLY_BEST_SCHEDULE:
         return announceApplied((await next(command, args)) as Record<string, unknown>);
       default:
@@ -184,7 +185,8 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
   });
   reg(UI_COMMANDS.exportModel, async () => {
     const fn = await pickFunction("ASight: export which tuned model?");
-    if (fn) await exportWithProgress(fn.id, () => server.executeCommand<P.CommandResult>(P.CMD_EXPORT_MODEL, argsOf(fn)));
+    if (fn) await exportWithProgress(fn.id, () => server.executeCommand<P.CommandResult>(P.CMD_EXPORT_MODEL, argsOf(fn)),
+      (extra) => server.executeCommand<P.CommandResult>(P.CMD_EXPORT_MODEL, { ...argsOf(fn), ...extra }));
   });
   reg(UI_COMMANDS.restartServer, () => server.restart());
   reg(UI_COMMANDS.showOutput, () => server.output.show());

@@ -5,7 +5,7 @@
  * records check and the load snippet).
  */
 import * as vscode from "vscode";
-import { callSiteRanges, modelRows, taskAtLine, taskPickItems, type ModelPayload } from "../shared/model";
+import { callSiteRanges, modelRows, refusalActions, taskAtLine, taskPickItems, type ModelPayload } from "../shared/model";
 import * as P from "../shared/protocol";
 import { selectCalls } from "./panels";
 import { errorText, type ServerManager } from "./server";
@@ -51,27 +51,43 @@ export interface ExportData {
   library?: string;
   load?: string;
   check?: { ok?: boolean };
+  status?: string;
+  applied?: { missing?: string[] };
 }
 
-/** Run an export (palette or code action) under a progress notification and show its outcome. */
-export async function exportWithProgress(label: string, run: () => Promise<P.CommandResult>): Promise<P.CommandResult | undefined> {
+/** Run the same export again with `asight export`'s flags (`tuneMissing`, `allowUntuned`), through the server. */
+export type ExportAgain = (extra: { tuneMissing?: number; allowUntuned?: boolean }) => Promise<P.CommandResult>;
+
+/** Run an export (palette or code action) under a progress notification and show its outcome; a refusal
+ * (kernels without records) offers to tune them or to export anyway, which run the export again. */
+export async function exportWithProgress(label: string, run: () => Promise<P.CommandResult>,
+  again?: ExportAgain, title?: string, done?: string): Promise<P.CommandResult | undefined> {
   let result: P.CommandResult;
   try {
     result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification,
-      title: `ASight: exporting ${label}: build with the run's records, reload, compare with the untuned build…` }, run);
+      title: title ?? `ASight: exporting ${label}: build with the run's records, reload, compare with the untuned build…` }, run);
   } catch (err) {
     void vscode.window.showErrorMessage(errorText(err));
     return undefined;
   }
-  void announceExport(result);
+  void announceExport(label, result, again, done);
   return result;
 }
 
-async function announceExport(result: P.CommandResult): Promise<void> {
+async function announceExport(label: string, result: P.CommandResult, again?: ExportAgain, done?: string): Promise<void> {
   const data = (result.data ?? {}) as ExportData;
-  const text = `ASight: ${result.message ?? "exported"}`;
+  const actions = again ? refusalActions(data) : undefined;
+  if (actions) {
+    const pick = await vscode.window.showWarningMessage(`ASight: ${result.message ?? "export refused"}`,
+      actions.tune.label, actions.anyway.label);
+    const chosen = pick === actions.tune.label ? actions.tune : pick === actions.anyway.label ? actions.anyway : undefined;
+    if (chosen) await exportWithProgress(label, () => again!(chosen.args), undefined, chosen.progress, chosen.done);
+    return;
+  }
+  const text = `ASight: ${done ? `${done}: ` : ""}${result.message ?? "exported"}`;
   const show = result.status === "ok" ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
-  const pick = await show(text, "Open Load Snippet", "Copy Library Path");
+  const buttons = data.library && data.status !== "refused" ? ["Open Load Snippet", "Copy Library Path"] : [];
+  const pick = await show(text, ...buttons);
   if (pick === "Open Load Snippet" && data.load) {
     const doc = await vscode.workspace.openTextDocument({ language: "python", content: `${data.load}\n` });
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });

@@ -10,6 +10,7 @@ import {
   parseWebviewMessage, PANEL_KINDS, PANEL_TITLES, VIEW_TYPES, type HostMessage, type PanelKind, type PanelState,
   type WebviewMessage,
 } from "../shared/messages";
+import { newerMeasurement } from "../shared/measurement";
 import * as P from "../shared/protocol";
 import { makeNonce, panelHtml } from "./html";
 import { cleanArgs, restoreState } from "./panelState";
@@ -119,10 +120,29 @@ class Panel {
     this.panel.title = panelTitle(kind, args);
   }
 
+  /**
+   * Does the run show a newer measurement than this panel (a Re-measure, `asight profile --replace`
+   * in a terminal, a tune that ended)? Then redraw with the line "a newer measurement … exists" and
+   * its Refresh (the panel's numbers never change silently, and never silently stay old). `run`: the
+   * run's summary when the caller has it (a runUpdated notification), else asked of the server.
+   */
+  async checkNewer(run?: P.RunSummary): Promise<void> {
+    const shown = this.last?.type === "show" ? this.last : undefined;
+    if (!shown || this.fetching) return;
+    const id = this.shownRun() ?? this.state.args.run;
+    const current = run ?? (await this.manager.runsFor(this.state.args))?.find((r) => !id || r.id === id);
+    const newer = newerMeasurement(shown.payload, current);
+    if ((newer?.taken ?? null) === (shown.newer?.taken ?? null)) return;
+    const { newer: _old, ...rest } = shown;
+    this.post(newer ? { ...rest, newer } : rest);
+  }
+
   /** The run id of the payload on show (a panel opened without one shows the newest run). */
   shownRun(): string | undefined {
-    const run = this.last?.type === "show" ? (this.last.payload as { run?: { id?: unknown } } | null)?.run : undefined;
-    return typeof run?.id === "string" ? run.id : undefined;
+    const run = this.last?.type === "show" ? (this.last.payload as { run?: unknown } | null)?.run : undefined;
+    if (typeof run === "string") return run;                       // Hotspots name the run by its id
+    const id = (run as { id?: unknown } | null | undefined)?.id;
+    return typeof id === "string" ? id : undefined;
   }
 
   dispose(): void {
@@ -139,6 +159,8 @@ export class PanelManager implements vscode.Disposable {
   private readonly panels = new Map<PanelKind, Panel>();
   /** Per panel kind and run, the measurement it last showed (kept when the panel is closed). */
   private readonly shownMeasurement = new Map<string, string>();
+  /** Per panel kind and run, the last change of measurement it showed ({from, to} ids). */
+  private readonly changes = new Map<string, { from: string; to: string }>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(readonly context: vscode.ExtensionContext, readonly server: ServerManager, private readonly actions: PanelActions) {
@@ -194,7 +216,10 @@ export class PanelManager implements vscode.Disposable {
       const msg = parseWebviewMessage(raw);
       if (msg) void this.handle(p, msg);
     });
+    // Coming back to a panel: say so when its run shows a newer measurement now (made elsewhere: a terminal).
+    const seen = panel.onDidChangeViewState((e) => { if (e.webviewPanel.visible) void p.checkNewer(); });
     panel.onDidDispose(() => {
+      seen.dispose();
       sub.dispose();
       p.dispose();
       if (this.panels.get(state.kind) === p) this.panels.delete(state.kind);
@@ -258,7 +283,10 @@ export class PanelManager implements vscode.Disposable {
     const key = `${kind}:${run}`;
     const before = this.shownMeasurement.get(key);
     this.shownMeasurement.set(key, id);
-    return before && before !== id ? { from: before, to: id } : undefined;
+    if (before && before !== id) this.changes.set(key, { from: before, to: id });
+    // the line stays while that measurement is shown (a redraw or reopening does not hide that it changed)
+    const change = this.changes.get(key);
+    return change?.to === id ? change : undefined;
   }
 
   /** Runs of the panel's function, newest first (for the run picker). */
@@ -281,6 +309,8 @@ export class PanelManager implements vscode.Disposable {
       const a = p.state.args;
       const same = a.run ? a.run === run.id : (!a.uri || a.uri === msg.uri) && (!a.function || a.function === run.function);
       if (same) p.scheduleRefresh(ended);
+      // a panel pinned to another run of the function (or a task's view) still hears of this run's new measurement
+      else if (ended && p.shownRun() === run.id) p.scheduleRefresh(true);
     }
   }
 

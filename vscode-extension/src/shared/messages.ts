@@ -2,7 +2,7 @@
  * Messages between the extension host and the webview panels (hexeditor-style: every message a
  * typed interface, both sides import this module). Dependency-free.
  */
-import type { RunSummary, ViewArgs } from "./protocol";
+import type { MeasurementStamp, RunSummary, ViewArgs } from "./protocol";
 
 /** The panels the extension shows. */
 export const PANEL_KINDS = ["searchSpace", "loopView", "stageGraph", "hotspots", "model"] as const;
@@ -51,6 +51,8 @@ export interface ShowMessage {
   extra?: unknown;
   /** The payload's measurement differs from the one this panel kind last showed for the run (ids). */
   measurementChange?: { from: string; to: string };
+  /** The run now shows a newer measurement than this payload (the panel offers Refresh). */
+  newer?: MeasurementStamp;
 }
 
 export interface LoadingMessage {

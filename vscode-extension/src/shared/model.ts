@@ -31,6 +31,7 @@ export interface ModelTask {
   nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
   defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null };
   weightsPacked?: boolean; // the layout lever: the build packed this kernel's weights into its schedule's layout
+  levers?: string[]; // what the tuning levers did for the task, a phrase each (views/model.lever_notes)
 }
 
 export interface ModelPayload {
@@ -66,6 +67,7 @@ export interface ModelRow {
   trials: number | null;
   failed: number | null;
   slower: boolean;
+  levers: string[];
 }
 
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
@@ -115,6 +117,7 @@ export function modelRows(payload: ModelPayload | null | undefined): ModelRow[] 
     return {
       task: t.task!, calls, ranges: callRanges(calls), tunedUs, untunedUs, share: num(t.share),
       trials: num(t.trials), failed: num(t.failed), slower: isSlower(t.slower),
+      levers: Array.isArray(t.levers) ? t.levers.filter((x): x is string => typeof x === "string" && x.length > 0) : [],
     };
   });
 }
@@ -167,4 +170,30 @@ export function taskPickItems(tasks: readonly string[], rows: readonly ModelRow[
       r?.trials === 0 ? "no trial" : ""];
     return { label: task, description: parts.filter(Boolean).join(" · "), task };
   });
+}
+
+/** Trials `Tune the missing kernels` asks for: a few batches per kernel (at least 8 in all). */
+export const TRIALS_PER_MISSING = 4;
+
+export interface ExportAction { label: string; args: { tuneMissing?: number; allowUntuned?: boolean }; progress: string; done: string }
+
+/**
+ * What a refused export offers (`asight export` refuses kernels the run has no record for): tune
+ * them (`--tune-missing N`) or export anyway (`--allow-untuned`), each the same export run again
+ * through the server. Undefined when the export was not refused for missing kernels.
+ */
+export function refusalActions(data: { status?: string; applied?: { missing?: string[] } } | undefined):
+  { tune: ExportAction; anyway: ExportAction } | undefined {
+  const missing = Array.isArray(data?.applied?.missing) ? data!.applied!.missing!.filter((m) => typeof m === "string") : [];
+  if (data?.status !== "refused" || missing.length === 0) return undefined;
+  const trials = Math.max(8, TRIALS_PER_MISSING * missing.length);
+  const kernels = `${missing.length} kernel${missing.length === 1 ? "" : "s"}`;
+  return {
+    tune: { label: `Tune the missing kernels (${trials} trials)`, args: { tuneMissing: trials },
+      progress: `ASight: tuning the ${kernels} without a record (${trials} trials), then exporting…`,
+      done: `tuned the ${kernels} without a record (${trials} trials)` },
+    anyway: { label: "Export anyway (untuned kernels)", args: { allowUntuned: true },
+      progress: `ASight: exporting with ${kernels} on TVM's default schedule…`,
+      done: `exported with ${kernels} untuned (${missing.join(", ")})` },
+  };
 }

@@ -25,7 +25,7 @@ export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, ru
 export const CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"; // {uri, function, mode?: "trace"|"script"}
 export const CMD_COMPARE_RUNS = "asight.compareRuns"; // {runs: [id, id]} -> compareRuns payload
 export const CMD_SHOW_CODE = "asight.showCode"; // {uri, function?, run?, candidate?, level?, task?} -> code payload
-export const CMD_EXPORT_MODEL = "asight.exportModel"; // {uri, function?, run?, output?} -> CommandResult, data: export reply
+export const CMD_EXPORT_MODEL = "asight.exportModel"; // {uri, function?, run?, output?, tuneMissing?, allowUntuned?} -> CommandResult, data: export reply
 export const CMD_SHOW_MODEL = "asight.showModel"; // {uri, function?, run?} -> model payload (the Model panel)
 
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
@@ -143,16 +143,19 @@ export interface RunSummary {
   tasks?: string[]; // a Relax run's task names (one fused kernel each; views take one as "task")
   failures?: FailureGroup[]; // largest first
   shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
+  measurement?: MeasurementStamp | null; // which measurement the figures are (views/measured.py measurement_stamp)
 }
+/** Which measurement a run's figures are: its measurement record (the headline every view starts from). */
+export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures", "shortfall"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
   schema?: string; // SCHEMA_RUN_UPDATED
   uri?: string | null;
-  event?: "started" | "progress" | "finished" | "profiled" | string; // profiled: a model's per-call times are cached
+  event?: "started" | "progress" | "finished" | "profiled" | string; // profiled: a new measurement or per-call profile is shown
   run?: RunSummary;
 }
 export const RUN_UPDATED_KEYS = ["schema", "uri", "event", "run"] as const;

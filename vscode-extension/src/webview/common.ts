@@ -2,6 +2,7 @@
 import { formatLatency, formatSpeedup } from "../shared/format";
 import { PANEL_KINDS, PANEL_TITLES, type PanelKind, type ShowMessage } from "../shared/messages";
 import type { RunSummary } from "../shared/protocol";
+import { newerText } from "../shared/measurement";
 import type { ViewBase, ViewRun } from "../shared/views";
 import type { LspRange } from "../shared/lsp";
 import { arr, h, obj, str } from "./dom";
@@ -38,7 +39,15 @@ export function header(kind: PanelKind, msg: ShowMessage): HTMLElement {
   refresh.addEventListener("click", () => post({ type: "refresh" }));
   return h("header", { class: "header" },
     h("div", { class: "title-row" }, h("h1", {}, PANEL_TITLES[kind]), h("span", { class: "run-line" }, runLine(run))),
-    h("div", { class: "actions" }, picker, refresh, ...links));
+    h("div", { class: "actions" }, picker, refresh, ...links), newerLine(msg));
+}
+
+/** "A newer measurement (when, by, load) of this run exists … [Refresh]": the panel shows an older one. */
+function newerLine(msg: ShowMessage): HTMLElement | null {
+  if (!msg.newer) return null;
+  const refresh = h("button", { type: "button", class: "primary refresh-newer" }, "Refresh");
+  refresh.addEventListener("click", () => post({ type: "refresh" }));
+  return h("p", { class: "newer", role: "status", "data-taken": String(msg.newer.taken) }, `${newerText(msg.newer)} `, refresh);
 }
 
 function runPicker(runs: RunSummary[], current: string | undefined): HTMLElement | null {
@@ -103,6 +112,12 @@ export function measurementLine(msg: ShowMessage): HTMLElement | null {
   const change = msg.measurementChange;
   return h("div", { class: busy ? "measured busy" : "measured", "data-measurement": str(m.id) },
     h("p", { class: "hint" }, text, busy ? " The machine was busy: these figures are noisy." : ""),
-    change ? h("p", { class: "hint changed", role: "status" },
-      `A new measurement (${change.to}) is shown; this panel showed ${change.from} before.`) : null);
+    change ? h("p", { class: "hint changed", role: "status", "data-from": change.from, "data-to": change.to },
+      `A new measurement (${idTime(change.to)}) is shown; this panel showed the one of ${idTime(change.from)} before.`) : null);
+}
+
+/** `09:33:17 UTC` of a measurement id (`20261126-093317-744`: views/measured.py), else the id itself. */
+export function idTime(id: string): string {
+  const m = /^\d{8}-(\d\d)(\d\d)(\d\d)/.exec(id);
+  return m ? `${m[1]}:${m[2]}:${m[3]} UTC` : id;
 }

@@ -93,6 +93,75 @@ export function portY(box: Box, i: number, n: number): number {
   return box.y + (box.h * (i + 1)) / (n + 1);
 }
 
+// ---- top-down flow (a model's kernel calls): layers are rows, so a long chain grows downwards and the
+// graph fits a panel's width (issue 23: a model's stage graph scrolled sideways at 1000×800).
+
+/** Gaps of the top-down flow: between nodes of one layer, and between layers (room for edge labels). */
+export const DOWN_GAP_X = 30, DOWN_GAP_Y = 56;
+
+/** Where a node sits in the top-down flow: rows by layer, columns within the layer. */
+export function boxDown(n: Placed): Box {
+  return { x: PAD + n.row * (NODE_W + DOWN_GAP_X), y: PAD + n.layer * (NODE_H + DOWN_GAP_Y), w: NODE_W, h: NODE_H };
+}
+
+/** Ports of the top-down flow: the i-th of n edges on the top or bottom side leaves/enters at this x. */
+export function portX(box: Box, i: number, n: number): number {
+  return box.x + (box.w * (i + 1)) / (n + 1);
+}
+
+/** An x at which a vertical line crosses the row of a layer without touching a node (`corridorY` turned
+ * sideways); a tie goes to the right-hand corridor (the left margin is narrow). */
+export function corridorX(rowBoxes: Box[], ideal: number, margin = 6): number {
+  const boxes = [...rowBoxes].sort((a, b) => a.x - b.x);
+  if (!boxes.some((b) => ideal > b.x - margin && ideal < b.x + b.w + margin)) return ideal;
+  const free: number[] = [Math.max(4, boxes[0].x - DOWN_GAP_X / 2)];
+  for (let i = 1; i < boxes.length; i++) {
+    const left = boxes[i - 1].x + boxes[i - 1].w, right = boxes[i].x;
+    if (right - left >= 2 * margin) free.push((left + right) / 2);
+  }
+  free.push(boxes[boxes.length - 1].x + boxes[boxes.length - 1].w + DOWN_GAP_X / 2);
+  return free.reduce((a, b) => (Math.abs(b - ideal) <= Math.abs(a - ideal) ? b : a));
+}
+
+/** A smooth step from p down to q with vertical tangents. */
+function curveDown(p: Point, q: Point): string {
+  const my = r1((p[1] + q[1]) / 2);
+  return `C${r1(p[0])} ${my} ${r1(q[0])} ${my} ${r1(q[0])} ${r1(q[1])}`;
+}
+
+/**
+ * The route of an edge in the top-down flow, from `a`'s bottom side (at `fromX`) to `b`'s top side (at
+ * `toX`); across the rows of layers in between it passes by a free corridor, so it never crosses a node.
+ * An edge that does not go downwards loops out to the right of both boxes. Its label sits beside the
+ * first stretch, to the right of the line (`labelLeft`: where the label text starts).
+ */
+export function routeDown(a: Placed, b: Placed, fromX: number, toX: number, rows: Map<number, Box[]>): Route {
+  const A = boxDown(a), B = boxDown(b);
+  if (b.layer <= a.layer) {
+    const out = Math.max(A.x + A.w, B.x + B.w) + DOWN_GAP_X / 2;
+    const start: Point = [A.x + A.w, A.y + A.h / 2], end: Point = [B.x + B.w, B.y + B.h / 2];
+    const d = `M${r1(start[0])} ${r1(start[1])}C${r1(out)} ${r1(start[1])} ${r1(out)} ${r1(end[1])} ${r1(end[0])} ${r1(end[1])}`;
+    return { d, label: [r1(out + 2), r1((start[1] + end[1]) / 2)], points: [start, end] };
+  }
+  const start: Point = [fromX, A.y + A.h], end: Point = [toX, B.y];
+  const points: Point[] = [start];
+  let d = `M${r1(start[0])} ${r1(start[1])}`;
+  let prev = start;
+  for (let layer = a.layer + 1; layer < b.layer; layer++) {
+    const top = PAD + layer * (NODE_H + DOWN_GAP_Y);
+    const t = (top - start[1]) / (end[1] - start[1]);
+    const x = corridorX(rows.get(layer) ?? [], start[0] + t * (end[0] - start[0]));
+    const enter: Point = [x, top], leave: Point = [x, top + NODE_H];
+    d += curveDown(prev, enter) + `L${r1(leave[0])} ${r1(leave[1])}`;
+    points.push(enter, leave);
+    prev = leave;
+  }
+  d += curveDown(prev, end);
+  points.push(end);
+  const first = points[1];
+  return { d, label: [r1((start[0] + first[0]) / 2 + 6), r1((start[1] + first[1]) / 2 + 4)], points };
+}
+
 /** Category numbers for the key: 1, 2, … in the order of the categories list (ids may be sparse). */
 export function categoryNumbers(ids: number[]): Map<number, number> {
   return new Map(ids.map((id, i) => [id, i + 1]));

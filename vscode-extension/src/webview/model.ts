@@ -57,8 +57,14 @@ function tableRow(row: ModelRow, msg: ShowMessage, fmt: Fmt): HTMLElement {
   return h("tr", { class: row.slower ? "task-row slower" : "task-row", "data-task": row.task },
     taskCell(row, msg, fmt), cell("calls", String(row.calls.length)), cell("untuned", fmt(row.untunedUs)),
     cell("tuned", fmt(row.tunedUs)), cell("share", pct(row.share)), cell("trials", n(row.trials)),
-    cell("failures", n(row.failed)), h("td", { class: row.slower ? "flag slower" : "flag dim" }, row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : ""),
-    viewButtons(row));
+    cell("failures", n(row.failed)), flagCell(row), viewButtons(row));
+}
+
+/** The row's verdict, and under it what the tuning levers did for the task (twins, kept default, packed weights, next batch). */
+function flagCell(row: ModelRow): HTMLElement {
+  const flag = row.slower ? "SLOWER than untuned" : row.trials === 0 ? "untuned (no trial)" : "";
+  const levers = row.levers.length ? h("ul", { class: "levers hint" }, ...row.levers.map((x) => h("li", {}, x))) : null;
+  return h("td", { class: row.slower ? "flag slower" : "flag dim", "data-label": flag || levers ? "notes" : "" }, flag, levers);
 }
 
 function headline(p: ModelPayload): string {

@@ -10,21 +10,33 @@ import { header, notes, pct, reveal, sourceLink } from "./common";
 import { post } from "./host";
 import { arr, h, mount, num, obj, s, str } from "./dom";
 import { glossary } from "./glossary";
-import { boxOf, GAP_X, NODE_H, NODE_W, portY, routeEdge, type Box } from "./layout";
+import { boxDown, boxOf, GAP_X, NODE_H, NODE_W, portX, portY, routeDown, routeEdge, type Box, type Placed, type Route } from "./layout";
+
+/** How a graph is laid out: left to right by layer (a kernel's blocks), or top-down (a model's kernel
+ * calls: a long chain grows downwards and fits the panel's width). */
+interface Flow {
+  down: boolean;
+  box(p: Placed): Box;
+  route(a: Placed, b: Placed, from: number, to: number, layers: Map<number, Box[]>): Route;
+  port(b: Box, i: number, n: number): number;
+}
+const ACROSS: Flow = { down: false, box: boxOf, route: routeEdge, port: portY };
+const DOWN: Flow = { down: true, box: boxDown, route: routeDown, port: portX };
 
 /** Node and edge texts are cut to fit (the full text is in the element's <title>). */
 export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function nodeBox(n: GraphNode): { x: number; y: number } {
-  const b = boxOf({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
+export function nodeBox(n: GraphNode, flow: Flow = ACROSS): { x: number; y: number } {
+  const b = flow.box({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
   return { x: b.x, y: b.y };
 }
 
-function edgeLabel(e: GraphEdge): string {
+/** `lv3 [1×8×16×16] float32`; `short` (the top-down flow, where labels sit side by side) leaves out the dtype. */
+function edgeLabel(e: GraphEdge, short = false): string {
   const shape = arr<number>(e.shape);
-  return `${str(e.buffer)}${shape.length ? ` [${shape.join("×")}]` : ""}${e.dtype ? ` ${str(e.dtype)}` : ""}`;
+  return `${str(e.buffer)}${shape.length ? ` [${shape.join("×")}]` : ""}${e.dtype && !short ? ` ${str(e.dtype)}` : ""}`;
 }
 
 /** `135 µs · 96 %` of a measured block, else `no measurement`. */
@@ -38,11 +50,11 @@ export function costText(cost: StageCost | null | undefined): string {
 
 const placed = (n: GraphNode) => ({ layer: num(n.layer) ?? 0, row: num(n.row) ?? 0 });
 
-function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, GraphNode>): SVGGElement {
+function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, GraphNode>, flow: Flow): SVGGElement {
   const columns = new Map<number, Box[]>();
   for (const n of nodes) {
     const p = placed(n);
-    columns.set(p.layer, [...(columns.get(p.layer) ?? []), boxOf(p)]);
+    columns.set(p.layer, [...(columns.get(p.layer) ?? []), flow.box(p)]);
   }
   // Spread the edges of a node over its side, ordered by the other end's height (fewer crossings).
   const outs = new Map<string, GraphEdge[]>(), ins = new Map<string, GraphEdge[]>();
@@ -58,11 +70,12 @@ function edgeLayer(nodes: GraphNode[], edges: GraphEdge[], byKey: Map<string, Gr
   for (const e of edges) {
     const a = byKey.get(e.source)!, b = byKey.get(e.target)!;
     const aOut = outs.get(a.id)!, bIn = ins.get(b.id)!;
-    const route = routeEdge(placed(a), placed(b), portY(boxOf(placed(a)), aOut.indexOf(e), aOut.length),
-      portY(boxOf(placed(b)), bIn.indexOf(e), bIn.length), columns);
+    const route = flow.route(placed(a), placed(b), flow.port(flow.box(placed(a)), aOut.indexOf(e), aOut.length),
+      flow.port(flow.box(placed(b)), bIn.indexOf(e), bIn.length), columns);
     g.appendChild(s("g", { class: "edge", "data-buffer": str(e.buffer), "data-source": a.id, "data-target": b.id },
       s("path", { d: route.d, "marker-end": "url(#arrow)" }),
-      s("text", { x: route.label[0], y: route.label[1], "text-anchor": "middle", class: "edge-label" }, clip(edgeLabel(e), 21)),
+      s("text", { x: route.label[0], y: route.label[1], "text-anchor": flow.down ? "start" : "middle", class: "edge-label" },
+        clip(edgeLabel(e, flow.down), flow.down ? 18 : 21)),
       s("title", {}, `${edgeLabel(e)} (${str(e.scope)})`)));
   }
   return g;
@@ -76,8 +89,8 @@ export function kernelDetail(n: GraphNode): string {
     n.weights_only ? "weights only" : trials === null ? "" : `${trials} trial${trials === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
 }
 
-function kernelElement(n: GraphNode): SVGGElement {
-  const { x, y } = nodeBox(n);
+function kernelElement(n: GraphNode, flow: Flow): SVGGElement {
+  const { x, y } = nodeBox(n, flow);
   const cost = obj(n.cost) as StageCost;
   const share = num(cost.share);
   const bar = share !== null ? s("rect", { class: "cost-bar", x: 0, y: NODE_H - 4, height: 4,
@@ -92,9 +105,9 @@ function kernelElement(n: GraphNode): SVGGElement {
     `cost: ${costText(cost)} (${str(cost.source)})`, "click: the blocks of this kernel"].join("\n")));
 }
 
-function nodeElement(n: GraphNode): SVGGElement {
-  if (n.kind === "kernel") return kernelElement(n);
-  const { x, y } = nodeBox(n);
+function nodeElement(n: GraphNode, flow: Flow): SVGGElement {
+  if (n.kind === "kernel") return kernelElement(n, flow);
+  const { x, y } = nodeBox(n, flow);
   const io = n.kind === "io";
   const cost = obj(n.cost) as StageCost;
   const measured = num(cost.us) !== null;
@@ -126,14 +139,23 @@ export function renderStageGraph(root: HTMLElement, msg: ShowMessage): void {
   const byKey = new Map<string, GraphNode>();
   for (const n of nodes) { byKey.set(n.id, n); if (n.label && !byKey.has(n.label)) byKey.set(n.label, n); }
   const edges = arr<GraphEdge>(p.edges).filter((e) => byKey.has(e.source) && byKey.has(e.target));
-  const width = Math.max(...nodes.map((n) => nodeBox(n).x + NODE_W), 200) + GAP_X / 3 + 4; // room for a loop-back edge
-  const height = Math.max(...nodes.map((n) => nodeBox(n).y + NODE_H), 100) + 30;
+  // A model's kernel calls flow top-down (a long chain grows downwards); a kernel's blocks left to right.
+  const flow = p.level === "model" ? DOWN : ACROSS;
+  const right = flow.down ? 70 : GAP_X / 3 + 4;   // room for the labels of edges beside / a loop-back edge
+  const width = Math.max(...nodes.map((n) => nodeBox(n, flow).x + NODE_W), 200) + right;
+  const height = Math.max(...nodes.map((n) => nodeBox(n, flow).y + NODE_H), 100) + 30;
   const svg = s("svg", { class: "stage-graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
     "aria-label": `Stage graph: ${nodes.length} nodes, ${edges.length} edges` },
   s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7,
     orient: "auto-start-reverse" }, s("path", { d: "M0 0L10 5L0 10z", class: "arrow-head" }))),
-  edgeLayer(nodes, edges, byKey), s("g", { class: "nodes" }, ...nodes.map(nodeElement)));
-  svg.style.minWidth = `${Math.round(width * 0.8)}px`; // narrower panels scroll rather than shrink the text further
+  edgeLayer(nodes, edges, byKey, flow), s("g", { class: "nodes" }, ...nodes.map((n) => nodeElement(n, flow))));
+  if (flow.down) {          // fits the panel's width: never a sideways scroll (a wide layer shrinks instead)
+    svg.classList.add("down");
+    svg.style.maxWidth = "100%";
+    svg.style.height = "auto";
+  } else {
+    svg.style.minWidth = `${Math.round(width * 0.8)}px`; // narrower panels scroll rather than shrink the text further
+  }
   const blocks = nodes.filter((n) => n.kind !== "io");
   const list = h("ul", { class: "node-list" }, ...blocks.map((n) =>
     h("li", { "data-node": n.id }, sourceLink(n.kind === "kernel" ? `${str(n.task)} (${kernelDetail(n)})` : str(n.label, n.id),

@@ -85,3 +85,25 @@ test("a contour label sits between cells, never on a cell's number", () => {
   assert.ok(Math.min(...centres.map((c) => Math.hypot(spot[0] - c[0], spot[1] - c[1]))) >= 5, String(spot));
   assert.deepEqual(labelSpot([[0, 0]], []), [0, 0]);
 });
+
+test("top-down flow (a model's kernel calls): routes never enter a box, and a chain stays one box wide", async () => {
+  const { boxDown, portX, routeDown } = await import("../../src/webview/layout");
+  for (let seed = 1; seed <= 20; seed++) {
+    const { nodes, edges } = graph(seed);
+    const boxes = nodes.map(boxDown);
+    const rows = new Map<number, Box[]>();
+    nodes.forEach((n, i) => rows.set(n.layer, [...(rows.get(n.layer) ?? []), boxes[i]]));
+    for (const [i, j] of edges) {
+      const a = boxes[i], b = boxes[j];
+      const route = routeDown(nodes[i], nodes[j], portX(a, 0, 1), portX(b, 0, 1), rows);
+      assert.deepEqual(route.points[0], [a.x + a.w / 2, a.y + a.h]);          // leaves the bottom side
+      assert.deepEqual(route.points[route.points.length - 1], [b.x + b.w / 2, b.y]);   // enters the top side
+      for (const [px, py] of samples(route.points)) {
+        for (const box of boxes) assert.ok(!inside(box, px, py), `seed ${seed}: edge ${i}->${j} enters a box at ${px},${py}`);
+      }
+    }
+  }
+  const chain = Array.from({ length: 40 }, (_, layer) => boxDown({ layer, row: 0 }));
+  assert.equal(new Set(chain.map((b) => b.x)).size, 1);                       // 40 calls: one column, 40 rows
+  assert.ok(chain[39].y > chain[0].y + 39 * NODE_H);
+});

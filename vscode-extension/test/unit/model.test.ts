@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseWebviewMessage } from "../../src/shared/messages";
 import {
-  callLabel, callRanges, callSiteRanges, isSlower, modelRows, taskAtLine, taskChoices, taskPickItems, type ModelPayload,
+  callLabel, callRanges, callSiteRanges, isSlower, modelRows, refusalActions, taskAtLine, taskChoices, taskPickItems, type ModelPayload,
 } from "../../src/shared/model";
 
 const payload = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "..", "test", "fixtures", "model.json"), "utf8")) as ModelPayload;
@@ -90,4 +90,25 @@ test("panel arguments keep the task across reloads", async () => {
   const { restoreState } = await import("../../src/extension/panelState");
   assert.deepEqual(restoreState("searchSpace", { args: { uri: "file:///m.py", task: "mean", run: "r" } }),
     { kind: "searchSpace", args: { uri: "file:///m.py", run: "r", task: "mean" }, cell: null });
+});
+
+test("a refused export offers to tune the missing kernels or to export anyway, each the same export again", () => {
+  const actions = refusalActions({ status: "refused", applied: { missing: ["fused_conv2d_add_relu", "fused_mean"] } });
+  assert.ok(actions);
+  assert.equal(actions.tune.label, "Tune the missing kernels (8 trials)");
+  assert.deepEqual(actions.tune.args, { tuneMissing: 8 });
+  assert.equal(actions.anyway.label, "Export anyway (untuned kernels)");
+  assert.deepEqual(actions.anyway.args, { allowUntuned: true });
+  assert.match(actions.anyway.done, /2 kernels untuned \(fused_conv2d_add_relu, fused_mean\)/);
+  const many = refusalActions({ status: "refused", applied: { missing: ["a", "b", "c"] } });
+  assert.equal(many?.tune.args.tuneMissing, 12);
+  assert.equal(refusalActions({ status: "ok", applied: { missing: [] } }), undefined);
+  assert.equal(refusalActions({ status: "failed" }), undefined);      // outputs differ: nothing to offer
+});
+
+test("what the levers did for a task comes from the server, strings only", () => {
+  const rows = modelRows({ tasks: [{ task: "conv", levers: ["twin of conv_b; 1 transfer(s)", 3 as never, "", "weights packed into the schedule's layout at build time"] },
+    { task: "mean" }] });
+  assert.deepEqual(rows[0].levers, ["twin of conv_b; 1 transfer(s)", "weights packed into the schedule's layout at build time"]);
+  assert.deepEqual(rows[1].levers, []);
 });
