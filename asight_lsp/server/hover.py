@@ -114,7 +114,7 @@ def run_line(result: FunctionResult) -> str:
 
 
 def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
-    lines = [run_line(result)]
+    lines = [run_line(result)] + kept_lines(result)
     prof = (result.profile or {}).get(blk.name)
     summary = result.block(blk.name)
     if prof and prof.get("us") is not None:
@@ -132,6 +132,14 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     if gpu:
         lines.append(gpu)
     return lines
+
+
+def kept_lines(result: FunctionResult) -> list[str]:
+    """A GPU run whose DLight baseline beat its tuned record keeps DLight (docs/gpu.md): said first,
+    since the best schedule listed after it is not the run's result."""
+    from ..analysis.default_candidate import dlight_kept
+    kept = dlight_kept(result.measurement)
+    return [f"- ⚠ {kept['text']}: the run keeps DLight's default schedule; below, the best tuned one"] if kept else []
 
 
 def gpu_line(result: FunctionResult) -> str | None:

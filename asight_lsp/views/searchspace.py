@@ -180,6 +180,7 @@ def _counters_why(origin: dict, tried: dict | None) -> None:
     """A model contour of a run whose tuning job tried to collect counters says why it has none."""
     if origin.get("origin") == "model" and tried and tried.get("status") != "ok" and tried.get("message"):
         origin["why"] = f"{origin['why']} (the tuning job's counters: {tried['message']})"
+        origin["asked"] = True      # counters were asked for: the legend says why the contour is the model
 
 
 def _tool_name(tool: str) -> str:
@@ -285,4 +286,7 @@ def legend_lines(contour: dict) -> list[str]:
         lines.append(f"{cat['label']}{rho}: {cat['source']}")
     if contour.get("note"):
         lines.append(contour["note"])
+    origin = contour.get("origin") or {}
+    if origin.get("asked"):
+        lines.append(f"not measured: {origin['why']}; the contour is the {origin['label']}")
     return lines

@@ -84,3 +84,25 @@ def test_block_hover_and_inlay_of_the_recorded_gpu_run_name_binding_and_limiter(
     assert "- GPU (measured counters of trial 76): latency-bound: 6 % of warp slots busy" in hover
     (_, label, tip), = block_hints(fn, result)
     assert "threadIdx.x" in label and "GPU (measured counters of trial 76): latency-bound" in tip
+
+
+def test_a_block_hover_of_a_run_that_kept_dlight_says_so_first():
+    from asight_lsp.analysis.default_candidate import keep_baseline
+    from asight_lsp.analysis.trace_replay import source_blocks
+    from asight_lsp.analysis.trace_summary import summarize_trace
+    from asight_lsp.server.hover import hover_markdown
+    from asight_lsp.store.runs import read_records
+    from asight_lsp.tvmscript.outline import build_outline
+    from tests.conftest import measured
+    fn = build_outline((GPU / "matmul1024.py").read_text()).functions[0]
+    best = next(r for r in read_records(GPU) if r["trial"] == 76)
+    record = keep_baseline({**measured(120.0, 140.0), "baseline": {"kind": "dlight", "label": "DLight's default schedule"},
+                            "chosen": [{"task": "main", "trial": 76}], "defaults": []})
+    meta = RunMeta(id="h100", file="matmul1024.py", function=fn.id, state="done", trials_done=128, measurement=record)
+    result = FunctionResult(fn.id, meta, GPU, False, best, summarize_trace(best["insts"], best["decisions"],
+                                                                           source_blocks(fn)))
+    lines = hover_markdown("block", fn, fn.blocks[0], result).splitlines()
+    kept = next(i for i, line in enumerate(lines) if "DLight's default kept" in line)
+    assert lines[kept] == ("- ⚠ DLight's default kept: tuned 140.0 µs vs DLight 120.0 µs: the run keeps DLight's "
+                           "default schedule; below, the best tuned one")
+    assert kept < next(i for i, line in enumerate(lines) if line.startswith("- best schedule (trial 76"))

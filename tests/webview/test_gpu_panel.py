@@ -46,6 +46,11 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     proc = asight("adopt", str(bare), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(unmeasured))
     assert proc.returncode == 0, proc.stderr
     with_counters, without = loop_payload(measured), loop_payload(unmeasured)
+    spaces = {}
+    for key, store in (("measured", measured), ("unmeasured", unmeasured)):
+        proc = asight("space", "--run", "latest", "--work-dir", str(store), "--json")
+        assert proc.returncode == 0, proc.stderr
+        spaces[key] = json.loads(proc.stdout)
     # the same run once its re-measurement found DLight faster (medians as test inputs; no GPU here)
     run = RunStore(str(measured)).get("latest")
     meta = run.load()
@@ -62,6 +67,8 @@ def drawn(extension_build, tmp_path_factory) -> dict:
              "narrow": {"kind": "loopView", "payload": with_counters, "viewport": {"width": 420, "height": 800}},
              "unmeasured": {"kind": "loopView", "payload": without},
              "kept": {"kind": "loopView", "payload": kept},
+             "spaceMeasured": {"kind": "searchSpace", "payload": spaces["measured"]},
+             "spaceModel": {"kind": "searchSpace", "payload": spaces["unmeasured"]},
              "hostile": {"kind": "loopView", "payload": hostile},
              "cpu": {"kind": "loopView", "payload": cpu}}
     path = tmp / "cases.json"
@@ -116,3 +123,14 @@ def test_when_dlight_was_kept_the_block_says_it_shows_the_best_tuned_candidate(d
     assert f["gpuBlocks"] == 1 and f["kept"] == ("DLight's default kept: tuned 140.0 µs vs DLight 120.0 µs: the run "
                                                  "keeps DLight's default schedule; this is the best tuned candidate")
     assert drawn["facts"]["measured"]["kept"] is None
+
+
+def test_the_search_space_legend_names_the_measured_counters_of_the_gpu_run(drawn):
+    f, p = drawn["facts"]["spaceMeasured"], drawn["payloads"]["spaceMeasured"]["payload"]["contour"]
+    assert f["originKind"] == "measured" and f["contourLines"] == len(p["lines"]) > 0
+    assert f["origin"] == ("contour: measured (Nsight Compute) (41 of 66 candidates profiled; gains against "
+                           f"{p['origin']['against']})")
+    assert "measured; dashed" in f["levels"] and "by the model" not in f["levels"]
+    model = drawn["facts"]["spaceModel"]
+    assert model["originKind"] == "model" and model["origin"] == "contour: model (MetaSchedule features)"
+    assert "by the model" in model["levels"]

@@ -104,3 +104,5 @@ def test_the_tuning_job_asked_for_counters_on_a_cpu_says_why_it_has_none(tmp_pat
     space = json.loads(asight("space", "--run", "latest", "--work-dir", str(store), "--json").stdout)
     assert space["contour"]["origin"]["origin"] == "model"
     assert space["contour"]["origin"]["why"].endswith(f"(the tuning job's counters: {why})")
+    assert space["contour"]["legend"][-1] == (f"not measured: the run has no counters.jsonl (the tuning job's counters: "
+                                              f"{why}); the contour is the model (MetaSchedule features)")

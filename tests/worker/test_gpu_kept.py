@@ -65,7 +65,7 @@ def test_when_dlight_wins_the_code_view_shows_dlights_program_and_says_so(tmp_pa
     cuda = code(store, "--level", "cuda")
     assert cuda["candidate"]["kept"] == "dlight" and "__global__" in cuda["text"]
     text = asight("code", SRC, "--run", "latest", "--work-dir", str(store), "--level", "cuda").stdout
-    assert "DLight's default schedule, kept, 120.0 us" in text.splitlines()[0]
+    assert "DLight's default schedule, kept, 120.0 µs" in text.splitlines()[0]
 
 
 def test_when_tuning_wins_the_tuned_record_is_the_result(tmp_path):

@@ -334,14 +334,20 @@ function contourLegend(contour: Record<string, unknown>, metricCats: Record<stri
   const perCat = obj(agreement.per_category);
   const levels = arr<number>(contour.levels);
   const times = (v: number) => `${Math.pow(2, v).toPrecision(2).replace(/\.0+$/, "")}×`;
+  const origin = obj(contour.origin);
+  const byWhat = str(origin.origin) === "measured" ? "measured" : "by the model";
   return [
     h("h3", {}, "Contours"),
+    str(origin.label) ? h("p", { class: "hint origin", "data-origin": str(origin.origin) }, `contour: ${str(origin.label)}` +
+      (str(origin.origin) === "measured" && num(origin.profiled) !== null
+        ? ` (${num(origin.profiled)} of ${num(origin.candidates) ?? "?"} candidates profiled; gains against ${str(origin.against)})` : "") +
+      (origin.asked ? `; not measured: ${str(origin.why)}` : "")) : null,
     agreement.message ? h("p", { class: `agreement ${verdict}`, "data-verdict": verdict,
       role: verdict === "agrees" ? null : "alert" }, `${verdict === "agrees" ? "" : "⚠ "}${str(agreement.message)}`) : null,
     h("p", { class: "hint" }, str(contour.metric)),
     contour.unit ? h("p", { class: "hint" }, `unit: ${str(contour.unit)}`) : null,
     contour.direction && levels.length ? h("p", { class: "hint" }, str(contour.direction)) : null,
-    levels.length ? h("p", { class: "hint levels" }, `levels: ${levels.join(", ")} (= ${levels.map(times).join(", ")} by the model; ` +
+    levels.length ? h("p", { class: "hint levels" }, `levels: ${levels.join(", ")} (= ${levels.map(times).join(", ")} ${byWhat}; ` +
       "dashed: lower levels, solid: the highest; short ticks point uphill)") : null,
     contour.note ? h("p", { class: "hint" }, str(contour.note)) : null,
     metricCats.length ? h("ul", { class: "sources" }, ...metricCats.map((m) => {
