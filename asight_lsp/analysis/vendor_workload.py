@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..tvmscript.pysource import dotted_name
+
 Affine = dict  # {var name or "": coefficient}; "" = constant
 
 
@@ -31,15 +33,8 @@ class Block:
 
 
 def _call_name(node) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
+    """``T.axis.remap`` of a call (or of a callee), "" when it is not a dotted name."""
+    return dotted_name(node.func if isinstance(node, ast.Call) else node) or ""
 
 
 def _int(node, consts: dict) -> int | None:
