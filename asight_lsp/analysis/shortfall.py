@@ -80,6 +80,10 @@ def reasons(counts: dict, groups: list[dict], rejected: dict) -> list[str]:
     out = []
     if counts["not_proposed"]:
         out.append(_not_proposed(counts, rejected))
+    crashed = [e for e in counts["search_ended"] if e.get("why") == "failed"]
+    if crashed:
+        out.append(f"the search of {len(crashed)} task(s) failed and stopped "
+                   f"({crashed[0]['task']}: {crashed[0].get('error') or 'no message'})")
     if counts["build_timeout"]:
         out.append(f"{counts['build_timeout']} build(s) timed out")
     if counts["build_failed"]:
@@ -99,6 +103,8 @@ def _not_proposed(counts: dict, rejected: dict) -> str:
         return (f"{n} never proposed: the design space produced no valid candidate (every sampled schedule "
                 f"was rejected by a post-processor: {top})")
     whys = {e.get("why") for e in counts["search_ended"]}
+    if whys == {"failed"}:
+        return f"{n} never proposed"
     if "repeats" in whys:
         return f"{n} never proposed: the search offered only schedules the run already measured"
     return f"{n} never proposed: the design space produced no new candidates (the search ran out)"

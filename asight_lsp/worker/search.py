@@ -17,6 +17,12 @@ def search_strategy(per_iter: int):
     return ms.search_strategy.EvolutionarySearch(population_size=population)
 
 
+def short_error(err: Exception) -> str:
+    """The type and the last line of an error (TVM puts the check that failed last)."""
+    lines = [x for x in str(err).strip().splitlines() if x.strip()]
+    return f"{type(err).__name__}: {lines[-1][:300]}" if lines else type(err).__name__
+
+
 class TrialBudget:
     """Trials a run may still measure, shared by the search of every task; ``repeats_skipped``
     counts candidates dropped because the database already held their schedule."""
@@ -40,12 +46,13 @@ class TrialBudget:
         transfers) may take without leaving a kernel untried for the export to refuse."""
         return max(0, self.left - len(self.waiting))
 
-    def search_ended(self, task: str, why: str, proposed: int) -> None:
-        """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer) or
-        "repeats" (only known schedules); ``proposed`` = candidates it gave this session."""
+    def search_ended(self, task: str, why: str, proposed: int, error: str | None = None) -> None:
+        """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer),
+        "repeats" (only known schedules) or "failed" (the search raised ``error``); ``proposed`` =
+        candidates it gave this session."""
         self.waiting.discard(task)   # nothing to wait for: its reserved trial goes back to the others
-        if self.left > 0:
-            self.ended.append({"task": task, "why": why, "proposed": proposed})
+        if self.left > 0 or error:
+            self.ended.append({"task": task, "why": why, "proposed": proposed, **({"error": error} if error else {})})
 
 
 class MeasuredSchedules:
@@ -118,7 +125,11 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
         for _ in range(self.REPEAT_ROUNDS):
             if self.budget.left <= 0:
                 return None
-            candidates = self.inner.generate_measure_candidates()
+            try:
+                candidates = self.inner.generate_measure_candidates()
+            except Exception as err:  # noqa: BLE001 - one task's search failing ends that task, not the run
+                self.budget.search_ended(self.task, "failed", self.proposed, short_error(err))
+                return None
             if candidates is None:
                 self.budget.search_ended(self.task, "sampling", self.proposed)
                 return None

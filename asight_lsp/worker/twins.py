@@ -150,6 +150,10 @@ def transfer(trace, mod, postprocs, seed: int) -> tuple[object, int]:
             except Exception:  # noqa: BLE001 - not inlinable (the output, a reduction): left as it is
                 pass
         pruned.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fits(sch, resampled))
+        # marked as postprocessing, as MetaSchedule marks its own: a search that mutates this record later
+        # replays it without them (RewriteLayout's TransformLayout, replayed on re-sampled tiles, aborted
+        # the whole tuning job: "args.size() == initial_indices_orig.size()")
+        sch.enter_postproc()
         for postproc in postprocs:
             if not postproc.apply(sch):
                 raise NoFit(f"postprocessor {postproc} refused the schedule")

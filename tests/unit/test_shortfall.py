@@ -41,3 +41,13 @@ def test_repeats_and_full_runs():
     assert sf.summarise(0, 0, 0) is None
     out = sf.summarise(8, 3, 0, [], [{"task": "t", "why": "repeats", "proposed": 3}], {})
     assert "only schedules the run already measured" in out["text"]
+
+
+def test_a_task_whose_search_failed_is_named_with_its_error():
+    """One task's search raising ends that task (worker/search.BudgetedSearch), and the run says so."""
+    ends = [{"task": "fused_conv2d3_add3_relu2", "why": "failed", "proposed": 8,
+             "error": "RuntimeError: Check failed: (args.size() == initial_indices_orig.size()) is false"}]
+    out = sf.summarise(512, 300, 0, search_ends=ends)
+    assert out["measured"] == 300 and out["not_proposed"] == 212
+    assert "212 never proposed" in out["text"]
+    assert "the search of 1 task(s) failed and stopped (fused_conv2d3_add3_relu2: RuntimeError: Check failed" in out["text"]

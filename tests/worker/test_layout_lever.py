@@ -131,3 +131,25 @@ def test_the_ablation_switch_marks_nothing(tuned, monkeypatch):
     base, _, _ = tuned
     monkeypatch.setenv("ASIGHT_LEVERS_OFF", "layout")
     assert _marked(_module(base), ms_side.resolve_target(None)) == {}
+
+
+def test_a_transferred_schedule_marks_its_postprocessing(tuned):
+    """A twin transfer's trace enters postprocessing before the postprocessors' instructions (the
+    weight re-layout among them), as MetaSchedule's own records do: a search that mutates the record
+    replays it without them (a TransformLayout replayed on other tiles aborted a ResNet-18 tuning job)."""
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker import twins
+    from asight_lsp.worker.compat import ms
+    base, run, _ = tuned
+    target = ms_side.resolve_target(None)
+    ms_side.stub_tensor_intrin()
+    mods = {t.name: t.mod for t in ms_side.plan_for(_module(base), None, target).tasks}
+    donor, twin = "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"
+    record = twins.best_record(ms_side.open_database(str(run.path)), mods[donor])
+    assert record is not None
+    ctx = ms.TuneContext(mod=mods[twin], target=target, space_generator="post-order-apply",
+                         search_strategy="evolutionary", task_name=twin)
+    sch, _ = twins.transfer(record.trace, mods[twin], ctx.space_generator.postprocs, 0)
+    kinds = [i.kind.name for i in sch.trace.insts]
+    assert "TransformLayout" in kinds and "EnterPostproc" in kinds
+    assert kinds.index("EnterPostproc") < kinds.index("TransformLayout")
