@@ -65,7 +65,10 @@ def refusal_text(applied: dict, kernels: int | None = None) -> str:
     missing = applied.get("missing") or []
     head = (f"{len(missing)} of {kernels if kernels is not None else applied.get('kernels', '?')} kernels of the "
             "deployable build have no record of this run and would run TVM's default schedule:")
-    return "\n".join([head, *("  " + line for line in missing_lines(applied)),
+    unbound = (["no weights file beside the model: the run was tuned with its weights bound, and its schedules "
+                "pack them when the library is built, so no record fits the model with weights as inputs; put "
+                "<file>.weights.npz back beside the model"] if applied.get("unbound") else [])
+    return "\n".join([head, *("  " + line for line in missing_lines(applied)), *unbound,
                       "nothing written.  Tune them first: --tune-missing N (N trials, then build), or accept "
                       "them: --allow-untuned (the library then runs slower than a fully tuned build)"])
 

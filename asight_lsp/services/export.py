@@ -33,6 +33,9 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     library timed against the headline's build in a separate worker, ``analysis/deployable``)."""
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
+    if meta.state == "failed" and not found.records():
+        raise AsightError(f"run {meta.id} failed with no trial measured ({meta.error or 'no reason recorded'}); "
+                          "tune the model again")
     if meta.kind != "relax":
         raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
                           "(asight code --level asm shows a PrimFunc's machine code)")
@@ -42,6 +45,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         raise AsightError(f"run {meta.id} has no records yet")
     if os.path.isdir(out):
         raise AsightError(f"{out} is a directory; name the library file (model.so)")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise AsightError(f"the folder {os.path.dirname(os.path.abspath(out))} does not exist; create it first")
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path.resolve()), "target": meta.target,
               "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
@@ -56,6 +61,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600, on_event=on_event)
     reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)})
     if reply.get("status") == "refused":
+        if params["weights"] is None and ((meta.extra or {}).get("build") or {}).get("bound"):
+            reply["applied"]["unbound"] = True   # tuned with the weights bound, exported without them
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)

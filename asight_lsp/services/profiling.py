@@ -110,7 +110,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
               "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
-    params["choose"] = bool(run is not None and candidate is None and not params["chosen"])
+    params["choose"] = bool(run is not None and candidate is None and params["chosen"] is None)
     started = time.time()
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)

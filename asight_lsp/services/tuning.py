@@ -114,6 +114,15 @@ def check_rpc(rpc: str | None) -> None:
 # --------------------------------------------------------------------------- start
 
 
+def check_levers() -> None:
+    """An ``ASIGHT_LEVERS_OFF`` typo is refused before a run is made (the job would fail with it)."""
+    from ..analysis.levers import LEVERS_OFF_ENV, levers_off
+    try:
+        levers_off(os.environ.get(LEVERS_OFF_ENV))
+    except ValueError as err:
+        raise AsightError(str(err)) from None
+
+
 def start_tune(req: TuneRequest) -> TuneJob:
     """Validate, create or resume the run, spawn the job in its own process group; return at once."""
     text = _request_text(req)
@@ -126,6 +135,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
         check_space_selection(selection, space)
     label = check_target(req.target)
     check_rpc(req.rpc)
+    check_levers()
     if not isinstance(req.trials, int) or req.trials < 1:
         raise AsightError(f"--trials must be a positive number (got {req.trials})")
     hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}

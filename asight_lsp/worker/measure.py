@@ -211,7 +211,8 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
     trials = read_trials(run_dir) if run_dir else None
     database = None
     if trials is not None:
-        database = chosen_database(trials, chosen) if chosen else run_database(run_dir)
+        # an empty choice is a choice (every task kept its default schedule), not "no choice"
+        database = chosen_database(trials, chosen) if chosen is not None else run_database(run_dir)
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
     if tuned and opts["stages"] and run_dir:
@@ -252,7 +253,7 @@ def apply_best(params: dict, emit=None) -> dict:
     if is_relax(parsed):
         target = measuring_target(params.get("target"))
         parsed, _ = deployable(parsed, params.get("function"), params.get("weights"))
-        database = chosen_database(read_trials(run_dir), chosen) if chosen else db
+        database = chosen_database(read_trials(run_dir), chosen) if chosen is not None else db
         for task in ms.relax_integration.extract_tasks(fuse(parsed, target), target):
             mod = task.dispatched[0]
             if not database.has_workload(mod):

@@ -247,6 +247,7 @@ def plan_for(parsed, function: str | None, target) -> Plan:
         return Plan("tir", [Task(function, normalize_mod(funcs[function]), 1.0, [function])], funcs[function])
     if any(isinstance(f, relax.Function) for f in funcs.values()):
         entry = function if function in funcs and isinstance(funcs[function], relax.Function) else "main"
+        require_static_inputs(funcs.get(entry))
         fused = fuse(parsed, target)
         tasks = [Task(t.task_name, t.dispatched[0], float(t.weight), [t.task_name])
                  for t in ms.relax_integration.extract_tasks(fused, target) if not is_reshape(t.dispatched[0]["main"])]
@@ -257,6 +258,20 @@ def plan_for(parsed, function: str | None, target) -> Plan:
     if not prims:
         raise ValueError("nothing to tune: the unit has no PrimFunc or Relax function")
     return Plan("tir", [Task(n, normalize_mod(f), 1.0, [n]) for n, f in prims], parsed)
+
+
+def require_static_inputs(func) -> None:
+    """A model with a symbolic input dimension cannot be tuned (MetaSchedule tunes static shapes;
+    TVM stops on an internal check): say which input and what to do."""
+    for param in getattr(func, "params", []) or []:
+        info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
+        name = getattr(param, "name", None) or getattr(param, "name_hint", "?")
+        shape = getattr(info, "shape", None)
+        values = getattr(shape, "values", None)
+        if values is not None and not all(isinstance(v, tvm.tirx.IntImm) for v in values):
+            dims = ", ".join(str(int(v)) if isinstance(v, tvm.tirx.IntImm) else str(v) for v in values)
+            raise ValueError(f"input '{name}' has a symbolic shape ({dims}); tuning needs static shapes: "
+                             f"re-import with --shape {name}=<sizes> (e.g. 1,3,224,224), or write the sizes in")
 
 
 def heaviest_first(tasks: list[Task]) -> list[Task]:

@@ -143,7 +143,9 @@ def export_model(params: dict, emit=None) -> dict:
     mod, bound = deployable(parsed, fn, params.get("weights"))
     database, chosen, extra, kept = _database(params)
     applied = kernels_applied(mod, database, target, chosen, extra, kept)
-    if chosen and not applied["from_records"] and not int(params.get("tune_missing") or 0):
+    # without the weights bound none may fit (the run's schedules pack bound weights): a refusal that
+    # says so (services/export.py), not "do the records match this model?"
+    if chosen and not applied["from_records"] and bound and not int(params.get("tune_missing") or 0):
         raise ValueError(f"the build applied none of the run's {len(chosen)} tuned kernels (do the records match "
                          "this model? re-tune after editing it, or export with --tune-missing N)")
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:

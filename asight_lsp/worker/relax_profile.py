@@ -160,7 +160,9 @@ def _prim_flops(mod) -> dict[str, float | None]:
 
 def task_records(trials, chosen: list[dict] | None, fused, target) -> dict[str, dict]:
     """Per extracted task: whether the run has a record for it, and the latency of the record a
-    tuned build applies (the one chosen by re-measurement, else the fastest while tuning)."""
+    tuned build applies: the one chosen by re-measurement; without a choice (``chosen`` None) the
+    fastest while tuning.  A task the choice left out (its default schedule won, or no valid trial)
+    is not tuned: the build runs its default schedule."""
     by_hash = {c["workload_hash"]: c for c in chosen or []}
     out = {}
     for task in ms.relax_integration.extract_tasks(fused, target):
@@ -173,7 +175,7 @@ def task_records(trials, chosen: list[dict] | None, fused, target) -> dict[str, 
             pick = by_hash.get(trials.hashes[workload])
             if pick is not None:
                 info.update(tuned=True, best_us=pick["measured_us"], trial=pick["trial"], source="re-measured")
-            elif valid:
+            elif valid and chosen is None:
                 info.update(tuned=True, best_us=valid[0][1] * 1e6, trial=valid[0][0], source="while tuning")
         out[task.task_name] = info
     return out
@@ -215,7 +217,9 @@ def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts
     legal_flops = _prim_flops(legalize(mod, target))
     out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
                                         call_sites(mod, target, False, fn), legal_flops, {})
-    if any(r["tuned"] for r in records.values()):
+    if any(r["tuned"] for r in records.values()) or (database is not None and chosen is not None):
+        # with a choice that kept every default schedule the build is the fused default one: its calls
+        # are still the model's kernels, each with its default time
         executable = build_tuned(database, mod, target)
         out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn),
                                          _prim_flops(fused), records)

@@ -110,7 +110,10 @@ async def test_export_command_writes_a_checked_library_with_progress(client: Lan
     assert result["status"] == "ok", result
     data = result["data"]
     assert data["library"] == str(out) and out.stat().st_size == data["bytes"] > 0
-    assert data["applied"]["from_records"] and data["check"]["ok"] and data["bound_weights"] == 12
+    applied = data["applied"]   # every kernel from a record, or its default schedule where that re-measured faster
+    # (on this 8x8 model under load a single-threaded default often beats every parallel trial)
+    assert len(applied["from_records"]) + len(applied["default_kept"]) == applied["kernels"] > 0, applied
+    assert data["check"]["ok"] and data["bound_weights"] == 12
     assert f'load_module("{out}")' in data["load"]
     assert f"wrote {out}" in result["message"] and "kernels from run" in result["message"]
     assert data["applied"]["missing"] == [] and data["measured"]["verdict_export"]["ok"]     # issue 24
@@ -156,9 +159,11 @@ async def test_export_errors_are_clear(client: LanguageClient, tuned_model, tmp_
     finally:
         (tmp_path / "away.npz").rename(weights)
     # unbound, the bias reshapes and the FC weight's transpose are kernels again, which the run (tuned
-    # with the weights bound) never tuned: refused, not silently built on TVM's default schedule (issue 24)
+    # with the weights bound) never tuned, and the tuned kernels' schedules pack weights that are now
+    # inputs: refused, not silently built on TVM's default schedule (issues 21, 24)
     assert refused["status"] == "failed" and refused["data"]["status"] == "refused"
-    assert refused["message"].startswith("export refused: 2 of 8 kernels") and "transpose: " in refused["message"]
+    assert refused["message"].startswith("export refused: ") and "transpose: " in refused["message"]
+    assert "no weights file beside the model: the run was tuned with its weights bound" in refused["message"]
     assert not written_when_refused
     assert "no weights file beside the model" in result["message"] and result["data"]["bound_weights"] == 0
     assert "NOT TUNED" in result["message"] and (tmp_path / "noweights.so").exists()

@@ -153,3 +153,28 @@ def test_a_transferred_schedule_marks_its_postprocessing(tuned):
     kinds = [i.kind.name for i in sch.trace.insts]
     assert "TransformLayout" in kinds and "EnterPostproc" in kinds
     assert kinds.index("EnterPostproc") < kinds.index("TransformLayout")
+
+
+def test_an_empty_choice_builds_every_default_schedule(tuned):
+    """A measurement whose every task kept its default schedule (``chosen`` = []) is a choice: the
+    profile's tuned build applies no record (it applied the whole database, so the Model panel said
+    "default schedule kept" and showed the tuned kernels' times under it)."""
+    from asight_lsp.worker import measure
+    from asight_lsp.worker import metaschedule as ms_side
+    base, run, _ = tuned
+    target = ms_side.resolve_target(None)
+    opts = measure._options({"timing": False, "stages": False, "check": False,
+                             "weights": str(base / "tiny_relax.weights.npz")})
+    detail, _ = measure._profile_relax(_module(base), target, str(run.path), [], opts, "main")
+    assert not any(r["tuned"] for r in detail["task_records"].values()), detail["task_records"]
+    calls = detail["tasks"]["tuned"]["tasks"]       # the fused build with every default schedule
+    assert CONVS <= {c["task"] for c in calls} and not any(c.get("weights_packed") for c in calls)
+    chosen, _ = measure._profile_relax(_module(base), target, str(run.path), None, opts, "main")
+    assert any(r["tuned"] for r in chosen["task_records"].values())   # no choice at all: the fastest records
+
+
+def test_export_into_a_missing_folder_says_so(tuned, capsys):
+    base, run, _ = tuned
+    out = base / "nope" / "sub" / "lib.so"
+    assert asight(["export", str(base / "tiny_relax.py"), "--run", run.id, "--work-dir", str(base), "-o", str(out)]) != 0
+    assert f"the folder {out.parent} does not exist; create it first" in capsys.readouterr().err
