@@ -34,7 +34,19 @@ def _import(path: str, shapes: dict | None):
         model = load(path)
     except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
         raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
-    return from_onnx(model, shape_dict=shapes or None, keep_params_in_input=True), "relax.frontend.onnx.from_onnx"
+    return from_onnx(weights_not_inputs(model), shape_dict=shapes or None, keep_params_in_input=True), \
+        "relax.frontend.onnx.from_onnx"
+
+
+def weights_not_inputs(model):
+    """The model without graph inputs that are also initializers: older exporters list every weight
+    as an input with a default (``keep_initializers_as_inputs``), which TVM's importer declares twice
+    ("Variable w already defined in current scope").  They are weights: they go to the weights file."""
+    weights = {init.name for init in model.graph.initializer}
+    extra = [i for i in model.graph.input if i.name in weights]
+    for item in extra:
+        model.graph.input.remove(item)
+    return model
 
 
 def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]:

@@ -230,3 +230,21 @@ def _export_runs(script: Path, run: str, store: Path):
     bad = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "-o", str(store / "y.so"),
                           "--work-dir", str(store / "empty")], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "no run of" in bad.stderr
+
+
+def test_weights_listed_as_graph_inputs_are_weights(tmp_path, capsys):
+    """Older exporters list every initializer as a graph input too (keep_initializers_as_inputs):
+    TVM's importer declared it twice ("Variable w already defined"); the import keeps it a weight."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4)).astype("float32"), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                               helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    assert asight(["import", str(tmp_path / "m.onnx")]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "(1 weights" in out and "inputs: x: float32[2, 8]" in out
+    with np.load(tmp_path / "m_relax.weights.npz") as data:
+        assert np.array_equal(data[data.files[0]], numpy_helper.to_array(w))
