@@ -218,7 +218,9 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
     if tuned and opts["stages"] and run_dir:
         detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
                                                 opts, set(tuned))
-    headline = compare_relax(mod, fn, database if tuned else None, target, tuned, opts["seed"], opts["check"],
+    # a choice that kept every default schedule still has a tuned build (the fused defaults): measured, not "—"
+    measured = database if tuned or (chosen is not None and database is not None) else None
+    headline = compare_relax(mod, fn, measured, target, tuned, opts["seed"], opts["check"],
                              opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
     return detail_out, headline
 

@@ -163,9 +163,11 @@ def test_an_empty_choice_builds_every_default_schedule(tuned):
     from asight_lsp.worker import metaschedule as ms_side
     base, run, _ = tuned
     target = ms_side.resolve_target(None)
-    opts = measure._options({"timing": False, "stages": False, "check": False,
+    opts = measure._options({"timing": False, "stages": False, "check": True,
                              "weights": str(base / "tiny_relax.weights.npz")})
-    detail, _ = measure._profile_relax(_module(base), target, str(run.path), [], opts, "main")
+    detail, headline = measure._profile_relax(_module(base), target, str(run.path), [], opts, "main")
+    assert headline["tuned"] == ["tuned"] and headline["check"]["ok"]    # measured, the same outputs: no "tuned —"
+    assert headline["applied"]["from_records"] == []
     assert not any(r["tuned"] for r in detail["task_records"].values()), detail["task_records"]
     calls = detail["tasks"]["tuned"]["tasks"]       # the fused build with every default schedule
     assert CONVS <= {c["task"] for c in calls} and not any(c.get("weights_packed") for c in calls)
