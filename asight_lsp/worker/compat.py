@@ -119,8 +119,10 @@ def stub_tensor_intrin() -> None:
 
 
 def import_tensor_intrin() -> None:
-    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~19 s, once per process)."""
-    import tvm.s_tir.tensor_intrin  # noqa: F401
+    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~19 s, once per process),
+    also in a process where ``stub_tensor_intrin`` registered only the x86 ones before."""
+    import tvm.s_tir.tensor_intrin  # noqa: F401  (the package: the CUDA ones, and the CPU ones with LLVM)
+    import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (registered even where the package is stubbed)
 
 
 def builder_job(f_build, item) -> tuple:

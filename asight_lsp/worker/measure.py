@@ -215,9 +215,12 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
         database = chosen_database(trials, chosen) if chosen is not None else run_database(run_dir)
     detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
-    if tuned and opts["stages"] and run_dir:
+    # every task with a valid trial: a task that kept its default schedule still shows its best trial's
+    # code (asight code --task), with that schedule's per-block times
+    tried = {name for name, r in detail_out["task_records"].items() if r["trials"] > r["failed"]}
+    if tried and opts["stages"] and run_dir:
         detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
-                                                opts, set(tuned))
+                                                opts, tried)
     # a choice that kept every default schedule still has a tuned build (the fused defaults): measured, not "—"
     measured = database if tuned or (chosen is not None and database is not None) else None
     headline = compare_relax(mod, fn, measured, target, tuned, opts["seed"], opts["check"],
