@@ -71,7 +71,7 @@ def test_a_busy_measurement_does_not_replace_a_quieter_one(tuned, worker):
     meta = Run(run.path).load()
     assert meta.measurement["taken"] == headline                           # and its headline record stays
     history = meta.extra["measurement_history"]
-    assert history[-1]["adopted"] is False and history[-1]["by"] == "asight profile"
+    assert history[-1]["adopted"] is False and history[-1]["by"] == "test (two busy processes)"   # who asked
     kept = [e["profile"]["measured"]["id"] for e in archived_profiles(Run(run.path))]
     assert quiet["measured"]["id"] in kept and busy["measured"]["id"] in kept   # both dated, both kept
     # a later request reuses the shown one instead of measuring again
