@@ -221,8 +221,9 @@ def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[d
     if tried and opts["stages"] and run_dir:
         detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
                                                 opts, tried)
-    # a choice that kept every default schedule still has a tuned build (the fused defaults): measured, not "—"
-    measured = database if tuned or (chosen is not None and database is not None) else None
+    # the headline measures the tuned build the profile made (with a choice that kept every default
+    # schedule: the fused defaults, measured rather than "—")
+    measured = database if "tuned" in detail_out["tasks"] else None
     headline = compare_relax(mod, fn, measured, target, tuned, opts["seed"], opts["check"],
                              opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
     return detail_out, headline

@@ -77,6 +77,12 @@ def optional_step(fn) -> dict:
         return {"error": first_line(err)}
 
 
+def short_error(err: BaseException) -> str:
+    """The type and the last line of an error (TVM puts the check that failed last)."""
+    lines = [x for x in str(err).strip().splitlines() if x.strip()]
+    return f"{type(err).__name__}: {lines[-1][:300]}" if lines else type(err).__name__
+
+
 def first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__

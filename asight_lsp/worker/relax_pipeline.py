@@ -97,8 +97,8 @@ def mark_layout_free(mod):
 def prepacks(target) -> bool:
     """Whether a build for ``target`` packs weights into the tuned schedules' layouts (the layout
     lever, issue 21; docs/models.md): on CPUs, unless ``ASIGHT_LEVERS_OFF`` names ``layout``."""
-    from .twins import lever_on
-    return levers.prepacks(target.kind.name, set() if lever_on("layout") else {"layout"})
+    from .twins import levers_off_now
+    return levers.prepacks(target.kind.name, levers_off_now())
 
 
 def is_reshape(func) -> bool:

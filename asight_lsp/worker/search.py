@@ -4,6 +4,7 @@ measures a schedule its database already holds (docs/tuning.md)."""
 from __future__ import annotations
 
 from .compat import derived_object, ms, s_tir, tvm, tvm_ffi
+from .programs import short_error
 
 
 def search_strategy(per_iter: int):
@@ -15,12 +16,6 @@ def search_strategy(per_iter: int):
     """
     population = max(128, min(512, 16 * per_iter))
     return ms.search_strategy.EvolutionarySearch(population_size=population)
-
-
-def short_error(err: Exception) -> str:
-    """The type and the last line of an error (TVM puts the check that failed last)."""
-    lines = [x for x in str(err).strip().splitlines() if x.strip()]
-    return f"{type(err).__name__}: {lines[-1][:300]}" if lines else type(err).__name__
 
 
 class TrialBudget:

@@ -23,16 +23,21 @@ from ..analysis import twins as rules
 from ..analysis.levers import LEVERS_OFF_ENV, levers_off
 from .compat import derived_object, ms, s_tir, stmt_children, tvm_ffi
 from .compat import Trace
+from .programs import short_error
 
 SIBLING_VARIANTS = 2
 FAILED_SECS = 1e9
 
 
-def lever_on(name: str) -> bool:
-    """Whether a tuning lever (twins, budget, default, layout) is on for this job (all are, by
-    default; ``analysis/levers.py``)."""
+def levers_off_now() -> set[str]:
+    """The levers this job runs without (``ASIGHT_LEVERS_OFF``; ``analysis/levers.py``)."""
     import os
-    return name not in levers_off(os.environ.get(LEVERS_OFF_ENV))
+    return levers_off(os.environ.get(LEVERS_OFF_ENV))
+
+
+def lever_on(name: str) -> bool:
+    """Whether a tuning lever (twins, budget, default, layout) is on for this job (all are, by default)."""
+    return name not in levers_off_now()
 
 
 # --------------------------------------------------------------------------- signatures
@@ -160,7 +165,7 @@ def transfer(trace, mod, postprocs, seed: int) -> tuple[object, int]:
     except NoFit:
         raise
     except Exception as err:  # noqa: BLE001 - the donor's structure does not fit this workload
-        raise NoFit(f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[-1][:300]}") from None
+        raise NoFit(short_error(err)) from None
     return sch, resampled[0]
 
 
