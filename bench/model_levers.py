@@ -32,10 +32,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# TVM's runtime sizes its thread pool once, from this, at first use; without it TVM ran one thread
+# here beside onnxruntime's two (the libraries measured 2x their own jobs' figures)
+os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                             else os.cpu_count() or 1))
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 
-CONFIGS = {"all": "", "none": "twins,budget,default,layout", "-twins": "twins", "-budget": "budget",
-           "-default": "default", "-layout": "layout"}
+CONFIGS = {"all": "", "none": "twins,budget,default,layout,nhwc", "-twins": "twins", "-budget": "budget",
+           "-default": "default", "-layout": "layout", "-nhwc": "nhwc", "before-nhwc": "nhwc"}
 
 
 def models(scale: str) -> dict:
@@ -106,7 +110,8 @@ def time_all(onnx_path: Path, libs: dict, rounds: int, seed: int = 1) -> dict:
     import tvm
     from tvm import relax
     from asight_lsp.analysis.versus import ratio_interval
-    threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count())
+    from asight_lsp.worker.onnx_compare import interleaved
+    threads = int(os.environ["TVM_NUM_THREADS"])
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
@@ -119,16 +124,8 @@ def time_all(onnx_path: Path, libs: dict, rounds: int, seed: int = 1) -> dict:
         contenders[name] = (lambda vm=vm, arg=arg: vm["main"](arg).numpy())
     reference = contenders["onnxruntime"]()
     agree = {n: bool(np.allclose(fn(), reference, rtol=1e-3, atol=1e-3)) for n, fn in contenders.items()}
-    once = max(1e-6, sum(_once(fn) for fn in contenders.values()))
-    calls = max(1, int(0.5 / once))
-    per = {n: [] for n in contenders}
     load = os.getloadavg()[0]
-    for r in range(rounds):
-        for name in (list(contenders) if r % 2 == 0 else list(contenders)[::-1]):
-            started = time.perf_counter()
-            for _ in range(calls):
-                contenders[name]()
-            per[name].append((time.perf_counter() - started) / calls * 1e6)
+    per, calls = interleaved(contenders, rounds, budget_s=rounds * 1.0)   # the product's method (--compare-onnx)
     out = {"threads": threads, "calls": calls, "rounds": rounds, "load": [load, os.getloadavg()[0]], "contenders": {}}
     for name, values in per.items():
         ratio = ratio_interval(values, per["onnxruntime"])
@@ -136,13 +133,6 @@ def time_all(onnx_path: Path, libs: dict, rounds: int, seed: int = 1) -> dict:
                                    "p75_us": float(np.percentile(values, 75)), "vs_ort": ratio,
                                    "outputs_match": agree[name]}
     return out
-
-
-def _once(fn) -> float:
-    fn()
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def report(name: str, timed: dict, runs: dict, budgets: list[int], configs: list[str]) -> None:
@@ -153,7 +143,7 @@ def report(name: str, timed: dict, runs: dict, budgets: list[int], configs: list
     for key, row in c.items():
         lo, hi = row["vs_ort"]["ci95"]
         tune = runs.get(key, {}).get("tune_s")
-        print(f"{key:<22} {row['median_us']:>8.1f}us {row['p25_us']:>9.1f}-{row['p75_us']:<9.1f} "
+        print(f"{key:<22} {row['median_us']:>8.1f}µs {row['p25_us']:>9.1f}-{row['p75_us']:<9.1f} "
               f"{row['vs_ort']['ratio']:>8.2f} ({lo:.2f}-{hi:.2f}) {'' if tune is None else f'{tune:7.0f}'} "
               f"{'match' if row['outputs_match'] else 'DIFFER'}")
     for budget in budgets:

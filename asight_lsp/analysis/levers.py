@@ -5,12 +5,16 @@
 * ``budget``: the share scheduler (``analysis/budget.py``);
 * ``default``: the default schedule as a candidate in the re-measurement (``default_candidate.py``);
 * ``layout``: the weight prepack (``prepacks``): weights marked layout-free, so a CPU schedule stores
-  them in the layout its loops read, packed once at build time.
+  them in the layout its loops read, packed once at build time;
+* ``nhwc``: the model's 2-D convolutions converted to channels-last (NHWC activations, OHWI weights;
+  Relax ``ConvertLayout``) before tuning, on CPUs (``channels_last``).
 """
 from __future__ import annotations
 
-LEVERS = ("twins", "budget", "default", "layout")
+LEVERS = ("twins", "budget", "default", "layout", "nhwc")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
+PIPELINE = ("layout", "nhwc")   # levers that change the kernels themselves: a run's records are for its own
+RECORD_KEY = "levers_off"       # run.json ``extra``: the levers off when the run was made
 PREPACK_KINDS = ("llvm", "c")   # CPU targets; a GPU schedule keeps the weights' layout (DLight fallback)
 
 
@@ -28,3 +32,25 @@ def levers_off(value: str | None) -> set[str]:
 def prepacks(target_kind: str, off: set[str]) -> bool:
     """Whether a build for a target of this kind packs weights into the tuned schedules' layouts."""
     return target_kind in PREPACK_KINDS and "layout" not in off
+
+
+CHANNELS_LAST = {"relax.nn.conv2d": ["NHWC", "OHWI"]}
+
+
+def channels_last(target_kind: str, off: set[str]) -> dict | None:
+    """The ``ConvertLayout`` layouts a build for a target of this kind converts the model's
+    convolutions to before tuning (channels-last on CPUs: a convolution's output channels, contiguous,
+    fill the vector lanes where a 7x7 or 14x14 NCHW row cannot), or None to keep the model's layout."""
+    return dict(CHANNELS_LAST) if target_kind in PREPACK_KINDS and "nhwc" not in off else None
+
+
+def run_levers_off(recorded: list | None, now_off: set[str], workloads_text: str | None) -> set[str]:
+    """The levers a job on a run works without: the pipeline levers (``PIPELINE``) as the run was made
+    (its records are for those kernels: an export with other layouts finds no record), the others as
+    now.  A run made before the record existed had no channels-last conversion, and packed weights
+    only if its workloads carry ``layout_free_buffers``."""
+    if recorded is not None:
+        pipeline = set(recorded) & set(PIPELINE)
+    else:
+        pipeline = {"nhwc"} | (set() if workloads_text and "layout_free_buffers" in workloads_text else {"layout"})
+    return (set(now_off) - set(PIPELINE)) | pipeline

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
 from ..engine.targets import GPU_WORD, gpu_label, local_gpus, target_config
 from ..errors import AsightError
 from ..store.database import require_intact
@@ -116,7 +117,6 @@ def check_rpc(rpc: str | None) -> None:
 
 def check_levers() -> None:
     """An ``ASIGHT_LEVERS_OFF`` typo is refused before a run is made (the job would fail with it)."""
-    from ..analysis.levers import LEVERS_OFF_ENV, levers_off
     try:
         levers_off(os.environ.get(LEVERS_OFF_ENV))
     except ValueError as err:
@@ -160,6 +160,8 @@ def start_tune(req: TuneRequest) -> TuneJob:
     meta.extra.pop("problem", None)
     meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
                           "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
+    if run is None:   # the kernels' layouts of this run's records (analysis/levers.run_levers_off)
+        meta.extra[RECORD_KEY] = sorted(levers_off(os.environ.get(LEVERS_OFF_ENV)))
     run = run or store.create(meta)
     if guidance:
         seeded = seed_from(guidance.pop("base_dir"), run)

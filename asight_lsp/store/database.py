@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .runs import (DB_RECORDS, DB_WORKLOADS, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
-                   json_lines)
+                   json_lines, read_json_lines)
 
 
 @dataclass
@@ -139,3 +139,13 @@ def workload_graph(row) -> dict | None:
     except (binascii.Error, ValueError):
         return None
     return graph if isinstance(graph, dict) and isinstance(graph.get("nodes"), list) else None
+
+
+def workloads_text(run_dir: str | os.PathLike) -> str | None:
+    """The run's workloads as one JSON text (each row's graph decoded), or None without a workloads
+    file: what a search for an attribute (``layout_free_buffers``) reads."""
+    path = Path(run_dir) / DB_WORKLOADS
+    if not path.is_file():
+        return None
+    graphs = [workload_graph(row) for row in read_json_lines(path)]
+    return "\n".join(json.dumps(g) for g in graphs if g is not None)

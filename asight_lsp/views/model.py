@@ -125,13 +125,23 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
-    notes = [SHARE_NOTE] + [n for n in [others_text(shown)] if n]
+    notes = [SHARE_NOTE] + [n for n in [others_text(shown), layout_note(relax.get("channels_last"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
                                "build": build or profile.get("headline_build")},
                   "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})
+
+
+def layout_note(layouts: dict | None) -> str | None:
+    """The channels-last lever as the build applied it (issue 21), or None when the model kept its layout."""
+    conv = (layouts or {}).get("relax.nn.conv2d")
+    if not conv:
+        return None
+    return (f"Convolutions are tuned and built channels-last ({conv[0]} activations, {conv[1]} weights; Relax "
+            f"ConvertLayout before tuning; why: docs/models.md). The untuned column is the model as tvm.compile builds it. "
+            f"ASIGHT_LEVERS_OFF=nhwc at tune time keeps the model's layout.")
 
 
 def lever_notes(row: dict) -> list[str]:

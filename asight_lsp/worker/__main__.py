@@ -78,7 +78,9 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
         write_frame(stdout, {"id": rid, "event": event})
 
     try:
-        result = handler(params, emit)
+        from .twins import for_run
+        with for_run(params.get("run_dir") if isinstance(params.get("run_dir"), str) else None):
+            result = handler(params, emit)
         write_frame(stdout, {"id": rid, "result": result})
     except Exception as err:  # every failure becomes a one-line error for the caller
         traceback.print_exc(file=sys.stderr)

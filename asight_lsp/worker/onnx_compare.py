@@ -4,8 +4,11 @@ process in interleaved rounds on the same inputs, outputs compared.
 
 Both use the same number of threads: TVM's ``TVM_NUM_THREADS`` (the usable cores, as every
 measurement here) and onnxruntime's ``intra_op_num_threads``.  Each round times each contender
-``calls`` times back to back (the mean per call), in alternating order.  The ratio and its interval
-are ``analysis/versus.py``'s.
+``calls`` times back to back (the mean per call), in alternating order, each block after a pause of
+``SETTLE_S`` and one untimed call: both runtimes' worker threads spin a while after a call, and
+without the pause the next contender's first calls share the cores with them (ResNet-18: p25-p75 of
+10.3-15.8 ms for a library that runs 9.3 ms alone).  The ratio and its interval are
+``analysis/versus.py``'s.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from .parse import parse_request
 from .programs import measuring_target
 from .remeasure import flatten
 
+SETTLE_S = 0.05   # the pause before each timed block (module text)
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
                "tensor(int64)": "int64", "tensor(int32)": "int32"}
 
@@ -69,6 +73,8 @@ def interleaved(contenders: dict, rounds: int, budget_s: float) -> tuple[dict, i
     per = {n: [] for n in names}
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
+            time.sleep(SETTLE_S)
+            contenders[name]()
             started = time.perf_counter()
             for _ in range(calls):
                 contenders[name]()

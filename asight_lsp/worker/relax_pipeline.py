@@ -49,10 +49,92 @@ def deployable(parsed, fn: str | None, weights_path: str | None) -> tuple[object
     return bind_weights(parsed, entry, weights_path)
 
 
-def legalize(mod, target):
-    """Operators lowered to PrimFuncs (each binding keeps its name), with op patterns annotated."""
-    return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target), relax.transform.LegalizeOps(),
-                                     relax.transform.AnnotateTIROpPattern()])(mod)
+def legalize(mod, target, convert: bool = True):
+    """Operators lowered to PrimFuncs (each binding keeps its name), with op patterns annotated; on a
+    CPU the convolutions first converted to channels-last (``converted``) unless ``convert`` is
+    False (the untuned build: the model as ``tvm.compile`` builds it)."""
+    mod = converted(mod, target) if convert else mod
+    return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target),
+                                     relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
+
+
+def convert_layout(target) -> list:
+    """``ConvertLayout`` to the lever's layouts (``channels_last``) for the operators whose weight is a
+    constant (a deployable module's bound weights: the transform it inserts on the weight is folded
+    into the constant at build time, never run), or no pass.  A weight that is a parameter would be
+    re-laid at every call: that operator keeps its layout."""
+    layouts = channels_last(target)
+    if not layouts:
+        return []
+
+    def on_constant_weight(call):
+        name = getattr(call.op, "name", "")
+        if name in layouts and len(call.args) > 1 and isinstance(call.args[1], tvm.ir.expr.Constant):
+            return {name: layouts[name]}
+        return {}
+
+    return [relax.transform.ConvertLayout({}, on_constant_weight)]
+
+
+def converted(mod, target):
+    """``mod`` after ``convert_layout``, each layout transform it inserted named ``layout_transform<k>``:
+    the pass names them as a builder does (``lv``, ``lv1``...), the names the importer gave the model's
+    own bindings, and a view would then show a transform at the line of the binding it shares a name
+    with.  The model's bindings keep their names."""
+    passes = convert_layout(target)
+    if not passes:
+        return mod
+    out = tvm.transform.Sequential(passes)(mod)
+    for gv, func in list(out.functions_items()):
+        if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
+            out[gv] = _RenameInserted(inserted(mod[gv], func)).visit_expr(func)
+    return out
+
+
+def inserted(source, func) -> list:
+    """The bindings of ``func`` (``source`` after a pass) that are not ``source``'s own: same name and
+    operator as a binding of ``source``, first come, is the binding itself."""
+    own: dict[str, object] = {b.var.name: _op_name(b.value) for b in bindings(source)}
+    claimed: set[str] = set()
+    out = []
+    for b in bindings(func):
+        name = b.var.name
+        if name in own and own[name] == _op_name(b.value) and name not in claimed:
+            claimed.add(name)
+        else:
+            out.append(b.var)
+    return out
+
+
+def _op_name(value) -> str | None:
+    op = getattr(value, "op", None)
+    return getattr(op, "name", None) or getattr(op, "name_hint", None)
+
+
+@relax.expr_functor.mutator
+class _RenameInserted(relax.PyExprMutator):
+    """Renames the given binding variables ``layout_transform<k>`` (order of the list)."""
+
+    def __init__(self, rename: list, mod=None):
+        super().__init__(mod)
+        self.rename = rename
+
+    def visit_var_binding_(self, binding) -> None:
+        value = self.visit_expr(binding.value)
+        var = binding.var
+        k = next((i for i, v in enumerate(self.rename) if v.same_as(var)), None)
+        name = var.name if k is None else f"layout_transform{k}"
+        kind = relax.DataflowVar if isinstance(var, relax.DataflowVar) else relax.Var
+        new = kind(name, var.ty)
+        self.builder_.emit_normalized(relax.VarBinding(new, value))
+        self.set_var_remap(var, new)
+
+
+def channels_last(target) -> dict | None:
+    """The layouts this job converts convolutions to before tuning (``analysis/levers.channels_last``
+    with the job's levers: a run's own, ``twins.for_run``), or None."""
+    from .twins import levers_off_now
+    return levers.channels_last(target.kind.name, levers_off_now())
 
 
 def folded(mod, target):
@@ -119,7 +201,7 @@ def build_tuned(database, mod, target):
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
     constants at build time, so the library reads packed weights and never re-packs them a call."""
-    if not prepacks(target):
+    if not prepacks(target) and not convert_layout(target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .compat import ms, relax, s_tir, stmt_children, tirx, tvm
 from .programs import estimate_flops
-from .relax_pipeline import bindings, build_tuned, folded, fuse, group, kernel_of, legalize
+from .relax_pipeline import bindings, build_tuned, channels_last, folded, fuse, group, kernel_of, legalize
 from .remeasure import relax_inputs
 
 SOURCE_TASKS = "Relax VM instrument hook (perf_counter_ns before/after each kernel call)"
@@ -62,7 +62,7 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
     constant argument there, not a variable.
     """
     if not fused:
-        legal_fn = legalize(mod, target)[fn]
+        legal_fn = legalize(mod, target, convert=False)[fn]
         return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in bindings(legal_fn) if _callee(b.value)]
     grouped = group(mod, target)
     index = _legal_index(folded(mod, target)[fn])
@@ -213,8 +213,9 @@ def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts
            "var_lines": {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
                          for b in bindings(mod[fn])}}
     fused = fuse(mod, target)
+    out["channels_last"] = channels_last(target)
     records = task_records(trials, chosen, fused, target) if trials is not None else {}
-    legal_flops = _prim_flops(legalize(mod, target))
+    legal_flops = _prim_flops(legalize(mod, target, convert=False))
     out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
                                         call_sites(mod, target, False, fn), legal_flops, {})
     if any(r["tuned"] for r in records.values()) or (database is not None and chosen is not None):

@@ -103,7 +103,9 @@ class TuningProcess:
         self.watch_signals()
         meta = self.update(state="running", pid=os.getpid(), started=time.time())
         try:
-            self.tune(meta)
+            from .twins import for_run
+            with for_run(str(self.run.path)):   # a resumed run keeps the layouts it was made with
+                self.tune(meta)
         except InputProblem as err:
             self.finish("failed", str(err), err.kind)
             return 1 if err.kind == "input" else 2

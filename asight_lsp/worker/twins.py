@@ -29,14 +29,53 @@ SIBLING_VARIANTS = 2
 FAILED_SECS = 1e9
 
 
+_RUN_OFF: list = []   # the levers off for the run the current request works on (``for_run``)
+
+
 def levers_off_now() -> set[str]:
-    """The levers this job runs without (``ASIGHT_LEVERS_OFF``; ``analysis/levers.py``)."""
+    """The levers this job runs without (``ASIGHT_LEVERS_OFF``; ``analysis/levers.py``), with the
+    pipeline levers of the run the request works on (``for_run``)."""
     import os
-    return levers_off(os.environ.get(LEVERS_OFF_ENV))
+    return _RUN_OFF[-1] if _RUN_OFF else levers_off(os.environ.get(LEVERS_OFF_ENV))
+
+
+class for_run:
+    """``with for_run(run_dir):`` the levers a job on that run works without (``levers.run_levers_off``:
+    its kernels as they were tuned); without a run directory, nothing changes (the environment's)."""
+
+    def __init__(self, run_dir: str | None):
+        self.run_dir = run_dir
+
+    def __enter__(self):
+        import os
+        if self.run_dir:
+            _RUN_OFF.append(run_levers(self.run_dir, levers_off(os.environ.get(LEVERS_OFF_ENV))))
+        return self
+
+    def __exit__(self, *exc):
+        if self.run_dir:
+            _RUN_OFF.pop()
+        return False
+
+
+def run_levers(run_dir: str, now_off: set[str]) -> set[str]:
+    """``levers.run_levers_off`` for a run directory (its run.json record; its workloads when the run
+    predates the record)."""
+    from ..analysis.levers import RECORD_KEY, run_levers_off
+    from ..errors import AsightError
+    from ..store.database import workloads_text
+    from ..store.runs import Run
+    try:
+        recorded = Run(run_dir).load().extra.get(RECORD_KEY)
+    except AsightError:   # a missing or damaged run.json: as a run made before the record
+        recorded = None
+    if not isinstance(recorded, list):
+        return run_levers_off(None, now_off, workloads_text(run_dir))
+    return run_levers_off(recorded, now_off, None)
 
 
 def lever_on(name: str) -> bool:
-    """Whether a tuning lever (twins, budget, default, layout) is on for this job (all are, by default)."""
+    """Whether a tuning lever (twins, budget, default, layout, nhwc) is on for this job (all are, by default)."""
     return name not in levers_off_now()
 
 

@@ -51,7 +51,7 @@ def test_binding_hover_has_untuned_tuned_trials_and_schedule(model_session):
     assert re.search(r"untuned [\d.]+ (µs|ms) → tuned [\d.]+ (µs|ms)", hover), hover
     assert re.search(r"task `?fused_conv2d1_add_relu`?: \d+ trials?", hover), hover   # the markdown as rendered
     # what the schedule did: its tuned blocks, or (the run's re-measurement found the default faster) that it kept it
-    assert re.search(r"its schedule: (conv2d_nchw|default schedule kept \(it re-measured faster)", hover), hover
+    assert re.search(r"its schedule: (conv2d_nhwc|default schedule kept \(it re-measured faster)", hover), hover
 
 
 def test_clicking_a_task_selects_each_of_its_call_sites(model_session):
@@ -73,7 +73,7 @@ def test_the_models_stage_graph_is_its_kernel_calls(model_session):
     assert all(re.match(r"[\d.]+ (µs|ms) · [\d.]+ %", k["cost"]) for k in g["kernels"]), g["kernels"]
     assert re.search(r"\d+ measured of 12 trials", g["runLine"]), g["runLine"]  # the whole run, not one task
     kernel = model_session["kernelGraph"]
-    assert kernel["blocks"] and "conv2d_nchw_update" in kernel["blocks"], kernel
+    assert kernel["blocks"] and "conv2d_nhwc_update" in kernel["blocks"], kernel
     assert model_session["clickedTask"] in kernel["intro"]
 
 

@@ -24,3 +24,31 @@ def test_an_unknown_lever_is_refused_not_ignored():
 ])
 def test_weight_prepack_rule(kind, off, expected):
     assert levers.prepacks(kind, off) is expected
+
+
+@pytest.mark.parametrize("kind,off,expected", [
+    ("llvm", set(), {"relax.nn.conv2d": ["NHWC", "OHWI"]}),   # a CPU tunes its convolutions channels-last
+    ("llvm", {"layout"}, {"relax.nn.conv2d": ["NHWC", "OHWI"]}),
+    ("llvm", {"nhwc"}, None),         # the ablation's -nhwc: the model's own layout
+    ("cuda", set(), None),            # GPU: the model's layout (DLight fallback)
+])
+def test_channels_last_rule(kind, off, expected):
+    assert levers.channels_last(kind, off) == expected
+
+
+def test_channels_last_layouts_are_a_copy():
+    levers.channels_last("llvm", set())["relax.nn.conv2d"] = ["NCHW", "OIHW"]
+    assert levers.channels_last("llvm", set()) == {"relax.nn.conv2d": ["NHWC", "OHWI"]}
+
+
+def test_a_run_keeps_the_layouts_it_was_tuned_with():
+    # recorded: the pipeline levers come from the run, the others from now
+    assert levers.run_levers_off(["nhwc", "twins"], {"budget"}, None) == {"nhwc", "budget"}
+    assert levers.run_levers_off([], {"nhwc", "layout", "default"}, None) == {"default"}
+
+
+def test_a_run_made_before_the_record_had_no_channels_last_and_packs_only_if_its_workloads_say_so():
+    marked = '{"attrs": {"layout_free_buffers": [1]}}'
+    assert levers.run_levers_off(None, set(), marked) == {"nhwc"}
+    assert levers.run_levers_off(None, set(), '{"attrs": {}}') == {"nhwc", "layout"}
+    assert levers.run_levers_off(None, {"twins"}, None) == {"nhwc", "layout", "twins"}

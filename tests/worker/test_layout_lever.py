@@ -6,7 +6,10 @@ real tuning job on the tiny imported ResNet, and the trial reserve that keeps ev
 * the tuned build folds that re-layout into the constants: at run time the ``*_prepacked`` kernels
   run, no ``*_weight_prepack`` does, and the outputs equal the untuned build's;
 * the per-call profile maps a prepacked kernel back to its task;
-* with ``ASIGHT_LEVERS_OFF=layout`` nothing is marked (the ablation's ``-layout``).
+* with ``ASIGHT_LEVERS_OFF=layout`` nothing is marked (the ablation's ``-layout``);
+* channels-last: the convolutions on bound weights are tuned NHWC, the transforms it inserts are named
+  as such (not after the model's bindings), a module whose weights are parameters keeps NCHW, and a
+  run keeps the layouts it was tuned with whatever ``ASIGHT_LEVERS_OFF`` says later.
 """
 from __future__ import annotations
 
@@ -180,3 +183,73 @@ def test_export_into_a_missing_folder_says_so(tuned, capsys):
     out = base / "nope" / "sub" / "lib.so"
     assert asight(["export", str(base / "tiny_relax.py"), "--run", run.id, "--work-dir", str(base), "-o", str(out)]) != 0
     assert f"the folder {out.parent} does not exist; create it first" in capsys.readouterr().err
+
+
+def _conv_blocks(fused) -> set[str]:
+    from asight_lsp.worker.compat import tirx
+    text = "".join(f.script() for _, f in fused.functions_items() if isinstance(f, tirx.PrimFunc))
+    return {name for name in ("conv2d_nhwc", "conv2d_nchw") if f'"{name}"' in text}
+
+
+def test_convolutions_on_bound_weights_are_tuned_channels_last(tuned):
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker.compat import relax, tvm
+    from asight_lsp.store.database import workloads_text
+    from asight_lsp.worker.relax_pipeline import bindings, converted, fuse
+    base, run, meta = tuned
+    target = ms_side.resolve_target(None)
+    mod = _module(base)
+    assert _conv_blocks(fuse(mod, target)) == {"conv2d_nhwc"}
+    assert "conv2d_nhwc" in workloads_text(run.path)                            # what the run tuned
+    names = [b.var.name for b in bindings(converted(mod, target)["main"])]
+    own = [b.var.name for b in bindings(mod["main"])]
+    added = [n for n in names if n not in own]
+    assert added and all(n.startswith("layout_transform") for n in added)      # no transform under a model name
+    assert sorted(n for n in names if n in own) == sorted(own)                  # every binding of the model kept
+    unbound = _module_with_parameters(base)
+    assert _conv_blocks(fuse(unbound, target)) == {"conv2d_nchw"}              # a weight parameter: its layout kept
+    x = tvm.runtime.tensor(np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype("float32"))
+    outs = [relax.VirtualMachine(tvm.compile(m, target=target), tvm.cpu())["main"](x).numpy()
+            for m in (mod, converted(mod, target))]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+
+
+def _module_with_parameters(base: Path):
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import parse_unit
+    text = (base / "tiny_relax.py").read_text()
+    unit = build_outline(text).units[0]
+    outline = build_outline(text)
+    return parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
+                      outline.constants, outline.aliases)
+
+
+def test_a_run_keeps_the_layouts_it_was_tuned_with(tuned, monkeypatch):
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker.relax_pipeline import channels_last, prepacks
+    from asight_lsp.worker.twins import for_run
+    _, run, meta = tuned
+    target = ms_side.resolve_target(None)
+    assert meta.extra["levers_off"] == []                       # recorded when the run was made
+    monkeypatch.setenv("ASIGHT_LEVERS_OFF", "nhwc,layout,twins")
+    assert channels_last(target) is None and not prepacks(target)
+    with for_run(str(run.path)):                                # a job on the run: its own layouts
+        assert channels_last(target) and prepacks(target)
+    assert channels_last(target) is None                        # and the environment's again after it
+
+
+def test_a_run_made_before_the_record_is_read_as_it_was_tuned(tuned, tmp_path):
+    """Runs made before channels-last existed were tuned NCHW: their export and views keep NCHW (else
+    every kernel lacks a record and the export refuses), and pack weights where their workloads did."""
+    import json
+    import shutil
+    from asight_lsp.worker.twins import run_levers
+    _, run, _ = tuned
+    old = tmp_path / run.id
+    shutil.copytree(run.path, old)
+    data = json.loads((old / "run.json").read_text())
+    data["extra"].pop("levers_off")
+    (old / "run.json").write_text(json.dumps(data))
+    assert run_levers(str(old), set()) == {"nhwc"}                 # its workloads carry layout_free_buffers
+    (old / "database_workload.json").unlink()
+    assert run_levers(str(old), set()) == {"nhwc", "layout"}

@@ -51,7 +51,7 @@ def test_twins_and_siblings_are_recognised(tuned):
     relations = meta.extra["twins"]["relations"]
     a, b = sorted(BLOCK_CONVS)
     assert relations[a]["twins"] == [b] and relations[b]["twins"] == [a]
-    assert relations[a]["op"] == "conv2d_nchw" and STEM in relations[a]["siblings"]
+    assert relations[a]["op"] == "conv2d_nhwc" and STEM in relations[a]["siblings"]
     assert relations[STEM]["twins"] == [] and set(relations[STEM]["siblings"]) == BLOCK_CONVS
     assert not any(name.startswith(("reshape", "transpose")) for name in relations)
 
@@ -137,7 +137,7 @@ def test_a_twin_transfer_replays_the_donors_decisions(tuned):
     assert tiles(sch.trace) == tiles(record.trace)
     names = {b for b in twins._block_names(sch.mod)}
     # the donor's add was inlined by its trace; the twin's extra (residual) add by the transfer
-    assert {"T_add", "T_add1"}.isdisjoint(names) and "conv2d_nchw_update" in names
+    assert {"T_add", "T_add1"}.isdisjoint(names) and "conv2d_nhwc_update" in names
 
 
 def test_compare_onnx_times_the_tuned_model_against_onnxruntime(tuned):

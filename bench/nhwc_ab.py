@@ -1,0 +1,99 @@
+"""A/B of the channels-last lever (issue 21) on one convolution of an imported model: the fused kernel
+as the model's layout gives it (NCHW) and as ``ConvertLayout`` gives it (NHWC activations), each tuned
+with the same trials and seed (weights layout-free in both, as the layout lever marks them), then the
+two bests timed in interleaved rounds (weights already packed); the ratio is the median of per-round
+ratios with a bootstrap 95 % CI.  A layout transform the conversion adds between kernels is not
+counted here (the whole-model bench counts it).
+
+    python bench/nhwc_ab.py MODEL_relax.py TASK [TRIALS]     (the weights file beside MODEL_relax.py)
+"""
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+os.environ.setdefault("TVM_NUM_THREADS", "2")
+import tvm  # noqa: E402
+from asight_lsp.worker import relax_pipeline as rp  # noqa: E402
+from asight_lsp.worker.compat import ms, RemoveWeightLayoutRewriteBlock  # noqa: E402
+from asight_lsp.worker.metaschedule import make_builder, resolve_target, stub_tensor_intrin  # noqa: E402
+from asight_lsp.worker.remeasure import entry_name, prim_inputs  # noqa: E402
+
+
+def load(path: str):
+    src = open(path).read()
+    f = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
+    f.write("from tvm.script import ir as I, relax as R, tirx as T\n" + src)
+    f.close()
+    spec = importlib.util.spec_from_file_location("m", f.name)
+    m = importlib.util.module_from_spec(spec)
+    sys.modules["m"] = m
+    spec.loader.exec_module(m)
+    return rp.deployable(m.Module, "main", os.path.splitext(path)[0] + ".weights.npz")[0]
+
+
+def fused_with(mod, target, off: str):
+    os.environ["ASIGHT_LEVERS_OFF"] = off
+    try:
+        return rp.fuse(mod, target)
+    finally:
+        os.environ.pop("ASIGHT_LEVERS_OFF", None)
+
+
+def best_of(func, target, label: str, trials: int):
+    wd = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"nhwc_ab_{label}_{trials}")
+    if os.path.exists(wd + "/database_tuning_record.json"):
+        db = ms.database.JSONDatabase(work_dir=wd)
+    else:
+        db = ms.tune_tir(tvm.IRModule({"main": func}), target, wd, max_trials_global=trials,
+                         num_trials_per_iter=16, builder=make_builder(), seed=1)
+    recs = [r for r in db.get_all_tuning_records() if r.run_secs and float(r.run_secs[0]) < 1e9]
+    rec = min(recs, key=lambda r: float(sum(float(x) for x in r.run_secs) / len(r.run_secs)))
+    from tvm import s_tir
+    sch = s_tir.Schedule(rec.workload.mod)
+    rec.trace.apply_to_schedule(sch, remove_postproc=False)
+    return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(sch.mod)
+
+
+def main() -> int:
+    model, task = sys.argv[1], sys.argv[2]
+    trials = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    target = resolve_target(None)
+    stub_tensor_intrin()
+    mod = load(model)
+    sides = {"nchw": fused_with(mod, target, "nhwc"), "nhwc": fused_with(mod, target, "")}
+    for label, fused in sides.items():
+        if task not in [gv.name_hint for gv in fused.get_global_vars()]:
+            names = sorted(gv.name_hint for gv in fused.get_global_vars() if "conv" in gv.name_hint)
+            raise SystemExit(f"{task} is not a kernel of the {label} module: {', '.join(names)}")
+    best = {}
+    for label, fused in sides.items():
+        started = time.time()
+        best[label] = best_of(fused[task], target, f"{label}_{task}", trials)
+        print(label, "tuned in", round(time.time() - started), "s", flush=True)
+    dev = tvm.cpu()
+    fns = {}
+    for label, built in best.items():
+        rt = tvm.tirx.build(built, target=target)
+        args = [tvm.runtime.tensor(a) for a in prim_inputs(built)[1]]
+        fns[label] = (rt.time_evaluator(entry_name(built), dev, number=20, repeat=1), args)
+    per = {k: [] for k in fns}
+    for r in range(30):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            ev, args = fns[k]
+            per[k].append(ev(*args).mean * 1e6)
+    ratios = np.array(per["nhwc"]) / np.array(per["nchw"])
+    rng = np.random.default_rng(0)
+    boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+    print(f"{task} at {trials} trials: NHWC {np.median(per['nhwc']):.1f} µs, NCHW {np.median(per['nchw']):.1f} µs, "
+          f"NHWC/NCHW {np.median(ratios):.2f} (95% CI {np.percentile(boots, 2.5):.2f}-"
+          f"{np.percentile(boots, 97.5):.2f}), 30 interleaved rounds x 20 calls, load {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
