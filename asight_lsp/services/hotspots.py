@@ -47,7 +47,8 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     kept_aside = others_text(out["measurement"])   # a newer, noisier measurement the view does not show
     out["notes"] = [kept_aside] if kept_aside else []
     if profile.get("kind") == "relax":
-        out["parts"].append(_relax_part(profile["relax"], unit, selection, outline, worker))
+        out["parts"].append(_relax_part(profile["relax"], {**unit, "run_dir": str(run.path)}, selection, outline,
+                                        worker))
     else:
         for kernel in profile.get("kernels") or []:
             headline = (kernel.get("tuned") or {}).get("median_us")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..engine import wire
 from .compat import host_target, relax, tirx, tvm
 from .parse import parse_request
-from .relax_pipeline import bindings, deployable, group, legalize
+from .relax_pipeline import bindings, converted, deployable, group, legalize
 from .tir_graphs import _DIGITS, _int, _realizes, block_node
 
 
@@ -62,11 +62,13 @@ def _prim_flops(func) -> int | None:
     return total
 
 
-def relax_source_graph(mod, legal, fn: str) -> dict:
+def relax_source_graph(mod, legal, fn: str, lines: dict | None = None) -> dict:
     """Params and bindings of the parsed function; labels from the legalized twin of each binding.
 
     LegalizeOps rewrites bindings in place, so the i-th binding of each dataflow block of ``legal``
     is the i-th of ``mod`` whenever the counts agree (position, not names); otherwise by name.
+    ``lines`` (binding name -> [line, end line]) where ``mod`` is the parsed function after a pass that
+    lost the spans (channels-last: ``relax_pipeline.converted``); a binding it lacks has no line.
     """
     func = mod[fn]
     nodes, edges = [], []
@@ -85,13 +87,22 @@ def relax_source_graph(mod, legal, fn: str) -> dict:
                 "legal_op": normal_op(callee) if callee else None,
                 "pattern": _pattern(prim), "shape": shape, "dtype": dtype,
                 "flops": _prim_flops(prim) if isinstance(prim, tirx.PrimFunc) else None,
-                "lines": None if span is None else [int(span.line), int(span.end_line)]}
+                "lines": lines.get(b.var.name) if lines is not None else _span_lines(span)}
         nodes.append(node)
         for used in _var_uses(b.value):
             if used in defined:
                 edges.append({"src": defined[used], "dst": node["id"]})
         defined[b.var.name] = node["id"]
     return {"kind": "relax", "function": fn, "nodes": nodes, "edges": edges}
+
+
+def _span_lines(span) -> list[int] | None:
+    return None if span is None else [int(span.line), int(span.end_line)]
+
+
+def binding_lines(func) -> dict:
+    """Binding name -> [line, end line] of a parsed Relax function (bindings without a span left out)."""
+    return {b.var.name: _span_lines(b.value.span) for b in bindings(func) if b.value.span is not None}
 
 
 def _legal_twins(func, legal_func) -> list:
@@ -208,7 +219,10 @@ def relax_graph(params: dict, emit=None) -> dict:
     legal = legalize(parsed, target)
     grouped = group(parsed, target)
     fused_tir = relax.transform.FuseTIR()(grouped)
-    return {"function": fn, "source": relax_source_graph(parsed, legal, fn),
+    layouts = converted(parsed, target)        # the source as tuned: its layout transforms, the model's lines
+    source = relax_source_graph(layouts, legal, fn, binding_lines(parsed[fn])) if layouts is not parsed \
+        else relax_source_graph(parsed, legal, fn)
+    return {"function": fn, "source": source,
             "transformed": relax_task_graph(grouped, fused_tir, fn)}
 
 

@@ -86,9 +86,12 @@ def _exports_every_kernel_from_records(script: Path, meta, lib: Path) -> dict:
 def test_tiny_resnet_exports_every_kernel_from_records(resnet, tmp_path):
     script, meta = resnet
     names = {t["name"] for t in meta.tasks}
-    # weight-only kernels (the 5 bias reshapes, the transposed FC weight) fold away, and the flatten
-    # runs as the VM's no-copy reshape (relax_pipeline.is_reshape): none of them is tuned
-    assert not any(n.startswith(("reshape", "transpose")) for n in names) and len(names) == 5, names
+    # weight-only kernels (the 5 bias reshapes, the transposed FC weight, the convolution weights'
+    # channels-last re-layout) fold away, and the flatten runs as the VM's no-copy reshape
+    # (relax_pipeline.is_reshape): none of them is tuned; the input's NCHW -> NHWC transform is
+    layout = {n for n in names if n.startswith(("transpose", "fused_transpose"))}
+    assert not any(n.startswith("reshape") for n in names) and len(names - layout) == 5, names
+    assert "transpose" in layout
     reply = _exports_every_kernel_from_records(script, meta, tmp_path / "resnet.so")
     from asight_lsp.worker.compat import relax, tvm
     vm = relax.VirtualMachine(tvm.runtime.load_module(reply["library"]), tvm.cpu())
