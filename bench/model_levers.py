@@ -15,8 +15,12 @@ A lever's share = the end-to-end time with it off / with all on (per budget).
 ``--scale tiny`` (the default) uses the test-sized models (tiny ResNet 1x3x16x16 width 8; encoder
 seq 8, dim 32): the only scale run on the 2 shared cores of the development VM.  ``--scale full``
 is ResNet-18 1x3x224x224 and an encoder layer seq 128 dim 256 (hours per configuration here).
-``layout`` is the weight prepack (``worker/relax_pipeline.prepacks``); ``--plan all@512,none@512``
-runs just those.  Each run is kept in ``OUT/<model>_<scale>_runs.json`` as it ends, so a rerun
+``layout`` is the weight prepack (``worker/relax_pipeline.prepacks``), ``nhwc`` the channels-last
+conversion (``relax_pipeline.converted``); ``--plan all@512,none@512`` runs just those.  Timing is
+``worker/onnx_compare.interleaved`` (what ``asight model --compare-onnx`` does: a pause and an untimed
+call before each timed block) with ``TVM_NUM_THREADS`` set before TVM loads (else TVM's runtime runs
+one thread here).  The bench needs the machine to itself: a test run beside it slowed a 1,024-trial
+run's search and every timing 3x.  Each run is kept in ``OUT/<model>_<scale>_runs.json`` as it ends, so a rerun
 resumes.  Results: bench/results/model_levers.json.
 """
 from __future__ import annotations

@@ -59,6 +59,28 @@ def best_of(func, target, label: str, trials: int):
     return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(sch.mod)
 
 
+def time_ab(best: dict, target, a: str, b: str, rounds: int = 30) -> str:
+    """The two built kernels ``best[a]``, ``best[b]`` timed in interleaved rounds of 20 calls each
+    (alternating order): medians and the median per-round ratio a/b with a bootstrap 95 % CI."""
+    dev = tvm.cpu()
+    fns = {}
+    for label, built in best.items():
+        rt = tvm.tirx.build(built, target=target)
+        args = [tvm.runtime.tensor(x) for x in prim_inputs(built)[1]]
+        fns[label] = (rt.time_evaluator(entry_name(built), dev, number=20, repeat=1), args)
+    per = {k: [] for k in fns}
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            ev, args = fns[k]
+            per[k].append(ev(*args).mean * 1e6)
+    ratios = np.array(per[a]) / np.array(per[b])
+    rng = np.random.default_rng(0)
+    boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+    return (f"{a} {np.median(per[a]):.1f} µs, {b} {np.median(per[b]):.1f} µs, {a}/{b} {np.median(ratios):.2f} "
+            f"(95% CI {np.percentile(boots, 2.5):.2f}-{np.percentile(boots, 97.5):.2f}), {rounds} interleaved "
+            f"rounds x 20 calls, load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> int:
     model, task = sys.argv[1], sys.argv[2]
     trials = int(sys.argv[3]) if len(sys.argv) > 3 else 64
@@ -75,23 +97,7 @@ def main() -> int:
         started = time.time()
         best[label] = best_of(fused[task], target, f"{label}_{task}", trials)
         print(label, "tuned in", round(time.time() - started), "s", flush=True)
-    dev = tvm.cpu()
-    fns = {}
-    for label, built in best.items():
-        rt = tvm.tirx.build(built, target=target)
-        args = [tvm.runtime.tensor(a) for a in prim_inputs(built)[1]]
-        fns[label] = (rt.time_evaluator(entry_name(built), dev, number=20, repeat=1), args)
-    per = {k: [] for k in fns}
-    for r in range(30):
-        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
-            ev, args = fns[k]
-            per[k].append(ev(*args).mean * 1e6)
-    ratios = np.array(per["nhwc"]) / np.array(per["nchw"])
-    rng = np.random.default_rng(0)
-    boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-    print(f"{task} at {trials} trials: NHWC {np.median(per['nhwc']):.1f} µs, NCHW {np.median(per['nchw']):.1f} µs, "
-          f"NHWC/NCHW {np.median(ratios):.2f} (95% CI {np.percentile(boots, 2.5):.2f}-"
-          f"{np.percentile(boots, 97.5):.2f}), 30 interleaved rounds x 20 calls, load {os.getloadavg()[0]:.1f}")
+    print(f"{task} at {trials} trials: " + time_ab(best, target, "nhwc", "nchw"))
     return 0
 
 

@@ -67,11 +67,15 @@ def run_levers(run_dir: str, now_off: set[str]) -> set[str]:
     from ..store.runs import Run
     try:
         recorded = Run(run_dir).load().extra.get(RECORD_KEY)
-    except AsightError:   # a missing or damaged run.json: as a run made before the record
+    except (AsightError, OSError):   # a missing, damaged or unreadable run.json: as a run made before the record
         recorded = None
-    if not isinstance(recorded, list):
-        return run_levers_off(None, now_off, workloads_text(run_dir))
-    return run_levers_off(recorded, now_off, None)
+    if isinstance(recorded, list):
+        return run_levers_off(recorded, now_off, None)
+    try:
+        workloads = workloads_text(run_dir)
+    except OSError:
+        workloads = None
+    return run_levers_off(None, now_off, workloads)
 
 
 def lever_on(name: str) -> bool:

@@ -33,6 +33,7 @@ FOLLOW = textwrap.dedent('''
         def wait(self, timeout=None):
             return {"cancelled": self.cancelled}
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal (a background job ignores it)
     before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
     threading.Timer(0.3, os.kill, (os.getpid(), getattr(signal, sys.argv[1]))).start()
     result = follow(Job())
