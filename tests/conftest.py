@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# A test run started as a background job (`bash .ci/run &`) inherits SIGINT ignored, and so would every
+# process the tests start: the Ctrl-C tests then wait for a cancel that never comes.  A handler here
+# (not SIG_IGN) makes each child start with the default, as under a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
