@@ -201,7 +201,7 @@ def build_tuned(database, mod, target):
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
     constants at build time, so the library reads packed weights and never re-packs them a call."""
-    if not prepacks(target) and not convert_layout(target):
+    if not prepacks(target) and not channels_last(target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
