@@ -427,10 +427,13 @@ try {
     step("exported", { message: facts.exportMessage.slice(0, 200) });
     await shot("exported");
     await page.keyboard.press("Escape");
-    // close the code view: it opened a third editor group beside the panels
-    await codeTab.first().hover();
-    await codeTab.first().locator(".codicon-close, .tab-actions .action-label").first().click().catch(() => undefined);
   });
+  // close the code view, whatever the section reached: it opened a third editor group beside the panels
+  const codeTab = page.locator(".tabs-container .tab", { hasText: /\.scheduled\.py/ }).first();
+  if (await codeTab.count()) {
+    await codeTab.hover().catch(() => undefined);
+    await codeTab.locator(".codicon-close, .tab-actions .action-label").first().click().catch(() => undefined);
+  }
 
   // Every surface at two window sizes, light and dark (panels beside the source, as a user opens them).
   await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click();

@@ -24,8 +24,7 @@ export async function openSession({ height = 900, shotPrefix = "e2e-", paletteSh
 
   /** Run a palette command by its exact title ("ASight: Tune" also fuzzily matches longer titles). */
   async function palette(title) {
-    await page.keyboard.press("F1");
-    await page.locator(".quick-input-widget input").waitFor();
+    await openPalette();
     await page.keyboard.type(title);
     const label = title.replace(/^>?\s*/, "");
     const row = page.locator(".quick-input-list .monaco-list-row")
@@ -33,6 +32,24 @@ export async function openSession({ height = 900, shotPrefix = "e2e-", paletteSh
     await row.first().waitFor({ timeout: 20000 });
     if (paletteShot) await shot(paletteShot);
     await row.first().click();
+  }
+
+  /**
+   * F1 until the palette's input has the keyboard: a click that focuses an editor can land after the
+   * palette opened and close it again, and keys typed then would edit the source (as a user sees the
+   * palette vanish and presses F1 again).
+   */
+  async function openPalette() {
+    for (let attempt = 1; ; attempt++) {
+      await page.keyboard.press("F1");
+      await page.locator(".quick-input-widget input").waitFor();
+      const focused = await page.waitForFunction(
+        () => document.activeElement?.matches(".quick-input-widget input"), null, { timeout: 3000 })
+        .then(() => true, () => false);
+      if (focused) return;
+      if (attempt === 3) throw new Error("the command palette opened but never took the keyboard");
+      await page.keyboard.press("Escape");
+    }
   }
 
   /** Record an error (with a screenshot), close the browser, print the facts. */
