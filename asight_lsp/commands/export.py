@@ -31,14 +31,18 @@ def progress(event: dict) -> None:
 
 def run(args) -> int:
     from ..engine.client import WorkerClient
-    from ..services.export import export_model, export_ok
+    from ..services.export import export_model, export_ok, tuned_missing_text
     with WorkerClient(args.python, default_timeout=3600) as worker:
         reply = export_model(args.file, args.output, args.run_ref, args.func, args.work_dir, worker,
                              tune_missing=args.tune_missing, allow_untuned=args.allow_untuned,
                              on_event=None if args.json else progress, measure=not args.no_measure)
     if args.json:
         print_json(reply)
-    elif reply.get("status") == "refused":
+        return 0 if export_ok(reply) else 1
+    short = tuned_missing_text(reply)
+    if short:
+        print(f"asight: {short}", file=sys.stderr)
+    if reply.get("status") == "refused":
         print(f"asight: export refused (run {reply['run']}): {reply['message']}", file=sys.stderr)
     else:
         print_written(reply)

@@ -141,10 +141,23 @@ def export_ok(reply: dict) -> bool:
     return verdict is None or bool(verdict.get("ok"))
 
 
+def tuned_missing_text(reply: dict) -> str:
+    """What ``--tune-missing`` did when it measured fewer trials than asked ('' otherwise): the kernels
+    and the shortfall's sentence (``analysis/shortfall``), so a short tuning is never silent."""
+    done = reply.get("tuned_missing") or {}
+    short = done.get("shortfall")
+    if not short:
+        return ""
+    kernels = done.get("kernels") or []
+    return f"tuning the {len(kernels)} missing kernel{'s' if len(kernels) != 1 else ''} ({', '.join(kernels)}) " \
+        f"{short['text']}"
+
+
 def export_summary(reply: dict) -> str:
     """One paragraph for the editor: the library, the records check, the weights and the output check."""
+    short = tuned_missing_text(reply)
     if reply.get("status") == "refused":
-        return "export refused: " + reply.get("message", "")
+        return "export refused: " + reply.get("message", "") + (f" ({short})" if short else "")
     check = reply.get("check") or {}
     weights = (f"{reply['bound_weights']} weights bound from {os.path.basename(reply['weights'])}"
                if reply.get("bound_weights") else
@@ -152,7 +165,7 @@ def export_summary(reply: dict) -> str:
     outputs = "outputs match the untuned build" if check.get("ok") else "outputs DIFFER from the untuned build"
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
-        (f" · {measured}" if measured else "")
+        (f" · {measured}" if measured else "") + (f" · {short}" if short else "")
 
 
 def load_snippet(reply: dict) -> str:

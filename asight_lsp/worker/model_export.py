@@ -19,6 +19,8 @@ import os
 import time
 from pathlib import Path
 
+from ..analysis import failures as fails
+from ..analysis import shortfall
 from ..analysis.measurement import comparison_record
 from ..engine import wire
 from .compat import ms, relax, tvm, tvm_ffi
@@ -31,6 +33,7 @@ from .records import chosen_database, read_trials, run_database
 from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
 from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
+from .search import TrialBudget
 
 EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
 EXPORT_CHOSEN = "chosen.json"          # their best by re-measurement (trial indices into that database)
@@ -92,32 +95,40 @@ def kept_now(mod, target, entries: list[dict]) -> set[str]:
     return {e["task"] for e in entries if hashes.get(e["task"]) == str(e.get("workload_hash"))}
 
 
-def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str, emit=None) -> list[dict]:
+def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str,
+                 emit=None) -> tuple[list[dict], dict | None]:
     """Tune the kernels ``names`` of the deployable module with ``trials`` trials into
-    ``<run>/export-tuned/``; their best by re-measurement, saved for later exports."""
+    ``<run>/export-tuned/``; their best by re-measurement, saved for later exports, and why fewer
+    trials were measured than asked (``analysis/shortfall.summarise``; None when all were)."""
     from . import metaschedule as tuning
     plan = tuning.plan_for(mod, fn, target)
     tasks = [t for t in plan.tasks if t.name in set(names)]
     if not tasks:
-        return []
+        return [], None
     work = Path(run_dir) / EXPORT_TUNED
     work.mkdir(exist_ok=True)
-    done = [0]
+    done, failures = [0, 0], []
+    budget = TrialBudget(trials, [t.name for t in tasks])
 
-    def on_batch(task_id: int, latencies: list, errors: int, _failures: list) -> None:
+    def on_batch(task_id: int, latencies: list, errors: int, failed: list) -> None:
         done[0] += len(latencies)
+        done[1] += errors
+        failures.extend(failed)
         if emit:
             emit({"type": "progress", "stage": "tune-missing", "task": tasks[task_id].name, "trials_done": done[0],
                   "trials": trials, "failed": errors})
 
-    tuning.tune(tuning.Plan("relax", tasks, mod, fn), target, str(work), trials, on_batch=on_batch)
+    tuning.tune(tuning.Plan("relax", tasks, mod, fn), target, str(work), trials, on_batch=on_batch, budget=budget)
+    short = shortfall.summarise(trials, done[0], done[1], fails.group(failures), budget.ended,
+                                shortfall.merge_rejections([shortfall.rejections(log.read_text(errors="replace"))
+                                                            for log in sorted((work / "logs").glob("*task_*.log"))]))
     if emit:
         emit({"type": "status", "message": f"re-measuring the best candidates of {len(tasks)} kernels"})
     chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True)
     _, before = _export_tuned(run_dir)
     keep = [c for c in before if c["task"] not in {n["task"] for n in chosen}] + chosen
     (work / EXPORT_CHOSEN).write_text(json.dumps(keep), encoding="utf-8")
-    return keep
+    return keep, short
 
 
 def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> list[dict]:
@@ -148,8 +159,11 @@ def export_model(params: dict, emit=None) -> dict:
     if chosen and not applied["from_records"] and bound and not int(params.get("tune_missing") or 0):
         raise ValueError(f"the build applied none of the run's {len(chosen)} tuned kernels (do the records match "
                          "this model? re-tune after editing it, or export with --tune-missing N)")
+    tuned_missing = None
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
-        extra = tune_missing(mod, fn, target, applied["missing"], int(params["tune_missing"]), params["run_dir"], emit)
+        trials = int(params["tune_missing"])
+        _, short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit)
+        tuned_missing = {"kernels": list(applied["missing"]), "trials": trials, "shortfall": short}
         database, chosen, extra, kept = _database(params)
         applied = kernels_applied(mod, database, target, chosen, extra, kept)
     if emit:
@@ -157,7 +171,8 @@ def export_model(params: dict, emit=None) -> dict:
     executable = build_tuned(database, mod, target)
     arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     inputs = tensor_params(mod[fn], len(mod[fn].params))
-    reply = {"target": str(target), "applied": applied, "bound_weights": len(bound), "inputs": inputs, "function": fn}
+    reply = {"target": str(target), "applied": applied, "bound_weights": len(bound), "inputs": inputs, "function": fn,
+             "tuned_missing": tuned_missing}
     if applied["missing"]:
         applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
         if not params.get("allow_untuned"):

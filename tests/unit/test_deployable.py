@@ -84,3 +84,17 @@ def test_tune_summary_says_which_kernels_have_no_record():
     text = unrecorded_text(["a", "softmax", "layer_norm"], [{"task": "a"}])
     assert text.startswith("2 of 3 kernels have no record (default schedule): softmax, layer_norm")
     assert "--tune-missing N" in text
+
+
+def test_a_short_tune_missing_is_said_in_the_summary_and_a_full_one_is_not():
+    from asight_lsp.analysis.shortfall import summarise
+    from asight_lsp.services.export import export_summary, tuned_missing_text
+    short = summarise(6, 2, 0, [], [{"task": "fused_concatenate", "why": "repeats", "proposed": 2}], {})
+    reply = {"status": "refused", "message": "1 of 9 kernels of the deployable build have no record",
+             "tuned_missing": {"kernels": ["fused_concatenate"], "trials": 6, "shortfall": short}}
+    text = tuned_missing_text(reply)
+    assert text.startswith("tuning the 1 missing kernel (fused_concatenate) measured 2 of 6 trials: "), text
+    assert "4 never proposed" in text and "already measured" in text      # why: the search ran out
+    assert export_summary(reply).endswith(f"({text})")
+    full = {**reply, "tuned_missing": {"kernels": ["fused_concatenate"], "trials": 6, "shortfall": None}}
+    assert tuned_missing_text(full) == "" and tuned_missing_text({}) == ""
