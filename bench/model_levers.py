@@ -13,8 +13,8 @@ with a bootstrap 95 % CI (``analysis/versus.py``), outputs compared with onnxrun
 A lever's share = the end-to-end time with it off / with all on (per budget).
 
 ``--scale tiny`` (the default) uses the test-sized models (tiny ResNet 1x3x16x16 width 8; encoder
-seq 8, dim 32): the only scale run on the 2 shared cores of the development VM.  ``--scale full``
-is ResNet-18 1x3x224x224 and an encoder layer seq 128 dim 256 (hours per configuration here).
+seq 8, dim 32).  ``--scale full`` is ResNet-18 1x3x224x224 and an encoder layer seq 128 dim 256
+(4-17 minutes per configuration on 2 quiet cores; docs/models.md has the figures).
 ``layout`` is the weight prepack (``worker/relax_pipeline.prepacks``), ``nhwc`` the channels-last
 conversion (``relax_pipeline.converted``); ``--plan all@512,none@512`` runs just those.  Timing is
 ``worker/onnx_compare.interleaved`` (what ``asight model --compare-onnx`` does: a pause and an untimed
@@ -156,7 +156,8 @@ def report(name: str, timed: dict, runs: dict, budgets: list[int], configs: list
             continue
         shares = [f"{cfg}: {c[f'{cfg}@{budget}']['median_us'] / base['median_us']:.2f}x"
                   for cfg in configs if cfg != "all" and f"{cfg}@{budget}" in c]
-        print(f"  {budget} trials, time with the lever off / all on: " + ", ".join(shares))
+        if shares:
+            print(f"  {budget} trials, time with the lever off / all on: " + ", ".join(shares))
     print("  curves (runner's weighted best while tuning, µs):")
     for key, run in runs.items():
         points = " ".join(f"{t}:{b:.0f}" for t, b in run["curve_runner_us"])
