@@ -33,7 +33,7 @@ from .records import chosen_database, read_trials, run_database
 from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
 from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
-from .search import TrialBudget
+from .search import TrialBudget, logged_rejections
 
 EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
 EXPORT_CHOSEN = "chosen.json"          # their best by re-measurement (trial indices into that database)
@@ -96,15 +96,15 @@ def kept_now(mod, target, entries: list[dict]) -> set[str]:
 
 
 def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str,
-                 emit=None) -> tuple[list[dict], dict | None]:
+                 emit=None) -> dict | None:
     """Tune the kernels ``names`` of the deployable module with ``trials`` trials into
-    ``<run>/export-tuned/``; their best by re-measurement, saved for later exports, and why fewer
+    ``<run>/export-tuned/``, their best by re-measurement saved for later exports; returns why fewer
     trials were measured than asked (``analysis/shortfall.summarise``; None when all were)."""
     from . import metaschedule as tuning
     plan = tuning.plan_for(mod, fn, target)
     tasks = [t for t in plan.tasks if t.name in set(names)]
     if not tasks:
-        return [], None
+        return None
     work = Path(run_dir) / EXPORT_TUNED
     work.mkdir(exist_ok=True)
     done, failures = [0, 0], []
@@ -119,16 +119,14 @@ def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: s
                   "trials": trials, "failed": errors})
 
     tuning.tune(tuning.Plan("relax", tasks, mod, fn), target, str(work), trials, on_batch=on_batch, budget=budget)
-    short = shortfall.summarise(trials, done[0], done[1], fails.group(failures), budget.ended,
-                                shortfall.merge_rejections([shortfall.rejections(log.read_text(errors="replace"))
-                                                            for log in sorted((work / "logs").glob("*task_*.log"))]))
+    short = shortfall.summarise(trials, done[0], done[1], fails.group(failures), budget.ended, logged_rejections(work))
     if emit:
         emit({"type": "status", "message": f"re-measuring the best candidates of {len(tasks)} kernels"})
     chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True)
     _, before = _export_tuned(run_dir)
     keep = [c for c in before if c["task"] not in {n["task"] for n in chosen}] + chosen
     (work / EXPORT_CHOSEN).write_text(json.dumps(keep), encoding="utf-8")
-    return keep, short
+    return short
 
 
 def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> list[dict]:
@@ -162,7 +160,7 @@ def export_model(params: dict, emit=None) -> dict:
     tuned_missing = None
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
         trials = int(params["tune_missing"])
-        _, short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit)
+        short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit)
         tuned_missing = {"kernels": list(applied["missing"]), "trials": trials, "shortfall": short}
         database, chosen, extra, kept = _database(params)
         applied = kernels_applied(mod, database, target, chosen, extra, kept)

@@ -3,6 +3,9 @@ population scaled to the batch, wrapped so that a run keeps its budget and a res
 measures a schedule its database already holds (docs/tuning.md)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..analysis import shortfall
 from .compat import derived_object, ms, s_tir, tvm, tvm_ffi
 from .programs import short_error
 
@@ -146,3 +149,14 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
         clone = BudgetedSearch(self.inner.clone(), self.budget)
         clone.task = self.task
         return clone
+
+
+def logged_rejections(work_dir) -> dict:
+    """Post-processor rejections summed over the MetaSchedule task logs of ``work_dir`` (``logs/``)."""
+    counts = []
+    for log in sorted((Path(work_dir) / "logs").glob("*task_*.log")):
+        try:
+            counts.append(shortfall.rejections(log.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return shortfall.merge_rejections(counts)

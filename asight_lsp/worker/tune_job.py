@@ -246,14 +246,8 @@ class TuningProcess:
 
     def rejections(self) -> dict:
         """Post-processor rejections summed over the run's MetaSchedule task logs (``logs/``)."""
-        from ..analysis import shortfall as sf
-        counts = []
-        for log in sorted((self.run.path / "logs").glob("*task_*.log")):
-            try:
-                counts.append(sf.rejections(log.read_text(encoding="utf-8", errors="replace")))
-            except OSError:
-                continue
-        return sf.merge_rejections(counts)
+        from .search import logged_rejections
+        return logged_rejections(self.run.path)
 
     def top_failure(self) -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
