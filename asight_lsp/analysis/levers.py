@@ -7,11 +7,15 @@
 * ``layout``: the weight prepack (``prepacks``): weights marked layout-free, so a CPU schedule stores
   them in the layout its loops read, packed once at build time;
 * ``nhwc``: the model's 2-D convolutions converted to channels-last (NHWC activations, OHWI weights;
-  Relax ``ConvertLayout``) before tuning, on CPUs (``channels_last``).
+  Relax ``ConvertLayout``) before tuning, on CPUs (``channels_last``);
+* ``cold``: the re-measurement that picks each model task's record times its candidates cold, every
+  input but the first flushed from the CPU caches before each call, and more of them (``remeasure``):
+  in a model a kernel's weights were evicted by the other kernels' since its last call, and a
+  schedule that is fastest with them cached can be 2x slower in the model (``cold_remeasure``).
 """
 from __future__ import annotations
 
-LEVERS = ("twins", "budget", "default", "layout", "nhwc")
+LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
 PIPELINE = ("layout", "nhwc")   # levers that change the kernels themselves: a run's records are for its own
 RECORD_KEY = "levers_off"       # run.json ``extra``: the levers off when the run was made
@@ -32,6 +36,15 @@ def levers_off(value: str | None) -> set[str]:
 def prepacks(target_kind: str, off: set[str]) -> bool:
     """Whether a build for a target of this kind packs weights into the tuned schedules' layouts."""
     return target_kind in PREPACK_KINDS and "layout" not in off
+
+
+COLD_TOP_K = 8     # candidates a cold re-measurement times per task (warm: remeasure.TOP_K)
+
+
+def cold_remeasure(target_kind: str, off: set[str]) -> bool:
+    """Whether a model's tasks are re-measured cold (their inputs but the first flushed from the cache
+    before each call; TVM's ``cache_flush_cpu_non_first_arg``, a CPU function) on a target of this kind."""
+    return target_kind in PREPACK_KINDS and "cold" not in off
 
 
 CHANNELS_LAST = {"relax.nn.conv2d": ["NHWC", "OHWI"]}

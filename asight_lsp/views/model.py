@@ -125,7 +125,8 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
-    notes = [SHARE_NOTE] + [n for n in [others_text(shown), layout_note(relax.get("channels_last"))] if n]
+    notes = [SHARE_NOTE] + [n for n in [others_text(shown), layout_note(relax.get("channels_last")),
+                                        pick_note(profile.get("measurement"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
@@ -142,6 +143,19 @@ def layout_note(layouts: dict | None) -> str | None:
     return (f"Convolutions are tuned and built channels-last ({conv[0]} activations, {conv[1]} weights; Relax "
             f"ConvertLayout before tuning; why: docs/models.md). The untuned column is the model as tvm.compile builds it. "
             f"ASIGHT_LEVERS_OFF=nhwc at tune time keeps the model's layout.")
+
+
+def pick_note(measurement: dict | None) -> str | None:
+    """How each kernel's schedule was picked, when the cold lever re-measured it (issue 21), else None."""
+    entries = [e for e in ((measurement or {}).get("chosen") or []) + ((measurement or {}).get("defaults") or [])
+               if isinstance(e, dict)]
+    if not entries or not all((e.get("harness") or {}).get("cold") for e in entries):
+        return None
+    most = max(len(e.get("candidates") or []) for e in entries)
+    return (f"Each kernel's schedule was picked by re-measuring its best candidates (up to {most}) cold: its weights "
+            f"and other inputs but the first flushed from the CPU caches before every call, as in the model, where "
+            f"the other kernels' weights evict them (a schedule fastest with cached weights ran up to 2x slower "
+            f"in the model; docs/models.md). ASIGHT_LEVERS_OFF=cold at tune time re-measures warm.")
 
 
 def lever_notes(row: dict) -> list[str]:

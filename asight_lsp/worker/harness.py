@@ -37,9 +37,17 @@ class Program:
     timer: Callable[[int], Callable[[], float]]
 
 
-def evaluator_timer(time_evaluator, name: str, device, args: list) -> Callable[[int], Callable[[], float]]:
-    """A ``Program.timer`` over a TVM ``time_evaluator`` (a runtime module's or a Relax VM's)."""
+COLD = "cache_flush_cpu_non_first_arg"     # TVM's CPU cache flush of every argument but the first
+
+
+def evaluator_timer(time_evaluator, name: str, device, args: list, cold: bool = False) -> Callable[[int], Callable[[], float]]:
+    """A ``Program.timer`` over a TVM ``time_evaluator`` (a runtime module's or a Relax VM's).
+    ``cold``: each of the k calls is timed alone after its arguments but the first were flushed
+    from the CPU caches (the flush is not timed); the repeat's figure is their mean."""
     def make(calls: int):
+        if cold:
+            evaluate = time_evaluator(name, device, number=1, repeat=calls, min_repeat_ms=0, f_preproc=COLD)
+            return lambda: float(np.mean(evaluate(*args).results))
         evaluate = time_evaluator(name, device, number=calls, repeat=1, min_repeat_ms=0)
         return lambda: float(evaluate(*args).results[0])
     return make

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from ..analysis import default_candidate as defaults_rule
+from ..analysis import levers
 from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from .compat import RemoveWeightLayoutRewriteBlock, ms, relax, s_tir, tirx, tvm
@@ -63,9 +64,11 @@ def prim_inputs(mod, seed: int = 0) -> tuple[list[str], list[np.ndarray]]:
 
 
 def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = TOP_K,
-                with_default: bool = False) -> dict | None:
+                with_default: bool = False, cold: bool = False) -> dict | None:
     """Re-measure the ``k`` fastest trials (in-tuning) of one workload, and the workload's default
     (unscheduled: what the untuned build runs) schedule in the same rounds; the best by re-measurement.
+    ``cold``: every call timed with its inputs but the first flushed from the CPU caches (a model's
+    kernel, whose weights the other kernels evicted; the ``cold`` lever, ``cold_remeasure``).
 
     Returns ``{"task", "workload", "workload_hash", "trial", "tuning_us", "measured_us",
     "candidates": [{trial, tuning_us, measured_us | error}], "harness", "default_us",
@@ -83,13 +86,13 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
             built = as_deployed(scheduled(mod, trials.record(trial)))
             rt = build_prim(built, target)
             args = [tvm.runtime.tensor(a.copy(), dev) for a in prim_inputs(built)[1]]
-            programs.append(Program(f"trial {trial}", evaluator_timer(rt.time_evaluator, entry_name(built), dev, args)))
+            programs.append(Program(f"trial {trial}", evaluator_timer(rt.time_evaluator, entry_name(built), dev, args, cold)))
         except Exception as err:  # noqa: BLE001 - a trace that no longer builds is left out, with its reason
             entry["error"] = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         table.append(entry)
     if not programs:
         return None
-    default, once_us = default_program(mod, target, arrays, dev) if with_default else (None, None)
+    default, once_us = default_program(mod, target, arrays, dev, cold) if with_default else (None, None)
     if default is not None and not defaults_rule.worth_timing(once_us, min(e["tuning_us"] for e in table)):
         default = None     # clearly slower (one call): not worth the rounds (an untuned conv takes ~0.1-1 s)
     raw = time_rounds(programs + ([default] if default else []), budget_s=CANDIDATE_BUDGET_S * (len(programs) + 1))
@@ -103,13 +106,14 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
     return {"task": name, "workload": workload, "workload_hash": trials.hashes[workload], "trial": best["trial"],
             "tuning_us": best["tuning_us"], "measured_us": best["measured_us"], "candidates": table,
             "default_us": default_us, "default_wins": defaults_rule.default_wins(default_us, best["measured_us"]),
-            "harness": {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"], "load": raw["load"]}}
+            "harness": {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"], "load": raw["load"],
+                        "cold": cold}}
 
 
 DEFAULT_LABEL = "default schedule"
 
 
-def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | None]:
+def default_program(mod, target, arrays, dev, cold: bool = False) -> tuple[Program | None, float | None]:
     """The workload as the untuned build runs it (no schedule applied), one more candidate (issue 21:
     no task ends slower than untuned), and one call's µs; (None, None) when the lever is off
     (``ASIGHT_LEVERS_OFF=default``)."""
@@ -120,7 +124,7 @@ def default_program(mod, target, arrays, dev) -> tuple[Program | None, float | N
     rt = build_prim(plain, target)
     args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
     once_us = float(rt.time_evaluator(entry_name(plain), dev, number=1, repeat=1)(*args).mean) * 1e6
-    return Program(DEFAULT_LABEL, evaluator_timer(rt.time_evaluator, entry_name(plain), dev, args)), once_us
+    return Program(DEFAULT_LABEL, evaluator_timer(rt.time_evaluator, entry_name(plain), dev, args, cold)), once_us
 
 
 def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
@@ -133,18 +137,26 @@ def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int =
 def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
                  with_default: bool = False) -> list[dict]:
     """``choose_best`` for every task that has a valid trial, default-schedule winners included."""
+    cold = with_default and cold_lever(target)      # a model's tasks run in a chain, their weights evicted
+    k = max(k, levers.COLD_TOP_K) if cold else k
     chosen = []
     for name, mod in tasks:
         workload = trials.workload_of(mod)
         if workload is None:
             continue
-        entry = choose_best(trials, workload, mod, target, name, k, with_default)
+        entry = choose_best(trials, workload, mod, target, name, k, with_default, cold)
         if entry is not None:
             chosen.append(entry)
     return chosen
 
 
 split_defaults = defaults_rule.split
+
+
+def cold_lever(target) -> bool:
+    """Whether a model's tasks are re-measured cold on ``target`` (``levers.cold_remeasure``)."""
+    from .twins import levers_off_now
+    return levers.cold_remeasure(target.kind.name, levers_off_now())
 
 
 def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, check: bool = True,

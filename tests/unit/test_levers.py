@@ -52,3 +52,19 @@ def test_a_run_made_before_the_record_had_no_channels_last_and_packs_only_if_its
     assert levers.run_levers_off(None, set(), marked) == {"nhwc"}
     assert levers.run_levers_off(None, set(), '{"attrs": {}}') == {"nhwc", "layout"}
     assert levers.run_levers_off(None, {"twins"}, None) == {"nhwc", "layout", "twins"}
+
+
+@pytest.mark.parametrize("kind,off,expected", [
+    ("llvm", set(), True),            # a model's tasks on a CPU: candidates re-measured with flushed inputs
+    ("c", set(), True),
+    ("llvm", {"cold"}, False),        # the ablation's -cold: warm re-measurement, remeasure.TOP_K candidates
+    ("llvm", {"layout", "nhwc"}, True),
+    ("cuda", set(), False),           # the flush is TVM's CPU function; a GPU keeps the warm harness
+])
+def test_cold_remeasure_rule(kind, off, expected):
+    assert levers.cold_remeasure(kind, off) is expected
+
+
+def test_cold_is_a_lever_the_ablation_can_name():
+    assert levers.levers_off("cold") == {"cold"}
+    assert levers.COLD_TOP_K > 5      # more candidates than the warm re-measurement's five

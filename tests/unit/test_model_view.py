@@ -113,3 +113,15 @@ def test_each_row_says_what_the_levers_did():
     rows = {r["task"]: r["levers"] for r in model_view(profile)["tasks"]}
     assert rows["conv"] == ["weights packed into the schedule's layout at build time"]
     assert rows["mean"] == ["default schedule kept: 0.9 µs vs best trial 3.90 ms (re-measured)"]
+
+
+def test_the_view_says_when_schedules_were_picked_cold():
+    """The cold lever (issue 21): a note when every kernel's pick was re-measured cold, none otherwise."""
+    profile = _profile({"conv": 4, "mean": 2}, {"conv": 10.0, "mean": 1.0}, {"conv": 5.0, "mean": 1.0})
+    cold = {"cold": True, "rounds": 5}
+    profile["measurement"] = {"chosen": [{"task": "conv", "harness": cold, "candidates": [{}] * 8}],
+                              "defaults": [{"task": "mean", "harness": cold, "candidates": [{}] * 3}]}
+    notes = model_view(profile)["notes"]
+    assert any("up to 8) cold" in n and "ASIGHT_LEVERS_OFF=cold" in n for n in notes)
+    profile["measurement"]["defaults"][0]["harness"] = {"rounds": 5}      # a run re-measured warm
+    assert not any("cold" in n for n in model_view(profile)["notes"])

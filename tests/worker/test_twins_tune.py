@@ -5,7 +5,8 @@
   siblings (the stem convolution: other shapes) get re-sampled transfers;
 * budget: the share scheduler warms up in plan order, then sends batches where they save most, and
   run.json says what each task's next batch is expected to save;
-* default candidate: a task whose default schedule re-measured faster than its best trial keeps it.
+* default candidate: a task whose default schedule re-measured faster than its best trial keeps it;
+* cold: a model's tasks are re-measured with their inputs but the first flushed from the cache.
 """
 from __future__ import annotations
 
@@ -100,6 +101,15 @@ def test_default_schedule_kept_where_no_trial_beat_it(tuned):
     # at 8x8 with 4 channels a parallel tuned kernel pays its thread launch: the single-threaded
     # default wins somewhere (1.4 us vs 12-15 us measured here)
     assert record["defaults"] and record["check"]["ok"] is True
+
+
+def test_model_tasks_are_re_measured_cold(tuned):
+    _, _, meta = tuned
+    record = meta.measurement
+    entries = record["chosen"] + record["defaults"]
+    assert entries and all(e["harness"]["cold"] is True for e in entries)
+    # each timed candidate has its own figure (the cold timer ran it, not only the calibration)
+    assert all(c.get("measured_us", 0) > 0 for e in entries for c in e["candidates"] if "error" not in c)
 
 
 def test_a_twin_transfer_replays_the_donors_decisions(tuned):
