@@ -231,11 +231,12 @@ class TuningProcess:
         """Why this session measured fewer valid trials than it asked for (``analysis/shortfall.py``),
         in ``run.json`` ``extra.shortfall`` and a status event; None (and the key removed) when it did not."""
         from ..analysis import shortfall as sf
+        from .search import logged_rejections
         requested = max(meta.trials_requested - tracker.trials_before, 0)
         proposed = tracker.trials_done - tracker.trials_before
         extra = self.run.load().extra
         summary = sf.summarise(requested, proposed, tracker.errors, extra.get("failures") or [],
-                               self.budget.ended if self.budget else [], self.rejections())
+                               self.budget.ended if self.budget else [], logged_rejections(self.run.path))
         with self.lock:
             if not self.finished:
                 extra = {k: v for k, v in self.run.load().extra.items() if k != "shortfall"}
@@ -243,11 +244,6 @@ class TuningProcess:
         if summary:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
-
-    def rejections(self) -> dict:
-        """Post-processor rejections summed over the run's MetaSchedule task logs (``logs/``)."""
-        from .search import logged_rejections
-        return logged_rejections(self.run.path)
 
     def top_failure(self) -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
