@@ -15,10 +15,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nhwc_ab import fused_with, load  # noqa: E402  (sets TVM_NUM_THREADS, imports tvm)
+import nhwc_ab  # noqa: E402  (sets TVM_NUM_THREADS, imports tvm)
+from nhwc_ab import fused_with, load  # noqa: E402
 import tvm  # noqa: E402
-from asight_lsp.worker.compat import ms, RemoveWeightLayoutRewriteBlock  # noqa: E402
-from asight_lsp.worker.metaschedule import make_builder, resolve_target, stub_tensor_intrin  # noqa: E402
+from asight_lsp.worker.compat import ms  # noqa: E402
+from asight_lsp.worker.metaschedule import resolve_target, stub_tensor_intrin  # noqa: E402
 from asight_lsp.worker.remeasure import entry_name, prim_inputs  # noqa: E402
 
 RUNNERS = {"warm": dict(number=3, repeat=1, min_repeat_ms=20, enable_cpu_cache_flush=False),
@@ -26,19 +27,8 @@ RUNNERS = {"warm": dict(number=3, repeat=1, min_repeat_ms=20, enable_cpu_cache_f
 
 
 def best_of(func, target, label: str, trials: int):
-    wd = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"flush_ab_{label}_{trials}")
-    if os.path.exists(wd + "/database_tuning_record.json"):
-        db = ms.database.JSONDatabase(work_dir=wd)
-    else:
-        runner = ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(**RUNNERS[label.split("_")[0]]))
-        db = ms.tune_tir(tvm.IRModule({"main": func}), target, wd, max_trials_global=trials,
-                         num_trials_per_iter=16, builder=make_builder(), runner=runner, seed=1)
-    recs = [r for r in db.get_all_tuning_records() if r.run_secs and float(r.run_secs[0]) < 1e9]
-    rec = min(recs, key=lambda r: float(sum(float(x) for x in r.run_secs) / len(r.run_secs)))
-    from tvm import s_tir
-    sch = s_tir.Schedule(rec.workload.mod)
-    rec.trace.apply_to_schedule(sch, remove_postproc=False)
-    return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(sch.mod)
+    runner = ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(**RUNNERS[label.split("_")[0]]))
+    return nhwc_ab.best_of(func, target, label, trials, runner=runner, prefix="flush_ab")
 
 
 def ratio_text(per: dict, a: str, b: str) -> str:

@@ -44,13 +44,15 @@ def fused_with(mod, target, off: str):
         os.environ.pop("ASIGHT_LEVERS_OFF", None)
 
 
-def best_of(func, target, label: str, trials: int):
-    wd = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"nhwc_ab_{label}_{trials}")
+def best_of(func, target, label: str, trials: int, runner=None, prefix: str = "nhwc_ab"):
+    """The best record of ``func`` tuned ``trials`` trials (seed 1; ``runner``: MetaSchedule's default),
+    its weight re-layout removed as the builder times it; a tuning kept in TMPDIR is reused."""
+    wd = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{prefix}_{label}_{trials}")
     if os.path.exists(wd + "/database_tuning_record.json"):
         db = ms.database.JSONDatabase(work_dir=wd)
     else:
         db = ms.tune_tir(tvm.IRModule({"main": func}), target, wd, max_trials_global=trials,
-                         num_trials_per_iter=16, builder=make_builder(), seed=1)
+                         num_trials_per_iter=16, builder=make_builder(), runner=runner, seed=1)
     recs = [r for r in db.get_all_tuning_records() if r.run_secs and float(r.run_secs[0]) < 1e9]
     rec = min(recs, key=lambda r: float(sum(float(x) for x in r.run_secs) / len(r.run_secs)))
     from tvm import s_tir
