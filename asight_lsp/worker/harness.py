@@ -38,15 +38,18 @@ class Program:
 
 
 COLD = "cache_flush_cpu_non_first_arg"     # TVM's CPU cache flush of every argument but the first
+COLD_CALLS = 20    # at most this many cold calls a repeat: each is timed alone, and its flush (not timed,
+                   # not in the calibration) can cost more than a small kernel's call
 
 
 def evaluator_timer(time_evaluator, name: str, device, args: list, cold: bool = False) -> Callable[[int], Callable[[], float]]:
     """A ``Program.timer`` over a TVM ``time_evaluator`` (a runtime module's or a Relax VM's).
-    ``cold``: each of the k calls is timed alone after its arguments but the first were flushed
-    from the CPU caches (the flush is not timed); the repeat's figure is their mean."""
+    ``cold``: each of the k calls (at most ``COLD_CALLS``) is timed alone after its arguments but the
+    first were flushed from the CPU caches (the flush is not timed); the repeat's figure is their mean."""
     def make(calls: int):
         if cold:
-            evaluate = time_evaluator(name, device, number=1, repeat=calls, min_repeat_ms=0, f_preproc=COLD)
+            evaluate = time_evaluator(name, device, number=1, repeat=min(calls, COLD_CALLS), min_repeat_ms=0,
+                                      f_preproc=COLD)
             return lambda: float(np.mean(evaluate(*args).results))
         evaluate = time_evaluator(name, device, number=calls, repeat=1, min_repeat_ms=0)
         return lambda: float(evaluate(*args).results[0])

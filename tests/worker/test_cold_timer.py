@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from asight_lsp.worker.harness import COLD, evaluator_timer
+from asight_lsp.worker.harness import COLD, COLD_CALLS, evaluator_timer
 
 
 class Recorder:
@@ -22,6 +22,12 @@ def test_cold_calls_are_timed_one_by_one_after_a_flush():
     assert repeat() == pytest.approx(4e-6)
     assert rec.calls == [("main", {"number": 1, "repeat": 3, "min_repeat_ms": 0, "f_preproc": COLD})]
     assert COLD == "cache_flush_cpu_non_first_arg"
+
+
+def test_a_small_kernel_is_not_flushed_thousands_of_times_a_repeat():
+    rec = Recorder([1e-6])
+    evaluator_timer(rec, "main", "cpu", [1], cold=True)(20000)()     # 20 ms of 1 µs calls, warm
+    assert rec.calls[0][1]["repeat"] == COLD_CALLS == 20
 
 
 def test_warm_calls_are_timed_together():
