@@ -18,7 +18,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nhwc_ab  # noqa: E402  (sets TVM_NUM_THREADS, imports tvm)
 from nhwc_ab import fused_with, load  # noqa: E402
 import tvm  # noqa: E402
+from asight_lsp.analysis.versus import ratio_interval  # noqa: E402
 from asight_lsp.worker.compat import ms  # noqa: E402
+from asight_lsp.worker.harness import COLD  # noqa: E402
 from asight_lsp.worker.metaschedule import resolve_target, stub_tensor_intrin  # noqa: E402
 from asight_lsp.worker.remeasure import entry_name, prim_inputs  # noqa: E402
 
@@ -32,11 +34,9 @@ def best_of(func, target, label: str, trials: int):
 
 
 def ratio_text(per: dict, a: str, b: str) -> str:
-    ratios = np.array(per[a]) / np.array(per[b])
-    rng = np.random.default_rng(0)
-    boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-    return (f"{a} {np.median(per[a]):.1f} µs, {b} {np.median(per[b]):.1f} µs, {a}/{b} {np.median(ratios):.3f} "
-            f"(95% CI {np.percentile(boots, 2.5):.3f}-{np.percentile(boots, 97.5):.3f})")
+    r = ratio_interval(per[a], per[b])
+    return (f"{a} {np.median(per[a]):.1f} µs, {b} {np.median(per[b]):.1f} µs, {a}/{b} {r['ratio']:.3f} "
+            f"(95% CI {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f})")
 
 
 def time_both(best: dict, target, rounds: int = 30) -> None:
@@ -48,7 +48,7 @@ def time_both(best: dict, target, rounds: int = 30) -> None:
         name = entry_name(built)
         fns[label] = {"warm": rt.time_evaluator(name, dev, number=20, repeat=1),
                       "cold": rt.time_evaluator(name, dev, number=1, repeat=20,
-                                                f_preproc="cache_flush_cpu_non_first_arg")}, args
+                                                f_preproc=COLD)}, args
     for how in ("cold", "warm"):
         per = {k: [] for k in fns}
         for r in range(rounds):

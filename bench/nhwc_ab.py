@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("TVM_NUM_THREADS", "2")
 import tvm  # noqa: E402
+from asight_lsp.analysis.versus import ratio_interval  # noqa: E402
 from asight_lsp.worker import relax_pipeline as rp  # noqa: E402
 from asight_lsp.worker.compat import ms, RemoveWeightLayoutRewriteBlock  # noqa: E402
 from asight_lsp.worker.metaschedule import make_builder, resolve_target, stub_tensor_intrin  # noqa: E402
@@ -75,11 +76,9 @@ def time_ab(best: dict, target, a: str, b: str, rounds: int = 30) -> str:
         for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
             ev, args = fns[k]
             per[k].append(ev(*args).mean * 1e6)
-    ratios = np.array(per[a]) / np.array(per[b])
-    rng = np.random.default_rng(0)
-    boots = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-    return (f"{a} {np.median(per[a]):.1f} µs, {b} {np.median(per[b]):.1f} µs, {a}/{b} {np.median(ratios):.2f} "
-            f"(95% CI {np.percentile(boots, 2.5):.2f}-{np.percentile(boots, 97.5):.2f}), {rounds} interleaved "
+    r = ratio_interval(per[a], per[b])
+    return (f"{a} {np.median(per[a]):.1f} µs, {b} {np.median(per[b]):.1f} µs, {a}/{b} {r['ratio']:.2f} "
+            f"(95% CI {r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}), {rounds} interleaved "
             f"rounds x 20 calls, load {os.getloadavg()[0]:.1f}")
 
 
