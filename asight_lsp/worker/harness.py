@@ -6,7 +6,9 @@ Every latency ASight reports as a headline comes from here (docs/measurement.md)
   back (``time_evaluator(number=k, repeat=1)``: the mean per call), with ``k`` large enough for a
   repeat of ``REPEAT_S`` and never below ``MIN_CALLS`` (a slow program is not a single noisy call);
 * programs take turns within each round (A B, then B A, ...), so a load spike hits all of them;
-* at least ``MIN_ROUNDS`` rounds, more while the time budget lasts (``MAX_ROUNDS`` at most);
+* at least ``MIN_ROUNDS`` rounds, more while the time budget lasts (``MAX_ROUNDS`` at most); a
+  round's cost is the wall time of one untimed repeat of each program (what a timer does but does
+  not time, a cold flush, counts);
 * ``/proc/stat`` and ``/proc/loadavg`` are read around the rounds: how much CPU other processes
   used and how much the hypervisor stole while measuring.
 """
@@ -39,7 +41,7 @@ class Program:
 
 COLD = "cache_flush_cpu_non_first_arg"     # TVM's CPU cache flush of every argument but the first
 COLD_CALLS = 20    # at most this many cold calls a repeat: each is timed alone, and its flush (not timed,
-                   # not in the calibration) can cost more than a small kernel's call
+                   # but in the round's wall time the budget counts) can cost more than a small kernel's call
 
 
 def evaluator_timer(time_evaluator, name: str, device, args: list, cold: bool = False) -> Callable[[int], Callable[[], float]]:
@@ -67,9 +69,9 @@ def time_rounds(programs: list[Program], budget_s: float | None = None, min_roun
     watch = LoadWatch()
     per_call = {p.label: _calibrate(p) for p in programs}
     calls = {label: max(MIN_CALLS, math.ceil(REPEAT_S / max(t, 1e-9))) for label, t in per_call.items()}
-    round_s = sum(calls[label] * per_call[label] for label in calls)
-    rounds = int(np.clip(budget_s / max(round_s, 1e-9), min_rounds, max_rounds))
     timers = {p.label: p.timer(calls[p.label]) for p in programs}
+    round_s = sum(_wall_s(timers[p.label]) for p in programs)
+    rounds = int(np.clip(budget_s / max(round_s, 1e-9), min_rounds, max_rounds))
     samples: dict[str, list[float]] = {p.label: [] for p in programs}
     started = time.perf_counter()
     for r in range(rounds):
@@ -79,6 +81,15 @@ def time_rounds(programs: list[Program], budget_s: float | None = None, min_roun
     return {"samples_us": samples, "calls_per_repeat": calls, "rounds": rounds,
             "seconds": time.perf_counter() - started, "load": watch.stop(),
             "threads": int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1), "method": HARNESS}
+
+
+def _wall_s(timer: Callable[[], float]) -> float:
+    """Wall seconds of one repeat, run once untimed before the rounds: what a round costs, the work a
+    timer does but does not time included (a cold repeat's flushes cost about as much as its calls, so a
+    round estimated from the timed calls alone ran twice the budget)."""
+    started = time.perf_counter()
+    timer()
+    return time.perf_counter() - started
 
 
 def _calibrate(program: Program) -> float:

@@ -34,7 +34,9 @@ def test_rounds_interleave_and_repeats_hold_several_calls():
     assert calls["a"] >= harness.MIN_CALLS and calls["b"] >= harness.MIN_CALLS
     assert calls["b"] * 0.001 >= harness.REPEAT_S * 0.9          # a repeat lasts at least ~20 ms
     timed = [label for label, k in log if k == calls[label]]      # after the calibration's single calls
-    assert timed[:4] == ["a", "b", "b", "a"]                       # order alternates every round
+    assert timed[:2] == ["a", "b"]                                 # one untimed repeat each: a round's cost
+    assert timed[2:6] == ["a", "b", "b", "a"]                      # order alternates every round
+    assert len(timed) == 2 + 2 * harness.MIN_ROUNDS
     assert 3500 < sorted(raw["samples_us"]["a"])[2] < 20000
 
 
@@ -51,3 +53,24 @@ def test_other_processes_on_the_cores_are_seen():
     load = raw["load"]
     assert load["other_cores"] > 0.5 and load["seconds"] > 0.5
     assert len(load["loadavg"]) == 2
+
+
+def _flusher(timed_s: float, untimed_s: float):
+    """A program whose calls take ``timed_s`` each as timed, after ``untimed_s`` of work it does not
+    time (as a cold timer's flush before each call)."""
+    def make(calls: int):
+        def run():
+            for _ in range(calls):
+                time.sleep(untimed_s)
+            time.sleep(timed_s * calls)
+            return timed_s
+        return run
+    return make
+
+
+def test_the_budget_counts_what_a_timer_does_but_does_not_time():
+    raw = harness.time_rounds([harness.Program("cold", _flusher(0.002, 0.004))], budget_s=0.6)
+    # 10 calls a repeat (20 ms timed) cost ~60 ms a round: ~10 rounds fit 0.6 s, not 30
+    assert raw["calls_per_repeat"]["cold"] == 10
+    assert harness.MIN_ROUNDS <= raw["rounds"] <= 12
+    assert raw["seconds"] < 0.6 * 1.6
