@@ -13,9 +13,10 @@ when tuning ended (printed beside, not re-timed: another moment, other load).
 
 Budget 0 is TVM's untuned build (default schedules).  onnxruntime is installed by this script
 (pip) when missing: it is not a dependency of asight.  Each round times every contender once with
-`--calls` back-to-back calls (mean per call), contenders in alternating order; the figure per
-contender is the median over rounds with its p25-p75, and each ratio (TVM / onnxruntime) is the
-median of per-round ratios with a bootstrap 95% CI.  The machine's load during the timing is
+`--calls` back-to-back calls (mean per call), contenders in alternating order, each block after
+the process went quiet (the other runtime's threads spin ~35-110 ms after a call) and one untimed
+call; the figure per contender is the median over rounds with its p25-p75, and each ratio (TVM /
+onnxruntime) is the median of per-round ratios with a bootstrap 95% CI.  The machine's load during the timing is
 printed.  Results: bench/results/model_vs_ort.json.
 """
 from __future__ import annotations
@@ -29,6 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from asight_lsp.analysis.versus import ratio_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
@@ -100,25 +103,11 @@ def untuned_library(script: Path, out: Path) -> Path:
 
 
 def interleaved(contenders: dict, x: np.ndarray, rounds: int, calls: int) -> dict:
-    """Per contender: per-round mean µs per call (alternating order each round)."""
-    names = list(contenders)
-    per = {n: [] for n in names}
-    for fn in contenders.values():
-        fn(x)                                      # warm up
-    for r in range(rounds):
-        for n in (names if r % 2 == 0 else names[::-1]):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                contenders[n](x)
-            per[n].append((time.perf_counter() - t0) / calls * 1e6)
-    return per
-
-
-def ratio_ci(a: list[float], b: list[float], seed: int = 0) -> tuple[float, float, float]:
-    r = np.asarray(a) / np.asarray(b)
-    rng = np.random.default_rng(seed)
-    boots = [np.median(rng.choice(r, r.size)) for _ in range(2000)]
-    return float(np.median(r)), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+    """Per contender: per-round mean µs per call, by the product's method (``asight model
+    --compare-onnx``: alternating order, each block after the process went quiet and one untimed call)."""
+    from asight_lsp.worker.onnx_compare import interleaved as product_interleaved
+    bound = {n: (lambda fn=fn: fn(x)) for n, fn in contenders.items()}
+    return product_interleaved(bound, rounds, 0.0, calls=calls)[0]
 
 
 def main() -> int:
@@ -207,7 +196,8 @@ def main() -> int:
     print(f"{'contender':<22} {'median ms':>10} {'p25-p75 ms':>16} {'vs onnxruntime':>22} {'tuning':>8} outputs")
     for name, values in per.items():
         med, p25, p75 = np.median(values), np.percentile(values, 25), np.percentile(values, 75)
-        r, lo, hi = ratio_ci(values, per["onnxruntime"])
+        ratio = ratio_interval(values, per["onnxruntime"])
+        r, (lo, hi) = ratio["ratio"], ratio["ci95"]
         budget = budget_of.get(name)
         tune = f"{tuning_s[budget] / 60:.0f} min" if budget in tuning_s else "-"
         print(f"{name:<22} {med / 1e3:>10.3f} {p25 / 1e3:>7.3f}-{p75 / 1e3:<7.3f} {r:>8.2f}x [{lo:.2f}-{hi:.2f}] "

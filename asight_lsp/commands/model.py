@@ -86,7 +86,9 @@ def onnx_lines(c: dict | None) -> list[str]:
             f"  onnxruntime  {_us(ort['median_us'])} (p25-p75 {_us(ort['p25_us'])}-{_us(ort['p75_us'])})",
             f"  TVM / onnxruntime = {c['ratio']['ratio']:.2f} (95% CI {lo:.2f}-{hi:.2f}); outputs "
             + ("match (allclose 1e-3)" if c.get("outputs_match") else "DIFFER"),
-            f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"]
+            f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"
+            + (f"; waits for idle threads {c['settled_s']['median'] * 1e3:.0f} ms median, "
+               f"{c['settled_s']['max'] * 1e3:.0f} ms at most" if c.get("settled_s") else "")]
 
 
 def _verdict(t: dict, fmt=_us) -> str:

@@ -99,6 +99,29 @@ def _calibrate(program: Program) -> float:
     return float(np.median([once() for _ in range(3)]))
 
 
+QUIET_WINDOW_S = 0.01   # quiesce: a window in which this process used under QUIET_SHARE of a core
+QUIET_SHARE = 0.2
+QUIET_MAX_S = 2.0
+
+
+def quiesce(max_s: float = QUIET_MAX_S) -> float:
+    """Sleep until this process's worker threads have stopped spinning; returns the seconds waited.
+
+    A runtime's thread pool spins a while after each call before it sleeps: TVM's ~110 ms at a full
+    core, onnxruntime's ~35 ms (2-core znver5 VM).  Timing another runtime in that while shares the
+    cores with the spinning threads: onnxruntime timed right after TVM ran up to 2x its time, which
+    flattered TVM (docs/measurement.md, "Two runtimes in one process").  The main thread sleeps, so
+    any CPU the process uses meanwhile is the pools'; it waits for a window without it (at most
+    ``max_s``)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < max_s:
+        before = _own_cpu_s()
+        time.sleep(QUIET_WINDOW_S)
+        if _own_cpu_s() - before < QUIET_WINDOW_S * QUIET_SHARE:
+            break
+    return time.perf_counter() - started
+
+
 class LoadWatch:
     """CPU used by other processes and stolen by the hypervisor between creation and ``stop``."""
 

@@ -4,11 +4,12 @@ process in interleaved rounds on the same inputs, outputs compared.
 
 Both use the same number of threads: TVM's ``TVM_NUM_THREADS`` (the usable cores, as every
 measurement here) and onnxruntime's ``intra_op_num_threads``.  Each round times each contender
-``calls`` times back to back (the mean per call), in alternating order, each block after a pause of
-``SETTLE_S`` and one untimed call: both runtimes' worker threads spin a while after a call, and
-without the pause the next contender's first calls share the cores with them (ResNet-18: p25-p75 of
-10.3-15.8 ms for a library that runs 9.3 ms alone).  The ratio and its interval are
-``analysis/versus.py``'s.
+``calls`` times back to back (the mean per call), in alternating order, each block after the
+process has gone quiet (``harness.quiesce``) and one untimed call: both runtimes' worker threads spin
+a while after a call (TVM's ~110 ms, onnxruntime's ~35 ms here), and a block timed in that while
+shares the cores with them.  A fixed 50 ms pause was too short for TVM's: onnxruntime timed after
+TVM ran up to 2x its time, and the ratio flattered TVM by 3-8 % (docs/measurement.md).  The ratio
+and its interval are ``analysis/versus.py``'s; ``settled_s`` says how long the pauses took.
 """
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ import numpy as np
 from ..analysis import versus
 from ..engine import wire
 from .compat import ms, relax, tvm
+from .harness import quiesce
 from .model_export import _database
 from .relax_pipeline import build_tuned, deployable
 from .parse import parse_request
 from .programs import measuring_target
 from .remeasure import flatten
 
-SETTLE_S = 0.05   # the pause before each timed block (module text)
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
                "tensor(int64)": "int64", "tensor(int32)": "int32"}
 
@@ -60,8 +61,11 @@ def _tuned_vm(params: dict, fn: str):
     return relax.VirtualMachine(build_tuned(database, mod, target), tvm.cpu(0))
 
 
-def interleaved(contenders: dict, rounds: int, budget_s: float) -> tuple[dict, int]:
-    """Per contender the per-round mean µs per call; calls per round so a round takes ~budget_s/rounds."""
+def interleaved(contenders: dict, rounds: int, budget_s: float, settled: list | None = None,
+                calls: int | None = None) -> tuple[dict, int]:
+    """Per contender the per-round mean µs per call; ``calls`` per block (default: so that a round
+    takes ~budget_s/rounds).  ``settled`` (optional) receives the seconds each pause before a block
+    waited (``harness.quiesce``)."""
     names = list(contenders)
     once = {}
     for name, fn in contenders.items():
@@ -69,11 +73,13 @@ def interleaved(contenders: dict, rounds: int, budget_s: float) -> tuple[dict, i
         started = time.perf_counter()
         fn()
         once[name] = time.perf_counter() - started
-    calls = max(1, int(budget_s / rounds / max(sum(once.values()), 1e-6)))
+    calls = calls or max(1, int(budget_s / rounds / max(sum(once.values()), 1e-6)))
     per = {n: [] for n in names}
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
-            time.sleep(SETTLE_S)
+            waited = quiesce()
+            if settled is not None:
+                settled.append(waited)
             contenders[name]()
             started = time.perf_counter()
             for _ in range(calls):
@@ -108,14 +114,17 @@ def compare_onnx(params: dict, emit=None) -> dict:
     if emit:
         emit({"type": "status", "message": "timing the tuned model and onnxruntime, interleaved"})
     load_before = os.getloadavg()[0]
+    settled: list[float] = []
     per, calls = interleaved({"tuned TVM": lambda: vm[fn](*tvm_args), "onnxruntime": lambda: session.run(None, feed)},
-                             int(params.get("rounds") or 15), float(params.get("budget_s") or 20.0))
+                             int(params.get("rounds") or 15), float(params.get("budget_s") or 20.0), settled)
     out = versus.summary("tuned TVM", "onnxruntime", per["tuned TVM"], per["onnxruntime"])
     out.update(threads=threads, calls=calls, rounds=len(per["onnxruntime"]), outputs_match=bool(match),
                samples_us=per, load={"before": load_before, "after": os.getloadavg()[0]},
+               settled_s={"median": float(np.median(settled)), "max": float(np.max(settled))},
                versions={"onnxruntime": ort.__version__, "tvm": tvm.__version__},
                method=f"same process, {len(per['onnxruntime'])} rounds in alternating order, {calls} calls a round "
-                      f"per contender (mean per call), {threads} threads each")
+                      f"per contender (mean per call) after the other's threads went idle and one untimed call, "
+                      f"{threads} threads each")
     return out
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -74,3 +75,34 @@ def test_the_budget_counts_what_a_timer_does_but_does_not_time():
     assert raw["calls_per_repeat"]["cold"] == 10
     assert harness.MIN_ROUNDS <= raw["rounds"] <= 12
     assert raw["seconds"] < 0.6 * 1.6
+
+
+def _spinner(seconds: float) -> threading.Thread:
+    """A thread that keeps one core busy for ``seconds``, as a runtime's pool does after a call."""
+    def spin(until: float = time.perf_counter() + seconds):
+        while time.perf_counter() < until:
+            pass
+    thread = threading.Thread(target=spin)
+    thread.start()
+    return thread
+
+
+def test_quiesce_waits_until_the_process_threads_stop_spinning():
+    """A runtime's pool spins after a call (TVM ~110 ms here): the next block waits for it to stop."""
+    stop = time.perf_counter() + 0.3
+    spinner = _spinner(0.3)
+    waited = harness.quiesce()
+    after = time.perf_counter()
+    spinner.join()
+    assert waited >= 0.25 and after >= stop - 0.02          # it waited for the spinning thread, not a fixed pause
+    before = time.process_time()
+    time.sleep(0.05)
+    assert time.process_time() - before < 0.02                           # and the process is quiet afterwards
+    assert harness.quiesce() < 0.1                            # a quiet process: one short window
+
+
+def test_quiesce_gives_up_at_its_cap():
+    spinner = _spinner(1.0)
+    waited = harness.quiesce(max_s=0.2)
+    spinner.join()
+    assert 0.2 <= waited < 0.4

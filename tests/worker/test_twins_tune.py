@@ -162,6 +162,9 @@ def test_compare_onnx_times_the_tuned_model_against_onnxruntime(tuned):
     assert len(out["samples_us"]["tuned TVM"]) == len(out["samples_us"]["onnxruntime"]) == 4
     lo, hi = out["ratio"]["ci95"]
     assert lo <= out["ratio"]["ratio"] <= hi and out["tuned TVM"]["median_us"] > 0
+    # each block waited for the other runtime's spinning threads (harness.quiesce), never past its cap
+    assert 0 < out["settled_s"]["median"] <= out["settled_s"]["max"] <= 2.5
+    assert "went idle" in out["method"]
     assert "interleaved" not in out["verdict"] and ("faster" in out["verdict"] or "slower" in out["verdict"]
                                                     or "no clear difference" in out["verdict"])
     with pytest.raises(AsightError, match="no such ONNX file"):
