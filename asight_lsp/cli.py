@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except AsightError as err:
-        print(f"asight: error: {err}", file=sys.stderr)
+        print(f"asight: error: {str(err).removeprefix('error: ')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("asight: interrupted", file=sys.stderr)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types
 from contextvars import ContextVar
@@ -138,6 +139,17 @@ def onnx_importer():
     import onnx
     from tvm.relax.frontend.onnx import from_onnx
     return onnx.load, from_onnx
+
+
+_NONFINITE_CONST = re.compile(r'R\.const\("(-?inf|nan)"')
+
+
+def script_text(mod) -> str:
+    """``mod.script()`` that TVM's parser reads back.  0.27 prints a non-finite Relax constant as
+    ``R.const("-inf", "float32")`` (ONNX's Clip and masked attention import one), which its parser
+    rejects ("value has to be scalar or Tensor"); printed as ``R.const(float("-inf"), "float32")`` it
+    parses to the same constant."""
+    return _NONFINITE_CONST.sub(r'R.const(float("\1")', mod.script())
 
 
 def torch_importer():

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from ..engine import wire
-from .compat import onnx_importer, parse_script, relax, torch_importer, tvm
+from .compat import onnx_importer, parse_script, relax, script_text, torch_importer, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
           "# Weights: {weights} (one array per parameter after the first {num_input}; measurements and\n"
@@ -64,8 +64,13 @@ def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]
 def printed(mod) -> tuple[str, object]:
     """The module as TVMScript and that text parsed back: the printer renames parameters
     (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count."""
-    text = mod.script()
-    return text, parse_script(text)
+    text = script_text(mod)
+    try:
+        return text, parse_script(text)
+    except Exception as err:  # noqa: BLE001 - TVM's printer and parser disagree: say so, in one line
+        why = str(err).strip().splitlines()[0].removeprefix("error: ") if str(err).strip() else type(err).__name__
+        raise ValueError(f"TVM printed the imported model as TVMScript that its own parser rejects ({why}); "
+                         "nothing was written") from None
 
 
 def tensor_params(func, num_input: int) -> list[dict]:

@@ -260,3 +260,28 @@ def test_weights_listed_as_graph_inputs_are_weights(tmp_path, capsys):
     assert "(1 weights" in out and "inputs: x: float32[2, 8]" in out
     with np.load(tmp_path / "m_relax.weights.npz") as data:
         assert np.array_equal(data[data.files[0]], numpy_helper.to_array(w))
+
+
+def test_relu6_with_bounds_as_initializers_imports_and_runs(tmp_path, capsys):
+    """ONNX Clip with its bounds as initializers (MobileNet's ReLU6): TVM's importer makes non-finite
+    constants that 0.27's printer writes as ``R.const("-inf", ...)`` and its parser rejects ("value has
+    to be scalar or Tensor"); the import prints them so that they parse, and the model runs as ONNX."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    graph = helper.make_graph(
+        [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [numpy_helper.from_array(np.array(0, "float32"), "lo"), numpy_helper.from_array(np.array(6, "float32"), "hi")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "r6.onnx")
+    assert asight(["import", str(tmp_path / "r6.onnx")]) == 0, capsys.readouterr().err
+    script = tmp_path / "r6_relax.py"
+    text = script.read_text()
+    assert 'R.const(float("-inf"), "float32")' in text and 'R.const("-inf"' not in text
+    assert asight(["check", str(script)]) == 0 and "no problems" in capsys.readouterr().out
+    from asight_lsp.worker.compat import parse_script, relax, tvm
+    from asight_lsp.worker.relax_pipeline import deployable
+    mod, _ = deployable(parse_script(text[text.index("@I.ir_module"):]), "main", str(tmp_path / "r6_relax.weights.npz"))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = np.linspace(-10, 10, 16, dtype="float32").reshape(2, 8)
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), np.clip(x, 0, 6))
