@@ -22,6 +22,36 @@ def random_arrays(specs: list[tuple[tuple, str]], seed: int) -> list[np.ndarray]
     return out
 
 
+def runner_arguments(device, args_info: list, alloc_repeat: int) -> list[list]:
+    """The arguments MetaSchedule's ``LocalRunner`` times a candidate on (its ``f_alloc_argument``):
+    floats filled as TVM's default does (``random_fill_for_measure``), integers and bools zero.
+
+    TVM's default fills integer tensors with random values too, and a kernel that indexes with one
+    (an embedding lookup, ``take``, ``gather``) then reads out of bounds: every trial of such a task
+    died with "Subprocess terminated" and the run ended with 0 measured.  Zero is a valid index on
+    any axis.  Runs in the runner's subprocess, so TVM is imported here and not at module level."""
+    from .compat import tvm
+    try:
+        fill = tvm.get_global_func("tvm.contrib.random.random_fill_for_measure")
+    except (ValueError, RuntimeError, AttributeError):
+        fill = None
+    repeated = []
+    for _ in range(alloc_repeat):
+        args = []
+        for info in args_info:
+            if info[0] != "TENSOR":
+                raise NotImplementedError(f"argument kind {info[0]!r}")
+            dtype, shape = str(info[1]), [int(d) for d in info[2]]
+            arg = tvm.runtime.empty(shape=shape, dtype=dtype, device=device)
+            if fill is not None and dtype.startswith(("float", "bfloat")):
+                fill(arg)
+            else:
+                arg.copyfrom(np.zeros(shape, dtype=dtype))
+            args.append(arg)
+        repeated.append(args)
+    return repeated
+
+
 def compare_outputs(names: list[str], reference: list[np.ndarray], candidate: list[np.ndarray],
                     rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> dict:
     """allclose per buffer (the tuned program against the untuned one on the same inputs)."""

@@ -23,6 +23,7 @@ from ..engine import wire
 from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
+from .inputs import runner_arguments
 from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
 from .relax_pipeline import fuse, is_reshape
@@ -116,9 +117,11 @@ def parse_rpc(spec: str) -> tuple[str, int, str]:
 
 
 def make_runner(rpc: str | None = None, timeout_sec: float = 30.0):
-    """LocalRunner, or an RPCRunner through a TVM RPC tracker when ``rpc`` is ``HOST:PORT:KEY``."""
+    """LocalRunner (integer inputs zero: ``inputs.runner_arguments``), or an RPCRunner through a TVM
+    RPC tracker when ``rpc`` is ``HOST:PORT:KEY`` (TVM's default fill on the remote)."""
     if not rpc:
-        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config())
+        return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config(),
+                                     f_alloc_argument=runner_arguments)
     host, port, key = parse_rpc(rpc)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
                                  session_timeout_sec=max(int(timeout_sec), 10))

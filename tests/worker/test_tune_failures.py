@@ -44,3 +44,18 @@ def test_failed_builds_are_grouped_with_their_reason_and_log(tmp_path):
     # the run info the server sends (asight/runs, lens, panels)
     assert run_summary(meta)["failures"] == [{k: top[k] for k in ("reason", "count", "stage", "log")}]
     print(json.dumps(groups, indent=1))
+
+
+def test_a_kernel_that_indexes_with_an_integer_input_is_measured(tmp_path):
+    """An embedding lookup (fixtures/embedding.py: rows of a table picked by an int64 input).
+    MetaSchedule's default runner filled the ids with random integers, every trial read out of bounds
+    and died ("Subprocess terminated"), and the run ended with 0 measured; the runner's integer
+    inputs are zero now (``inputs.runner_arguments``)."""
+    store = tmp_path / ".asight"
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "tune", str(ROOT / "fixtures" / "embedding.py"),
+                           "--trials", "4", "--work-dir", str(store)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    meta = RunStore(str(store)).get("latest").load()
+    assert meta.trials_done >= 1 and not meta.extra.get("failures")
+    assert meta.best_us is not None and meta.best_us > 0
