@@ -58,6 +58,12 @@ def legalize(mod, target, convert: bool = True):
                                      relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
 
 
+# Operators whose lowering (LegalizeOps, TOPI) takes only the layout they came in: ConvertLayout would
+# otherwise give them their converted input's (NHWC), LegalizeOps leaves them as Relax operators and the
+# build fails ("CodeGenVM cannot emit this Relax operator directly": a U-Net's ConvTranspose).
+KEEP_LAYOUT = ("relax.nn.conv2d_transpose",)
+
+
 def convert_layout(target) -> list:
     """``ConvertLayout`` to the lever's layouts (``channels_last``) for the operators whose weight is a
     constant (a deployable module's bound weights: the transform it inserts on the weight is folded
@@ -71,6 +77,8 @@ def convert_layout(target) -> list:
         name = getattr(call.op, "name", "")
         if name in layouts and len(call.args) > 1 and isinstance(call.args[1], tvm.ir.expr.Constant):
             return {name: layouts[name]}
+        if name in KEEP_LAYOUT:     # its own layout, a transform before it if its input was converted
+            return {name: [str(call.attrs.data_layout), str(call.attrs.kernel_layout)]}
         return {}
 
     return [relax.transform.ConvertLayout({}, on_constant_weight)]

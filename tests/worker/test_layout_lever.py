@@ -253,3 +253,40 @@ def test_a_run_made_before_the_record_is_read_as_it_was_tuned(tuned, tmp_path):
     assert run_levers(str(old), set()) == {"nhwc"}                 # its workloads carry layout_free_buffers
     (old / "database_workload.json").unlink()
     assert run_levers(str(old), set()) == {"nhwc", "layout"}
+
+
+CONV_THEN_TRANSPOSE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 3, 8, 8), dtype="float32"), w: R.Tensor((4, 3, 3, 3), dtype="float32"),
+             wt: R.Tensor((4, 2, 2, 2), dtype="float32")) -> R.Tensor((1, 2, 16, 16), dtype="float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            lv: R.Tensor((1, 4, 8, 8), dtype="float32") = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            lv1: R.Tensor((1, 2, 16, 16), dtype="float32") = R.nn.conv2d_transpose(lv, wt, strides=[2, 2])
+            R.output(lv1)
+        return lv1
+"""
+
+
+def test_a_transposed_convolution_after_a_converted_one_keeps_its_layout(tmp_path):
+    """A U-Net's ConvTranspose reads a convolution's output: ConvertLayout gave it that output's NHWC,
+    which TVM cannot lower, and the model failed to build ("CodeGenVM cannot emit this Relax operator
+    directly").  It keeps NCHW (a transform before it) and computes what the unconverted model does."""
+    from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker.compat import parse_script, relax, tvm
+    from asight_lsp.worker.relax_pipeline import deployable, fuse, legalize
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "w.npz", w=rng.standard_normal((4, 3, 3, 3)).astype("float32"),
+             wt=rng.standard_normal((4, 2, 2, 2)).astype("float32"))
+    mod, bound = deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / "w.npz"))
+    assert bound == ["w", "wt"]
+    target = ms_side.resolve_target(None)
+    left = {getattr(b.value.op, "name", "") for b in legalize(mod, target)["main"].body.blocks[0].bindings}
+    assert left <= {"relax.call_tir", ""}                                   # every operator lowered
+    assert _conv_blocks(fuse(mod, target)) == {"conv2d_nhwc"}                # the convolution still converted
+    x = tvm.runtime.tensor(rng.standard_normal((1, 3, 8, 8)).astype("float32"))
+    plain = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())["main"](x).numpy()
+    lowered = relax.VirtualMachine(tvm.compile(legalize(mod, target), target=target), tvm.cpu())["main"](x).numpy()
+    np.testing.assert_allclose(lowered, plain, rtol=1e-4, atol=1e-4)
