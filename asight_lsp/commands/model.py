@@ -85,7 +85,7 @@ def onnx_lines(c: dict | None) -> list[str]:
             f"  tuned TVM    {_us(tvm_side['median_us'])} (p25-p75 {_us(tvm_side['p25_us'])}-{_us(tvm_side['p75_us'])})",
             f"  onnxruntime  {_us(ort['median_us'])} (p25-p75 {_us(ort['p25_us'])}-{_us(ort['p75_us'])})",
             f"  TVM / onnxruntime = {c['ratio']['ratio']:.2f} (95% CI {lo:.2f}-{hi:.2f}); outputs "
-            + ("match (allclose 1e-3)" if c.get("outputs_match") else "DIFFER"),
+            + (f"match (allclose {c.get('tolerance', 1e-3):g})" if c.get("outputs_match") else "DIFFER"),
             f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"
             + (f"; waits for idle threads {c['settled_s']['median'] * 1e3:.0f} ms median, "
                f"{c['settled_s']['max'] * 1e3:.0f} ms at most" if c.get("settled_s") else "")]

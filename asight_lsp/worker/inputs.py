@@ -52,18 +52,33 @@ def runner_arguments(device, args_info: list, alloc_repeat: int) -> list[list]:
     return repeated
 
 
+# The least tolerance a low-precision output is compared with: half precision has an epsilon of ~1e-3
+# (float16) and ~8e-3 (bfloat16), and a sum of hundreds of products in another order differs by
+# several of them (a float16 matmul over 288 products: 1e-2 relative between two correct programs).
+LOW_PRECISION = {"float16": 1e-2, "bfloat16": 5e-2}
+
+
+def tolerance(dtype, rtol: float, atol: float) -> tuple[float, float]:
+    """(rtol, atol) for an output of ``dtype``: the requested ones, at least ``LOW_PRECISION``'s."""
+    floor = LOW_PRECISION.get(str(dtype), 0.0)
+    return max(rtol, floor), max(atol, floor)
+
+
 def compare_outputs(names: list[str], reference: list[np.ndarray], candidate: list[np.ndarray],
                     rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> dict:
-    """allclose per buffer (the tuned program against the untuned one on the same inputs)."""
+    """allclose per buffer (the tuned program against the untuned one on the same inputs), with the
+    buffer's dtype's tolerance (``tolerance``: float16 and bfloat16 looser), said per buffer."""
     buffers, ok = [], True
     for name, ref, got in zip(names, reference, candidate):
         ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
         scale = max(1.0, float(np.max(np.abs(ref64)))) if ref64.size else 1.0
         diff = np.abs(ref64 - got64)
-        close = np.isclose(got64, ref64, rtol=rtol, atol=atol * scale, equal_nan=True)
+        b_rtol, b_atol = tolerance(ref.dtype, rtol, atol)
+        close = np.isclose(got64, ref64, rtol=b_rtol, atol=b_atol * scale, equal_nan=True)
         entry = {"name": name, "ok": bool(close.all()), "max_abs_err": float(diff.max()) if diff.size else 0.0,
                  "max_rel_err": float((diff / np.maximum(np.abs(ref64), 1e-30)).max()) if diff.size else 0.0,
-                 "mismatched": int((~close).sum()), "elements": int(close.size)}
+                 "mismatched": int((~close).sum()), "elements": int(close.size), "dtype": str(ref.dtype),
+                 **({"rtol": b_rtol, "atol": b_atol} if (b_rtol, b_atol) != (rtol, atol) else {})}
         ok &= entry["ok"]
         buffers.append(entry)
     return {"ok": ok, "rtol": rtol, "atol": atol, "atol_scaled_by": "max(1, max|reference|)",

@@ -285,3 +285,33 @@ def test_relu6_with_bounds_as_initializers_imports_and_runs(tmp_path, capsys):
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
     x = np.linspace(-10, 10, 16, dtype="float32").reshape(2, 8)
     np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), np.clip(x, 0, 6))
+
+
+def test_a_float16_model_is_compared_at_half_precision(tmp_path, capsys):
+    """A float16 model (conv, pool, a 288-long matmul): two correct programs differ by ~1e-2 relative
+    there, and the tuned build was reported "outputs differ" at float32's 1e-3.  A half-precision
+    output is compared at 1e-2, said per buffer; a float32 one keeps 1e-3."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from asight_lsp.store.runs import RunStore
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("MatMul", ["f", "wm"], ["y"])]
+    graph = helper.make_graph(nodes, "fp16", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 3, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 5])],
+                              [numpy_helper.from_array((rng.standard_normal((8, 3, 3, 3)) * 0.2).astype("float16"), "w"),
+                               numpy_helper.from_array((rng.standard_normal((288, 5)) * 0.1).astype("float16"), "wm")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "h.onnx")
+    assert asight(["import", str(tmp_path / "h.onnx")]) == 0, capsys.readouterr().err
+    store = tmp_path / ".asight"
+    assert asight(["tune", str(tmp_path / "h_relax.py"), "--trials", "8", "--work-dir", str(store)]) == 0
+    assert "outputs differ" not in capsys.readouterr().out
+    check = RunStore(str(store)).get("latest").load().measurement["check"]
+    out = check["buffers"][0]
+    assert check["ok"] and out["dtype"] == "float16" and out["rtol"] == 0.01
+    from asight_lsp.worker.inputs import compare_outputs
+    ref = np.linspace(1, 2, 8)
+    near = ref * (1 + 3e-3)
+    assert compare_outputs(["a"], [ref.astype("float16")], [near.astype("float16")])["ok"]
+    assert not compare_outputs(["a"], [ref.astype("float32")], [near.astype("float32")])["ok"]
