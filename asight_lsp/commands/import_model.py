@@ -59,5 +59,12 @@ def run(args) -> int:
     print(f"wrote {out}  ({reply['lines']} lines; {reply['importer']})")
     print(f"      {reply['weights']}  ({reply['params']} weights, {reply['weight_bytes'] / 2**20:.1f} MiB)")
     print(f"inputs: {inputs}")
+    symbolic = [i for i in reply["inputs"] if any(isinstance(d, str) for d in i["shape"])]
+    if symbolic:     # tuning refuses them; say so now, with the command that fixes it
+        fix = " ".join(f"--shape {i['name']}=" + ",".join("1" if isinstance(d, str) else str(d) for d in i["shape"])
+                       for i in symbolic)
+        print(f"note:  {', '.join(i['name'] for i in symbolic)} has symbolic dimensions; tuning needs static shapes:")
+        print(f"next:  asight import {args.model} --force -o {out} {fix}   (your sizes in place of the 1s)")
+        return 0
     print(f"next:  asight tune {out} --trials 200   (then: asight profile / hotspots / code / export)")
     return 0

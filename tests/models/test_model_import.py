@@ -315,3 +315,20 @@ def test_a_float16_model_is_compared_at_half_precision(tmp_path, capsys):
     near = ref * (1 + 3e-3)
     assert compare_outputs(["a"], [ref.astype("float16")], [near.astype("float16")])["ok"]
     assert not compare_outputs(["a"], [ref.astype("float32")], [near.astype("float32")])["ok"]
+
+
+def test_a_symbolic_input_gets_the_shape_fix_at_import(tmp_path, capsys):
+    """An ONNX input with a named dimension imports, but tuning refuses it: the import says so and
+    prints the command that fixes it, not `asight tune` (which would fail)."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "d.onnx")
+    assert asight(["import", str(tmp_path / "d.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "x has symbolic dimensions" in out and "--shape x=1,8" in out and "asight tune" not in out
+    fixed = tmp_path / "fixed.py"
+    assert asight(["import", str(tmp_path / "d.onnx"), "-o", str(fixed), "--shape", "x=4,8"]) == 0
+    assert "inputs: x: float32[4, 8]" in capsys.readouterr().out
