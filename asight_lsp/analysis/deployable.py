@@ -73,7 +73,23 @@ def refusal_text(applied: dict, kernels: int | None = None) -> str:
                       "them: --allow-untuned (the library then runs slower than a fully tuned build)"])
 
 
-def export_verdict(record: dict, tuned_at_export: bool = False, tolerance: float = EXPORT_TOLERANCE) -> dict:
+def untuned_wins(measurement: dict | None) -> str | None:
+    """Why an export builds the *untuned* model, or None.  The run's headline measured the whole
+    tuned build slower than the untuned one (the speed-up's 95 % interval wholly below 1: a tiny
+    model whose layout transforms cost more than its kernels gained), so the tuned library would ship
+    slower than what TVM gives without tuning; the untuned build is exported instead, unless the user
+    asks for the tuned one (``--tuned``)."""
+    s = (measurement or {}).get("speedup") or {}
+    ci = s.get("ci") or []
+    if len(ci) != 2 or not s.get("estimate") or ci[1] >= 1:
+        return None
+    return (f"the run measured the tuned build {1 / s['estimate']:.2f}x slower than the untuned one (95% CI "
+            f"{1 / ci[1]:.2f}-{1 / ci[0]:.2f}x): exported the untuned build (TVM's default schedules, the model as "
+            "tvm.compile builds it) so the library is never slower than untuned; --tuned exports the tuned build")
+
+
+def export_verdict(record: dict, tuned_at_export: bool = False, tolerance: float = EXPORT_TOLERANCE,
+                   untuned: bool = False) -> dict:
     """The exported library vs the headline's build (``record["speedup"]`` = headline / library).
 
     ``ok`` unless the 95 % interval lies wholly outside ``1 ± tolerance``: the library is then
@@ -92,6 +108,9 @@ def export_verdict(record: dict, tuned_at_export: bool = False, tolerance: float
         if tuned_at_export:
             return {"ok": True, "direction": "faster",
                     "text": text + " (kernels tuned at export; the run's headline understates the library)"}
+        if untuned:
+            return {"ok": True, "direction": "faster",
+                    "text": text + " (the untuned build, exported because the run measured it faster)"}
         return {"ok": False, "direction": "faster", "text": text + " (unexpected: the headline is not of this build)"}
     return {"ok": True, "direction": "same", "text": f"as fast as the build the headline measured: {ci}; no "
                                                      f"difference beyond ±{tolerance * 100:.0f}% and the interval"}

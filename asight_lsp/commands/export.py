@@ -1,5 +1,6 @@
-"""``asight export FILE [--run R] -o model.so [--tune-missing N | --allow-untuned]``: the tuned model
-as a library a deployment loads, every kernel from the run's records, timed against the headline."""
+"""``asight export FILE [--run R] -o model.so [--tune-missing N | --allow-untuned] [--tuned]``: the tuned
+model as a library a deployment loads, every kernel from the run's records, timed against the headline
+(the untuned build when the run measured it faster, unless ``--tuned``)."""
 from __future__ import annotations
 
 import sys
@@ -15,6 +16,8 @@ def add_parser(sub):
                    help="tune the kernels without a record (N trials in all, with progress), then build")
     p.add_argument("--allow-untuned", action="store_true",
                    help="write the library even with kernels on TVM's default schedule (said loudly)")
+    p.add_argument("--tuned", action="store_true",
+                   help="export the tuned build even when the run measured the untuned one faster")
     p.add_argument("--no-measure", action="store_true",
                    help="do not time the library against the headline's build (not recommended)")
     return p
@@ -35,7 +38,8 @@ def run(args) -> int:
     with WorkerClient(args.python, default_timeout=3600) as worker:
         reply = export_model(args.file, args.output, args.run_ref, args.func, args.work_dir, worker,
                              tune_missing=args.tune_missing, allow_untuned=args.allow_untuned,
-                             on_event=None if args.json else progress, measure=not args.no_measure)
+                             on_event=None if args.json else progress, measure=not args.no_measure,
+                             tuned=args.tuned)
     if args.json:
         print_json(reply)
         return 0 if export_ok(reply) else 1
@@ -54,6 +58,8 @@ def print_written(reply: dict) -> None:
     from ..services.export import applied_text, measured_text
     print(f"wrote {reply['library']}  ({reply['bytes'] / 2**20:.1f} MiB, run {reply['run']}, {reply['target']})")
     print(f"  kernels: {applied_text(reply)}")
+    if reply.get("untuned_export"):
+        print(f"  note: {reply['untuned_export']}")
     if reply["applied"].get("missing"):
         print("  !!! UNTUNED kernels (TVM's default schedule, accepted with --allow-untuned):")
         for line in missing_lines(reply["applied"]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..analysis.deployable import export_verdict, headline_build, refusal_text
+from ..analysis.deployable import export_verdict, headline_build, refusal_text, untuned_wins
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..errors import AsightError
@@ -25,12 +25,15 @@ out = vm["{function}"]({names})"""
 
 def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
                  store_root: str | None = None, worker=None, text: str | None = None, *,
-                 tune_missing: int = 0, allow_untuned: bool = False, on_event=None, measure: bool = True) -> dict:
+                 tune_missing: int = 0, allow_untuned: bool = False, on_event=None, measure: bool = True,
+                 tuned: bool = False) -> dict:
     """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc).
 
     ``status``: ``refused`` (kernels without records; nothing written; ``message`` says which and
     what they cost), or ``written`` with ``check`` (outputs vs untuned) and ``measured`` (the
-    library timed against the headline's build in a separate worker, ``analysis/deployable``)."""
+    library timed against the headline's build in a separate worker, ``analysis/deployable``).
+    When the run measured the tuned build slower than the untuned one, the untuned build is written
+    (``untuned_export`` says why) unless ``tuned``."""
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
     if meta.state == "failed" and not found.records():
@@ -55,6 +58,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
               "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash")}
                            for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
+    why_untuned = None if tuned else untuned_wins(meta.measurement)
+    params["untuned"] = why_untuned is not None
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
     with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
@@ -66,6 +71,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)
+    if why_untuned:
+        reply["untuned_export"] = why_untuned
     if measure and params["chosen"] is not None:
         reply["measured"] = measure_library(params, meta, reply, on_event, getattr(worker, "python", None))
     return reply
@@ -86,7 +93,8 @@ def measure_library(params: dict, meta, reply: dict, on_event=None, python: str 
     request = {**params, "library": reply["library"], "headline_build": build}
     with trusted(python, 1800) as fresh:             # loading a library runs its code: not sandboxed
         record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)
-    record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")))
+    record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")),
+                                              untuned=bool(reply["applied"].get("untuned_build")))
     return record
 
 
@@ -105,6 +113,8 @@ def default_output(path: str) -> str:
 def applied_text(reply: dict) -> str:
     """``3 of 4 tuned kernels from run R's records`` (+ what was not applied, what folded away)."""
     applied = reply.get("applied") or {}
+    if applied.get("untuned_build"):
+        return f"none from run {reply.get('run')}'s records: the untuned build (TVM's default schedules)"
     text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
     if applied.get("tuned_at_export"):
         text += f" ({len(applied['tuned_at_export'])} tuned at export: {', '.join(applied['tuned_at_export'])})"

@@ -150,6 +150,9 @@ def export_model(params: dict, emit=None) -> dict:
     _relax_entry(parsed, fn)
     target = measuring_target(params.get("target"))
     mod, bound = deployable(parsed, fn, params.get("weights"))
+    if params.get("untuned"):      # the run measured the untuned build faster (analysis/deployable.untuned_wins)
+        applied = {"from_records": [], "kernels": None, "untuned_build": True}
+        return _written(params, fn, mod, target, tvm.compile(mod, target=target), applied, len(bound))
     database, chosen, extra, kept = _database(params)
     applied = kernels_applied(mod, database, target, chosen, extra, kept)
     # without the weights bound none may fit (the run's schedules pack bound weights): a refusal that
@@ -167,14 +170,25 @@ def export_model(params: dict, emit=None) -> dict:
     if emit:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
     executable = build_tuned(database, mod, target)
-    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
-    inputs = tensor_params(mod[fn], len(mod[fn].params))
-    reply = {"target": str(target), "applied": applied, "bound_weights": len(bound), "inputs": inputs, "function": fn,
-             "tuned_missing": tuned_missing}
     if applied["missing"]:
+        arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
         applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
         if not params.get("allow_untuned"):
-            return {**reply, "status": "refused", "library": None}
+            return {**_reply(fn, mod, target, applied, len(bound)), "tuned_missing": tuned_missing,
+                    "status": "refused", "library": None}
+    return {**_written(params, fn, mod, target, executable, applied, len(bound)), "tuned_missing": tuned_missing}
+
+
+def _reply(fn: str, mod, target, applied: dict, bound: int) -> dict:
+    return {"target": str(target), "applied": applied, "bound_weights": bound, "function": fn,
+            "inputs": tensor_params(mod[fn], len(mod[fn].params)), "tuned_missing": None}
+
+
+def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int) -> dict:
+    """``executable`` written to ``params["out"]``, loaded back and its outputs compared with the
+    untuned build's on the same seeded inputs."""
+    reply = _reply(fn, mod, target, applied, bound)
+    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     out = params["out"]
     executable.export_library(out)
     loaded = relax.VirtualMachine(tvm.runtime.load_module(out), tvm.cpu(0))

@@ -139,3 +139,30 @@ def test_a_forced_mismatch_is_refused_without_allow_untuned(encoder, tmp_path):
         assert "UNTUNED" not in tuned.stdout, tuned.stdout
     finally:
         weights.write_bytes(original)
+
+
+def test_a_run_measured_slower_than_untuned_exports_the_untuned_build(resnet, tmp_path):
+    """A run whose headline measured the whole tuned build slower than the untuned one (a tiny model's
+    layout transforms can cost more than its kernels gain): the export writes the untuned build and
+    says why, so the library is never slower than untuned; ``--tuned`` writes the tuned one anyway.
+    (The record's speed-up is rewritten to "slower": this model's tuned build is in fact faster.)"""
+    import json
+    from asight_lsp.store.runs import RunStore
+    script, meta = resnet
+    record = RunStore(str(script.parent / "store")).get(meta.id).path / "run.json"
+    original = record.read_text()
+    data = json.loads(original)
+    data["measurement"]["speedup"] = {**data["measurement"]["speedup"], "estimate": 0.58, "ci": [0.47, 0.65]}
+    record.write_text(json.dumps(data))
+    try:
+        plain = _export(script, tmp_path / "untuned.so", "--no-measure")   # the record is faked: timing it would not agree
+        assert plain.returncode == 0, plain.stderr
+        assert "kernels: none from run" in plain.stdout and "the untuned build (TVM's default schedules)" in plain.stdout
+        assert "note: the run measured the tuned build 1.72x slower than the untuned one (95% CI 1.54-2.13x)" in plain.stdout
+        assert "outputs vs the untuned build: match" in plain.stdout
+        reply = json.loads(_export(script, tmp_path / "untuned2.so", "--json", "--no-measure").stdout)
+        assert reply["applied"]["untuned_build"] and reply["applied"]["from_records"] == []
+        forced = json.loads(_export(script, tmp_path / "tuned.so", "--tuned", "--json", "--no-measure").stdout)
+        assert forced["applied"]["from_records"] and "untuned_export" not in forced
+    finally:
+        record.write_text(original)

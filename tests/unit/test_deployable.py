@@ -98,3 +98,16 @@ def test_a_short_tune_missing_is_said_in_the_summary_and_a_full_one_is_not():
     assert export_summary(reply).endswith(f"({text})")
     full = {**reply, "tuned_missing": {"kernels": ["fused_concatenate"], "trials": 6, "shortfall": None}}
     assert tuned_missing_text(full) == "" and tuned_missing_text({}) == ""
+
+
+def test_the_untuned_build_is_exported_only_when_measured_faster():
+    from asight_lsp.analysis.deployable import untuned_wins
+    slower = {"speedup": {"estimate": 0.58, "ci": [0.47, 0.65]}}
+    why = untuned_wins(slower)
+    assert why.startswith("the run measured the tuned build 1.72x slower than the untuned one (95% CI 1.54-2.13x)")
+    assert "--tuned" in why
+    assert untuned_wins({"speedup": {"estimate": 0.9, "ci": [0.8, 1.02]}}) is None     # not measurably slower
+    assert untuned_wins({"speedup": {"estimate": 41.0, "ci": [40.0, 42.0]}}) is None
+    assert untuned_wins(None) is None and untuned_wins({}) is None
+    assert export_verdict({"speedup": {"estimate": 1.6, "ci": [1.5, 1.7]}}, untuned=True)["ok"]
+    assert not export_verdict({"speedup": {"estimate": 1.6, "ci": [1.5, 1.7]}})["ok"]   # unexpected otherwise
