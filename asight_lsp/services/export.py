@@ -175,6 +175,7 @@ def export_summary(reply: dict) -> str:
     outputs = "outputs match the untuned build" if check.get("ok") else "outputs DIFFER from the untuned build"
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
+        (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
         (f" · {measured}" if measured else "") + (f" · {short}" if short else "")
 
 
