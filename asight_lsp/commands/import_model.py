@@ -31,6 +31,8 @@ def parse_shapes(items: list[str]) -> dict[str, list[int]]:
             raise AsightError(f"--shape {item!r}: expected NAME=D,D,... with integer dimensions") from None
         if not name.strip() or not shapes[name.strip()]:
             raise AsightError(f"--shape {item!r}: expected NAME=D,D,...")
+        if any(d < 1 for d in shapes[name.strip()]):
+            raise AsightError(f"--shape {item!r}: every dimension must be 1 or more (tuning needs static sizes)")
     return shapes
 
 
@@ -47,6 +49,8 @@ def run(args) -> int:
     if not os.path.isfile(args.model):
         raise AsightError(f"no such file: {args.model}")
     out = output_path(args.model, args.output)
+    if os.path.abspath(out) == os.path.abspath(args.model):
+        raise AsightError(f"-o {out} is the model itself; name another file for the TVMScript")
     if os.path.exists(out) and not args.force:
         raise AsightError(f"{out} exists (use --force to overwrite, or -o another file)")
     params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}

@@ -274,7 +274,8 @@ def require_static_inputs(func) -> None:
         if values is not None and not all(isinstance(v, tvm.tirx.IntImm) for v in values):
             dims = ", ".join(str(int(v)) if isinstance(v, tvm.tirx.IntImm) else str(v) for v in values)
             raise ValueError(f"input '{name}' has a symbolic shape ({dims}); tuning needs static shapes: "
-                             f"re-import with --shape {name}=<sizes> (e.g. 1,3,224,224), or write the sizes in")
+                             f"re-import with --shape {name}=<sizes> (e.g. 1,3,224,224), or write the sizes in the "
+                             f"function's signature")
 
 
 def heaviest_first(tasks: list[Task]) -> list[Task]:

@@ -34,8 +34,31 @@ def _import(path: str, shapes: dict | None):
         model = load(path)
     except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
         raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
+    check_shapes(model, shapes or {})
     return from_onnx(weights_not_inputs(model), shape_dict=shapes or None, keep_params_in_input=True), \
         "relax.frontend.onnx.from_onnx"
+
+
+def check_shapes(model, shapes: dict) -> None:
+    """``--shape`` names an input of the model, with its rank, and changes only symbolic dimensions
+    (TVM's importer ignored an unknown name and overrode a static size without a word)."""
+    weights = {init.name for init in model.graph.initializer}
+    inputs = {i.name: i for i in model.graph.input if i.name not in weights}
+    for name, dims in shapes.items():
+        if name not in inputs:
+            raise ValueError(f"--shape {name}=...: the model has no input named {name!r} "
+                             f"(its inputs: {', '.join(inputs) or 'none'})")
+        declared = [(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?"))
+                    for d in inputs[name].type.tensor_type.shape.dim]
+        if declared and len(declared) != len(dims):
+            raise ValueError(f"--shape {name}={','.join(map(str, dims))}: the input has {len(declared)} dimensions "
+                             f"({declared})")
+        fixed = [(k, want, have) for k, (want, have) in enumerate(zip(dims, declared)) if isinstance(have, int)
+                 and have > 0 and have != want]
+        if fixed:
+            k, want, have = fixed[0]
+            raise ValueError(f"--shape {name}={','.join(map(str, dims))}: dimension {k} of {name} is fixed at {have} "
+                             f"in the model, not {want} (--shape sets symbolic dimensions only)")
 
 
 def weights_not_inputs(model):
@@ -92,6 +115,13 @@ def _static(dim) -> bool:
         return False
 
 
+def comment_safe(name: str) -> str:
+    """``name`` as it may stand inside a one-line ``#`` comment: a file name with a line break (or any
+    control character) would otherwise end the comment and put the rest of the name in the file as a
+    live Python statement."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def import_model(params: dict, emit=None) -> dict:
     """Import ``params["model"]`` into ``params["out"]`` (+ weights beside); see the module docstring."""
     model, out = params["model"], params["out"]
@@ -104,8 +134,8 @@ def import_model(params: dict, emit=None) -> dict:
     root, _ = os.path.splitext(out)
     weights_path = root + wire.WEIGHTS_SUFFIX
     np.savez(weights_path, **weights)
-    header = HEADER.format(model=os.path.basename(model), tvm=tvm.__version__, importer=importer,
-                           weights=os.path.basename(weights_path), num_input=num_input)
+    header = HEADER.format(model=comment_safe(os.path.basename(model)), tvm=tvm.__version__, importer=importer,
+                           weights=comment_safe(os.path.basename(weights_path)), num_input=num_input)
     text = header + script
     with open(out, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -22,18 +22,42 @@ def load_weights(path: str | None) -> dict[str, np.ndarray]:
     """The arrays of a weights file (``.npz`` written by ``asight import``; no pickles)."""
     if not path:
         return {}
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError) as err:     # not an .npz, or one holding pickled objects
+        raise ValueError(f"the weights file {path} is not a readable .npz of arrays "
+                         f"({str(err).splitlines()[0][:120]})") from None
 
 
 def bind_weights(mod, fn: str, weights_path: str | None) -> tuple[object, list[str]]:
-    """``mod`` with the weights file's arrays bound as constants (by parameter name); the names bound."""
+    """``mod`` with the weights file's arrays bound as constants (by parameter name); the names bound.
+    An array whose shape or dtype is not its parameter's is refused (bound, it would silently build
+    another model: a 5x5 kernel where the file declares 3x3)."""
     weights = load_weights(weights_path)
     names = [p.name for p in mod[fn].params if p.name in weights]
     if not names:
         return mod, []
+    for param in mod[fn].params:
+        if param.name in weights:
+            check_weight(param, weights[param.name], weights_path)
     bound = relax.transform.BindParams(fn, {n: tvm.runtime.tensor(weights[n]) for n in names})(mod)
     return bound, names
+
+
+def check_weight(param, array: np.ndarray, path: str | None) -> None:
+    """``array`` has the static shape and dtype the Relax parameter declares (a ValueError naming both)."""
+    info = getattr(param, "ty", None) or getattr(param, "struct_info", None)
+    values = getattr(getattr(info, "shape", None), "values", None)
+    want_dtype = str(getattr(info, "dtype", "") or "")
+    if values is not None and all(isinstance(v, tvm.tirx.IntImm) for v in values):
+        want = tuple(int(v) for v in values)
+        if tuple(array.shape) != want:
+            raise ValueError(f"weight {param.name!r} in {path} has shape {tuple(array.shape)}, but the model "
+                             f"declares {want}; re-import the model or fix the weights file")
+    if want_dtype and want_dtype != "void" and str(array.dtype) != want_dtype:
+        raise ValueError(f"weight {param.name!r} in {path} is {array.dtype}, but the model declares "
+                         f"{want_dtype}; re-import the model or fix the weights file")
 
 
 def deployable(parsed, fn: str | None, weights_path: str | None) -> tuple[object, list[str]]:
@@ -54,8 +78,9 @@ def legalize(mod, target, convert: bool = True):
     CPU the convolutions first converted to channels-last (``converted``) unless ``convert`` is
     False (the untuned build: the model as ``tvm.compile`` builds it)."""
     mod = converted(mod, target) if convert else mod
-    return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target),
-                                     relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
+    with target:      # the dispatch passes look the target up (sort, scan: TopK, CumSum, argsort)
+        return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target),
+                                         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
 
 
 # Operators whose lowering (LegalizeOps, TOPI) takes only the layout they came in: ConvertLayout would

@@ -109,5 +109,15 @@ def test_the_untuned_build_is_exported_only_when_measured_faster():
     assert untuned_wins({"speedup": {"estimate": 0.9, "ci": [0.8, 1.02]}}) is None     # not measurably slower
     assert untuned_wins({"speedup": {"estimate": 41.0, "ci": [40.0, 42.0]}}) is None
     assert untuned_wins(None) is None and untuned_wins({}) is None
+    assert untuned_wins({**slower, "load": {"busy": True}}) is None                    # one noisy headline is not enough
     assert export_verdict({"speedup": {"estimate": 1.6, "ci": [1.5, 1.7]}}, untuned=True)["ok"]
     assert not export_verdict({"speedup": {"estimate": 1.6, "ci": [1.5, 1.7]}})["ok"]   # unexpected otherwise
+
+
+def test_a_model_without_weights_is_never_stale():
+    """A model with no weights: its import writes an empty weights file, the run binds nothing and
+    records no digest; "the weights file changed since tuning, re-tune" was printed forever."""
+    none_bound = {"deployable": True, "weights": None, "bound": 0, "weights_digest": None}
+    assert headline_build(none_bound, "e3b0c442") == {"deployable": True, "stale": False,
+                                                      "text": "deployable build (no weights file to bind)"}
+    assert headline_build({**none_bound, "bound": 2, "weights_digest": "abc"}, "e3b0c442")["stale"]

@@ -13,6 +13,7 @@ real tuning job on the tiny imported ResNet, and the trial reserve that keeps ev
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -290,3 +291,20 @@ def test_a_transposed_convolution_after_a_converted_one_keeps_its_layout(tmp_pat
     plain = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())["main"](x).numpy()
     lowered = relax.VirtualMachine(tvm.compile(legalize(mod, target), target=target), tvm.cpu())["main"](x).numpy()
     np.testing.assert_allclose(lowered, plain, rtol=1e-4, atol=1e-4)
+
+
+def test_a_weight_of_another_shape_or_dtype_is_refused(tmp_path):
+    """A weights file whose array is not its parameter's shape (or dtype) built another model without
+    a word (a 5x5 kernel where the file declares 3x3); it is refused, naming both."""
+    from asight_lsp.worker.compat import parse_script
+    from asight_lsp.worker.relax_pipeline import deployable
+    rng = np.random.default_rng(0)
+    good = {"w": rng.standard_normal((4, 3, 3, 3)).astype("float32"), "wt": rng.standard_normal((4, 2, 2, 2)).astype("float32")}
+    for name, bad, words in (("shape", {**good, "w": np.zeros((4, 3, 5, 5), "float32")}, "has shape (4, 3, 5, 5), but the model declares (4, 3, 3, 3)"),
+                             ("dtype", {**good, "wt": good["wt"].astype("float64")}, "'wt' in")):
+        np.savez(tmp_path / f"{name}.npz", **bad)
+        with pytest.raises(ValueError, match=re.escape(words)):
+            deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / f"{name}.npz"))
+    (tmp_path / "text.npz").write_text("not an npz")
+    with pytest.raises(ValueError, match="is not a readable .npz of arrays"):
+        deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / "text.npz"))
