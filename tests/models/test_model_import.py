@@ -332,3 +332,31 @@ def test_a_symbolic_input_gets_the_shape_fix_at_import(tmp_path, capsys):
     fixed = tmp_path / "fixed.py"
     assert asight(["import", str(tmp_path / "d.onnx"), "-o", str(fixed), "--shape", "x=4,8"]) == 0
     assert "inputs: x: float32[4, 8]" in capsys.readouterr().out
+
+
+def test_shape_and_output_mistakes_are_refused_and_odd_names_stay_comments(tmp_path, capsys):
+    """Found by an outside tester: --shape for an input the model lacks, of another rank, over a fixed
+    size, or with a size below 1 went through; `-o` naming the model replaced it; a model file whose
+    name held a line break put a live statement into the header comment."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])])
+    model = tmp_path / "d.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    for shape, words in (("y=1,8", "the model has no input named 'y' (its inputs: x)"),
+                         ("x=1,8,1", "the input has 2 dimensions"),
+                         ("x=1,9", "dimension 1 of x is fixed at 8 in the model, not 9"),
+                         ("x=0,8", "every dimension must be 1 or more")):
+        assert asight(["import", str(model), "-o", str(tmp_path / "o.py"), "--force", "--shape", shape]) == 2
+        assert words in capsys.readouterr().err, shape
+    assert not (tmp_path / "o.py").exists()
+    assert asight(["import", str(model), "-o", str(model), "--force"]) == 2
+    assert "is the model itself" in capsys.readouterr().err and model.read_bytes()[:2] != b"# "
+    odd = tmp_path / "m\nimport os; os.system('touch PWNED')\n.onnx"
+    odd.write_bytes(model.read_bytes())
+    assert asight(["import", str(odd), "-o", str(tmp_path / "odd.py"), "--shape", "x=1,8"]) == 0, capsys.readouterr().err
+    head = (tmp_path / "odd.py").read_text().split("@I.ir_module")[0]
+    assert all(line.startswith(("#", "from ", "import ")) or not line.strip() for line in head.splitlines())
+    assert "import os; os.system" not in [line.strip() for line in head.splitlines()]
