@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import AsightError
+from ..tvmscript.pysource import read_bounded
 
 
 def read_source(path: str) -> bytes:
@@ -16,7 +17,9 @@ def read_source(path: str) -> bytes:
     if file.is_dir():
         raise AsightError(f"{path} is a directory, not a TVMScript file")
     try:
-        return file.read_bytes()
+        return read_bounded(path)
+    except ValueError as err:
+        raise AsightError(f"{path} is {err}") from None
     except OSError as err:
         raise AsightError(f"cannot read {path}: {err.strerror}") from None
 

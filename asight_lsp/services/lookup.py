@@ -13,7 +13,7 @@ from ..errors import AsightError
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
-from ..tvmscript.pysource import decode_source
+from ..tvmscript.pysource import decode_source, read_bounded
 from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
 
@@ -94,6 +94,8 @@ def read_text(path: str) -> str:
     if not file.is_file():
         raise AsightError(f"no such file: {path}" if not file.exists() else f"{path} is not a file")
     try:
-        return decode_source(file.read_bytes())
+        return decode_source(read_bounded(path))
+    except ValueError as err:
+        raise AsightError(f"{path} is {err}") from None
     except OSError as err:
         raise AsightError(f"cannot read {path}: {err.strerror}") from None

@@ -226,7 +226,7 @@ def _refusal(text: str, lines: list[str]) -> dict | None:
     """The one diagnostic of a file not outlined at all (too large, binary)."""
     if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
         return {"range": line_range(lines, 0), "severity": "error", "source": "asight",
-                "message": f"file too large to analyse ({len(text) / 1e6:.1f} MB > {MAX_FILE_BYTES / 1e6:.1f} MB)"}
+                "message": f"file too large to analyse (over {MAX_FILE_BYTES / 1e6:.1f} MB)"}
     if "\x00" in text:
         line = len(source_lines(text[:text.index("\x00")] + ".")) - 1
         return {"range": line_range(lines, line), "severity": "error", "source": "python",

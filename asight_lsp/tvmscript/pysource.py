@@ -14,6 +14,25 @@ from .ranges import line_range, make_range
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
+
+def read_bounded(path: str) -> bytes:
+    """A source file's bytes, at most ``MAX_FILE_BYTES + 1`` of them (more is "too large" anyway).
+
+    Only a regular file is read: a symlink to /dev/zero or /dev/urandom was read without end (22 GB,
+    OOM-killed), a FIFO blocked ``open`` for good, and a 3 GB sparse file was read whole before the
+    limit applied.  The FIFO is opened non-blocking so that ``open`` itself returns; raises
+    ``IsADirectoryError`` / ``ValueError`` (not a regular file) / ``OSError``."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise ValueError("not a regular file (a device, FIFO or socket)")
+        return handle.read(MAX_FILE_BYTES + 1)
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
