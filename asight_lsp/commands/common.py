@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from ..errors import AsightError
-from ..tvmscript.pysource import read_bounded
 
 
 def read_source(path: str) -> bytes:
@@ -16,12 +15,8 @@ def read_source(path: str) -> bytes:
         raise AsightError(f"no such file: {path}")
     if file.is_dir():
         raise AsightError(f"{path} is a directory, not a TVMScript file")
-    try:
-        return read_bounded(path)
-    except ValueError as err:
-        raise AsightError(f"{path} is {err}") from None
-    except OSError as err:
-        raise AsightError(f"cannot read {path}: {err.strerror}") from None
+    from ..services.lookup import read_bytes
+    return read_bytes(path)
 
 
 def add_file_run_options(p, what: str) -> None:

@@ -93,8 +93,13 @@ def read_text(path: str) -> str:
     file = Path(path)
     if not file.is_file():
         raise AsightError(f"no such file: {path}" if not file.exists() else f"{path} is not a file")
+    return decode_source(read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
+    """A source file's bytes, bounded (``pysource.read_bounded``), or a one-line error."""
     try:
-        return decode_source(read_bounded(path))
+        return read_bounded(path)
     except ValueError as err:
         raise AsightError(f"{path} is {err}") from None
     except OSError as err:
