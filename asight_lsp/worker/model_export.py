@@ -152,7 +152,8 @@ def export_model(params: dict, emit=None) -> dict:
     mod, bound = deployable(parsed, fn, params.get("weights"))
     if params.get("untuned"):      # the run measured the untuned build faster (analysis/deployable.untuned_wins)
         applied = {"from_records": [], "kernels": None, "untuned_build": True}
-        return _written(params, fn, mod, target, tvm.compile(mod, target=target), applied, len(bound))
+        untuned = tvm.compile(mod, target=target)
+        return _written(params, fn, mod, target, untuned, applied, len(bound), reference=untuned)
     database, chosen, extra, kept = _database(params)
     applied = kernels_applied(mod, database, target, chosen, extra, kept)
     # without the weights bound none may fit (the run's schedules pack bound weights): a refusal that
@@ -184,15 +185,15 @@ def _reply(fn: str, mod, target, applied: dict, bound: int) -> dict:
             "inputs": tensor_params(mod[fn], len(mod[fn].params)), "tuned_missing": None}
 
 
-def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int) -> dict:
+def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int, reference=None) -> dict:
     """``executable`` written to ``params["out"]``, loaded back and its outputs compared with the
-    untuned build's on the same seeded inputs."""
+    untuned build's (``reference``, else compiled here) on the same seeded inputs."""
     reply = _reply(fn, mod, target, applied, bound)
     arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     out = params["out"]
     executable.export_library(out)
     loaded = relax.VirtualMachine(tvm.runtime.load_module(out), tvm.cpu(0))
-    reference = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu(0))
+    reference = relax.VirtualMachine(reference or tvm.compile(mod, target=target), tvm.cpu(0))
     outputs = [flatten(vm[fn](*[tvm.runtime.tensor(a.copy()) for a in arrays])) for vm in (reference, loaded)]
     check = compare_outputs([f"output{i}" for i in range(len(outputs[0]))], outputs[0], outputs[1])
     return {**reply, "status": "written", "library": out, "bytes": os.path.getsize(out), "check": check}
