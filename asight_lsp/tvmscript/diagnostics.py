@@ -110,7 +110,8 @@ def problem_to_diagnostic(problem: dict, unit: Unit | None, lines: list[str]) ->
             line, col = unit.start_line, 0  # TVM placed it outside the unit (1:1 for the whole module)
         end_col = problem.get("end_col")
         rng = make_range(line, col, line, end_col - 1) if end_col and end_col - 1 > col else line_range(lines, line, col)
-    return {"range": rng, "severity": "error", "source": source, "message": problem["message"]}
+    severity = "warning" if problem.get("severity") == "warning" else "error"
+    return {"range": rng, "severity": severity, "source": source, "message": problem["message"]}
 
 
 _QUOTED_BLOCK = re.compile(r'block "([^"]+)"')

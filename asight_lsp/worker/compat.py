@@ -76,6 +76,16 @@ def define_macros(env: dict, macros: list) -> None:
             raise ValueError(f"macro {name!r} was not defined")
 
 
+def save_ir(obj) -> str:
+    """A parsed unit (PrimFunc, IRModule, Relax function) as TVM's JSON (data: no code)."""
+    return tvm.ir.save_json(obj)
+
+
+def load_ir(json_text: str):
+    """The object ``save_ir`` wrote."""
+    return tvm.ir.load_json(json_text)
+
+
 def load_metadata(json_text: str):
     """The objects of a printed metadata section (its JSON already checked to hold IR data only)."""
     return tvm.ir.load_json(json_text)
@@ -126,11 +136,11 @@ def import_tensor_intrin() -> None:
     import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (registered even where the package is stubbed)
 
 
-def builder_job(f_build, item) -> tuple:
+def builder_job(f_build, item, f_export=None) -> tuple:
     """``(function, args)`` that builds one ``BuilderInput`` in a pool worker exactly as MetaSchedule's
     ``LocalBuilder`` does (its worker function and parameter serialisation are private in 0.27)."""
     from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
-    return _worker_func, (f_build, None, item.mod, item.target, _serialize_params(item.params))
+    return _worker_func, (f_build, f_export, item.mod, item.target, _serialize_params(item.params))
 
 
 def onnx_importer():

@@ -28,7 +28,7 @@ from .compat import ms, normalize_mod, s_tir, stmt_children, stub_tensor_intrin,
 from .harness import LoadWatch
 from .host import host_info
 from .inputs import DEFAULT_ATOL, DEFAULT_RTOL
-from .parse import parse_request
+from .parse import parse_request, parse_to_run
 from .programs import (SOURCE_FLOPS, estimate_flops, first_line, is_relax, measuring_target, optional_step,
                        prim_funcs, target_label)
 from .records import (apply_record, best_record, chosen_database, fresh_copy, read_trials, record_info,
@@ -166,7 +166,7 @@ def profile(params: dict, emit=None) -> dict:
     """Profile one function or unit; see the module docstring for what is measured."""
     started = time.perf_counter()
     watch = LoadWatch()   # the load of the whole profile: its per-stage / per-call times are measured too
-    parsed = parse_request(params)
+    parsed = parse_to_run(params)
     target = measuring_target(params.get("target"))
     run_dir, chosen = params.get("run_dir"), params.get("chosen")
     db = run_database(run_dir)

@@ -27,7 +27,7 @@ from .compat import ms, relax, tvm, tvm_ffi
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs
 from .model_import import tensor_params
-from .parse import parse_request
+from .parse import parse_to_run
 from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
 from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
@@ -146,7 +146,7 @@ def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> 
 def export_model(params: dict, emit=None) -> dict:
     """Build, refuse or write, reload and check; see the module docstring."""
     fn = params.get("function") or "main"
-    parsed = parse_request(params)
+    parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
     target = measuring_target(params.get("target"))
     mod, bound = deployable(parsed, fn, params.get("weights"))
@@ -212,7 +212,7 @@ def measure_export(params: dict, emit=None) -> dict:
     harness (``harness.time_rounds``), same inputs, outputs compared; a measurement record whose
     ``speedup`` is headline build / library."""
     fn = params.get("function") or "main"
-    parsed = parse_request(params)
+    parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
     target = measuring_target(params.get("target"))
     weights = params.get("weights")

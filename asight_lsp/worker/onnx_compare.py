@@ -25,7 +25,7 @@ from .harness import quiesce
 from .inputs import tolerance
 from .model_export import _database
 from .relax_pipeline import build_tuned, deployable
-from .parse import parse_request
+from .parse import parse_to_run
 from .programs import measuring_target
 from .remeasure import flatten
 
@@ -55,7 +55,7 @@ def _inputs(session, seed: int) -> list[tuple[str, np.ndarray]]:
 
 
 def _tuned_vm(params: dict, fn: str):
-    parsed = parse_request(params)
+    parsed = parse_to_run(params)
     target = measuring_target(params.get("target"))
     mod, _ = deployable(parsed, fn, params.get("weights"))     # as asight export builds it
     database = _database(params)[0]

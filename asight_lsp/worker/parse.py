@@ -10,11 +10,12 @@ import re
 import time
 from collections import OrderedDict
 
+from ..analysis.native_calls import calls_in_ir_json, describe, refusal_message, refused
 from ..engine import wire
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
 from ..tvmscript.safety import MACRO_PREFIX
 from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
-from .compat import DiagnosticError, load_metadata, parse_script, relax, tirx
+from .compat import DiagnosticError, load_ir, load_metadata, parse_script, relax, save_ir, tirx
 from . import sandbox
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
@@ -22,6 +23,8 @@ CARETS = re.compile(r"^\s*\|\s(?P<pad>\s*)(?P<carets>\^+)\s*$", re.M)
 _CACHE: "OrderedDict[str, object]" = OrderedDict()
 _CACHE_SIZE = 1024
 _METADATA: dict = {}  # metadata code -> loaded objects (a few printed models at most)
+_PARSER = None        # the sandboxed worker that parses for a process without the sandbox
+PARSE_TIMEOUT_S = 600.0
 
 
 def mask_text(lines: list[str], start: int, end: int) -> str:
@@ -36,27 +39,96 @@ def parse_request(params: dict):
                       params.get("aliases") or {})
 
 
+def parse_to_run(params: dict):
+    """``parse_request`` for a request that builds and runs the unit (profile, export, compare): a
+    program that calls native code by name is refused first (``require_no_native_calls``)."""
+    parsed = parse_request(params)
+    require_no_native_calls(parsed)
+    return parsed
+
+
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
     """The parsed PrimFunc/IRModule of one unit (cached by position, text, constants and aliases).
 
-    As TVM's own decorators would: ``check_well_formed=False`` in the unit's decorator is honoured;
-    a printed module's ``metadata`` is loaded from the file's metadata section, and without one the
-    ``"params"`` entries of ``func_attr`` that hold only metadata references are blanked."""
+    Only a sandboxed worker evaluates the text (docs/sandbox.md): anywhere else (the tuning job, a
+    trusted worker that links or profiles) the unit is parsed by a sandboxed worker and comes back
+    as TVM's JSON (``parse_in_sandbox``).  What builds and runs a unit refuses native calls by name
+    (``parse_to_run``, the tuning job)."""
     body = "\n".join(lines[unit["start_line"]:unit["end_line"] + 1])
     key = hashlib.sha1(repr((unit["start_line"], body, sorted(constants.items()),
                              sorted(aliases.items()))).encode()).hexdigest()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    metadata = _metadata(lines, aliases.get(METADATA, ""))
-    text = body if metadata is not None else blank_metadata_params(body)
-    parsed = parse_script("\n" * unit["start_line"] + text, constants, aliases,
-                          check_well_formed=_check_well_formed(body), metadata=metadata,
-                          macros=module_macros(lines, aliases))
+    parsed = parse_here(lines, unit, body, constants, aliases) if sandbox.STATUS.active \
+        else parse_in_sandbox(lines, unit, constants, aliases)
     _CACHE[key] = parsed
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return parsed
+
+
+def parse_here(lines: list[str], unit: dict, body: str, constants: dict, aliases: dict):
+    """Parse in this process, as TVM's own decorators would: ``check_well_formed=False`` in the
+    unit's decorator is honoured; a printed module's ``metadata`` is loaded from the file's metadata
+    section, and without one the ``"params"`` entries of ``func_attr`` that hold only metadata
+    references are blanked."""
+    metadata = _metadata(lines, aliases.get(METADATA, ""))
+    text = body if metadata is not None else blank_metadata_params(body)
+    return parse_script("\n" * unit["start_line"] + text, constants, aliases,
+                        check_well_formed=_check_well_formed(body), metadata=metadata,
+                        macros=module_macros(lines, aliases))
+
+
+class SandboxedParseError(Exception):
+    """The sandboxed worker could not parse the unit; ``str`` is TVM's text (``error_to_problem`` reads it)."""
+
+
+class NativeCallRefused(ValueError):
+    """The unit calls native code by name (``analysis/native_calls.py``); one line."""
+
+
+def sandboxed_worker():
+    """This process's sandboxed worker (started on first use; it dies with this process)."""
+    global _PARSER
+    from ..engine.client import WorkerClient
+    if _PARSER is None:
+        _PARSER = WorkerClient(default_timeout=PARSE_TIMEOUT_S)
+    return _PARSER
+
+
+def parse_in_sandbox(lines: list[str], unit: dict, constants: dict, aliases: dict):
+    """The unit parsed by a sandboxed worker (started once per process), loaded from TVM's JSON."""
+    reply = sandboxed_worker().request(wire.PARSE_IR, {"text": "\n".join(lines), "unit": unit, "constants": constants,
+                                            "aliases": aliases})
+    if "problem" in reply:
+        raise SandboxedParseError(reply["problem"].get("text") or reply["problem"]["message"])
+    return load_ir(reply["json"])
+
+
+def require_no_native_calls(parsed) -> None:
+    """Refuse a program that calls a native function by a name not allowed (``NativeCallRefused``).
+    The JSON read is TVM's own, of the loaded object (not the text received)."""
+    calls = calls_in_ir_json(save_ir(parsed))
+    message = refusal_message(calls)
+    if message:
+        line = next((line for op, symbol, line in refused(calls) if line), None)
+        where = f"\n --> <unit>:{line}:1" if line else ""    # where error_to_problem places it
+        raise NativeCallRefused(message + where)
+
+
+def parse_ir(params: dict, emit=None) -> dict:
+    """The sandboxed worker's half of ``parse_in_sandbox``: the unit as TVM's JSON, or the problem."""
+    if not sandbox.STATUS.active:
+        raise RuntimeError("parse_ir is answered only by a sandboxed worker")
+    try:
+        parsed = parse_request(params)
+    except (DiagnosticError, SyntaxError, RuntimeError, ValueError, TypeError, AttributeError,
+            KeyError, IndexError, RecursionError) as err:
+        problem = error_to_problem(err)
+        problem["message"] = sandbox.memory_message(err) or problem["message"]
+        return {"problem": {**problem, "text": (sandbox.memory_message(err) or str(err))[:20000]}}
+    return {"json": save_ir(parsed)}
 
 
 def module_macros(lines: list[str], aliases: dict) -> list[tuple[str, str, str]]:
@@ -95,6 +167,22 @@ def _metadata(lines: list[str], code: str):
         while len(_METADATA) > 4:
             _METADATA.pop(next(iter(_METADATA)))
     return _METADATA[code]
+
+
+def native_call_warnings(parsed, unit: dict, lines: list[str]) -> list[dict]:
+    """A warning at each call by a name that tuning, profiling and export refuse (at the name's column
+    when the line shows it; ``analysis/native_calls.py``)."""
+    warnings = []
+    for op, symbol, line in refused(calls_in_ir_json(save_ir(parsed))):
+        text = lines[line - 1] if line and 0 < line <= len(lines) else ""
+        col = text.find(f'"{symbol}"') if symbol else -1
+        col = col if col >= 0 else text.find(f"'{symbol}'") if symbol else -1
+        warnings.append({"unit": unit["name"], "line": line or unit["start_line"] + 1, "col": max(col, 0) + 1,
+                         "end_col": col + len(symbol) + 3 if col >= 0 and symbol else None, "kind": "native_call",
+                         "severity": "warning",
+                         "message": f"calls {describe(op, symbol)}: tuning, profiling and export refuse a program "
+                                    "that calls native code by name (docs/sandbox.md)"})
+    return warnings
 
 
 def error_to_problem(err: BaseException) -> dict:
@@ -136,6 +224,7 @@ def check(params: dict, emit=None) -> dict:
         try:
             parsed = parse_unit(lines, unit, constants, aliases)
             units[unit["name"]] = {"ok": True, "functions": function_names(parsed)}
+            problems.extend(native_call_warnings(parsed, unit, lines))
         except (DiagnosticError, SyntaxError, RuntimeError, ValueError, TypeError, AttributeError,
                 KeyError, IndexError, RecursionError) as err:
             problem = error_to_problem(err)
@@ -147,4 +236,4 @@ def check(params: dict, emit=None) -> dict:
     return {"problems": problems, "units": units}
 
 
-HANDLERS = {wire.CHECK: check}
+HANDLERS = {wire.CHECK: check, wire.PARSE_IR: parse_ir}
