@@ -24,6 +24,7 @@ from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKi
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .inputs import runner_arguments
+from .sandbox import contain_runner, limit_memory
 from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
 from .relax_pipeline import fuse, is_reshape
@@ -34,6 +35,15 @@ GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
 
 
 # --------------------------------------------------------------------------- build / run
+
+
+def export_shared(mod) -> str:
+    """The builder's export: a shared library the runner only ``dlopen``s (MetaSchedule's default, a
+    tar, makes the runner run the linker, which its sandbox forbids)."""
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(prefix="asight-build-"), "candidate.so")
+    mod.export_library(path)
+    return path
 
 
 def fast_build(mod, target, _params):
@@ -85,11 +95,11 @@ class PooledBuilder(ms.builder.PyBuilder):
     def _executor(self):
         if self._pool is None:
             self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec,
-                                           maximum_process_uses=self.max_uses)
+                                           maximum_process_uses=self.max_uses, initializer=limit_memory)
         return self._pool
 
     def build(self, build_inputs: list) -> list:
-        jobs = [builder_job(fast_build, item) for item in build_inputs]
+        jobs = [builder_job(fast_build, item, export_shared) for item in build_inputs]
         results = []
         for outcome in self._executor().map_with_error_catching(lambda job: job[0](*job[1]), jobs):
             if outcome.status == StatusKind.COMPLETE:
@@ -121,7 +131,7 @@ def make_runner(rpc: str | None = None, timeout_sec: float = 30.0):
     RPC tracker when ``rpc`` is ``HOST:PORT:KEY`` (TVM's default fill on the remote)."""
     if not rpc:
         return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config(),
-                                     f_alloc_argument=runner_arguments)
+                                     f_alloc_argument=runner_arguments, initializer=contain_runner)
     host, port, key = parse_rpc(rpc)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
                                  session_timeout_sec=max(int(timeout_sec), 10))

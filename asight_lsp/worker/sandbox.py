@@ -50,8 +50,15 @@ class SandboxStatus:
 STATUS = SandboxStatus(active=False, reason="not applied yet")
 
 
-def apply() -> SandboxStatus:
-    """Set the sandbox up in this process (all threads), then test it from inside; never raises."""
+RUNNER_CWD_ENV = "ASIGHT_RUNNER_CWD"   # the empty folder the tuning job gives its runner processes
+
+
+def apply(role: str = "worker") -> SandboxStatus:
+    """Set the sandbox up in this process (all threads), then test it from inside; never raises.
+
+    ``role`` "runner": MetaSchedule's runner process, which runs the candidates' native code for a
+    whole tuning run: its working folder is the job's (``ASIGHT_RUNNER_CWD``), and it has no CPU
+    budget (each trial has the runner's timeout)."""
     global STATUS
     simulated = os.environ.get(SIMULATE_ENV)
     if simulated:   # tests: the machine without seccomp (it can only make the worker more careful)
@@ -61,8 +68,8 @@ def apply() -> SandboxStatus:
     try:
         import pyseccomp as seccomp   # first: finding libseccomp runs ldconfig and writes temp files
         from . import landlock, selftest   # noqa: F401  (imported before the filesystem turns read-only)
-        layers["cwd"] = private_cwd()
-        layers["limits"] = set_limits()
+        layers["cwd"] = private_cwd(os.environ.get(RUNNER_CWD_ENV) if role == "runner" else None)
+        layers["limits"] = set_limits(cpu=role != "runner")
         layers["capabilities"] = drop_privileges()
         layers["landlock"] = landlock_layer()
         layers["seccomp"] = load_allow_list(seccomp)
@@ -85,9 +92,9 @@ def verify(layers: dict) -> SandboxStatus:
                          layers=layers, selftest=report)
 
 
-def set_limits() -> dict:
+def set_limits(cpu: bool = True) -> dict:
     """No file may grow, no core dump, few open files, memory bounded (soft = hard: cannot be raised);
-    CPU time bounded per request (``cpu_budget``)."""
+    CPU time bounded per request (``cpu_budget``) when ``cpu``."""
     limits = {"RLIMIT_FSIZE": 0, "RLIMIT_CORE": 0, "RLIMIT_NOFILE": NOFILE, "RLIMIT_AS": vm_size() + memory_allowance()}
     for name, value in limits.items():
         which = getattr(resource, name)
@@ -95,7 +102,7 @@ def set_limits() -> dict:
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (value, value))
         limits[name] = value
-    limits["RLIMIT_CPU"] = cpu_budget()
+    limits["RLIMIT_CPU"] = cpu_budget() if cpu else "per trial (the runner's timeout)"
     return limits
 
 
@@ -123,6 +130,14 @@ def memory_message(err: BaseException) -> str | None:
     gib = float(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_GB)
     return (f"the file needs more than {gib:g} GiB to evaluate (the worker's memory limit; "
             f"set {MEMORY_ENV} to change it)")
+
+
+def over_allowance(err: BaseException, scale: float = 1.0) -> str | None:
+    """Words for ``err`` when it is running out of the memory ``limit_memory(scale)`` allowed, else None."""
+    if not _out_of_memory(err):
+        return None
+    gib = scale * float(os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_GB)
+    return f"out of memory: it needs more than the {gib:g} GiB allowed (set {MEMORY_ENV} to change it)"
 
 
 def _out_of_memory(err: BaseException | None) -> bool:
@@ -154,11 +169,32 @@ def vm_size() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def private_cwd() -> str:
-    """An empty folder of our own (mode 0700) as the working directory; the client removes it."""
-    path = tempfile.mkdtemp(prefix="asight-worker-")
+def private_cwd(given: str | None = None) -> str:
+    """An empty folder of our own (mode 0700) as the working directory; the client removes it (the
+    tuning job removes the one it ``given`` its runners)."""
+    path = given or tempfile.mkdtemp(prefix="asight-worker-")
     os.chdir(path)
     return path
+
+
+def contain_runner() -> None:
+    """MetaSchedule's runner pool initializer (``metaschedule.make_runner``): the runner loads and runs
+    every candidate's native code, so it runs in the same sandbox as the parsing worker; a runner
+    whose sandbox cannot be set up runs nothing (every trial fails with this reason)."""
+    os.environ["TVM_BIND_THREADS"] = "0"    # the filter refuses pinning by another thread's id
+    status = apply(role="runner")
+    if not status.active:
+        raise RuntimeError(f"the runner's OS sandbox is not active, so no candidate is run ({status.reason})")
+
+
+def limit_memory(scale: float = 1.0) -> int:
+    """``RLIMIT_AS`` = this process's size + ``scale`` x ``memory_allowance`` (a builder, the tuning job:
+    LLVM on a huge unrolled loop otherwise grows until the machine kills something).  Returns the limit."""
+    value = vm_size() + int(scale * memory_allowance())
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (value, hard))
+    return value
 
 
 def drop_privileges() -> str:

@@ -1,15 +1,17 @@
 """Design spaces written by the user: load, probe and wrap a schedule function (TVM side).
 
-Only the tuning job imports this module, and only for a run started with ``--space`` (an explicit
-command; the language server refuses it in an untrusted workspace).  This is where user code runs:
+The user's code runs only in a sandboxed worker (``space_traces``, asked by the tuning job for a run
+started with ``--space``; the language server refuses it in an untrusted workspace), never in the job:
 
 * ``load_space_function`` executes the file's *module context* — its imports, assignments and
   plain ``def``/``class`` statements, with their original line numbers — and returns the function.
   TVMScript units and any other top-level statement (calls, ``if __name__ == ...``) are not run.
 * ``probe`` runs it once through ``ms.space_generator.ScheduleFn`` to generate the design space,
   with ``tvm.s_tir.Schedule.sample_*`` wrapped so each sampling instruction gets the user's line.
-* ``space_generator`` is what MetaSchedule tunes with: the function alone, or in a
-  ``SpaceGeneratorUnion`` with the default ``PostOrderApply`` rules.
+* the worker returns the design spaces' traces; ``space_generator`` (in the job) is what MetaSchedule
+  tunes with: those traces replayed on the task (``ScheduleFn``), alone or in a ``SpaceGeneratorUnion``
+  with the default ``PostOrderApply`` rules.  MetaSchedule calls a space generator once per task and
+  then samples new decisions by replaying the traces, so the function itself is not needed there.
 
 Every failure becomes ``SpaceError`` with the user's line and the exception in one line.
 """
@@ -20,8 +22,9 @@ import contextlib
 import sys
 import traceback
 
+from ..engine import wire
 from ..tvmscript.design_spaces import SAMPLING_METHODS, module_context
-from .compat import ms, s_tir
+from .compat import Trace, load_ir, ms, s_tir, tvm
 
 
 class SpaceError(Exception):
@@ -133,18 +136,45 @@ def _caller_line(path: str) -> int | None:
 # --------------------------------------------------------------------------- probe and tune
 
 
-def space_generator(fn, mode: str):
-    """What MetaSchedule tunes with: ``ScheduleFn(fn)`` alone, or with the default rules."""
-    own = ms.space_generator.ScheduleFn(fn)
+def space_generator(traces: list, mode: str):
+    """What MetaSchedule tunes with: the design spaces' ``traces`` (TVM's JSON of each trace's
+    ``as_json()``, from ``space_traces``) replayed on the task, alone or with the default rules
+    (``mode`` "union")."""
+    loaded = [load_ir(trace) for trace in traces]
+
+    def replay(sch):
+        spaces = []
+        for trace in loaded:
+            space = s_tir.Schedule(sch.mod, seed=sch.fork_seed())
+            Trace.apply_json_to_schedule(trace, space)
+            spaces.append(space)
+        return spaces
+    own = ms.space_generator.ScheduleFn(replay)
     if mode == "union":
         return ms.space_generator.SpaceGeneratorUnion([own, ms.space_generator.PostOrderApply()])
     return own
 
 
-def probe(mod, target, fn, path: str) -> dict:
+def space_traces(params: dict, emit=None) -> dict:
+    """In a sandboxed worker: load the file's space function, generate its design space on the task
+    (``mod``, TVM's JSON) and return the line mapping and the spaces' traces, or ``{error}``."""
+    from .compat import save_ir
+    from .sandbox import STATUS
+    if not STATUS.active:
+        raise RuntimeError("a design space function runs only in a sandboxed worker")
+    path, name = params["file"], params["function"]
+    try:
+        fn = guarded(load_space_function(params["text"], path, name, set(params["units"])), path, name)
+        mapping, spaces = probe(load_ir(params["mod"]), tvm.target.Target(params["target"]), fn, path)
+    except SpaceError as err:
+        return {"error": str(err)}
+    return {"mapping": mapping, "traces": [save_ir(space.trace.as_json()) for space in spaces]}
+
+
+def probe(mod, target, fn, path: str) -> tuple[dict, list]:
     """Generate the design space once; map each sampling instruction to the user's source line.
 
-    Returns ``{"design_spaces": n, "kinds": [...], "instructions": [{index, ordinal, kind, line, method}]}``:
+    Returns the design spaces and ``{"design_spaces": n, "kinds": [...], "instructions": [{index, ordinal, kind, line, method}]}``:
     kinds = the design space trace's instruction kinds (how records of this space are told apart), index =
     position in the design space's trace, ordinal = position among its sampling instructions
     (records of this space keep that order), line = 0-based source line of the call.
@@ -170,4 +200,8 @@ def probe(mod, target, fn, path: str) -> dict:
         line = call.get("line")
         mapped.append({"index": index, "ordinal": ordinal, "kind": insts[index].kind.name,
                        "line": None if line is None else line - 1, "method": call.get("method")})
-    return {"design_spaces": len(spaces), "kinds": [inst.kind.name for inst in insts], "instructions": mapped}
+    return {"design_spaces": len(spaces), "kinds": [inst.kind.name for inst in insts], "instructions": mapped}, \
+        list(spaces)
+
+
+HANDLERS = {wire.SPACE_TRACES: space_traces}

@@ -1,0 +1,154 @@
+"""Red team, round 5 (docs/sandbox.md, "Building and running a file"): tuning ran the native code a file
+names, and the processes that build and run programs (the tuning job, its runner, the trusted workers
+of export and profile) parsed the text themselves, outside the sandbox.
+
+* ``asight tune`` refuses a program that calls a native function by a name not allowed
+  (``T.call_extern("int32", "system", …)``, ``T.call_packed("ffi.ModuleLoadFromFile", …)``,
+  ``R.call_pure_packed``): one line naming the callee and its line, nothing run.
+* A process without the sandbox never evaluates the text: ``parse_unit`` there asks a sandboxed worker.
+* MetaSchedule's runner process runs each candidate inside the sandbox (``sandbox.contain_runner``).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.security.redteam import TIR
+
+pytestmark = pytest.mark.tvm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXTERN = '''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def k(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.sblock("b"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi] + T.Cast("float32", {call})
+'''
+RELAX = '''from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+
+@I.ir_module
+class M:
+    @T.prim_func(s_tir=True)
+    def add(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        cls = M
+        y = R.call_tir(cls.add, (x,), out_ty=R.Tensor((16,), "float32"))
+        z = R.call_pure_packed("ffi.ModuleLoadFromFile", "{lib}", ty_args=R.Object())
+        return y
+'''
+
+
+def asight(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asight_lsp", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("case", ["system", "packed", "relax"])
+def test_tune_refuses_a_program_that_calls_native_code_by_name(tmp_path, case):
+    marker = tmp_path / "pwned"
+    if case == "system":
+        text, callee, line = EXTERN.format(call=f'T.call_extern("int32", "system", "touch {marker}")'), "'system'", 9
+    elif case == "packed":
+        text, callee, line = EXTERN.format(call=f'T.call_packed("ffi.ModuleLoadFromFile", "{marker}.so")'), \
+            "'ffi.ModuleLoadFromFile'", 9
+    else:
+        text, callee, line = RELAX.format(lib=f"{marker}.so"), "'ffi.ModuleLoadFromFile'", 19
+    source = tmp_path / "k.py"
+    source.write_text(text)
+    checked = asight("check", str(source), cwd=tmp_path, env={"ASIGHT_HOME": str(tmp_path / "home")})
+    assert checked.returncode == 0, checked.stdout + checked.stderr      # parsing it is harmless...
+    warning = [ln for ln in checked.stdout.splitlines() if ": warning: calls " in ln]   # ...and the editor warns
+    assert len(warning) == 1 and warning[0].startswith(f"{source}:{line}:") and callee in warning[0], checked.stdout
+    tuned = asight("tune", str(source), "--trials", "2", cwd=tmp_path, env={"ASIGHT_HOME": str(tmp_path / "home")})
+    assert tuned.returncode == 1, tuned.stdout + tuned.stderr
+    error = [ln for ln in tuned.stderr.splitlines() if ln.startswith("asight: error:")]
+    assert len(error) == 1 and callee in error[0] and f"{source}:{line}:" in error[0], tuned.stderr
+    assert "native code by name" in error[0]
+    assert not marker.exists() and not Path(f"{marker}.so").exists()
+
+
+def test_a_process_without_the_sandbox_never_evaluates_the_text(tmp_path):
+    """The pytest process is unsandboxed, as the tuning job and the trusted workers are: parse_unit there
+    has a sandboxed worker parse the unit.  The gate-bypassing carrier tries to write a file: in the
+    sandbox it cannot, and the parse fails with the sandbox's refusal instead."""
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.tvmscript.pysource import source_lines
+    from asight_lsp.worker import parse
+    from asight_lsp.worker.sandbox import STATUS
+    assert not STATUS.active
+    marker = tmp_path / "evaluated-here"
+    text = TIR.format(src=f"open({str(marker)!r}, 'w').write('x')")
+    outline = build_outline(text, "evil.py")
+    unit = outline.units[0]
+    with pytest.raises(parse.SandboxedParseError) as raised:
+        parse.parse_unit(source_lines(text), {"start_line": unit.start_line, "end_line": unit.end_line}, {}, {})
+    assert "ermission" in str(raised.value) or "not permitted" in str(raised.value), str(raised.value)
+    assert not marker.exists()
+    # and a clean unit comes back whole, as TVM's JSON loaded here
+    clean = (ROOT / "fixtures" / "matmul.py").read_text()
+    clean_outline = build_outline(clean, "matmul.py")
+    first = clean_outline.units[0]
+    module = parse.parse_unit(source_lines(clean), {"start_line": first.start_line, "end_line": first.end_line},
+                              clean_outline.constants, clean_outline.aliases)
+    assert [gv.name_hint for gv in module.get_global_vars()] == ["main"]
+    assert [int(x) for x in module["main"].params[2].shape] == [256, 256]
+
+
+def _system_library(tmp_path: Path, marker: Path) -> str:
+    """A kernel that calls system(), compiled and exported as the tuning job's builder does."""
+    from asight_lsp.worker.compat import parse_script
+    from asight_lsp.worker.metaschedule import export_shared, fast_build, resolve_target
+    text = EXTERN.format(call=f'T.call_extern("int32", "system", "touch {marker}")')
+    start = text.index("@T.prim_func")
+    func = parse_script("\n" * text[:start].count("\n") + text[start:], {}, {"T": "tirx"})   # no rule asked here
+    import tvm
+    return export_shared(fast_build(tvm.IRModule({"main": func}), resolve_target(None), None))
+
+
+def _run(runner, artifact: str):
+    from asight_lsp.worker.compat import ms
+    args = [ms.arg_info.TensorInfo("float32", [16]), ms.arg_info.TensorInfo("float32", [16])]
+    return runner.run([ms.runner.RunnerInput(artifact, "cpu", args)])[0].result()
+
+
+def test_the_runner_runs_each_candidate_in_the_sandbox(tmp_path):
+    from asight_lsp.worker.compat import ms
+    from asight_lsp.worker.metaschedule import evaluator_config, make_runner
+    from asight_lsp.worker.sandbox import RUNNER_CWD_ENV
+    marker = tmp_path / "ran-system"
+    artifact = _system_library(tmp_path, marker)
+    (tmp_path / "cwd").mkdir()
+    os.environ[RUNNER_CWD_ENV] = str(tmp_path / "cwd")
+    try:
+        result = _run(make_runner(), artifact)
+    finally:
+        os.environ.pop(RUNNER_CWD_ENV)
+    assert result.error_msg is None and result.run_secs, result.error_msg    # the kernel ran...
+    time.sleep(0.5)
+    assert not marker.exists()                                                # ...and system() could not
+    # control: the same library in MetaSchedule's own runner does run the command
+    plain = ms.runner.LocalRunner(timeout_sec=30, evaluator_config=evaluator_config())
+    assert _run(plain, artifact).error_msg is None
+    deadline = time.time() + 5
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert marker.exists()
