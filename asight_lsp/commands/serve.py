@@ -17,7 +17,11 @@ def add_parser(sub):
     p.add_argument("--host", default="127.0.0.1", help="address for --tcp/--ws (default 127.0.0.1)")
     p.add_argument("--store", help="run store (.asight directory); default <workspace>/.asight")
     p.add_argument("--worker-python", help="interpreter for the TVM worker")
-    p.add_argument("--untrusted", action="store_true", help="refuse tune/profile (untrusted workspace)")
+    trust = p.add_mutually_exclusive_group()
+    trust.add_argument("--trusted", action="store_true",
+                       help="trust the workspace (tune, profile, export) for an editor that does not say; by "
+                            "default only a client's initializationOptions.trusted = true does (VS Code sends it)")
+    trust.add_argument("--untrusted", action="store_true", help="refuse tune/profile/export whatever the client says")
     p.add_argument("--disable", action="append", default=[], choices=P.FEATURES, metavar="FEATURE",
                    help=f"switch a feature off (repeatable): {', '.join(P.FEATURES)}")
     p.add_argument("--log-level", default="WARNING", help="log level on stderr (default WARNING)")
@@ -38,7 +42,7 @@ def run(args) -> int:
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr,
                         format="asight-lsp %(levelname)s %(name)s: %(message)s")
-    options = ServerOptions(trusted=not args.untrusted, store_root=args.store, worker_python=args.worker_python,
+    options = ServerOptions(trusted=args.trusted, trust_locked=args.untrusted, store_root=args.store, worker_python=args.worker_python,
                             disabled_features=list(args.disable))
     server = create_server(options)
     server.state.idle_gc.take_over_full_collections()

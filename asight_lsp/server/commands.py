@@ -39,9 +39,13 @@ def command_args(args: tuple) -> dict:
 
 
 def require_trust(ls, what: str, why: str = "it would run the file's TVMScript through TVM") -> None:
+    """Refuse unless the client said the workspace is trusted (the server never assumes it: a client that
+    does not say, and every client of `asight serve --untrusted`, gets this)."""
     if not ls.state.options.trusted:
         raise RequestFailed(f"ASight: {what} is disabled because this workspace is not trusted ({why}). Trust the "
-                            "workspace to enable it; the outline, hovers and static diagnostics keep working.")
+                            "workspace to enable it (VS Code sends its workspace trust; another editor sends "
+                            "initializationOptions.trusted = true or starts `asight serve --trusted`); the outline, "
+                            "hovers and static diagnostics keep working.")
 
 
 def _int(value, name: str, default: int) -> int:

@@ -17,7 +17,9 @@ _KEYS = {  # protocol key -> dataclass field
 
 @dataclass
 class ServerOptions:
-    trusted: bool = True                 # False: tune/profile are refused (untrusted workspace)
+    trusted: bool = False                # tune/profile/export only once the client says the workspace is
+    #                                      trusted (initializationOptions.trusted) or `asight serve --trusted`
+    trust_locked: bool = False           # `asight serve --untrusted`: no client can turn trust on
     store_root: str | None = None        # .asight directory; None = <workspace root>/.asight
     worker_python: str | None = None     # interpreter of the TVM worker and the tuning jobs
     target: str | None = None            # default tuning target; None = host CPU
@@ -38,6 +40,8 @@ class ServerOptions:
         for key, value in values.items():
             name = _KEYS.get(key)
             if name is None or value is None and name in ("trusted", "trials", "diagnostics_delay_ms"):
+                continue
+            if name == "trusted" and self.trust_locked:
                 continue
             changes[name] = _coerce(name, value, getattr(self, name))
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not _BAD})

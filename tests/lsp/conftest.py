@@ -43,11 +43,12 @@ def uri_of(path: Path | str) -> str:
 
 async def initialize(client: LanguageClient, kind: str = "vscode", root: Path | None = None,
                      options: dict | None = None) -> float:
-    """Initialize the session; returns the seconds ``initialize`` took to answer."""
+    """Initialize the session as a client of a trusted workspace (as VS Code does once trusted; a test of
+    the untrusted case passes ``{"trusted": False}``); returns the seconds ``initialize`` took to answer."""
     params = types.InitializeParams(capabilities=client_capabilities(CLIENTS[kind]),
                                     root_uri=uri_of(root) if root else None,
                                     workspace_folders=[types.WorkspaceFolder(uri=uri_of(root), name="ws")] if root else None,
-                                    initialization_options=options or {})
+                                    initialization_options={"trusted": True, **(options or {})})
     started = time.perf_counter()
     await client.initialize_session(params)
     return time.perf_counter() - started

@@ -55,6 +55,20 @@ async def test_untrusted_workspace_refuses_tune_and_profile_but_keeps_static_fea
     assert hot["status"] == P.STATUS_UNAVAILABLE and "untrusted" in hot["message"]
 
 
+async def test_a_client_that_does_not_say_the_workspace_is_trusted_gets_no_tuning(client, workspace):
+    """The server never assumes trust (red team, round 5): a client that sends no ``trusted`` (any editor
+    but VS Code, or a hostile one) is refused tuning; the message says how a real editor turns it on."""
+    await client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri(), initialization_options=dict(OPTIONS)))
+    source = copy_fixture("matmul64.py", workspace)
+    uri = open_doc(client, source)
+    message = await expect_error(command(client, P.CMD_TUNE, {"uri": uri, "function": "matmul64", "trials": 2}),
+                                 P.ERROR_REQUEST_FAILED, "not trusted")
+    assert "asight serve --trusted" in message and "initializationOptions.trusted" in message
+    assert not (workspace / ".asight" / "runs").exists()
+    assert (await request(client, P.REQ_STATUS))["trusted"] is False
+
+
 async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):
     await initialize(client, "vscode", workspace, OPTIONS)
     uri = open_doc(client, FIXTURES / "matmul64.py")

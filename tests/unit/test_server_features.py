@@ -141,7 +141,9 @@ def test_options_from_initialization_options():
                                     "bogus": 1, "diagnosticsDelayMs": "soon"})
     assert (opts.trusted, opts.trials, opts.store_root, opts.diagnostics_delay_ms) == (False, 8, "/s", 300)
     assert not opts.enabled("hover") and opts.enabled("codeLens")
-    assert ServerOptions().updated({"trusted": "no"}).trusted is True
+    assert ServerOptions().updated({"trusted": "no"}).trusted is False      # never trusted unless told so
+    assert ServerOptions().updated({"trusted": True}).trusted is True
+    assert ServerOptions(trust_locked=True).updated({"trusted": True}).trusted is False   # serve --untrusted
     assert ServerOptions().updated(None) == ServerOptions()
 
 
