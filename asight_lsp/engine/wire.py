@@ -22,6 +22,7 @@ SHUTDOWN = "shutdown"            # {} -> (the worker exits)
 DEBUG_SLEEP = "debug.sleep"      # {seconds} -> {slept}: lets tests exercise timeouts
 CHECK = "check"                  # CheckParams -> {problems: [Problem], units: {name: {ok, functions, seconds}}}
 SPACE_TRACES = "space_traces"    # {mod, target, text, file, function, units} -> {mapping, traces} | {error}
+REMEASURE = "remeasure"          # {kind, tasks: [[name, JSON]], program?, entry, run_dir, target, by, weights?} -> {record}
 PARSE_IR = "parse_ir"            # SourceParams -> {json: TVM's JSON of the unit} | {problem: Problem + {text}}
 TARGET = "tuning.target"         # {target} -> {target: JSON, label}
 PROFILE = "profile"              # SourceParams + options + {run_dir, target, candidate?} -> raw profile

@@ -7,7 +7,7 @@ import os
 
 from ..analysis.deployable import export_verdict, headline_build, refusal_text, untuned_wins
 from ..engine import wire
-from ..engine.client import borrowed, trusted
+from ..engine.client import WorkerClient, borrowed, trusted
 from ..errors import AsightError
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
@@ -84,14 +84,14 @@ def _headline(meta) -> dict:
 
 
 def measure_library(params: dict, meta, reply: dict, on_event=None, python: str | None = None) -> dict:
-    """The written library timed interleaved with the build the run's headline measured, in a
+    """The written library timed interleaved with the build the run's headline measured, in a sandboxed
     worker process of its own (not the one that built it; same harness and thread count as the
     tuning job's headline); the record plus ``verdict`` (``analysis.deployable.export_verdict``)."""
     if on_event:
         on_event({"type": "status", "message": "timing the library against the headline's build"})
     build = "deployable" if (meta.extra.get("build") or (meta.measurement or {}).get("build")) else "parameters"
     request = {**params, "library": reply["library"], "headline_build": build}
-    with trusted(python, 1800) as fresh:             # loading a library runs its code: not sandboxed
+    with WorkerClient(python, 1800) as fresh:        # loading a library runs its code: in the sandbox
         record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)
     record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")),
                                               untuned=bool(reply["applied"].get("untuned_build")))

@@ -22,7 +22,7 @@ def compare_onnx(path: str, onnx: str, run: str | None = None, function: str | N
     import os
 
     from ..engine import wire
-    from ..engine.client import trusted
+    from ..engine.client import WorkerClient
     from ..errors import AsightError
     from .lookup import chosen_records, tuned_file
     if not os.path.isfile(onnx):
@@ -38,7 +38,7 @@ def compare_onnx(path: str, onnx: str, run: str | None = None, function: str | N
               "weights": wire.weights_beside(path), "onnx": os.path.abspath(onnx), "rounds": rounds,
               "budget_s": budget_s,
               "function": next((f.name for f in tf.selection.functions if f.kind == "relax_function"), "main")}
-    with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # onnxruntime reads the file
-        reply = unsandboxed.request(wire.COMPARE_ONNX, params, timeout=3600)
+    with WorkerClient(getattr(worker, "python", None), 3600) as sandboxed:   # runs the model: in the sandbox
+        reply = sandboxed.request(wire.COMPARE_ONNX, params, timeout=3600)
     reply["run"] = tf.meta.id
     return reply

@@ -21,7 +21,8 @@ from ..analysis import default_candidate as defaults_rule
 from ..analysis import levers
 from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
-from .compat import RemoveWeightLayoutRewriteBlock, ms, relax, s_tir, tirx, tvm
+from ..engine import wire
+from .compat import RemoveWeightLayoutRewriteBlock, load_ir, ms, relax, s_tir, tirx, tvm
 from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference, vendor_workload
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
@@ -310,3 +311,19 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
             record = defaults_rule.keep_baseline(record)
         record["gpu"] = gpu_headline(record)      # tuned vs DLight (+ vendor); kept = the faster
     return record
+
+
+def remeasure(params: dict, emit=None) -> dict:
+    """``measure_run`` asked by the tuning job of its sandboxed worker (docs/sandbox.md): the tuned and
+    untuned programs are built and timed where their code cannot write, start or signal anything."""
+    from .sandbox import STATUS
+    if not STATUS.active:
+        raise RuntimeError("remeasure is answered only by a sandboxed worker")
+    tasks = [(name, load_ir(text)) for name, text in params["tasks"]]
+    program = load_ir(params["program"]) if params.get("program") else None
+    record = measure_run(params["kind"], tasks, params["run_dir"], tvm.target.Target(params["target"]), params["by"],
+                         program=program, entry=params.get("entry") or "main", weights=params.get("weights"))
+    return {"record": record}
+
+
+HANDLERS = {wire.REMEASURE: remeasure}
