@@ -50,6 +50,7 @@ def test_cli_tunes_and_records(tuned):
     # the headline is a re-measurement (interleaved untuned vs tuned), the runner's figures are kept apart
     record = data["measurement"]
     assert record["by"] == "tuning job" and record["scope"] == "function" and record["trials"] == 16
+    assert record["process"] == "sandboxed worker"        # the file's program was timed in the sandbox
     assert data["baseline_us"] == record["untuned"]["median_us"] and data["best_us"] == record["tuned"]["median_us"]
     assert data["speedup"] == record["speedup"]["estimate"] and record["verdict"] == "faster"
     low, high = record["speedup"]["ci"]
