@@ -238,9 +238,27 @@ def build_tuned(database, mod, target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
-    packed = tvm.transform.Sequential([relax.transform.SplitLayoutRewritePreproc(),
-                                       relax.transform.FoldConstant()])(applied)
+    packed = relax.transform.FoldConstant()(split_layout_preproc(applied))
     return tvm.compile(packed, target=target)
+
+
+PREPROC = "meta_schedule.layout_rewrite_preproc"
+
+
+def split_layout_preproc(mod):
+    """``SplitLayoutRewritePreproc`` on the kernels that have a weight re-layout to split.  The pass
+    stops at any kernel whose root holds no compute block (TopK's and CumSum's call a library or run
+    one opaque loop nest: "There should be a compute block if there is only one subtree under the
+    root"), so those are set aside and put back unchanged."""
+    kernels = {gv: f for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
+    aside = {gv: f for gv, f in kernels.items() if PREPROC not in tvm.ir.save_json(f)}
+    if len(aside) == len(kernels):
+        return mod
+    rest = tvm.IRModule({gv: f for gv, f in mod.functions.items() if gv not in aside}, attrs=mod.attrs)
+    split = relax.transform.SplitLayoutRewritePreproc()(rest)
+    for gv, func in aside.items():
+        split[gv] = func
+    return split
 
 
 def bindings(func) -> list:
