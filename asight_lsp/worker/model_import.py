@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from ..engine import wire
-from .compat import onnx_importer, parse_script, relax, script_text, torch_importer, tvm
+from .compat import onnx_importer, relax, script_text, torch_importer, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
           "# Weights: {weights} (one array per parameter after the first {num_input}; measurements and\n"
@@ -35,7 +35,7 @@ def _import(path: str, shapes: dict | None):
     except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
         raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
     check_shapes(model, shapes or {})
-    return from_onnx(weights_not_inputs(model), shape_dict=shapes or None, keep_params_in_input=True), \
+    return from_onnx(shape_constants(weights_not_inputs(model)), shape_dict=shapes or None, keep_params_in_input=True), \
         "relax.frontend.onnx.from_onnx"
 
 
@@ -72,6 +72,24 @@ def weights_not_inputs(model):
     return model
 
 
+SHAPE_CONSTANT_MAX = 64   # elements: a shape, axes, pads, starts/ends, a k; never a learned weight
+
+
+def shape_constants(model):
+    """The model with its small integer initializers as ``Constant`` nodes.  Kept as parameters (as
+    weights are), an Expand's or Reshape's shape, Pad's pads or Slice's starts were not known when
+    TVM's importer built the graph: it emitted an impure ``vm.builtin.tensor_to_shape`` call in a pure
+    function (its own printer and parser then refuse the model: "not well-formed") or a dynamic
+    shape.  As constants the importer folds them.  Learned weights are floats (or int8, quantized)."""
+    from onnx import helper
+    ints = [init for init in model.graph.initializer
+            if init.data_type in (7, 6) and int(np.prod(list(init.dims) or [1])) <= SHAPE_CONSTANT_MAX]  # INT64, INT32
+    for init in reversed(ints):
+        model.graph.initializer.remove(init)
+        model.graph.node.insert(0, helper.make_node("Constant", [], [init.name], value=init))
+    return model
+
+
 def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]:
     """``mod`` without the ``params`` attribute of ``fn``, the weights in parameter order, and
     ``num_input`` (how many leading parameters are the model's inputs)."""
@@ -86,10 +104,22 @@ def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]
 
 def printed(mod) -> tuple[str, object]:
     """The module as TVMScript and that text parsed back: the printer renames parameters
-    (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count."""
+    (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count.  The text
+    (the model's names are in it) passes the safety gate and is parsed by a sandboxed worker, as
+    every file is: this worker runs unsandboxed to write the files."""
+    from ..tvmscript.outline import build_outline
+    from ..tvmscript.pysource import source_lines
+    from .parse import parse_unit
     text = script_text(mod)
+    outline = build_outline(text, "imported.py")
+    unit = outline.units[0] if len(outline.units) == 1 else None
+    if unit is None or not unit.safe:
+        why = unit.problems[0]["message"] if unit is not None else f"{len(outline.units)} units"
+        raise ValueError(f"TVM printed the imported model as TVMScript that the safety gate refuses ({why}); "
+                         "nothing was written")
     try:
-        return text, parse_script(text)
+        return text, parse_unit(source_lines(text), {"start_line": unit.start_line, "end_line": unit.end_line},
+                                outline.constants, outline.aliases)
     except Exception as err:  # noqa: BLE001 - TVM's printer and parser disagree: say so, in one line
         why = str(err).strip().splitlines()[0].removeprefix("error: ") if str(err).strip() else type(err).__name__
         raise ValueError(f"TVM printed the imported model as TVMScript that its own parser rejects ({why}); "

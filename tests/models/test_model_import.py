@@ -287,6 +287,34 @@ def test_relu6_with_bounds_as_initializers_imports_and_runs(tmp_path, capsys):
     np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), np.clip(x, 0, 6))
 
 
+def test_shapes_given_as_integer_initializers_are_folded_at_import(tmp_path, capsys):
+    """Expand and Reshape whose shapes are initializers (and Pad's pads): kept as parameters, TVM's
+    importer emitted an impure ``tensor_to_shape`` call its own parser refused ("not well-formed");
+    as constants the shapes fold and the model runs as ONNX."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    graph = helper.make_graph(
+        [helper.make_node("Expand", ["x", "exs"], ["e"]),
+         helper.make_node("Pad", ["e", "pads"], ["p"], mode="constant"),
+         helper.make_node("Reshape", ["p", "shp"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 30])],
+        [numpy_helper.from_array(np.array([2, 3, 4], "int64"), "exs"),
+         numpy_helper.from_array(np.array([0, 1, 0, 0, 1, 2], "int64"), "pads"),
+         numpy_helper.from_array(np.array([2, -1], "int64"), "shp")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "ex.onnx")
+    assert asight(["import", str(tmp_path / "ex.onnx")]) == 0, capsys.readouterr().err
+    text = (tmp_path / "ex_relax.py").read_text()
+    assert "tensor_to_shape" not in text
+    from asight_lsp.worker.compat import parse_script, relax, tvm
+    from asight_lsp.worker.relax_pipeline import deployable
+    mod, _ = deployable(parse_script(text[text.index("@I.ir_module"):]), "main", str(tmp_path / "ex_relax.weights.npz"))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = np.arange(8, dtype="float32").reshape(2, 1, 4)
+    expected = np.pad(np.broadcast_to(x, (2, 3, 4)), ((0, 0), (1, 1), (0, 2))).reshape(2, -1)
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), expected)
+
+
 def test_a_float16_model_is_compared_at_half_precision(tmp_path, capsys):
     """A float16 model (conv, pool, a 288-long matmul): two correct programs differ by ~1e-2 relative
     there, and the tuned build was reported "outputs differ" at float32's 1e-3.  A half-precision
