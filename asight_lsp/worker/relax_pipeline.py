@@ -35,6 +35,8 @@ def bind_weights(mod, fn: str, weights_path: str | None) -> tuple[object, list[s
     An array whose shape or dtype is not its parameter's is refused (bound, it would silently build
     another model: a 5x5 kernel where the file declares 3x3)."""
     weights = load_weights(weights_path)
+    if weights_path:     # a weights file is there: it holds every weight (load_weights read it)
+        require_every_weight(mod[fn], weights, weights_path)
     names = [p.name for p in mod[fn].params if p.name in weights]
     if not names:
         return mod, []
@@ -43,6 +45,21 @@ def bind_weights(mod, fn: str, weights_path: str | None) -> tuple[object, list[s
             check_weight(param, weights[param.name], weights_path)
     bound = relax.transform.BindParams(fn, {n: tvm.runtime.tensor(weights[n]) for n in names})(mod)
     return bound, names
+
+
+def require_every_weight(func, weights: dict, path: str | None) -> None:
+    """Every parameter after ``num_input`` has its array once any has (a missing one stayed an input:
+    another program than the one tuned, and the export said only that no tuned kernel applied)."""
+    attrs = func.attrs or {}
+    if "num_input" not in attrs:
+        return
+    missing = [p.name for p in func.params[int(attrs["num_input"]):] if p.name not in weights]
+    if missing:
+        total = len(func.params) - int(attrs["num_input"])
+        raise ValueError(f"the weights file {path} has no array for {', '.join(repr(m) for m in missing[:3])}"
+                         f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''} ({total - len(missing)} of the "
+                         f"model's {total} weights are there; the parameters after the first {int(attrs['num_input'])} "
+                         "are weights): restore it, or re-import the model")
 
 
 def check_weight(param, array: np.ndarray, path: str | None) -> None:

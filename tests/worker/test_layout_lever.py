@@ -308,3 +308,7 @@ def test_a_weight_of_another_shape_or_dtype_is_refused(tmp_path):
     (tmp_path / "text.npz").write_text("not an npz")
     with pytest.raises(ValueError, match="is not a readable .npz of arrays"):
         deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / "text.npz"))
+    # a weight missing from the file stayed an input: another program than the one tuned, said as such
+    np.savez(tmp_path / "missing.npz", w=good["w"])
+    with pytest.raises(ValueError, match=re.escape("has no array for 'wt' (1 of the model's 2 weights are there")):
+        deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / "missing.npz"))
