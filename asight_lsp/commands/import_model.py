@@ -3,6 +3,7 @@ TVMScript file (weights beside it) that every other command accepts (docs/models
 from __future__ import annotations
 
 import os
+import sys
 
 from ..errors import AsightError
 from .common import print_json
@@ -46,6 +47,7 @@ def output_path(model: str, output: str | None) -> str:
 def run(args) -> int:
     from ..engine import wire
     from ..engine.client import WorkerClient
+    from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
     if not os.path.isfile(args.model):
         raise AsightError(f"no such file: {args.model}")
     out = output_path(args.model, args.output)
@@ -55,7 +57,15 @@ def run(args) -> int:
         raise AsightError(f"{out} exists (use --force to overwrite, or -o another file)")
     params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
     with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
-        reply = worker.request(wire.IMPORT_MODEL, params)
+        try:
+            reply = worker.request(wire.IMPORT_MODEL, params)
+        except (WorkerCrashed, WorkerTimeout):
+            raise
+        except WorkerError as err:   # the model is unreadable or TVM cannot import it: the input's fault (exit 1)
+            if err.error_type == "UsageError":      # --shape names no input, or changes a fixed size
+                raise
+            print(f"asight: error: {err}", file=sys.stderr)
+            return 1
     if args.json:
         print_json(reply)
         return 0

@@ -39,6 +39,10 @@ def _import(path: str, shapes: dict | None):
         "relax.frontend.onnx.from_onnx"
 
 
+class UsageError(ValueError):
+    """``--shape`` does not fit the model (the CLI exits 2: a wrong argument, not a bad model)."""
+
+
 def check_shapes(model, shapes: dict) -> None:
     """``--shape`` names an input of the model, with its rank, and changes only symbolic dimensions
     (TVM's importer ignored an unknown name and overrode a static size without a word)."""
@@ -46,18 +50,18 @@ def check_shapes(model, shapes: dict) -> None:
     inputs = {i.name: i for i in model.graph.input if i.name not in weights}
     for name, dims in shapes.items():
         if name not in inputs:
-            raise ValueError(f"--shape {name}=...: the model has no input named {name!r} "
+            raise UsageError(f"--shape {name}=...: the model has no input named {name!r} "
                              f"(its inputs: {', '.join(inputs) or 'none'})")
         declared = [(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?"))
                     for d in inputs[name].type.tensor_type.shape.dim]
         if declared and len(declared) != len(dims):
-            raise ValueError(f"--shape {name}={','.join(map(str, dims))}: the input has {len(declared)} dimensions "
+            raise UsageError(f"--shape {name}={','.join(map(str, dims))}: the input has {len(declared)} dimensions "
                              f"({declared})")
         fixed = [(k, want, have) for k, (want, have) in enumerate(zip(dims, declared)) if isinstance(have, int)
                  and have > 0 and have != want]
         if fixed:
             k, want, have = fixed[0]
-            raise ValueError(f"--shape {name}={','.join(map(str, dims))}: dimension {k} of {name} is fixed at {have} "
+            raise UsageError(f"--shape {name}={','.join(map(str, dims))}: dimension {k} of {name} is fixed at {have} "
                              f"in the model, not {want} (--shape sets symbolic dimensions only)")
 
 

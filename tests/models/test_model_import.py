@@ -54,7 +54,7 @@ def test_import_refuses_to_overwrite_and_bad_models(imported, capsys):
     assert asight(["import", str(base / "tiny.onnx")]) == 2
     assert "exists (use --force" in capsys.readouterr().err
     (base / "bad.onnx").write_bytes(b"not a protobuf")
-    assert asight(["import", str(base / "bad.onnx")]) == 2
+    assert asight(["import", str(base / "bad.onnx")]) == 1      # the input has errors (README)
     assert "is not a readable ONNX model" in capsys.readouterr().err
     assert not (base / "bad_relax.py").exists()
     assert asight(["import", str(base / "tiny.onnx"), "-o", str(base / "x.py"), "--shape", "input=a"]) == 2
