@@ -54,6 +54,9 @@ def render(p: dict) -> str:
              *([f"build: {'!!! ' if build.get('stale') else ''}{build['text']}"] if build.get("text") else []),
              f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
     cell = _table_unit(p)
+    if not p["tasks"] and not p.get("run"):
+        lines.append(f"(no tasks yet: this model has no tuning run; `asight tune FILE` tunes and lists its tasks, "
+                     "this is its untuned time alone)")
     for t in p["tasks"]:
         share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"
         lines.append(f"{t['task']:<34} {len(t['calls']):>5} {cell(t['untunedUs']):>10} {cell(t['tunedUs']):>10} "

@@ -125,3 +125,13 @@ def test_the_view_says_when_schedules_were_picked_cold():
     assert any("up to 8) cold" in n and "ASIGHT_LEVERS_OFF=cold" in n for n in notes)
     profile["measurement"]["defaults"][0]["harness"] = {"rounds": 5}      # a run re-measured warm
     assert not any("cold" in n for n in model_view(profile)["notes"])
+
+
+def test_a_model_without_a_run_says_why_its_table_is_empty():
+    from asight_lsp.commands.model import render
+    view = {"schema": "asight.model/1", "status": "ok", "run": None, "function": "Module.main",
+            "headline": {"untunedUs": 18.0, "tunedUs": None, "speedup": None, "build": None}, "tasks": [],
+            "kernelUs": None, "notTimed": [], "notes": [], "twinGroups": [], "measurement": None}
+    text = render(view)
+    assert "no tuning run" in text and "asight tune FILE" in text
+    assert "no tuning run" not in render({**view, "run": {"id": "r1"}})
