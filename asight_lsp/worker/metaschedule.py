@@ -245,6 +245,35 @@ class Plan:
 
 
 def plan_for(parsed, function: str | None, target) -> Plan:
+    """Tasks for a parsed unit, each one's buffers small enough to allocate (``require_fits_memory``)."""
+    plan = _plan_for(parsed, function, target)
+    for task in plan.tasks:
+        require_fits_memory(task)
+    return plan
+
+
+def require_fits_memory(task: Task) -> None:
+    """Every trial allocates the task's buffers: a task whose buffers outgrow the machine's memory is
+    refused up front, naming the largest (2**62 elements ended in XGBoost's "value too large")."""
+    func = task.mod["main"]
+    sizes = []
+    for param in getattr(func, "params", []):
+        try:
+            elements = 1
+            for dim in param.shape:
+                elements *= int(dim)
+            sizes.append((elements * tvm.runtime.DataType(str(param.dtype)).bits // 8, param.name, elements))
+        except (TypeError, AttributeError, ValueError):
+            return     # a symbolic shape: said elsewhere
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if sizes and sum(size for size, _, _ in sizes) > memory:
+        size, name, elements = max(sizes, key=lambda item: item[0])   # the first of the largest
+        raise ValueError(f"task '{task.name}': buffer '{name}' holds {elements:,} elements ({size / 2**30:,.0f} GiB); "
+                         f"its buffers need more than this machine's {memory / 2**30:.0f} GiB, and every trial "
+                         "allocates them")
+
+
+def _plan_for(parsed, function: str | None, target) -> Plan:
     """Tasks for a parsed unit.
 
     ``parsed`` is a PrimFunc or an IRModule; ``function`` (a name inside the module, or None for

@@ -59,3 +59,23 @@ def test_a_kernel_that_indexes_with_an_integer_input_is_measured(tmp_path):
     meta = RunStore(str(store)).get("latest").load()
     assert meta.trials_done >= 1 and not meta.extra.get("failures")
     assert meta.best_us is not None and meta.best_us > 0
+
+
+def test_a_task_whose_buffers_outgrow_the_machine_is_refused_up_front(tmp_path):
+    src = tmp_path / "huge.py"
+    src.write_text('''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def k(A: T.Buffer((2**62,), "float32"), B: T.Buffer((2**62,), "float32")):
+    for i in range(2**62):
+        with T.sblock("b"):
+            vi = T.axis.spatial(2**62, i)
+            B[vi] = A[vi] + T.float32(1)
+''')
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "tune", str(src), "--trials", "2", "--work-dir",
+                           str(tmp_path / "s")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 1, proc.stderr
+    assert "buffer 'A' holds 4,611,686,018,427,387,904 elements" in proc.stderr and "every trial allocates" in proc.stderr
+    assert "XGBoost" not in proc.stderr and "data.cc" not in proc.stderr
