@@ -126,12 +126,14 @@ def parse_rpc(spec: str) -> tuple[str, int, str]:
     return parts[0], int(parts[1]), parts[2]
 
 
-def make_runner(rpc: str | None = None, timeout_sec: float = 30.0):
-    """LocalRunner (integer inputs zero: ``inputs.runner_arguments``), or an RPCRunner through a TVM
-    RPC tracker when ``rpc`` is ``HOST:PORT:KEY`` (TVM's default fill on the remote)."""
+def make_runner(rpc: str | None = None, timeout_sec: float = 30.0, contained: bool = True):
+    """LocalRunner (integer inputs zero: ``inputs.runner_arguments``; each candidate run in the OS
+    sandbox unless ``contained`` is False: a GPU, whose driver's ioctls the sandbox refuses), or an
+    RPCRunner through a TVM RPC tracker when ``rpc`` is ``HOST:PORT:KEY`` (TVM's default fill there)."""
     if not rpc:
         return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config(),
-                                     f_alloc_argument=runner_arguments, initializer=contain_runner)
+                                     f_alloc_argument=runner_arguments,
+                                     initializer=contain_runner if contained else None)
     host, port, key = parse_rpc(rpc)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
                                  session_timeout_sec=max(int(timeout_sec), 10))
@@ -449,7 +451,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
         ms.tune.tune_tasks(
             tasks=contexts, task_weights=[t.weight for t in plan.tasks], work_dir=work_dir,
             max_trials_global=trials, num_trials_per_iter=per_iter,
-            builder=builder, runner=runner or make_runner(rpc),
+            builder=builder, runner=runner or make_runner(rpc, contained=target.kind.name not in GPU_KINDS),
             database=database, cost_model=ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto"),
             measure_callbacks=callbacks, task_scheduler=scheduler or "gradient")
     finally:
