@@ -116,3 +116,24 @@ def gpu_target(gpu: dict, known_tags) -> str | dict:
 def gpu_label(gpu: dict) -> str:
     """The resume key of ``--target gpu`` on this machine."""
     return f"gpu:{gpu['name']}:sm_{gpu['compute_cap'].replace('.', '')}"
+
+
+DEVICE_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
+
+
+def runs_on_device(target) -> bool:
+    """Does a target (a run's target JSON, or target text as users write it) run on a GPU?  Such a
+    program's process needs the driver (device files opened read-write, its ioctls), which the OS
+    sandbox refuses (docs/sandbox.md)."""
+    if isinstance(target, dict):
+        return target.get("kind") in DEVICE_KINDS
+    if not isinstance(target, str) or not target.strip():
+        return False
+    text = target.strip()
+    if text == GPU_WORD or text.split("/")[0] in ("nvidia", "amd", "apple") or text.startswith("{"):
+        try:
+            config = target_config(text) if text.startswith("{") else {"kind": "cuda"}
+        except TargetError:
+            return False
+        return isinstance(config, dict) and config.get("kind") in DEVICE_KINDS
+    return text.split()[0] in DEVICE_KINDS

@@ -8,6 +8,7 @@ import os
 from ..analysis.deployable import export_verdict, headline_build, refusal_text, untuned_wins
 from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
+from ..engine.targets import runs_on_device
 from ..errors import AsightError
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
@@ -83,9 +84,6 @@ def _headline(meta) -> dict:
     return {"tuned_us": (record.get("tuned") or {}).get("median_us"), "threads": (record.get("harness") or {}).get("threads")}
 
 
-GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
-
-
 def measure_library(params: dict, meta, reply: dict, on_event=None, python: str | None = None) -> dict:
     """The written library timed interleaved with the build the run's headline measured, in a sandboxed
     worker process of its own (not the one that built it; same harness and thread count as the
@@ -94,8 +92,7 @@ def measure_library(params: dict, meta, reply: dict, on_event=None, python: str 
         on_event({"type": "status", "message": "timing the library against the headline's build"})
     build = "deployable" if (meta.extra.get("build") or (meta.measurement or {}).get("build")) else "parameters"
     request = {**params, "library": reply["library"], "headline_build": build}
-    gpu = isinstance(meta.target, dict) and meta.target.get("kind") in GPU_KINDS   # the driver needs ioctls
-    with (trusted(python, 1800) if gpu else WorkerClient(python, 1800)) as fresh:   # loading a library runs
+    with (trusted(python, 1800) if runs_on_device(meta.target) else WorkerClient(python, 1800)) as fresh:   # loading a library runs
         record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)        # its code: the sandbox (CPU)
     record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")),
                                               untuned=bool(reply["applied"].get("untuned_build")))

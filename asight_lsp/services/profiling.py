@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
+from ..engine.targets import runs_on_device
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
@@ -191,11 +192,11 @@ def _when(profile: dict) -> str:
 
 
 def _measure(client, params: dict, options: ProfileOptions) -> dict:
-    """The worker's raw profile.  With cachegrind it comes from a worker WITHOUT the OS sandbox
-    (valgrind is a process, the kernel library a file; docs/sandbox.md): only ``asight profile
-    --cachegrind`` asks for it, the user's explicit command on their own file, after the sandboxed
-    worker has parsed the text (``require_parsed``)."""
-    if not options.cachegrind:
+    """The worker's raw profile.  With cachegrind, or on a GPU, it comes from a worker WITHOUT the OS
+    sandbox (valgrind is a process, the kernel library a file; the GPU driver's device files and
+    ioctls; docs/sandbox.md): the user's explicit command on their own file; that worker gets the
+    program parsed by a sandboxed one and refuses native calls by name (``parse.parse_to_run``)."""
+    if not options.cachegrind and not runs_on_device(params.get("target")):
         return client.request(wire.PROFILE, params, timeout=options.timeout)
     with trusted(getattr(client, "python", None), getattr(client, "default_timeout", 120.0)) as unsandboxed:
         return unsandboxed.request(wire.PROFILE, params, timeout=options.timeout)

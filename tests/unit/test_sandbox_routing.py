@@ -1,5 +1,5 @@
 """Which worker a request goes to (docs/sandbox.md): everything to the sandboxed one, a cachegrind
-profile to an unsandboxed one started for it; and what the user is told when the sandbox is missing."""
+or GPU profile to an unsandboxed one started for it; and what the user is told when the sandbox is missing."""
 from __future__ import annotations
 
 import contextlib
@@ -37,6 +37,24 @@ def test_only_cachegrind_goes_to_an_unsandboxed_worker(monkeypatch):
     assert sandboxed.calls == [wire.PROFILE]          # the first call only
     (python, timeout, worker), = started
     assert (python, timeout, worker.calls) == ("py", 7.0, [wire.PROFILE])
+
+
+def test_a_gpu_profile_goes_to_an_unsandboxed_worker(monkeypatch):
+    """The GPU driver's device files (opened read-write) and ioctls are refused in the sandbox."""
+    started = []
+
+    @contextlib.contextmanager
+    def trusted(python=None, default_timeout=120.0):
+        started.append(python)
+        yield FakeWorker("trusted", sandboxed=False)
+
+    monkeypatch.setattr(profiling, "trusted", trusted)
+    sandboxed = FakeWorker("sandboxed")
+    for target in ({"kind": "cuda", "arch": "sm_90"}, "nvidia/nvidia-h100", "gpu", "cuda"):
+        assert profiling._measure(sandboxed, {"target": target}, ProfileOptions()) == {"from": "trusted"}
+    for target in ({"kind": "llvm"}, "llvm -mcpu=znver3", None):
+        assert profiling._measure(sandboxed, {"target": target}, ProfileOptions()) == {"from": "sandboxed"}
+    assert len(started) == 4 and sandboxed.calls == [wire.PROFILE] * 3
 
 
 def test_the_unsandboxed_worker_is_asked_for_on_its_command_line(monkeypatch):
