@@ -45,6 +45,9 @@ SAFE_CALL_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.ca
                            "tirx.call_llvm_pure_intrin", "tirx.call_spirv_pure_glsl450", "tir.call_llvm_intrin",
                            "tir.call_llvm_pure_intrin", "tir.call_spirv_pure_glsl450"})
 EXTERN_FUNC = "relax.ExternFunc"   # the op reported for a Relax ExternFunc (R.call_packed & co. call one)
+# attribute keys whose value is source code the code generator pastes in (C, LLVM IR): a function that
+# calls system() defined there, called by an allowed-looking name, ran as root under `asight export`
+INJECTED_SOURCE = "pragma_import"   # pragma_import_llvm, pragma_import_c (T.attr, annotations, T.import_source)
 
 
 def is_native_call_op(op: str) -> bool:
@@ -75,10 +78,12 @@ def refused(calls: list[tuple]) -> list[tuple]:
 
 
 def describe(op: str, symbol: str | None, line: int | None = None) -> str:
-    """One call in words: ``the C function 'system' (tirx.call_extern, line 9)``."""
+    """One call in words: ``calls the C function 'system' (tirx.call_extern, line 9)``."""
+    if op.startswith(INJECTED_SOURCE):
+        return f"pastes source code into the build through the '{op}' attribute{f' (line {line})' if line else ''}"
     what = "the C function" if op in EXTERN_OPS else "the function"
     name = f"'{symbol}'" if symbol is not None else "named by a computed value"
-    return f"{what} {name} ({op}{f', line {line}' if line else ''})"
+    return f"calls {what} {name} ({op}{f', line {line}' if line else ''})"
 
 
 def refusal_message(calls: list[tuple], action: str = "built or run") -> str | None:
@@ -88,8 +93,8 @@ def refusal_message(calls: list[tuple], action: str = "built or run") -> str | N
         return None
     shown = "; ".join(describe(*call) for call in bad[:3])
     more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-    return (f"it calls {shown}{more}: ASight does not let a program that calls native code by name be "
-            f"{action} (only math functions, TVM's VM builtins and vendor libraries; docs/sandbox.md)")
+    return (f"it {shown}{more}: ASight does not let a program that calls native code by name (or pastes in "
+            f"source code) be {action} (only math functions, TVM's VM builtins and vendor libraries; docs/sandbox.md)")
 
 
 # --------------------------------------------------------------------------- reading TVM's JSON form
@@ -126,6 +131,9 @@ def calls_in_ir_json(text: str) -> list[tuple[str, str | None, int | None]]:
     found = []
     for index, entry in enumerate(nodes):
         data = entry.get("data")
+        if entry.get("type") == "ffi.String" and isinstance(data, str) and data.startswith(INJECTED_SOURCE):
+            users = [e["data"] for e in nodes if isinstance(e.get("data"), dict) and e["data"].get("attr_key") == index]
+            found.append((data, None, next((line(u) for u in users if line(u)), None)))
         if entry.get("type") == "relax.expr.ExternFunc" and isinstance(data, dict):
             found.append((EXTERN_FUNC, string(data.get("global_symbol")), extern_line.get(index) or line(data)))
     for data in calls:

@@ -20,6 +20,7 @@ class ServerOptions:
     trusted: bool = False                # tune/profile/export only once the client says the workspace is
     #                                      trusted (initializationOptions.trusted) or `asight serve --trusted`
     trust_locked: bool = False           # `asight serve --untrusted`: no client can turn trust on
+    cli_worker_python: str | None = None  # `asight serve --worker-python`: the user's own choice, always used
     store_root: str | None = None        # .asight directory; None = <workspace root>/.asight
     worker_python: str | None = None     # interpreter of the TVM worker and the tuning jobs
     target: str | None = None            # default tuning target; None = host CPU
@@ -28,6 +29,12 @@ class ServerOptions:
     diagnostics_delay_ms: int = 300      # TVM diagnostics wait this long after the last keystroke
     poll_interval_s: float = 0.25        # how often a running job's events are read
     counters_budget_s: float | None = None  # GPU: Nsight Compute counters after tuning (None: not collected)
+
+    def worker_interpreter(self) -> str | None:
+        """The interpreter the server starts workers with: the command line's, else the client's
+        ``workerPython`` only in a trusted workspace (it is an executable the server runs: a workspace
+        setting must not pick it, as VS Code's restrictedConfigurations also say), else ours."""
+        return self.cli_worker_python or (self.worker_python if self.trusted else None)
 
     def enabled(self, feature: str) -> bool:
         return feature not in self.disabled_features

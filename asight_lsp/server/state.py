@@ -140,7 +140,7 @@ class ServerState:
         """The TVM worker client (imported lazily: the server never imports TVM itself)."""
         if self._worker is None:
             from ..engine.client import WorkerClient
-            self._worker = WorkerClient(self.options.worker_python)
+            self._worker = WorkerClient(self.options.worker_interpreter())
         return self._worker
 
     @property

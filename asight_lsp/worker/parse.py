@@ -180,8 +180,8 @@ def native_call_warnings(parsed, unit: dict, lines: list[str]) -> list[dict]:
         warnings.append({"unit": unit["name"], "line": line or unit["start_line"] + 1, "col": max(col, 0) + 1,
                          "end_col": col + len(symbol) + 3 if col >= 0 and symbol else None, "kind": "native_call",
                          "severity": "warning",
-                         "message": f"calls {describe(op, symbol)}: tuning, profiling and export refuse a program "
-                                    "that calls native code by name (docs/sandbox.md)"})
+                         "message": f"{describe(op, symbol)}: tuning, profiling and export refuse a program "
+                                    "that calls native code by name or pastes in source code (docs/sandbox.md)"})
     return warnings
 
 

@@ -69,6 +69,28 @@ async def test_a_client_that_does_not_say_the_workspace_is_trusted_gets_no_tunin
     assert (await request(client, P.REQ_STATUS))["trusted"] is False
 
 
+async def test_an_untrusted_client_cannot_pick_the_interpreter_the_server_runs(client, workspace, tmp_path):
+    """``workerPython`` is an executable the server starts: from a client of an untrusted workspace (or a
+    workspace setting it forwards) it is ignored, and opening a file runs our own worker (red team 5)."""
+    import os
+    import sys
+    marker = tmp_path / "ran"
+    evil = tmp_path / "python.sh"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\nexec {sys.executable} \"$@\"\n")
+    evil.chmod(0o755)
+    await client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri(),
+        initialization_options={"workerPython": str(evil), "diagnosticsDelayMs": 0}))
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"asight": {"workerPython": str(evil)}}))
+    uri = open_doc(client, copy_fixture("matmul64.py", workspace))
+    from tests.lsp.conftest import wait_for
+    await wait_for(lambda: uri in client.diagnostics, timeout=120)
+    status = await request(client, P.REQ_STATUS)
+    assert status["trusted"] is False and status.get("workerPid")
+    assert not marker.exists() and os.path.exists(sys.executable)
+
+
 async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):
     await initialize(client, "vscode", workspace, OPTIONS)
     uri = open_doc(client, FIXTURES / "matmul64.py")

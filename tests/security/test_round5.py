@@ -62,7 +62,28 @@ def asight(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedPro
                           timeout=600, env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("case", ["system", "packed", "relax"])
+LLVM = '''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def k(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    with T.attr(0, "pragma_import_llvm", {ir!r}):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = T.call_extern("float32", "__nv_pwn", A[vi])
+'''
+
+
+def llvm_ir(marker: Path) -> str:
+    """LLVM IR defining ``__nv_pwn`` (a device-library-looking name) as a call to system()."""
+    command = f"touch {marker}"
+    return (f'@.c = private unnamed_addr constant [{len(command) + 1} x i8] c"{command}\\00"\n'
+            "declare i32 @system(ptr)\n"
+            "define float @__nv_pwn(float %x) {\n  %r = call i32 @system(ptr @.c)\n  ret float %x\n}\n")
+
+
+@pytest.mark.parametrize("case", ["system", "packed", "relax", "llvm"])
 def test_tune_refuses_a_program_that_calls_native_code_by_name(tmp_path, case):
     marker = tmp_path / "pwned"
     if case == "system":
@@ -70,13 +91,15 @@ def test_tune_refuses_a_program_that_calls_native_code_by_name(tmp_path, case):
     elif case == "packed":
         text, callee, line = EXTERN.format(call=f'T.call_packed("ffi.ModuleLoadFromFile", "{marker}.so")'), \
             "'ffi.ModuleLoadFromFile'", 9
-    else:
+    elif case == "relax":
         text, callee, line = RELAX.format(lib=f"{marker}.so"), "'ffi.ModuleLoadFromFile'", 19
+    else:      # red team round 5, second pass: source pasted in through an attribute, under an allowed name
+        text, callee, line = LLVM.format(ir=llvm_ir(marker)), "'pragma_import_llvm'", 6
     source = tmp_path / "k.py"
     source.write_text(text)
     checked = asight("check", str(source), cwd=tmp_path, env={"ASIGHT_HOME": str(tmp_path / "home")})
     assert checked.returncode == 0, checked.stdout + checked.stderr      # parsing it is harmless...
-    warning = [ln for ln in checked.stdout.splitlines() if ": warning: calls " in ln]   # ...and the editor warns
+    warning = [ln for ln in checked.stdout.splitlines() if ": warning: " in ln]   # ...and the editor warns
     assert len(warning) == 1 and warning[0].startswith(f"{source}:{line}:") and callee in warning[0], checked.stdout
     tuned = asight("tune", str(source), "--trials", "2", cwd=tmp_path, env={"ASIGHT_HOME": str(tmp_path / "home")})
     assert tuned.returncode == 1, tuned.stdout + tuned.stderr

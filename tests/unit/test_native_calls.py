@@ -77,3 +77,15 @@ def test_the_lists():
         assert not allowed("relax.ExternFunc", name), name
     assert refusal_message([("tirx.call_extern", "sqrtf", 1)]) is None
     assert refusal_message([]) is None
+
+
+def test_source_pasted_in_through_an_attribute_is_refused_with_its_line():
+    nodes = [{"type": "None"}, {"type": "ffi.String", "data": "pragma_import_llvm"},
+             {"type": "ffi.String", "data": "define float @__nv_pwn(float %x) { ... }"},
+             {"type": "ir.Span", "data": {"line": 7, "column": 5}},
+             {"type": "tirx.AttrStmt", "data": {"span": 3, "attr_key": 1, "value": 2, "node": 0, "body": 0}},
+             {"type": "ffi.String", "data": "pragma_import_c"}]     # an annotation's key: no line
+    calls = calls_in_ir_json(json.dumps({"root": 4, "nodes": nodes}))
+    assert calls == [("pragma_import_llvm", None, 7), ("pragma_import_c", None, None)]
+    message = refusal_message(calls)
+    assert message.startswith("it pastes source code into the build through the 'pragma_import_llvm' attribute (line 7)")

@@ -181,3 +181,10 @@ def test_status_follows_the_worker_and_jobs():
     state.jobs["r"] = object()
     state.worker_failed(False)
     assert state.status == Status.TUNING
+
+
+def test_the_worker_interpreter_comes_from_the_command_line_or_a_trusted_client():
+    from asight_lsp.server.options import ServerOptions
+    assert ServerOptions().updated({"workerPython": "/x/py"}).worker_interpreter() is None
+    assert ServerOptions().updated({"workerPython": "/x/py", "trusted": True}).worker_interpreter() == "/x/py"
+    assert ServerOptions(cli_worker_python="/cli/py").updated({"workerPython": "/x/py"}).worker_interpreter() == "/cli/py"
