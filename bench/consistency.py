@@ -132,7 +132,7 @@ def from_lens(work: Path, src: Path) -> tuple[str, float | None, str]:
     client = LspClient(work)
     try:
         client.request("initialize", {"processId": None, "rootUri": work.as_uri(), "capabilities": {},
-                                      "initializationOptions": {"storeRoot": str(work / ".asight")}})
+                                      "initializationOptions": {"storeRoot": str(work / ".asight"), "trusted": True}})
         client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         client.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": src.as_uri(), "languageId": "python", "version": 1, "text": src.read_text()}}})

@@ -373,7 +373,7 @@ async def session(args, work: Path) -> dict:
     client = await RawClient.start()
     caps = json.loads((Path(pytest_lsp.__file__).parent / "clients" / "visual_studio_code_v1.65.2.json").read_text())
     await client.request("initialize", {"processId": os.getpid(), "rootUri": work.as_uri(),
-                                        "capabilities": caps["capabilities"], "initializationOptions": {}})
+                                        "capabilities": caps["capabilities"], "initializationOptions": {"trusted": True}})
     client.notify("initialized", {})
     uri = path.as_uri()
     client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
