@@ -58,6 +58,9 @@ REQ_STATUS = "asight/status"             # {} -> ServerStatus (engine state, wor
 
 # --------------------------------------------------------------------------- notifications
 NOTIFY_RUN_UPDATED = "asight/runUpdated"  # server -> client, RunUpdated below
+NOTIFY_WORKSPACE_TRUSTED = "asight/workspaceTrusted"  # client -> server, {}: the user trusted the workspace
+# (VS Code's onDidGrantWorkspaceTrust).  `trusted` in workspace/didChangeConfiguration is ignored: a client
+# that forwards a project's settings would let the project trust itself (red team round 6).
 
 # --------------------------------------------------------------------------- payload schemas
 SCHEMA_RUNS = "asight.runs/1"

@@ -55,23 +55,25 @@ def is_native_call_op(op: str) -> bool:
     return op in EXTERN_OPS or op == EXTERN_FUNC or ("call" in op.split(".")[-1] and op not in SAFE_CALL_OPS)
 
 
-def allowed(op: str, symbol: str | None) -> bool:
-    """May a program call ``symbol`` through ``op``?  ``symbol`` None: not a literal name."""
+def allowed(op: str, symbol: str | None, device: bool = True) -> bool:
+    """May a program call ``symbol`` through ``op``?  ``symbol`` None: not a literal name.  ``device``
+    False (a CPU build): device-library names are not allowed either (on the host they are only
+    defined by pasted-in source, and undefined they crash the process that loads the library)."""
     if symbol is None:
         return False
     if op in EXTERN_OPS:
-        return symbol in EXTERN_NAMES or symbol.startswith(EXTERN_PREFIXES)
+        return symbol in EXTERN_NAMES or (device and symbol.startswith(EXTERN_PREFIXES))
     if op == EXTERN_FUNC or "packed" in op or op.endswith("call_builtin_with_ctx"):
         return symbol in VM_BUILTINS or symbol.startswith(PACKED_PREFIXES)
     return False     # call_py_func, call_ffi_kernel, cuda.func_call, an operator this list does not know
 
 
-def refused(calls: list[tuple]) -> list[tuple]:
+def refused(calls: list[tuple], device: bool = True) -> list[tuple]:
     """The calls of ``calls`` (``(op, symbol, line)`` as ``calls_in_ir_json`` finds them) not allowed,
     the first of each ``(op, symbol)`` only."""
     seen, out = set(), []
     for op, symbol, *rest in calls:
-        if (op, symbol) not in seen and not allowed(op, symbol):
+        if (op, symbol) not in seen and not allowed(op, symbol, device):
             seen.add((op, symbol))
             out.append((op, symbol, rest[0] if rest else None))
     return out
@@ -86,9 +88,9 @@ def describe(op: str, symbol: str | None, line: int | None = None) -> str:
     return f"calls {what} {name} ({op}{f', line {line}' if line else ''})"
 
 
-def refusal_message(calls: list[tuple], action: str = "built or run") -> str | None:
+def refusal_message(calls: list[tuple], action: str = "built or run", device: bool = True) -> str | None:
     """One line saying why the program is not ``action``, or None when every call is allowed."""
-    bad = refused(calls)
+    bad = refused(calls, device)
     if not bad:
         return None
     shown = "; ".join(describe(*call) for call in bad[:3])

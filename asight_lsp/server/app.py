@@ -135,8 +135,12 @@ def create_server(options: ServerOptions | None = None) -> AsightServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: AsightServer, params: types.DidChangeConfigurationParams):
         settings = params.settings if isinstance(params.settings, dict) else {}
-        ls.state.configure(None, settings.get("asight", settings))
+        ls.state.configure(None, settings.get("asight", settings), trust=False)
         ls.state.index.invalidate()
+
+    @server.feature(P.NOTIFY_WORKSPACE_TRUSTED)
+    def workspace_trusted(ls: AsightServer, params=None):
+        ls.state.grant_trust()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: AsightServer, params):

@@ -39,8 +39,10 @@ class ServerOptions:
     def enabled(self, feature: str) -> bool:
         return feature not in self.disabled_features
 
-    def updated(self, values: dict | None) -> "ServerOptions":
-        """A copy with the protocol keys of ``values`` applied; unknown keys and bad types ignored."""
+    def updated(self, values: dict | None, trust: bool = True) -> "ServerOptions":
+        """A copy with the protocol keys of ``values`` applied; unknown keys and bad types ignored;
+        ``trusted`` only when ``trust`` (initializationOptions; not workspace/didChangeConfiguration,
+        whose settings a client may forward from the project itself)."""
         if not isinstance(values, dict):
             return self
         changes: dict[str, Any] = {}
@@ -48,7 +50,7 @@ class ServerOptions:
             name = _KEYS.get(key)
             if name is None or value is None and name in ("trusted", "trials", "diagnostics_delay_ms"):
                 continue
-            if name == "trusted" and self.trust_locked:
+            if name == "trusted" and (self.trust_locked or not trust):
                 continue
             changes[name] = _coerce(name, value, getattr(self, name))
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not _BAD})

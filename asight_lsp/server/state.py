@@ -7,6 +7,7 @@ server.  ``status`` follows esbonio's engine states so a client can show what th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import os
 import re
@@ -108,10 +109,15 @@ class ServerState:
         self._store_root: tuple = (None, "")
 
     # -- configuration
-    def configure(self, root: str | None, values: dict | None) -> None:
+    def configure(self, root: str | None, values: dict | None, trust: bool = True) -> None:
         if root:
             self.root = root
-        self.options = self.options.updated(values)
+        self.options = self.options.updated(values, trust)
+
+    def grant_trust(self) -> None:
+        """The client says the user trusted the workspace (``asight/workspaceTrusted``)."""
+        if not self.options.trust_locked:
+            self.options = dataclasses.replace(self.options, trusted=True)
 
     @property
     def store_root(self) -> str:

@@ -34,7 +34,8 @@ def cachegrind(mod, target, arrays: list[np.ndarray], timeout: float = 300.0) ->
         return {"skipped": "valgrind is not installed", "source": "valgrind cachegrind"}
     workdir = Path(tempfile.mkdtemp(prefix="asight-cg-"))
     try:
-        tvm.compile(mod, target=target).export_library(str(workdir / "k.so"))
+        from .parse import checked_for_build    # valgrind runs it outside the sandbox
+        tvm.compile(checked_for_build(mod, target, "the kernel"), target=target).export_library(str(workdir / "k.so"))
         paths = []
         for i, array in enumerate(arrays):
             np.save(workdir / f"a{i}.npy", array)

@@ -62,8 +62,9 @@ def profile_one(mod, target, folder: Path, tool: str) -> tuple[dict | None, str 
     """(metrics, problem) of one program run once under ncu."""
     from .compat import tvm
     from .programs import buffer_specs, entry_name
+    from .parse import checked_for_build
     lib = folder / "p.so"
-    tvm.compile(mod, target=target).export_library(str(lib))
+    tvm.compile(checked_for_build(mod, target, "the program"), target=target).export_library(str(lib))
     specs = buffer_specs(mod["main"])
     runner = folder / "run.py"
     runner.write_text(RUNNER.format(shapes=[list(s) for _, s, _ in specs], dtypes=[d for _, _, d in specs],

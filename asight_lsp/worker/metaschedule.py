@@ -52,7 +52,8 @@ def fast_build(mod, target, _params):
 
     ``tvm.tirx.build`` (not ``tvm.compile``) returns a module that the default export can save.
     """
-    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    from .parse import checked_for_build
+    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(checked_for_build(mod, target, "a candidate"))
     return tvm.tirx.build(mod, target=target)
 
 

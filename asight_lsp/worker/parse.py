@@ -15,7 +15,7 @@ from ..engine import wire
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
 from ..tvmscript.safety import MACRO_PREFIX
 from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
-from .compat import DiagnosticError, load_ir, load_metadata, parse_script, relax, save_ir, tirx
+from .compat import DiagnosticError, load_ir, load_metadata, parse_script, relax, save_ir, tirx, tvm
 from . import sandbox
 
 LOCATION = re.compile(r"--> (?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+)")
@@ -106,15 +106,34 @@ def parse_in_sandbox(lines: list[str], unit: dict, constants: dict, aliases: dic
     return load_ir(reply["json"])
 
 
-def require_no_native_calls(parsed) -> None:
-    """Refuse a program that calls a native function by a name not allowed (``NativeCallRefused``).
-    The JSON read is TVM's own, of the loaded object (not the text received)."""
-    calls = calls_in_ir_json(save_ir(parsed))
-    message = refusal_message(calls)
+def require_no_native_calls(parsed, target=None, what: str = "") -> None:
+    """Refuse a program that calls a native function by a name not allowed, or pastes in source code
+    (``NativeCallRefused``).  The JSON read is TVM's own, of the object (not text received).  With a
+    ``target``: the program about to be built for it (a schedule from a trace, a record, a design
+    space), where a CPU build may not call device-library names; ``what`` names that program."""
+    calls = native_calls_of(parsed, kernels_only=target is not None)
+    device = target is None or str(getattr(getattr(target, "kind", None), "name", "")) not in ("llvm", "c")
+    message = refusal_message(calls, device=device)
     if message:
-        line = next((line for op, symbol, line in refused(calls) if line), None)
-        where = f"\n --> <unit>:{line}:1" if line else ""    # where error_to_problem places it
-        raise NativeCallRefused(message + where)
+        line = next((line for op, symbol, line in refused(calls, device) if line), None)
+        where = f"\n --> <unit>:{line}:1" if line and not what else ""    # where error_to_problem places it
+        raise NativeCallRefused((f"{what}: " if what else "") + message + where)
+
+
+def native_calls_of(obj, kernels_only: bool = False) -> list:
+    """``calls_in_ir_json`` of a parsed unit, or with ``kernels_only`` of its PrimFuncs alone (a program
+    about to be built: scheduling changes only its kernels, and a bound model's weights, which are in
+    its Relax function, are never serialised)."""
+    if kernels_only and isinstance(obj, tvm.IRModule):
+        return [call for _, func in obj.functions_items() if isinstance(func, tirx.PrimFunc)
+                for call in calls_in_ir_json(save_ir(func))]
+    return calls_in_ir_json(save_ir(obj))
+
+
+def checked_for_build(mod, target, what: str):
+    """``mod`` (scheduled, about to be built for ``target``) after ``require_no_native_calls``."""
+    require_no_native_calls(mod, target, what)
+    return mod
 
 
 def parse_ir(params: dict, emit=None) -> dict:

@@ -251,10 +251,12 @@ def build_tuned(database, mod, target):
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
     constants at build time, so the library reads packed weights and never re-packs them a call."""
+    from .parse import checked_for_build
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target)), target,
+                                    "the build with the run's records")
     if not prepacks(target) and not channels_last(target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
-    with target, database, tvm.transform.PassContext(opt_level=3):
-        applied = relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
     packed = relax.transform.FoldConstant()(split_layout_preproc(applied))
     return tvm.compile(packed, target=target)
 

@@ -41,8 +41,9 @@ def device_of(target):
 
 
 def build_prim(mod, target):
-    """A runtime module of a PrimFunc module (``tvm.tirx.build``)."""
-    return tvm.tirx.build(mod, target=target)
+    """A runtime module of a PrimFunc module (``tvm.tirx.build``), after the native-call rule."""
+    from .parse import checked_for_build
+    return tvm.tirx.build(checked_for_build(mod, target, "a scheduled kernel"), target=target)
 
 
 def scheduled(mod, record):

@@ -92,7 +92,8 @@ def profile_stages(mod, target, arrays: list[np.ndarray], plain_rt, whole_hint_u
     per_round = int(np.clip(2e3 / hint, 3, 50))                        # ~2 ms per round and program
     rounds = int(np.clip(budget_ms * 1e3 / (2 * per_round * hint), 20, 200))
     capacity = per_round + 4  # time_evaluator adds a warm-up call
-    new_func, stages = instrument(mod["main"], capacity)
+    from .parse import checked_for_build
+    new_func, stages = instrument(checked_for_build(mod, target, "the kernel")["main"], capacity)
     entry = entry_name(mod)
     rt = tvm.tirx.build(tvm.IRModule({"main": new_func}), target=target)
     dev = tvm.cpu(0)

@@ -81,14 +81,20 @@ async def test_an_untrusted_client_cannot_pick_the_interpreter_the_server_runs(c
     await client.initialize_session(types.InitializeParams(
         capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri(),
         initialization_options={"workerPython": str(evil), "diagnosticsDelayMs": 0}))
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"asight": {"workerPython": str(evil)}}))
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(   # a project's settings,
+        settings={"asight": {"workerPython": str(evil), "trusted": True}}))               # forwarded: no trust
     uri = open_doc(client, copy_fixture("matmul64.py", workspace))
     from tests.lsp.conftest import wait_for
     await wait_for(lambda: uri in client.diagnostics, timeout=120)
     status = await request(client, P.REQ_STATUS)
     assert status["trusted"] is False and status.get("workerPid")
     assert not marker.exists() and os.path.exists(sys.executable)
+    message = await expect_error(command(client, P.CMD_TUNE, {"uri": uri, "function": "matmul64", "trials": 2}),
+                                 P.ERROR_REQUEST_FAILED, "not trusted")
+    assert "Trust the workspace" in message
+    client.protocol.notify(P.NOTIFY_WORKSPACE_TRUSTED, {})     # what VS Code sends when the user trusts it
+    await wait_for(lambda: True, timeout=1)
+    assert (await request(client, P.REQ_STATUS))["trusted"] is True
 
 
 async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):

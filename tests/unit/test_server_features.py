@@ -144,6 +144,7 @@ def test_options_from_initialization_options():
     assert ServerOptions().updated({"trusted": "no"}).trusted is False      # never trusted unless told so
     assert ServerOptions().updated({"trusted": True}).trusted is True
     assert ServerOptions(trust_locked=True).updated({"trusted": True}).trusted is False   # serve --untrusted
+    assert ServerOptions().updated({"trusted": True}, trust=False).trusted is False   # a configuration change
     assert ServerOptions().updated(None) == ServerOptions()
 
 

@@ -52,7 +52,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (restart && server.state !== ServerState.Stopped) void server.restart();
     else void server.sendConfiguration(next);
   }));
-  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server.sendConfiguration(currentSettings())));
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server.grantTrust(currentSettings())));
 
   // Start the server when a TVMScript document shows up (now or later).
   const consider = (doc: vscode.TextDocument) => {

@@ -184,6 +184,14 @@ export class ServerManager implements vscode.Disposable {
     await client.sendNotification("workspace/didChangeConfiguration", { settings: { asight } });
   }
 
+  /** The user trusted the workspace: tell the server (it ignores `trusted` in configuration changes). */
+  async grantTrust(settings: Settings): Promise<void> {
+    const client = this.running;
+    if (!client) return;
+    await client.sendNotification(P.NOTIFY_WORKSPACE_TRUSTED, {});
+    await this.sendConfiguration(settings);
+  }
+
   /** A server command through workspace/executeCommand (one argument object). */
   async executeCommand<T = unknown>(command: string, args: object): Promise<T> {
     const client = await this.ensureStarted();

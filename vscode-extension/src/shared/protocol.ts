@@ -53,6 +53,7 @@ export const REQ_STATUS = "asight/status"; // {} -> ServerStatus (engine state, 
 
 // ------------------------------------------------------------------------------- notifications
 export const NOTIFY_RUN_UPDATED = "asight/runUpdated"; // server -> client, RunUpdated
+export const NOTIFY_WORKSPACE_TRUSTED = "asight/workspaceTrusted"; // client -> server, {}: the user trusted the workspace
 
 // ----------------------------------------------------------------------------- payload schemas
 export const SCHEMA_RUNS = "asight.runs/1";
