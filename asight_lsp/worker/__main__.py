@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if "--unsandboxed" not in argv:
         os.environ["TVM_BIND_THREADS"] = "0"   # the sandbox refuses pinning another thread (sandbox_rules.OWN_PID_ONLY)
+    if "--unsandboxed" in argv:      # export, import, cachegrind: no sandbox, but a memory cap (red team round 6)
+        sandbox.limit_memory(2.0)
     status = sandbox.skip("started with --unsandboxed for a trusted request") if "--unsandboxed" in argv \
         else sandbox.apply()
     refusal = _refusal(status)
@@ -85,7 +87,8 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
     except Exception as err:  # every failure becomes a one-line error for the caller
         traceback.print_exc(file=sys.stderr)
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        message = sandbox.memory_message(err) or message
+        message = sandbox.memory_message(err) or (None if sandbox.STATUS.requested else
+                                                  sandbox.over_allowance(err, 2.0)) or message
         write_frame(stdout, {"id": rid, "error": {"type": type(err).__name__, "message": message}})
 
 

@@ -43,8 +43,14 @@ def parse_to_run(params: dict):
     """``parse_request`` for a request that builds and runs the unit (profile, export, compare): a
     program that calls native code by name is refused first (``require_no_native_calls``)."""
     parsed = parse_request(params)
-    require_no_native_calls(parsed)
+    require_no_native_calls(parsed, device=_device_target(params.get("target")))
     return parsed
+
+
+def _device_target(target) -> bool:
+    """Whether a request's target (JSON or text) may be a device; None (the host CPU) is not."""
+    from ..engine.targets import runs_on_device
+    return runs_on_device(target)
 
 
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
@@ -106,13 +112,14 @@ def parse_in_sandbox(lines: list[str], unit: dict, constants: dict, aliases: dic
     return load_ir(reply["json"])
 
 
-def require_no_native_calls(parsed, target=None, what: str = "") -> None:
+def require_no_native_calls(parsed, target=None, what: str = "", device: bool | None = None) -> None:
     """Refuse a program that calls a native function by a name not allowed, or pastes in source code
     (``NativeCallRefused``).  The JSON read is TVM's own, of the object (not text received).  With a
     ``target``: the program about to be built for it (a schedule from a trace, a record, a design
     space), where a CPU build may not call device-library names; ``what`` names that program."""
     calls = native_calls_of(parsed, kernels_only=target is not None)
-    device = target is None or str(getattr(getattr(target, "kind", None), "name", "")) not in ("llvm", "c")
+    if device is None:
+        device = target is None or str(getattr(getattr(target, "kind", None), "name", "")) not in ("llvm", "c")
     message = refusal_message(calls, device=device)
     if message:
         line = next((line for op, symbol, line in refused(calls, device) if line), None)

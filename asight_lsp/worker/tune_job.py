@@ -279,6 +279,7 @@ class TuningProcess:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
             raise InputProblem(str(err), "usage") from None
+        self.require_buildable(parsed, target)
         self.check_database()
         try:
             plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target), target)
@@ -298,6 +299,15 @@ class TuningProcess:
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
+
+    def require_buildable(self, parsed, target) -> None:
+        """The native-call rule for this target (a CPU build may not call device-library names)."""
+        from .parse import NativeCallRefused, require_no_native_calls
+        try:
+            require_no_native_calls(parsed, device=target.kind.name not in ("llvm", "c"))
+        except NativeCallRefused as err:
+            problem = error_to_problem_of(err)
+            raise InputProblem(f"{self.run.load().file}:{problem['line']}:{problem['col']}: {problem['message']}") from None
 
     def deployable(self, parsed, member, meta: RunMeta):
         """The unit as ``asight export`` builds it (a Relax model's weights file bound,
@@ -418,6 +428,10 @@ class TuningProcess:
             raise InputProblem(f"design space '{space['function']}': {err}") from None
         if "error" in reply:
             raise InputProblem(reply["error"])
+        try:     # what the space schedules is built and run: the native-call rule, before any trial
+            userspace.require_buildable(reply["traces"], plan.tasks[0].mod, target, space["function"])
+        except ValueError as err:
+            raise InputProblem(str(err)) from None
         self.update(extra={**self.run.load().extra, "space": {**space, "mapping": reply["mapping"]}})
         return userspace.space_generator(reply["traces"], space["mode"])
 
@@ -442,6 +456,11 @@ class TuningProcess:
             self.update(extra={**self.run.load().extra, "problem": problem})
             raise InputProblem(f"{meta.file}:{problem['line']}:{problem['col']}: {problem['message']}") from None
         return parsed, selection.get("member")
+
+
+def error_to_problem_of(err: BaseException) -> dict:
+    from .parse import error_to_problem
+    return error_to_problem(err)
 
 
 def kill_own_group() -> None:

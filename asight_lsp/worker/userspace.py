@@ -155,6 +155,16 @@ def space_generator(traces: list, mode: str):
     return own
 
 
+def require_buildable(traces: list, mod, target, name: str) -> None:
+    """Each design space (a trace from the sandboxed worker) replayed on ``mod`` passes the native-call
+    rule: a space can paste source in through an annotation (``parse.NativeCallRefused``)."""
+    from .parse import require_no_native_calls
+    for trace in traces:
+        space = s_tir.Schedule(mod)
+        Trace.apply_json_to_schedule(load_ir(trace), space)
+        require_no_native_calls(space.mod, target, f"design space '{name}'")
+
+
 def space_traces(params: dict, emit=None) -> dict:
     """In a sandboxed worker: load the file's space function, generate its design space on the task
     (``mod``, TVM's JSON) and return the line mapping and the spaces' traces, or ``{error}``."""

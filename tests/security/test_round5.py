@@ -10,6 +10,7 @@ of export and profile) parsed the text themselves, outside the sandbox.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -175,3 +176,63 @@ def test_the_runner_runs_each_candidate_in_the_sandbox(tmp_path):
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.1)
     assert marker.exists()
+
+
+KERNEL = '''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def k(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    T.func_attr({"global_symbol": "k", "tir.noalias": True})
+    for i in range(64):
+        with T.sblock("b"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] + T.float32(1)
+'''
+
+
+def test_a_tampered_record_that_pastes_in_source_is_never_built(tmp_path):
+    """Red team round 6: a run's records file is plain JSON (a cloned repository can ship one).  A record
+    whose trace annotates a loop with ``pragma_import_llvm`` made `asight export` / `profile --cachegrind`
+    run that IR as root; every build of a scheduled program now refuses it."""
+    from asight_lsp.store.runs import RunStore
+    from asight_lsp.worker.compat import ms, s_tir, tvm
+    source = tmp_path / "k.py"
+    source.write_text(KERNEL)
+    home = {"ASIGHT_HOME": str(tmp_path / "home")}
+    assert asight("tune", str(source), "--trials", "2", cwd=tmp_path, env=home).returncode == 0
+    run = RunStore(str(tmp_path / "home")).get("latest")
+    db = ms.database.JSONDatabase(work_dir=str(run.path))
+    record = db.get_all_tuning_records()[0]
+    sch = s_tir.Schedule(record.workload.mod)
+    (loop,) = sch.get_loops(sch.get_sblock("b"))
+    marker = tmp_path / "pasted-in-ran"
+    sch.annotate(loop, "pragma_import_llvm", llvm_ir(marker).replace("@__nv_pwn(float %x)", "@unused(float %x)"))
+    tampered = ms.database.TuningRecord(sch.trace, record.workload, [1e-9], record.target, record.args_info)
+    records = run.path / "database_tuning_record.json"      # every record replaced, as a shipped file would be
+    lines = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    records.write_text("".join(json.dumps([index, json.loads(json.dumps(tampered.as_json()))]) + "\n"
+                               for index, _ in lines))
+    del db
+    profiled = asight("profile", str(source), "--no-cache", cwd=tmp_path, env=home)
+    assert profiled.returncode != 0 and "pastes source code into the build through the 'pragma_import_llvm'" \
+        in profiled.stderr, profiled.stdout + profiled.stderr
+    assert not marker.exists()
+
+
+def test_a_design_space_that_pastes_in_source_is_refused_before_any_trial(tmp_path):
+    """The space function runs in the sandbox, but what it schedules is built outside: a trace that
+    annotates ``pragma_import_llvm`` is refused up front (red team round 6, s03)."""
+    source = tmp_path / "space.py"
+    source.write_text(KERNEL + '''
+
+def space(sch):
+    (loop,) = sch.get_loops(sch.get_sblock("b"))
+    sch.sample_perfect_tile(loop, n=2, max_innermost_factor=16)
+    sch.annotate(loop, "pragma_" + "import_llvm", "define void @x() { ret void }")
+''')
+    proc = asight("tune", str(source), "--space", "space", "--trials", "2", cwd=tmp_path,
+                  env={"ASIGHT_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "design space 'space': it pastes source code into the build through the 'pragma_import_llvm'" in proc.stderr
+    assert "trials 1/" not in proc.stdout
