@@ -62,8 +62,8 @@ def _tasks_with_a_record(meta) -> set[str]:
 
 
 def _exports_every_kernel_from_records(script: Path, meta, lib: Path) -> dict:
-    out = _export(script, lib, "--json")
-    reply = json.loads(out.stdout)
+    out = _export(script, lib, "--json", "--tuned")   # the tuned build even where a tiny model's tuned
+    reply = json.loads(out.stdout)                    # headline tied or lost (analysis/deployable.untuned_wins)
     applied = reply["applied"]
     assert out.returncode == 0, (out.stderr, reply.get("measured", {}).get("verdict_export"))
     # the tuning job tuned the deployable build: its tasks ARE the library's kernels, each with the
