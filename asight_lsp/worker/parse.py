@@ -195,11 +195,26 @@ def _metadata(lines: list[str], code: str):
     return _METADATA[code]
 
 
+_REFUSED: "OrderedDict[int, tuple]" = OrderedDict()   # id(parsed unit) -> (unit, its refused calls)
+
+
+def _refused_calls(parsed) -> list:
+    """``refused(calls_in_ir_json(...))`` of a parsed unit, kept while the parse cache keeps the unit
+    (a check after every edit re-reads only units whose text changed)."""
+    entry = _REFUSED.get(id(parsed))
+    if entry is None or entry[0] is not parsed:
+        entry = (parsed, refused(calls_in_ir_json(save_ir(parsed))))
+        _REFUSED[id(parsed)] = entry
+        while len(_REFUSED) > 64:
+            _REFUSED.popitem(last=False)
+    return entry[1]
+
+
 def native_call_warnings(parsed, unit: dict, lines: list[str]) -> list[dict]:
     """A warning at each call by a name that tuning, profiling and export refuse (at the name's column
     when the line shows it; ``analysis/native_calls.py``)."""
     warnings = []
-    for op, symbol, line in refused(calls_in_ir_json(save_ir(parsed))):
+    for op, symbol, line in _refused_calls(parsed):
         text = lines[line - 1] if line and 0 < line <= len(lines) else ""
         col = text.find(f'"{symbol}"') if symbol else -1
         col = col if col >= 0 else text.find(f"'{symbol}'") if symbol else -1
