@@ -323,7 +323,8 @@ def remeasure(params: dict, emit=None) -> dict:
     tasks = [(name, load_ir(text)) for name, text in params["tasks"]]
     program = load_ir(params["program"]) if params.get("program") else None
     record = measure_run(params["kind"], tasks, params["run_dir"], tvm.target.Target(params["target"]), params["by"],
-                         program=program, entry=params.get("entry") or "main", weights=params.get("weights"))
+                         program=program, entry=params.get("entry") or "main", weights=params.get("weights"),
+                         chosen=params.get("chosen"))
     if record is not None:
         record["process"] = "sandboxed worker"    # where the programs ran (docs/sandbox.md)
     return {"record": record}
