@@ -10,6 +10,8 @@ move data, and the vendor libraries TVM offloads to.  Pure: no TVM here.
 """
 from __future__ import annotations
 
+import re
+
 # C math functions (C99 <math.h>): double, float (f) and long double (l) forms
 _MATH = ("acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 exp10 expm1 "
          "fabs fdim floor fma fmax fmin fmod hypot ilogb ldexp lgamma llrint llround log log10 log1p log2 logb "
@@ -50,6 +52,10 @@ EXTERN_FUNC = "relax.ExternFunc"   # the op reported for a Relax ExternFunc (R.c
 INJECTED_SOURCE = "pragma_import"   # pragma_import_llvm, pragma_import_c (T.attr, annotations, T.import_source)
 
 
+SYMBOL = "global_symbol"   # reported with a function's name when it is not a C identifier
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 def is_native_call_op(op: str) -> bool:
     """Does operator ``op`` call a function by name (so its callee must be checked)?"""
     return op in EXTERN_OPS or op == EXTERN_FUNC or ("call" in op.split(".")[-1] and op not in SAFE_CALL_OPS)
@@ -61,6 +67,8 @@ def allowed(op: str, symbol: str | None, device: bool = True) -> bool:
     defined by pasted-in source, and undefined they crash the process that loads the library)."""
     if symbol is None:
         return False
+    if op == SYMBOL:      # a code generator prints it into source: only an identifier is a name
+        return bool(_IDENTIFIER.match(symbol))
     if op in EXTERN_OPS:
         return symbol in EXTERN_NAMES or (device and symbol.startswith(EXTERN_PREFIXES))
     if op == EXTERN_FUNC or "packed" in op or op.endswith("call_builtin_with_ctx"):
@@ -81,6 +89,9 @@ def refused(calls: list[tuple], device: bool = True) -> list[tuple]:
 
 def describe(op: str, symbol: str | None, line: int | None = None) -> str:
     """One call in words: ``calls the C function 'system' (tirx.call_extern, line 9)``."""
+    if op == SYMBOL:
+        shown = repr(symbol[:40]) + ("..." if len(symbol) > 40 else "")
+        return f"names a function {shown} (its global_symbol), which is not a C identifier"
     if op.startswith(INJECTED_SOURCE):
         return f"pastes source code into the build through the '{op}' attribute{f' (line {line})' if line else ''}"
     what = "the C function" if op in EXTERN_OPS else "the function"

@@ -43,7 +43,7 @@ def run(args) -> int:
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr,
                         format="asight-lsp %(levelname)s %(name)s: %(message)s")
     options = ServerOptions(trusted=args.trusted, trust_locked=args.untrusted, store_root=args.store, worker_python=args.worker_python,
-                            cli_worker_python=args.worker_python,
+                            cli_worker_python=args.worker_python, network=args.tcp is not None or args.ws is not None,
                             disabled_features=list(args.disable))
     server = create_server(options)
     server.state.idle_gc.take_over_full_collections()

@@ -19,7 +19,33 @@ _LIST_ATTRS = {"mattr", "keys", "libs", "cl-opt", "device_libs"}
 
 
 def target_config(text: str):
-    """Target JSON text, a classic ``kind -key=value ...`` string, or a bare kind/tag -> Target input."""
+    """Target JSON text, a classic ``kind -key=value ...`` string, or a bare kind/tag -> Target input
+    (``require_code_generator``: only LLVM writes the host code)."""
+    return require_code_generator(_target_config(text))
+
+
+CODE_GENERATORS = ("llvm", "cuda", "rocm", "vulkan", "metal", "opencl")
+
+
+def require_code_generator(config):
+    """Refuse a target whose code is written by a generator that prints names into source: TVM's C
+    generator (``"c"``, or ``"host": {"kind": "c"}``) pastes a function's ``global_symbol`` into the
+    C file, and a crafted name became a constructor that ran as root when the library loaded (red
+    team round 6)."""
+    if not isinstance(config, dict):
+        return config                  # a tag: TVM's own list (its host is llvm)
+    kind = config.get("kind")
+    if kind not in CODE_GENERATORS:
+        raise TargetError(f"target kind {kind!r} is not supported (only {', '.join(CODE_GENERATORS)}: TVM's "
+                          "C code generator prints names into C source)")
+    host = config.get("host")
+    host_kind = host.get("kind") if isinstance(host, dict) else str(host).split()[0] if host else "llvm"
+    if host_kind != "llvm":
+        raise TargetError(f"a target host of kind {host_kind!r} is not supported (the host code is LLVM's)")
+    return config
+
+
+def _target_config(text: str):
     if text.startswith("{"):
         try:
             config = json.loads(text)

@@ -21,6 +21,8 @@ class ServerOptions:
     #                                      trusted (initializationOptions.trusted) or `asight serve --trusted`
     trust_locked: bool = False           # `asight serve --untrusted`: no client can turn trust on
     cli_worker_python: str | None = None  # `asight serve --worker-python`: the user's own choice, always used
+    network: bool = False                # --tcp / --ws: any local program (a web page) may be the client, so
+    #                                      neither trust nor workerPython is taken from it (--trusted only)
     store_root: str | None = None        # .asight directory; None = <workspace root>/.asight
     worker_python: str | None = None     # interpreter of the TVM worker and the tuning jobs
     target: str | None = None            # default tuning target; None = host CPU
@@ -34,7 +36,7 @@ class ServerOptions:
         """The interpreter the server starts workers with: the command line's, else the client's
         ``workerPython`` only in a trusted workspace (it is an executable the server runs: a workspace
         setting must not pick it, as VS Code's restrictedConfigurations also say), else ours."""
-        return self.cli_worker_python or (self.worker_python if self.trusted else None)
+        return self.cli_worker_python or (self.worker_python if self.trusted and not self.network else None)
 
     def enabled(self, feature: str) -> bool:
         return feature not in self.disabled_features
@@ -50,7 +52,7 @@ class ServerOptions:
             name = _KEYS.get(key)
             if name is None or value is None and name in ("trusted", "trials", "diagnostics_delay_ms"):
                 continue
-            if name == "trusted" and (self.trust_locked or not trust):
+            if name == "trusted" and (self.trust_locked or not trust or self.network):
                 continue
             changes[name] = _coerce(name, value, getattr(self, name))
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not _BAD})

@@ -116,7 +116,7 @@ class ServerState:
 
     def grant_trust(self) -> None:
         """The client says the user trusted the workspace (``asight/workspaceTrusted``)."""
-        if not self.options.trust_locked:
+        if not self.options.trust_locked and not self.options.network:
             self.options = dataclasses.replace(self.options, trusted=True)
 
     @property

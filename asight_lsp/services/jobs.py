@@ -51,6 +51,20 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+def runs_job_of(pid: int | None, run_dir) -> bool:
+    """Is ``pid`` the tuning job of ``run_dir`` (``python -m asight_lsp.worker.tune_job RUN_DIR``)?  A
+    run.json's pid is data a cloned repository can ship: nothing is signalled on its word alone."""
+    if not pid:
+        return False
+    try:
+        import psutil
+        args = psutil.Process(pid).cmdline()
+    except Exception:  # noqa: BLE001  gone, not ours to read, or no psutil: not provably the job
+        return False
+    wanted = os.path.realpath(str(run_dir))
+    return any("tune_job" in part for part in args) and any(os.path.realpath(part) == wanted for part in args)
+
+
 def refresh_run(run: Run, state="failed", reason: str | None = None, known_dead: bool = False) -> RunMeta:
     """The run's metadata, first marking a run whose job is gone (SIGKILL, segfault) as ``state``
     (a string, or a callable asked once the job is found gone: a cancel may have begun meanwhile).
@@ -140,6 +154,7 @@ class TuneJob:
         self._cancelling = False
         pid = proc.pid if proc else run.load().pid
         self.pid = pid
+        self._own = proc is not None   # signals go only to a job this handle started or proved is the run's
         threading.Thread(target=self._watch, daemon=True, name=f"tune-watch-{run.id}").start()
 
     @classmethod
@@ -165,7 +180,7 @@ class TuneJob:
         with self._reaped:
             if self._ended.is_set():
                 return
-            if self.pid:
+            if self.pid and self._own:
                 end_group(self.pid)
             code = self._proc.returncode if self._proc is not None else None
             if self._cancelling:
@@ -191,7 +206,8 @@ class TuneJob:
             return
         self._cancelling = True
         self.pid = self.pid or self.run.load().pid
-        if not self.pid:    # queued, not started: nothing to signal; record the cancel
+        self._own = self._own or runs_job_of(self.pid, self.run.path)
+        if not self.pid or not self._own:    # not started, or its pid is not this run's job: record the cancel
             refresh_run(self.run, "cancelled", known_dead=True)
             self._ended.wait(2)
             return

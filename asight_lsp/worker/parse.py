@@ -10,7 +10,7 @@ import re
 import time
 from collections import OrderedDict
 
-from ..analysis.native_calls import calls_in_ir_json, describe, refusal_message, refused
+from ..analysis.native_calls import SYMBOL, calls_in_ir_json, describe, refusal_message, refused
 from ..engine import wire
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
 from ..tvmscript.safety import MACRO_PREFIX
@@ -133,8 +133,15 @@ def native_calls_of(obj, kernels_only: bool = False) -> list:
     its Relax function, are never serialised)."""
     if kernels_only and isinstance(obj, tvm.IRModule):
         return [call for _, func in obj.functions_items() if isinstance(func, tirx.PrimFunc)
-                for call in calls_in_ir_json(save_ir(func))]
-    return calls_in_ir_json(save_ir(obj))
+                for call in calls_in_ir_json(save_ir(func))] + global_symbols(obj)
+    return calls_in_ir_json(save_ir(obj)) + global_symbols(obj)
+
+
+def global_symbols(obj) -> list:
+    """``("global_symbol", name, None)`` of every function of ``obj`` (a code generator prints it)."""
+    funcs = [f for _, f in obj.functions_items()] if isinstance(obj, tvm.IRModule) else [obj]
+    names = [(f.attrs or {}).get("global_symbol") for f in funcs if hasattr(f, "attrs")]
+    return [(SYMBOL, str(name), None) for name in names if name is not None]
 
 
 def checked_for_build(mod, target, what: str):
@@ -203,7 +210,7 @@ def _refused_calls(parsed) -> list:
     (a check after every edit re-reads only units whose text changed)."""
     entry = _REFUSED.get(id(parsed))
     if entry is None or entry[0] is not parsed:
-        entry = (parsed, refused(calls_in_ir_json(save_ir(parsed))))
+        entry = (parsed, refused(native_calls_of(parsed)))
         _REFUSED[id(parsed)] = entry
         while len(_REFUSED) > 64:
             _REFUSED.popitem(last=False)

@@ -18,6 +18,8 @@ def measuring_target(spec):
     target = tvm.target.Target(spec)
     if target.kind.name != "llvm":
         raise ValueError(f"profiling measures on this machine's CPU; the target is {target.kind.name}")
+    if target.host is not None and target.host.kind.name != "llvm":   # a run.json is data: it may say anything
+        raise ValueError(f"a target host of kind {target.host.kind.name!r} is not supported (the host code is LLVM's)")
     return target
 
 

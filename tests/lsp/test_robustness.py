@@ -97,6 +97,29 @@ async def test_an_untrusted_client_cannot_pick_the_interpreter_the_server_runs(c
     assert (await request(client, P.REQ_STATUS))["trusted"] is True
 
 
+async def test_cancel_signals_no_process_a_shipped_run_names(client, workspace):
+    """A run folder is data a cloned repository can ship: its run.json's pid is never signalled unless
+    that process is the run's own tuning job (red team round 7 killed an unrelated process group)."""
+    import os
+    import subprocess
+    import time
+    from asight_lsp.store.runs import Run
+    await initialize(client, "vscode", workspace, OPTIONS)
+    source = copy_fixture("matmul64.py", workspace)
+    run_dir = install_run(workspace, source, "mbr128")
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        meta = Run(run_dir).load()
+        meta.state, meta.pid = "running", victim.pid
+        Run(run_dir).save(meta)
+        await command(client, P.CMD_CANCEL, {"run": "mbr128"})
+        time.sleep(2.5)
+        assert victim.poll() is None, "the process a shipped run.json named was signalled"
+        os.kill(victim.pid, 0)
+    finally:
+        victim.kill()
+
+
 async def test_bad_requests_get_errors_and_the_server_lives_on(client, workspace):
     await initialize(client, "vscode", workspace, OPTIONS)
     uri = open_doc(client, FIXTURES / "matmul64.py")

@@ -84,7 +84,11 @@ def llvm_ir(marker: Path) -> str:
             "define float @__nv_pwn(float %x) {\n  %r = call i32 @system(ptr @.c)\n  ret float %x\n}\n")
 
 
-@pytest.mark.parametrize("case", ["system", "packed", "relax", "llvm"])
+SYMBOL_NAME = '\n#ifndef PWN\n#define PWN\n(void* a, void* b, int c, void* d);\nextern "C" int system(const char*);\n' \
+    '__attribute__((constructor)) static void pwn(void){{system("touch {marker}");}}\nint k_\n#endif\n'
+
+
+@pytest.mark.parametrize("case", ["system", "packed", "relax", "llvm", "symbol"])
 def test_tune_refuses_a_program_that_calls_native_code_by_name(tmp_path, case):
     marker = tmp_path / "pwned"
     if case == "system":
@@ -94,8 +98,13 @@ def test_tune_refuses_a_program_that_calls_native_code_by_name(tmp_path, case):
             "'ffi.ModuleLoadFromFile'", 9
     elif case == "relax":
         text, callee, line = RELAX.format(lib=f"{marker}.so"), "'ffi.ModuleLoadFromFile'", 19
-    else:      # red team round 5, second pass: source pasted in through an attribute, under an allowed name
+    elif case == "llvm":      # red team round 5, second pass: source pasted in through an attribute
         text, callee, line = LLVM.format(ir=llvm_ir(marker)), "'pragma_import_llvm'", 6
+    else:      # round 7: C source in a global_symbol, for TVM's C code generator (now refused as a target too)
+        text = EXTERN.format(call="T.float32(0)").replace(
+            "    for i in range(16):", f"    T.func_attr({{'global_symbol': {SYMBOL_NAME.format(marker=marker)!r}}})\n"
+                                       "    for i in range(16):")
+        callee, line = "not a C identifier", 4
     source = tmp_path / "k.py"
     source.write_text(text)
     checked = asight("check", str(source), cwd=tmp_path, env={"ASIGHT_HOME": str(tmp_path / "home")})

@@ -189,3 +189,12 @@ def test_the_worker_interpreter_comes_from_the_command_line_or_a_trusted_client(
     assert ServerOptions().updated({"workerPython": "/x/py"}).worker_interpreter() is None
     assert ServerOptions().updated({"workerPython": "/x/py", "trusted": True}).worker_interpreter() == "/x/py"
     assert ServerOptions(cli_worker_python="/cli/py").updated({"workerPython": "/x/py"}).worker_interpreter() == "/cli/py"
+
+
+def test_a_network_client_cannot_grant_trust_or_pick_the_interpreter():
+    """--tcp / --ws: any local program, a web page among them, may connect (red team round 7)."""
+    from asight_lsp.server.options import ServerOptions
+    net = ServerOptions(network=True)
+    assert net.updated({"trusted": True, "workerPython": "/x/py"}).trusted is False
+    assert ServerOptions(network=True, trusted=True).updated({"workerPython": "/x/py"}).worker_interpreter() is None
+    assert ServerOptions(network=True, trusted=True).trusted is True     # asight serve --ws PORT --trusted
