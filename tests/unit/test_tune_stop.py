@@ -49,17 +49,19 @@ def test_a_stop_signal_cancels_the_followed_job_once(name):
     assert json.loads(proc.stdout) == {"cancelled": 1, "restored": True}
 
 
-def fake_job(tmp_path: Path) -> subprocess.Popen:
-    """A process that looks like a tuning job to ``jobs.pid_alive`` (its command line names tune_job)."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "asight_lsp.worker.tune_job"],
-                            start_new_session=True, cwd=tmp_path)
+def fake_job(tmp_path: Path, run_dir: Path | None = None) -> subprocess.Popen:
+    """A process that looks like a tuning job to ``jobs.pid_alive`` (its command line names tune_job)
+    and, given ``run_dir``, like that run's own job to ``jobs.runs_job_of`` (the only one cancel signals)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "asight_lsp.worker.tune_job",
+                             *([str(run_dir)] if run_dir else [])], start_new_session=True, cwd=tmp_path)
 
 
 def test_cancel_stops_a_job_started_elsewhere_and_keeps_its_records(tmp_path):
-    job = fake_job(tmp_path)
     store = RunStore(tmp_path / ".asight")
     run = store.create(RunMeta(id="mm-20260101-000000-0000", file="m.py", function="mm", state="running",
-                               pid=job.pid, sessions=[{"started": time.time()}]))
+                               pid=None, sessions=[{"started": time.time()}]))
+    job = fake_job(tmp_path, run.path.resolve())
+    run.update(pid=job.pid)
     mbr = ROOT / "fixtures" / "runs" / "mbr128"
     for name in (DB_RECORDS, DB_WORKLOADS):
         shutil.copy(mbr / name, run.path / name)
