@@ -24,7 +24,8 @@ def target_config(text: str):
     return require_code_generator(_target_config(text))
 
 
-CODE_GENERATORS = ("llvm", "cuda", "rocm", "vulkan", "metal", "opencl")
+DEVICE_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
+CODE_GENERATORS = ("llvm",) + DEVICE_KINDS
 
 
 def require_code_generator(config):
@@ -142,9 +143,6 @@ def gpu_target(gpu: dict, known_tags) -> str | dict:
 def gpu_label(gpu: dict) -> str:
     """The resume key of ``--target gpu`` on this machine."""
     return f"gpu:{gpu['name']}:sm_{gpu['compute_cap'].replace('.', '')}"
-
-
-DEVICE_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
 
 
 def runs_on_device(target) -> bool:

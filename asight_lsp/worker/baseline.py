@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.targets import DEVICE_KINDS
 from .records import fresh_copy
 
-GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
+GPU_KINDS = DEVICE_KINDS
 DLIGHT = {"kind": "dlight", "label": "DLight's default schedule"}
 
 

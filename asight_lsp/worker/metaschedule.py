@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-from ..engine.targets import GPU_WORD, TargetError, gpu_target, local_gpus, target_config
+from ..engine.targets import DEVICE_KINDS, GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
 from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
@@ -32,7 +32,7 @@ from .relax_pipeline import fuse, is_reshape
 
 NUMBER, REPEAT, MIN_REPEAT_MS = 3, 1, 20   # the runner's EvaluatorConfig (per trial)
 FAILED_SECS = 1e9                           # MetaSchedule stores failed trials as run_secs [1e10]
-GPU_KINDS = ("cuda", "rocm", "vulkan", "metal", "opencl")
+GPU_KINDS = DEVICE_KINDS
 
 
 # --------------------------------------------------------------------------- build / run
