@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from ..analysis.native_calls import SYMBOL, calls_in_ir_json, describe, refusal_message, refused
 from ..engine import wire
+from ..engine.targets import DEVICE_KINDS, runs_on_device
 from ..tvmscript.printed import METADATA, blank_metadata_params, metadata_section
 from ..tvmscript.safety import MACRO_PREFIX
 from ..tvmscript.pysource import decorator_keyword, parse_chunks, parse_tree, source_lines
@@ -43,14 +44,8 @@ def parse_to_run(params: dict):
     """``parse_request`` for a request that builds and runs the unit (profile, export, compare): a
     program that calls native code by name is refused first (``require_no_native_calls``)."""
     parsed = parse_request(params)
-    require_no_native_calls(parsed, device=_device_target(params.get("target")))
+    require_no_native_calls(parsed, device=runs_on_device(params.get("target")))
     return parsed
-
-
-def _device_target(target) -> bool:
-    """Whether a request's target (JSON or text) may be a device; None (the host CPU) is not."""
-    from ..engine.targets import runs_on_device
-    return runs_on_device(target)
 
 
 def parse_unit(lines: list[str], unit: dict, constants: dict, aliases: dict):
@@ -119,7 +114,7 @@ def require_no_native_calls(parsed, target=None, what: str = "", device: bool | 
     space), where a CPU build may not call device-library names; ``what`` names that program."""
     calls = native_calls_of(parsed, kernels_only=target is not None)
     if device is None:
-        device = target is None or str(getattr(getattr(target, "kind", None), "name", "")) not in ("llvm", "c")
+        device = target is None or target.kind.name in DEVICE_KINDS
     message = refusal_message(calls, device=device)
     if message:
         line = next((line for op, symbol, line in refused(calls, device) if line), None)

@@ -128,7 +128,7 @@ class TuningProcess:
             return 2
         except Exception as err:  # noqa: BLE001  the run must say why it failed
             traceback.print_exc()
-            first = over_allowance(err, JOB_MEMORY_SCALE) or (str(err).strip().splitlines() or [type(err).__name__])[0]
+            first = failure_line(err)
             self.finish("failed", f"{type(err).__name__}: {first}", "internal")
             return 2
         self.finish("done")
@@ -279,7 +279,6 @@ class TuningProcess:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
         except tuning.TargetError as err:
             raise InputProblem(str(err), "usage") from None
-        self.require_buildable(parsed, target)
         self.check_database()
         try:
             plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target), target)
@@ -299,15 +298,6 @@ class TuningProcess:
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
         return plan, target, space, meta, before
-
-    def require_buildable(self, parsed, target) -> None:
-        """The native-call rule for this target (a CPU build may not call device-library names)."""
-        from .parse import NativeCallRefused, require_no_native_calls
-        try:
-            require_no_native_calls(parsed, device=target.kind.name not in ("llvm", "c"))
-        except NativeCallRefused as err:
-            problem = error_to_problem_of(err)
-            raise InputProblem(f"{self.run.load().file}:{problem['line']}:{problem['col']}: {problem['message']}") from None
 
     def deployable(self, parsed, member, meta: RunMeta):
         """The unit as ``asight export`` builds it (a Relax model's weights file bound,
@@ -381,7 +371,7 @@ class TuningProcess:
             return record
         except Exception as err:  # noqa: BLE001 - the records stay; the headline says it was not measured
             traceback.print_exc()
-            first = over_allowance(err, JOB_MEMORY_SCALE) or (str(err).strip().splitlines() or [type(err).__name__])[0]
+            first = failure_line(err)
             self.event("status", stage="measure", message=f"re-measurement failed: {first}")
             return {"schema": "asight.measurement/1", "error": f"{type(err).__name__}: {first}"}
 
@@ -439,6 +429,7 @@ class TuningProcess:
         """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
         from ..tvmscript.outline import build_outline
         from ..tvmscript.pysource import source_lines
+        from ..engine.targets import runs_on_device
         from .parse import error_to_problem, parse_unit, require_no_native_calls
         selection = meta.extra.get("selection") or {}
         text = self.run.source_path.read_text(encoding="utf-8")
@@ -449,7 +440,8 @@ class TuningProcess:
         spec = {"start_line": unit.start_line, "end_line": unit.end_line}
         try:
             parsed = parse_unit(source_lines(text), spec, outline.constants, outline.aliases)
-            require_no_native_calls(parsed)
+            # the native-call rule for the run's target: a CPU build may not call device-library names
+            require_no_native_calls(parsed, device=runs_on_device(meta.extra.get("target_spec")))
         except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
             problem = error_to_problem(err)
             problem["unit"] = unit.name
@@ -458,9 +450,9 @@ class TuningProcess:
         return parsed, selection.get("member")
 
 
-def error_to_problem_of(err: BaseException) -> dict:
-    from .parse import error_to_problem
-    return error_to_problem(err)
+def failure_line(err: BaseException) -> str:
+    """One line for a failure: running out of the job's memory cap said as such, else the first line."""
+    return over_allowance(err, JOB_MEMORY_SCALE) or (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def kill_own_group() -> None:
