@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..analysis.traces import format_trace
 from ..errors import AsightError, WorkerError
+from ..store.files import write_atomic
 from ..store.runs import RunStore
 from ..views.loops import loop_view, stage_graph
 from ..views.principles import principles
@@ -68,9 +69,7 @@ def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root:
     page = build_report(file, run_ref, store_root, worker, hotspots=hotspots, seed=seed)
     out = Path(output)
     try:
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
+        write_atomic(out, page)
     except OSError as err:
         raise AsightError(f"cannot write {output}: {err.strerror}") from None
     return out

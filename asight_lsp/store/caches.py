@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgpack
 
+from .files import write_atomic
 from .runs import Run
 
 PROFILE_FILE = "profile.msgpack"
@@ -34,9 +35,7 @@ def _read(path: Path):
 
 
 def _write(path: Path, data) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(msgpack.packb(data, use_bin_type=True))
-    os.replace(tmp, path)
+    write_atomic(path, msgpack.packb(data, use_bin_type=True))
 
 
 def load_profile(run: Run) -> dict | None:

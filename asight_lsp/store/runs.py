@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .files import write_atomic
+
 from ..errors import AsightError
 
 RUN_SCHEMA = "asight.run/1"
@@ -119,9 +121,7 @@ class Run:
     def save(self, meta: RunMeta) -> None:
         """Write ``run.json`` atomically (a reader never sees half a file)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.meta_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(meta.to_dict(), indent=2, default=str))
-        os.replace(tmp, self.meta_path)
+        write_atomic(self.meta_path, json.dumps(meta.to_dict(), indent=2, default=str))
 
     def update(self, **changes) -> RunMeta:
         meta = self.load()
@@ -250,9 +250,7 @@ def repair_json_lines(path: str | os.PathLike, readable=lambda value: True) -> i
     if torn:
         with open(str(path) + SET_ASIDE, "a", encoding="utf-8") as aside:
             aside.write(lines[-1] + "\n")
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in kept))
     return int(torn)
 
 

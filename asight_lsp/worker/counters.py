@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..analysis import ncu
 from ..store.counters import COUNTERS
+from ..store.files import write_atomic
 from ..store.runs import Run, read_json_lines, read_records
 
 RUNNER = """
@@ -138,9 +139,7 @@ def collect(run_dir: Path, budget_s: float) -> dict:
                 return {"status": "unavailable", "message": why}
             lines.append({"candidate": candidate, "tool": f"ncu ({tool})", "metrics": metrics})
     path = run_dir / COUNTERS
-    tmp_path = path.with_suffix(f".tmp{os.getpid()}")
-    tmp_path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    os.replace(tmp_path, path)
+    write_atomic(path, "".join(json.dumps(line) + "\n" for line in lines))
     return {"status": "ok", "profiled": len(lines), "skipped": skipped, "failed": failed,
             "seconds": time.perf_counter() - started,
             "message": f"{len(lines)} programs profiled (baseline included)"

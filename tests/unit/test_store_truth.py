@@ -174,3 +174,20 @@ def test_an_unreadable_run_json_of_another_function_is_passed_over(tmp_path):
     with pytest.raises(AsightError, match="run.json is unreadable.*pass --new"):
         store.find_resumable("/w/m.py", "matmul64", {}, "t")
     assert store.run_id_prefix("Mod.main") == "Mod.main-" and store.new_run_id("Mod.main").startswith("Mod.main-")
+
+
+def test_threads_of_one_process_save_run_json_at_once(run):
+    """Two threads of the server (a job's watcher and a cancel) save one run.json at once: each
+    write is whole and none fails (CI once failed when both used the same temporary name)."""
+    from concurrent.futures import ThreadPoolExecutor
+    meta = run.load()
+
+    def save(k: int) -> None:
+        for _ in range(200):
+            meta.state = f"state-{k}"
+            run.save(meta)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(save, range(8)))
+    assert run.load().state.startswith("state-")
+    assert not [p.name for p in run.path.iterdir() if p.name.endswith(".tmp")]
