@@ -1,6 +1,6 @@
 """Export a tuned Relax model (TVM-free orchestration): the run's chosen records + the weights
-beside the file -> a shared library, reloaded and checked against the untuned build by the worker
-(``worker/model_export.py``).  Decisions: docs/models.md."""
+beside the file -> a shared library written by a trusted worker (the linker is a process), then
+loaded, checked against the untuned build and timed by a sandboxed one (``worker/model_export.py``).  Decisions: docs/models.md."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ from ..analysis.deployable import export_verdict, headline_build, refusal_text, 
 from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
-from ..errors import AsightError
+from ..errors import AsightError, WorkerError
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
 from .lookup import tuned_file
@@ -74,9 +74,22 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     reply["load"] = load_snippet(reply)
     if why_untuned:
         reply["untuned_export"] = why_untuned
-    if measure and params["chosen"] is not None:
-        reply["measured"] = measure_library(params, meta, reply, on_event, getattr(worker, "python", None))
+    with library_worker(meta.target, getattr(worker, "python", None)) as fresh:
+        try:
+            reply["check"] = fresh.request(wire.CHECK_EXPORT, {**params, "library": reply["library"]}, timeout=1800)
+        except WorkerError as err:
+            raise AsightError(f"wrote {reply['library']}, but loading it back to check its outputs failed: "
+                              f"{err}") from None
+        if measure and params["chosen"] is not None:
+            reply["measured"] = measure_library(params, meta, reply, fresh, on_event)
     return reply
+
+
+def library_worker(target, python: str | None):
+    """A worker of its own that loads the written library (loading a library runs its code): the
+    sandboxed worker on the CPU, the unsandboxed one on a GPU (the driver needs what the sandbox
+    refuses; ``engine/targets.runs_on_device``).  Not the worker that built it."""
+    return trusted(python, 1800) if runs_on_device(target) else WorkerClient(python, 1800)
 
 
 def _headline(meta) -> dict:
@@ -84,16 +97,15 @@ def _headline(meta) -> dict:
     return {"tuned_us": (record.get("tuned") or {}).get("median_us"), "threads": (record.get("harness") or {}).get("threads")}
 
 
-def measure_library(params: dict, meta, reply: dict, on_event=None, python: str | None = None) -> dict:
-    """The written library timed interleaved with the build the run's headline measured, in a sandboxed
-    worker process of its own (not the one that built it; same harness and thread count as the
-    tuning job's headline); the record plus ``verdict`` (``analysis.deployable.export_verdict``)."""
+def measure_library(params: dict, meta, reply: dict, worker, on_event=None) -> dict:
+    """The written library timed interleaved with the build the run's headline measured, in ``worker``
+    (``library_worker``: same harness and thread count as the tuning job's headline); the record
+    plus ``verdict`` (``analysis.deployable.export_verdict``)."""
     if on_event:
         on_event({"type": "status", "message": "timing the library against the headline's build"})
     build = "deployable" if (meta.extra.get("build") or (meta.measurement or {}).get("build")) else "parameters"
     request = {**params, "library": reply["library"], "headline_build": build}
-    with (trusted(python, 1800) if runs_on_device(meta.target) else WorkerClient(python, 1800)) as fresh:   # loading a library runs
-        record = fresh.request(wire.MEASURE_EXPORT, request, timeout=1800)        # its code: the sandbox (CPU)
+    record = worker.request(wire.MEASURE_EXPORT, request, timeout=1800)
     record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")),
                                               untuned=bool(reply["applied"].get("untuned_build")))
     return record

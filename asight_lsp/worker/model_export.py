@@ -8,7 +8,8 @@ library that ``tvm.runtime.load_module`` + ``relax.VirtualMachine`` run.
   the built program (VM instrument hook) and refuses to write the library, unless the request
   tunes them first (``tune_missing``: N trials into ``<run>/export-tuned/``, progress as events)
   or accepts them (``allow_untuned``).
-* The library is then loaded back from disk and its outputs compared with the untuned build.
+* The library is then loaded back from disk, in a sandboxed worker (``check_export``: loading a library
+  runs its code), and its outputs compared with the untuned build.
 * ``measure_export`` (asked of a *separate* worker process) times the written library interleaved
   with the build the run's headline measured, through the same harness (docs/models.md).
 """
@@ -152,8 +153,7 @@ def export_model(params: dict, emit=None) -> dict:
     mod, bound = deployable(parsed, fn, params.get("weights"))
     if params.get("untuned"):      # the run measured the untuned build faster (analysis/deployable.untuned_wins)
         applied = {"from_records": [], "kernels": None, "untuned_build": True}
-        untuned = tvm.compile(mod, target=target)
-        return _written(params, fn, mod, target, untuned, applied, len(bound), reference=untuned)
+        return _written(params, fn, mod, target, tvm.compile(mod, target=target), applied, len(bound))
     database, chosen, extra, kept = _database(params)
     applied = kernels_applied(mod, database, target, chosen, extra, kept)
     # without the weights bound none may fit (the run's schedules pack bound weights): a refusal that
@@ -185,18 +185,29 @@ def _reply(fn: str, mod, target, applied: dict, bound: int) -> dict:
             "inputs": tensor_params(mod[fn], len(mod[fn].params)), "tuned_missing": None}
 
 
-def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int, reference=None) -> dict:
-    """``executable`` written to ``params["out"]``, loaded back and its outputs compared with the
-    untuned build's (``reference``, else compiled here) on the same seeded inputs."""
+def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int) -> dict:
+    """``executable`` written to ``params["out"]``.  This worker never loads it: loading a library runs
+    its code, so the output check (``check_export``) runs in a sandboxed worker on the CPU."""
     reply = _reply(fn, mod, target, applied, bound)
-    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     out = params["out"]
     executable.export_library(out)
-    loaded = relax.VirtualMachine(tvm.runtime.load_module(out), tvm.cpu(0))
-    reference = relax.VirtualMachine(reference or tvm.compile(mod, target=target), tvm.cpu(0))
-    outputs = [flatten(vm[fn](*[tvm.runtime.tensor(a.copy()) for a in arrays])) for vm in (reference, loaded)]
-    check = compare_outputs([f"output{i}" for i in range(len(outputs[0]))], outputs[0], outputs[1])
-    return {**reply, "status": "written", "library": out, "bytes": os.path.getsize(out), "check": check}
+    return {**reply, "status": "written", "library": out, "bytes": os.path.getsize(out)}
+
+
+def check_export(params: dict, emit=None) -> dict:
+    """The written library (``params["library"]``) loaded and its outputs compared with the untuned
+    build's on the same seeded inputs: the compare record (``ok``, ``rtol``, per output)."""
+    fn = params.get("function") or "main"
+    parsed = parse_to_run(params)
+    _relax_entry(parsed, fn)
+    target = measuring_target(params.get("target"))
+    mod = deployable(parsed, fn, params.get("weights"))[0]
+    dev = tvm.cpu(0)
+    arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
+    loaded = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
+    reference = relax.VirtualMachine(tvm.compile(mod, target=target), dev)
+    outputs = [flatten(vm[fn](*[tvm.runtime.tensor(a.copy(), dev) for a in arrays])) for vm in (reference, loaded)]
+    return compare_outputs([f"output{i}" for i in range(len(outputs[0]))], outputs[0], outputs[1])
 
 
 def headline_program(parsed, fn: str, build: str, weights: str | None):
@@ -235,4 +246,4 @@ def measure_export(params: dict, emit=None) -> dict:
                              {"check": check, "headline_build": params.get("headline_build") or "deployable"}, seed)
 
 
-HANDLERS = {wire.EXPORT_MODEL: export_model, wire.MEASURE_EXPORT: measure_export}
+HANDLERS = {wire.EXPORT_MODEL: export_model, wire.CHECK_EXPORT: check_export, wire.MEASURE_EXPORT: measure_export}

@@ -245,3 +245,33 @@ def space(sch):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "design space 'space': it pastes source code into the build through the 'pragma_import_llvm'" in proc.stderr
     assert "trials 1/" not in proc.stdout
+
+
+CONSTRUCTOR = '#include <stdlib.h>\n__attribute__((constructor)) static void pwn(void) { system("touch {marker}"); }\n'
+
+
+def test_exports_output_check_loads_the_library_in_the_sandbox(tmp_path):
+    """Loading a library runs its code (its constructors, its kernels' stores): `asight export`'s output
+    check loads the written library in a sandboxed worker (``services/export.library_worker``), not in
+    the trusted worker that linked it.  Control: the same request to an unsandboxed worker runs it."""
+    from asight_lsp.engine import wire
+    from asight_lsp.engine.client import WorkerClient, trusted
+    from asight_lsp.errors import WorkerError
+    from asight_lsp.services.export import library_worker
+    from asight_lsp.tvmscript.outline import build_outline
+    marker = tmp_path / "ran-constructor"
+    (tmp_path / "pwn.c").write_text(CONSTRUCTOR.replace("{marker}", str(marker)))
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "model.so"), str(tmp_path / "pwn.c")], check=True)
+    text = (ROOT / "fixtures" / "relax_cnn.py").read_text()
+    outline = build_outline(text, "relax_cnn.py")
+    params = {**wire.source_params(text, outline, outline.units[0]), "library": str(tmp_path / "model.so"),
+              "target": None, "weights": None, "function": "main"}
+    with library_worker(None, None) as worker:
+        assert isinstance(worker, WorkerClient) and worker.request("ping")["sandbox"]["active"] is True
+        with pytest.raises(WorkerError):                # not a TVM library: refused after the dlopen...
+            worker.request(wire.CHECK_EXPORT, params, timeout=300)
+    time.sleep(0.5)
+    assert not marker.exists()                          # ...whose constructor could not run a command
+    with trusted(None, 300) as unsandboxed, pytest.raises(WorkerError):
+        unsandboxed.request(wire.CHECK_EXPORT, params, timeout=300)
+    assert marker.exists()                              # the payload is live outside the sandbox

@@ -80,3 +80,17 @@ def test_a_missing_sandbox_is_a_warning_unless_it_was_asked_for():
     line = sandbox_warning({"active": False, "requested": True, "reason": "cannot load libseccomp (x)"})
     assert "without its OS sandbox: cannot load libseccomp (x)" in line and "checked statically only" in line
     assert "\n" not in line
+
+
+def test_an_exported_library_is_loaded_in_the_sandbox_on_the_cpu_only(monkeypatch):
+    """services/export.library_worker: the output check and the timing of a written library run in a
+    sandboxed worker, except on a GPU (the driver needs what the sandbox refuses)."""
+    from asight_lsp.services import export
+    started = []
+    monkeypatch.setattr(export, "trusted", lambda python, timeout: started.append("trusted") or "unsandboxed")
+    monkeypatch.setattr(export, "WorkerClient", lambda python, timeout: started.append("sandboxed") or "sandboxed")
+    for target in ({"kind": "llvm"}, "llvm -mcpu=znver4", None):
+        assert export.library_worker(target, "py") == "sandboxed"
+    for target in ({"kind": "cuda", "arch": "sm_90"}, "nvidia/nvidia-h100", "cuda"):
+        assert export.library_worker(target, "py") == "unsandboxed"
+    assert started == ["sandboxed"] * 3 + ["trusted"] * 3
