@@ -125,6 +125,7 @@ class WorkerClient:
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 self.restarts += 1
+                remove_private_cwd(self.sandbox)     # the dead worker's folder; the new one makes its own
             self._start()
 
     def kill(self) -> None:

@@ -5,6 +5,7 @@ other lines blanked so TVM's line numbers are the file's.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import re
 import time
@@ -90,11 +91,12 @@ class NativeCallRefused(ValueError):
 
 
 def sandboxed_worker():
-    """This process's sandboxed worker (started on first use; it dies with this process)."""
+    """This process's sandboxed worker (started on first use; closed when this process exits)."""
     global _PARSER
     from ..engine.client import WorkerClient
     if _PARSER is None:
         _PARSER = WorkerClient(default_timeout=PARSE_TIMEOUT_S)
+        atexit.register(_PARSER.close)      # it exits, and its private folder goes (it cannot remove it)
     return _PARSER
 
 

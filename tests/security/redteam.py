@@ -336,8 +336,9 @@ print(json.dumps({"status": status, "messages": out}))
 def via_raw(texts: dict[str, str], sandbox_file: str) -> dict:
     """TVM's own parser, no gate, after applying a sandbox module (``none``: no sandbox; ``package``: ours;
     a file: e.g. the deny-list of an earlier version) -- the "before" of the report."""
-    done = subprocess.run([sys.executable, "-c", RAW, sandbox_file], input=json.dumps(texts), capture_output=True,
-                          text=True, timeout=600, cwd=tempfile.mkdtemp(prefix="asight-raw-"))
+    with tempfile.TemporaryDirectory(prefix="asight-raw-") as cwd:     # where a payload's files land
+        done = subprocess.run([sys.executable, "-c", RAW, sandbox_file], input=json.dumps(texts), capture_output=True,
+                              text=True, timeout=600, cwd=cwd)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     data = json.loads(last) if last.startswith("{") else {"error": done.stderr[-2000:]}
     messages = data.pop("messages", {})

@@ -191,3 +191,29 @@ def test_cachegrind_in_the_sandboxed_worker_says_where_it_runs(worker):
                                         "choose": False}, timeout=300)
     skipped = raw["kernels"][0]["cachegrind"]["baseline"]["skipped"]
     assert "without the OS sandbox" in skipped
+
+
+@pytest.mark.tvm
+def test_a_sandboxed_workers_private_folder_goes_with_it(tmp_path, monkeypatch):
+    """The sandboxed worker cannot remove its own folder: its client does, when it closes, when it
+    restarts a dead worker, and when the process that started it exits (the tuning job's parse worker
+    left one folder in /tmp per run)."""
+    import signal
+    import tempfile
+    from asight_lsp.engine.client import WorkerClient
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    script = "from asight_lsp.worker import parse; print(parse.sandboxed_worker().request('ping')['sandbox']['active'])"
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
+    assert not list(tmp_path.glob("asight-worker-*"))           # the exiting process closed its worker
+    with WorkerClient() as client:
+        client.request("ping")
+        first = client.sandbox["layers"]["cwd"]
+        assert os.path.dirname(first) == str(tmp_path)
+        os.kill(client.pid, signal.SIGKILL)
+        client._proc.wait(timeout=10)
+        client.request("ping")                                  # restarted: the dead one's folder is gone
+        assert not os.path.exists(first) and os.path.exists(client.sandbox["layers"]["cwd"])
+    assert not list(tmp_path.glob("asight-worker-*"))
