@@ -161,3 +161,29 @@ def runs_on_device(target) -> bool:
             return False
         return isinstance(config, dict) and config.get("kind") in DEVICE_KINDS
     return text.split()[0] in DEVICE_KINDS
+
+
+# --------------------------------------------------------------------------- runs here?
+
+_ARCH = {"amd64": "x86_64", "x64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64", "aarch64_be": "aarch64",
+         "i386": "x86", "i486": "x86", "i586": "x86", "i686": "x86"}
+
+
+def architecture(name: str) -> str:
+    """The CPU architecture an LLVM triple (``aarch64-linux-gnu``) or ``platform.machine()`` names."""
+    arch = (name or "").strip().lower().split("-")[0]
+    return _ARCH.get(arch, arch)
+
+
+def require_runs_here(mtriple: str | None, machine: str | None = None) -> None:
+    """Tuning, profiling and export time every program on this machine's CPU: a target whose code is
+    for another architecture (``-mtriple=aarch64-linux-gnu`` on an x86_64 machine) cannot run here.
+    Said before anything is built (TVM's own failure named an unregistered NEON intrinsic)."""
+    if not mtriple:
+        return
+    import platform
+    arch, here = architecture(mtriple), architecture(machine or platform.machine())
+    if arch and here and arch != here:
+        raise TargetError(f"the target's mtriple {mtriple!r} makes {arch} code, which this {here} machine cannot "
+                          f"run: tuning and profiling time every program here (tune on {arch} hardware and "
+                          "bring its work folder here with `asight adopt`)")

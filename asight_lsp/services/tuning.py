@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
-from ..engine.targets import GPU_WORD, gpu_label, local_gpus, target_config
+from ..engine.targets import GPU_WORD, gpu_label, local_gpus, require_runs_here, target_config
 from ..errors import AsightError
 from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
@@ -69,6 +69,8 @@ def check_target(target: str | None) -> str:
         return gpu_label(local_gpus()[0])
     config = target_config(text)
     kind = config if isinstance(config, str) else str(config["kind"])
+    if kind == "llvm":
+        require_runs_here(config.get("mtriple"))
     if text.startswith("{"):
         label = json.dumps(config, sort_keys=True, separators=(",", ":"))
     else:

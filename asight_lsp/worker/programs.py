@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..engine.targets import require_runs_here
 from .compat import host_target, relax, s_tir, tirx, tvm
 
 SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
@@ -20,6 +21,7 @@ def measuring_target(spec):
         raise ValueError(f"profiling measures on this machine's CPU; the target is {target.kind.name}")
     if target.host is not None and target.host.kind.name != "llvm":   # a run.json is data: it may say anything
         raise ValueError(f"a target host of kind {target.host.kind.name!r} is not supported (the host code is LLVM's)")
+    require_runs_here(str(target.attrs.get("mtriple") or ""))
     return target
 
 

@@ -23,6 +23,7 @@ import threading
 import time
 import traceback
 
+from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
 from .sandbox import RUNNER_CWD_ENV, limit_memory, over_allowance
 
@@ -277,6 +278,7 @@ class TuningProcess:
         parsed, build = self.deployable(parsed, member, meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
+            require_runs_here(str((target.host or target).attrs.get("mtriple") or ""))
         except tuning.TargetError as err:
             raise InputProblem(str(err), "usage") from None
         self.check_database()

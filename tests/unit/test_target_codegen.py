@@ -28,3 +28,24 @@ def test_a_global_symbol_must_be_a_c_identifier():
         assert not allowed(SYMBOL, name), name
     text = describe(SYMBOL, "\n#ifndef PWN\n" + "x" * 200)
     assert "not a C identifier" in text and len(text) < 140
+
+
+def test_a_target_for_another_architecture_is_refused_before_a_job_starts():
+    """Tuning times every program here: an aarch64 mtriple on an x86_64 machine is said up front
+    (TVM's own failure named an unregistered NEON intrinsic after the job started)."""
+    from asight_lsp.engine.targets import architecture, require_runs_here
+    from asight_lsp.services.tuning import check_target
+    assert architecture("aarch64-linux-gnu") == architecture("arm64") == "aarch64"
+    assert architecture("x86_64-pc-linux-gnu") == architecture("AMD64") == "x86_64"
+    require_runs_here("x86_64-unknown-linux-gnu", "x86_64")
+    require_runs_here(None, "x86_64")
+    require_runs_here("aarch64-linux-gnu", "aarch64")
+    with pytest.raises(TargetError, match="makes aarch64 code, which this x86_64 machine cannot run"):
+        require_runs_here("aarch64-linux-gnu", "x86_64")
+    with pytest.raises(TargetError, match="asight adopt"):
+        require_runs_here("riscv64-unknown-linux-gnu", "aarch64")
+    import platform
+    other = "aarch64-linux-gnu" if architecture(platform.machine()) != "aarch64" else "x86_64-linux-gnu"
+    for text in (f"llvm -mtriple={other}", f'{{"kind": "llvm", "mtriple": "{other}"}}'):
+        with pytest.raises(TargetError, match="cannot run"):
+            check_target(text)
