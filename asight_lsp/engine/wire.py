@@ -33,6 +33,7 @@ RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
 CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
 IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, inputs, params, ...}
 EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, ...}
+RUN_CANDIDATE = "run_candidate"  # {artifact, device, args: [["TENSOR", dtype, shape]]} -> {costs: [s]} (sandboxed only)
 CHECK_EXPORT = "check_export"    # SourceParams + {library, target, weights, seed} -> compare record (outputs vs untuned)
 MEASURE_EXPORT = "measure_export"  # SourceParams + {library, run_dir, chosen, target, weights, headline_build} -> record
 ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workload, how, hashes} (worker/adopt.py)

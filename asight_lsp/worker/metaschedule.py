@@ -24,7 +24,8 @@ from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKi
 from .compat import rpc as tvm_rpc
 from .constraint_guard import guided_space
 from .inputs import runner_arguments
-from .sandbox import contain_runner, limit_memory
+from .candidate_runner import SandboxedRunner
+from .sandbox import limit_memory
 from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
 from .task_limits import require_fits_memory, require_static_inputs
@@ -129,13 +130,16 @@ def parse_rpc(spec: str) -> tuple[str, int, str]:
 
 
 def make_runner(rpc: str | None = None, timeout_sec: float = 30.0, contained: bool = True):
-    """LocalRunner (integer inputs zero: ``inputs.runner_arguments``; each candidate run in the OS
-    sandbox unless ``contained`` is False: a GPU, whose driver's ioctls the sandbox refuses), or an
-    RPCRunner through a TVM RPC tracker when ``rpc`` is ``HOST:PORT:KEY`` (TVM's default fill there)."""
+    """The CPU runner: each candidate run by a sandboxed worker that answers with data
+    (``candidate_runner.SandboxedRunner``; MetaSchedule's ``LocalRunner`` pickles results back to
+    this unsandboxed process).  Without ``contained`` (a GPU, whose driver's ioctls the sandbox
+    refuses): ``LocalRunner``.  Integer inputs are zero (``inputs.runner_arguments``) either way.  With
+    ``rpc`` (``HOST:PORT:KEY``): an RPCRunner through a TVM RPC tracker (TVM's default fill there)."""
     if not rpc:
+        if contained:
+            return SandboxedRunner(timeout_sec=timeout_sec)
         return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=evaluator_config(),
-                                     f_alloc_argument=runner_arguments,
-                                     initializer=contain_runner if contained else None)
+                                     f_alloc_argument=runner_arguments)
     host, port, key = parse_rpc(rpc)
     config = ms.runner.RPCConfig(tracker_host=host, tracker_port=port, tracker_key=key,
                                  session_timeout_sec=max(int(timeout_sec), 10))

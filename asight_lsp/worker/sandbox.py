@@ -50,15 +50,9 @@ class SandboxStatus:
 STATUS = SandboxStatus(active=False, reason="not applied yet")
 
 
-RUNNER_CWD_ENV = "ASIGHT_RUNNER_CWD"   # the empty folder the tuning job gives its runner processes
-
-
-def apply(role: str = "worker") -> SandboxStatus:
+def apply() -> SandboxStatus:
     """Set the sandbox up in this process (all threads), then test it from inside; never raises.
-
-    ``role`` "runner": MetaSchedule's runner process, which runs the candidates' native code for a
-    whole tuning run: its working folder is the job's (``ASIGHT_RUNNER_CWD``), and it has no CPU
-    budget (each trial has the runner's timeout)."""
+    (The tuning runner is a sandboxed worker too: ``candidate_runner``.)"""
     global STATUS
     simulated = os.environ.get(SIMULATE_ENV)
     if simulated:   # tests: the machine without seccomp (it can only make the worker more careful)
@@ -68,8 +62,8 @@ def apply(role: str = "worker") -> SandboxStatus:
     try:
         import pyseccomp as seccomp   # first: finding libseccomp runs ldconfig and writes temp files
         from . import landlock, selftest   # noqa: F401  (imported before the filesystem turns read-only)
-        layers["cwd"] = private_cwd(os.environ.get(RUNNER_CWD_ENV) if role == "runner" else None)
-        layers["limits"] = set_limits(cpu=role != "runner")
+        layers["cwd"] = private_cwd()
+        layers["limits"] = set_limits()
         layers["capabilities"] = drop_privileges()
         layers["landlock"] = landlock_layer()
         layers["seccomp"] = load_allow_list(seccomp)
@@ -92,9 +86,9 @@ def verify(layers: dict) -> SandboxStatus:
                          layers=layers, selftest=report)
 
 
-def set_limits(cpu: bool = True) -> dict:
+def set_limits() -> dict:
     """No file may grow, no core dump, few open files, memory bounded (soft = hard: cannot be raised);
-    CPU time bounded per request (``cpu_budget``) when ``cpu``."""
+    CPU time bounded per request (``cpu_budget``)."""
     limits = {"RLIMIT_FSIZE": 0, "RLIMIT_CORE": 0, "RLIMIT_NOFILE": NOFILE, "RLIMIT_AS": vm_size() + memory_allowance()}
     for name, value in limits.items():
         which = getattr(resource, name)
@@ -102,7 +96,7 @@ def set_limits(cpu: bool = True) -> dict:
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (value, value))
         limits[name] = value
-    limits["RLIMIT_CPU"] = cpu_budget() if cpu else "per trial (the runner's timeout)"
+    limits["RLIMIT_CPU"] = cpu_budget()
     return limits
 
 
@@ -169,22 +163,11 @@ def vm_size() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def private_cwd(given: str | None = None) -> str:
-    """An empty folder of our own (mode 0700) as the working directory; the client removes it (the
-    tuning job removes the one it ``given`` its runners)."""
-    path = given or tempfile.mkdtemp(prefix="asight-worker-")
+def private_cwd() -> str:
+    """An empty folder of our own (mode 0700) as the working directory; the client removes it."""
+    path = tempfile.mkdtemp(prefix="asight-worker-")
     os.chdir(path)
     return path
-
-
-def contain_runner() -> None:
-    """MetaSchedule's runner pool initializer (``metaschedule.make_runner``): the runner loads and runs
-    every candidate's native code, so it runs in the same sandbox as the parsing worker; a runner
-    whose sandbox cannot be set up runs nothing (every trial fails with this reason)."""
-    os.environ["TVM_BIND_THREADS"] = "0"    # the filter refuses pinning by another thread's id
-    status = apply(role="runner")
-    if not status.active:
-        raise RuntimeError(f"the runner's OS sandbox is not active, so no candidate is run ({status.reason})")
 
 
 def limit_memory(scale: float = 1.0) -> int:

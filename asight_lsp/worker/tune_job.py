@@ -14,18 +14,16 @@ appended to the JSON database stays; a torn last line is set aside by ``Run.repa
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 import traceback
 
 from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
-from .sandbox import RUNNER_CWD_ENV, limit_memory, over_allowance
+from .sandbox import limit_memory, over_allowance
 
 REMEASURE_TIMEOUT_S = 3600.0
 JOB_MEMORY_SCALE = 2.0   # the job may add twice a worker's allowance (ASIGHT_WORKER_MEM_GB): a model's build
@@ -101,19 +99,13 @@ class TuningProcess:
         reader.recv(1)
         try:
             self.finish("cancelled")
-            if getattr(self, "runner_cwd", None):
-                shutil.rmtree(self.runner_cwd, ignore_errors=True)
         finally:
             kill_own_group()
 
     # -- the work
     def main(self) -> int:
         self.watch_signals()
-        os.environ[RUNNER_CWD_ENV] = self.runner_cwd = tempfile.mkdtemp(prefix="asight-runner-")
-        try:
-            return self._main()
-        finally:
-            shutil.rmtree(self.runner_cwd, ignore_errors=True)
+        return self._main()
 
     def _main(self) -> int:
         meta = self.update(state="running", pid=os.getpid(), started=time.time())
@@ -260,13 +252,16 @@ class TuningProcess:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
 
-    def top_failure(self) -> str:
-        """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''."""
+    def top_failure(self, said: str = "") -> str:
+        """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''
+        (only the log's part when ``said`` already names that reason)."""
         groups = self.run.load().extra.get("failures") or []
         if not groups:
             return ""
         top = groups[0]
         log = f" (full messages: {top['log']})" if top.get("log") else ""
+        if top["reason"] in said:
+            return log
         return f"; most often ({top['count']} × {top['stage']}): {top['reason']}{log}"
 
     def prepare(self, meta: RunMeta):
@@ -332,7 +327,7 @@ class TuningProcess:
         tracker.seed_from_db(database)
         shortfall = self.record_shortfall(meta, tracker)
         if shortfall and all(b is None for b in tracker.best) and space is None:
-            raise InputProblem(shortfall["text"] + self.top_failure(), "tuning")
+            raise InputProblem(shortfall["text"] + self.top_failure(shortfall["text"]), "tuning")
         if space is not None and tracker.total_us() is None:
             raise InputProblem(f"design space '{meta.extra['space']['function']}' produced no valid candidate "
                                f"({tracker.trials_done} measured, {tracker.errors} failed to build or run)"

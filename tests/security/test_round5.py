@@ -6,7 +6,7 @@ of export and profile) parsed the text themselves, outside the sandbox.
   (``T.call_extern("int32", "system", …)``, ``T.call_packed("ffi.ModuleLoadFromFile", …)``,
   ``R.call_pure_packed``): one line naming the callee and its line, nothing run.
 * A process without the sandbox never evaluates the text: ``parse_unit`` there asks a sandboxed worker.
-* MetaSchedule's runner process runs each candidate inside the sandbox (``sandbox.contain_runner``).
+* The tuning runner runs each candidate in a sandboxed worker (``candidate_runner.SandboxedRunner``).
 """
 from __future__ import annotations
 
@@ -166,21 +166,20 @@ def _run(runner, artifact: str):
 def test_the_runner_runs_each_candidate_in_the_sandbox(tmp_path):
     from asight_lsp.worker.compat import ms
     from asight_lsp.worker.metaschedule import evaluator_config, make_runner
-    from asight_lsp.worker.sandbox import RUNNER_CWD_ENV
     marker = tmp_path / "ran-system"
     artifact = _system_library(tmp_path, marker)
-    (tmp_path / "cwd").mkdir()
-    os.environ[RUNNER_CWD_ENV] = str(tmp_path / "cwd")
+    runner = make_runner()
     try:
-        result = _run(make_runner(), artifact)
+        result = _run(runner, artifact)
+        assert runner.worker().sandbox["active"] is True
     finally:
-        os.environ.pop(RUNNER_CWD_ENV)
+        runner.close()
     assert result.error_msg is None and result.run_secs, result.error_msg    # the kernel ran...
     time.sleep(0.5)
     assert not marker.exists()                                                # ...and system() could not
     # control: the same library in MetaSchedule's own runner does run the command
     plain = ms.runner.LocalRunner(timeout_sec=30, evaluator_config=evaluator_config())
-    assert _run(plain, artifact).error_msg is None
+    assert _run(plain, _system_library(tmp_path, marker)).error_msg is None
     deadline = time.time() + 5
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.1)
