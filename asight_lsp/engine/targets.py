@@ -43,7 +43,29 @@ def require_code_generator(config):
     host_kind = host.get("kind") if isinstance(host, dict) else str(host).split()[0] if host else "llvm"
     if host_kind != "llvm":
         raise TargetError(f"a target host of kind {host_kind!r} is not supported (the host code is LLVM's)")
+    for part in (config, host if isinstance(host, dict) else {}):
+        require_no_compiler_options(part)
+    if isinstance(host, str):
+        require_no_compiler_options(_target_config(host) if host.strip() else {})
     return config
+
+
+COMPILER_OPTIONS = ("cl-opt",)
+
+
+def require_no_compiler_options(attrs) -> None:
+    """Refuse target attributes that pass options to LLVM itself: ``-cl-opt`` takes any LLVM
+    command-line option, and some write files where they say (``-ir-dump-directory``,
+    ``-info-output-file``) from the unsandboxed builders (red team round 8: a cloned repository's
+    ``asight.target`` setting dumped IR into any folder).  ``attrs``: a target config or TVM's attrs."""
+    for key in COMPILER_OPTIONS:
+        try:
+            value = attrs.get(key) if hasattr(attrs, "get") else None
+        except Exception:  # noqa: BLE001 - TVM's attrs map raises for a missing key on some versions
+            value = None
+        if value is not None and (not hasattr(value, "__len__") or len(value)):
+            raise TargetError(f"target option {key!r} is not supported (it hands options to LLVM itself, and "
+                              "some of them write files)")
 
 
 def _target_config(text: str):

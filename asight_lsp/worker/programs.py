@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..engine.targets import require_runs_here
+from ..engine.targets import require_no_compiler_options, require_runs_here
 from .compat import host_target, relax, s_tir, tirx, tvm
 
 SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
@@ -22,6 +22,9 @@ def measuring_target(spec):
     if target.host is not None and target.host.kind.name != "llvm":   # a run.json is data: it may say anything
         raise ValueError(f"a target host of kind {target.host.kind.name!r} is not supported (the host code is LLVM's)")
     require_runs_here(str(target.attrs.get("mtriple") or ""))
+    for part in (target, target.host):     # a run.json's target is data: checked as a user's would be
+        if part is not None:
+            require_no_compiler_options(part.attrs)
     return target
 
 

@@ -49,3 +49,17 @@ def test_a_target_for_another_architecture_is_refused_before_a_job_starts():
     for text in (f"llvm -mtriple={other}", f'{{"kind": "llvm", "mtriple": "{other}"}}'):
         with pytest.raises(TargetError, match="cannot run"):
             check_target(text)
+
+
+@pytest.mark.parametrize("text", ["llvm -cl-opt=-print-after-all:bool=true,-ir-dump-directory:string=/tmp/x",
+                                  '{"kind": "llvm", "cl-opt": ["-info-output-file:string=/root/.bashrc"]}',
+                                  '{"kind": "cuda", "host": {"kind": "llvm", "cl-opt": ["-time-passes:bool=true"]}}',
+                                  '{"kind": "cuda", "host": "llvm -cl-opt=-x:bool=true"}'])
+def test_options_for_llvm_itself_are_refused(text):
+    """``-cl-opt`` hands any option to LLVM, and some write files where they say, from the unsandboxed
+    builders (red team round 8: a repository's asight.target setting dumped IR into any folder)."""
+    from asight_lsp.services.tuning import check_target
+    with pytest.raises(TargetError, match="'cl-opt' is not supported"):
+        target_config(text)
+    with pytest.raises(TargetError, match="'cl-opt' is not supported"):
+        check_target(text)
