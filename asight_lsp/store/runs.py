@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -85,6 +86,29 @@ class RunMeta:
         return meta
 
 
+MAX_META_BYTES = 16 << 20
+
+
+def require_plain_folder(path: Path) -> None:
+    """A run folder holds plain files and folders only: a symbolic link (``source.py`` -> a shell rc,
+    ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
+    made the product write, delete or read where the link pointed (red team round 8).  AsightError
+    naming the first such entry; a ``run.json`` over 16 MiB is refused too."""
+    if path.is_symlink() or not path.is_dir():
+        raise AsightError(f"run {path.name}: not a plain folder (a symbolic link?); not used")
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            entry = os.path.join(folder, name)
+            mode = os.lstat(entry).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                what = "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file"
+                raise AsightError(f"run {path.name}: {os.path.relpath(entry, path)} is {what}; a run folder "
+                                  "holds plain files only, so this run is not used")
+    size = os.lstat(path / "run.json").st_size
+    if size > MAX_META_BYTES:
+        raise AsightError(f"run {path.name}: run.json is {size >> 20} MiB; not a run's metadata, not used")
+
+
 class Run:
     """One run directory."""
 
@@ -111,12 +135,17 @@ class Run:
         return self.meta_path.exists()
 
     def load(self) -> RunMeta:
+        """``run.json``, after ``require_plain_folder`` (a run folder is data a repository can ship); its
+        ``id`` is the folder's name (the core builds paths from it: an id of "../../x" led outside)."""
         try:
-            return RunMeta.from_dict(json.loads(self.meta_path.read_text()))
+            require_plain_folder(self.path)
+            meta = RunMeta.from_dict(json.loads(self.meta_path.read_text()))
         except FileNotFoundError:
             raise AsightError(f"run {self.id} has no run.json (not a run directory: {self.path})") from None
-        except (json.JSONDecodeError, TypeError) as err:
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as err:
             raise AsightError(f"run {self.id}: run.json is unreadable ({err})") from None
+        meta.id = self.id       # the folder's name, whatever run.json says (a copied run; "../../x")
+        return meta
 
     def save(self, meta: RunMeta) -> None:
         """Write ``run.json`` atomically (a reader never sees half a file)."""

@@ -191,3 +191,43 @@ def test_threads_of_one_process_save_run_json_at_once(run):
         list(pool.map(save, range(8)))
     assert run.load().state.startswith("state-")
     assert not [p.name for p in run.path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("entry, target", [("source.py", "victim_rc"), ("run.json", "/dev/zero"),
+                                           ("profiles", "victim_dir"), ("logs/task_0.log", "victim_rc"),
+                                           ("database_tuning_record.json.unreadable", "victim_rc")])
+def test_a_run_folder_with_a_link_is_not_used(run, tmp_path, entry, target):
+    """A run folder is data a repository can ship: a symbolic link in it made the product write
+    (source.py -> a shell rc), delete (profiles/ -> another folder) or read without end (run.json ->
+    /dev/zero) where it pointed (red team round 8).  Such a run is refused whole, by name."""
+    (tmp_path / "victim_rc").write_text("# rc\n")
+    (tmp_path / "victim_dir").mkdir()
+    where = run.path / entry
+    where.parent.mkdir(exist_ok=True)
+    if where.exists():
+        where.unlink()
+    where.symlink_to(target if target.startswith("/") else tmp_path / target)
+    with pytest.raises(AsightError, match=f"{entry} is a symbolic link; a run folder holds plain files only"):
+        run.load()
+    assert RunStore(run.path.parent.parent).metas() == [] or all(m.id != run.id for m in RunStore(run.path.parent.parent).metas())
+    assert (tmp_path / "victim_rc").read_text() == "# rc\n"
+
+
+def test_a_fifo_or_a_linked_run_folder_is_not_used(run, tmp_path):
+    os.mkfifo(run.path / "events.jsonl.fifo")
+    with pytest.raises(AsightError, match="events.jsonl.fifo is not a plain file"):
+        run.load()
+    (run.path / "events.jsonl.fifo").unlink()
+    linked = tmp_path / "linked"
+    linked.symlink_to(run.path)
+    with pytest.raises(AsightError, match="not a plain folder"):
+        Run(linked).load()
+
+
+def test_a_runs_id_is_its_folders_name(run):
+    """The core builds paths from a run's id: run.json's "id" of "../../../outside" led it to open and
+    repair a folder outside the store (red team round 8).  A copied run keeps working under its new name."""
+    data = json.loads(run.meta_path.read_text())
+    data["id"] = "../../../outside"
+    run.meta_path.write_text(json.dumps(data))
+    assert run.load().id == "mbr128"
