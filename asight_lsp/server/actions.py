@@ -13,7 +13,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..errors import AsightError
-from ..services.schedules import apply_best
+from ..services.schedules import apply_best, require_insertable
 from ..tvmscript.model import Function
 from .convert import to_range
 from .lens import lens_line
@@ -115,6 +115,10 @@ async def compute_schedule_edit(ls, a: dict):
     if entry is None:
         errors = "; ".join(e["error"] for e in entries if e.get("error"))
         raise ScheduleUnavailable(f"run {meta.id} has no schedule for {fn.id}" + (f" ({errors})" if errors else ""))
+    try:
+        require_insertable(entry, mode)
+    except AsightError as err:
+        raise ScheduleUnavailable(f"run {meta.id}: {err}") from None
     return schedule_edit(doc.uri, fn, doc.lines, unit.end_line, entry, mode, meta.id), meta, entry
 
 

@@ -1,8 +1,10 @@
 """The best schedule of a run applied to a function: scheduled TVMScript and trace (for code actions)."""
 from __future__ import annotations
 
+from ..analysis.schedule_text import NotASchedule, require_script_function, require_trace_function
 from ..engine import wire
 from ..engine.client import borrowed
+from ..errors import AsightError
 from .lookup import chosen_records, tuned_file
 
 
@@ -16,3 +18,15 @@ def apply_best(path: str, function: str | None = None, run: str | None = None, s
     with borrowed(worker) as client:
         reply = client.request(wire.APPLY_BEST, params, timeout=300)
     return {"run": found.id, "function": selection.label, **reply}
+
+
+def require_insertable(entry: dict, mode: str) -> None:
+    """The entry's text for ``mode`` ("trace": the record's trace function; "script": the scheduled
+    TVMScript) has a schedule's shape (``analysis/schedule_text``), before it goes into the user's
+    file: a record is data a repository can ship (red team round 8, F10).  AsightError otherwise."""
+    check = require_trace_function if mode == "trace" else require_script_function
+    try:
+        check(entry.get(mode) or "")
+    except NotASchedule as err:
+        raise AsightError(f"the run's best {'trace' if mode == 'trace' else 'schedule'} is not inserted: "
+                          f"{err} (a tampered record?)") from None

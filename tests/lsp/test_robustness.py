@@ -168,3 +168,25 @@ async def test_switched_off_features_are_not_advertised(client, workspace):
     assert caps.hover_provider is None and caps.inlay_hint_provider is None
     assert caps.code_lens_provider is not None and caps.document_symbol_provider
     assert set(caps.execute_command_provider.commands) == set(P.COMMANDS)
+
+
+@pytest.mark.tvm
+async def test_a_record_that_injects_code_is_never_inserted_into_the_file(client, workspace):
+    """Red team round 8: TVM prints a trace's strings unescaped, so a shipped record whose annotation
+    key holds a quote and a newline turned "Apply best schedule" into a top-level os.system() in the
+    user's file.  The text is checked for a schedule's shape first (analysis/schedule_text)."""
+    import json
+    await initialize(client, "vscode", workspace, {"trusted": False, **OPTIONS})
+    source = copy_fixture("matmul_bias_relu.py", workspace)
+    run_dir = install_run(workspace, source, "mbr128")
+    records = run_dir / "database_tuning_record.json"
+    key = 'k")\nimport os; os.system("touch ' + str(workspace / "MARKER") + '")\n#'
+    rows = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    for row in rows:
+        row[1][0][0].append(["Annotate", ["b0", "\"v\""], [key], []])
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    uri = open_doc(client, source)
+    message = await expect_error(command(client, P.CMD_APPLY_BEST_SCHEDULE,
+                                         {"uri": uri, "function": "MatmulBiasRelu.main", "mode": "trace",
+                                          "apply": False}), -32803, "is not inserted")
+    assert "a tampered record?" in message and not (workspace / "MARKER").exists()
