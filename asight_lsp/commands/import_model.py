@@ -53,8 +53,10 @@ def run(args) -> int:
     out = output_path(args.model, args.output)
     if os.path.abspath(out) == os.path.abspath(args.model):
         raise AsightError(f"-o {out} is the model itself; name another file for the TVMScript")
-    if os.path.exists(out) and not args.force:
-        raise AsightError(f"{out} exists (use --force to overwrite, or -o another file)")
+    weights = os.path.splitext(out)[0] + wire.WEIGHTS_SUFFIX
+    for path in (out, weights):       # lexists: a dangling link is something there too
+        if os.path.lexists(path) and not args.force:
+            raise AsightError(f"{path} exists (use --force to overwrite, or -o another file)")
     params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
     with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
         try:

@@ -19,6 +19,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     raw = data.encode(encoding) if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())      # mkstemp makes 0600; a file written plainly gets 0666 - umask
         with os.fdopen(fd, "wb") as out:
             out.write(raw)
         os.replace(tmp, path)
@@ -29,3 +30,15 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
             pass
         raise
     return path
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` sets it, racing other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022

@@ -8,11 +8,13 @@ by name) and the attribute is dropped.  ``num_input`` stays: the parameters afte
 """
 from __future__ import annotations
 
+import io
 import os
 
 import numpy as np
 
 from ..engine import wire
+from ..store.files import write_atomic
 from .compat import onnx_importer, relax, script_text, torch_importer, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
@@ -167,12 +169,13 @@ def import_model(params: dict, emit=None) -> dict:
     weights = {p.name: v for p, v in zip(func.params[num_input:], values)}
     root, _ = os.path.splitext(out)
     weights_path = root + wire.WEIGHTS_SUFFIX
-    np.savez(weights_path, **weights)
+    buffer = io.BytesIO()
+    np.savez(buffer, **weights)
+    write_atomic(weights_path, buffer.getvalue())     # a link there is replaced, never followed
     header = HEADER.format(model=comment_safe(os.path.basename(model)), tvm=tvm.__version__, importer=importer,
                            weights=comment_safe(os.path.basename(weights_path)), num_input=num_input)
     text = header + script
-    with open(out, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_atomic(out, text)
     return {"script": out, "weights": weights_path, "importer": importer, "inputs": tensor_params(func, num_input),
             "params": len(weights), "weight_bytes": int(sum(w.nbytes for w in weights.values())),
             "lines": text.count("\n") + 1,

@@ -231,3 +231,12 @@ def test_a_runs_id_is_its_folders_name(run):
     data["id"] = "../../../outside"
     run.meta_path.write_text(json.dumps(data))
     assert run.load().id == "mbr128"
+
+
+def test_an_atomic_write_gets_the_mode_a_plain_write_would(tmp_path):
+    from asight_lsp.store.files import write_atomic
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    written = write_atomic(tmp_path / "atomic.txt", "x")
+    assert written.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
