@@ -70,8 +70,11 @@ def prepare_run(run: Run) -> RunMeta:
 
 
 def chosen_records(meta: RunMeta | None) -> list[dict] | None:
-    """The records the run's measurement chose by re-measurement (what builds and views use as best)."""
-    return ((meta.measurement or {}).get("chosen") or None) if meta is not None else None
+    """The records the run's measurement chose by re-measurement (what builds and views use as best);
+    ``[]`` when it measured and every task kept its default schedule (what ``asight export`` ships:
+    not the run's fastest trials, as None means), None when the run has no measurement."""
+    chosen = (meta.measurement or {}).get("chosen") if meta is not None else None
+    return list(chosen) if isinstance(chosen, list) else None
 
 
 def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:

@@ -45,3 +45,17 @@ def test_the_picker_offers_tried_tasks_by_share():
     records = [{"workload": 0}, {"workload": 0}, {"workload": 1}, {"workload": 3}]   # reshape: no trial
     chosen = [{"task": "conv", "measured_us": 10.0}, {"task": "dense", "measured_us": 50.0}]
     assert ordered_tasks(tasks, workloads, records, chosen) == ["dense", "conv", "add"]
+
+
+def test_a_measurement_that_kept_every_default_is_not_no_measurement():
+    """``--compare-onnx`` timed the run's fastest trials where the measurement had kept every default
+    schedule (chosen: []), i.e. not what `asight export` ships (model probe round 5: "1.93x slower"
+    where the shipped library ran 2x faster)."""
+    from asight_lsp.services.lookup import chosen_records
+    from asight_lsp.store.runs import RunMeta
+    meta = RunMeta(id="r", file="f.py", function="main")
+    assert chosen_records(None) is None and chosen_records(meta) is None
+    meta.measurement = {"chosen": [], "defaults": [{"task": "fused_matmul"}]}
+    assert chosen_records(meta) == []
+    meta.measurement = {"chosen": [{"task": "t", "trial": 3}]}
+    assert chosen_records(meta) == [{"task": "t", "trial": 3}]
