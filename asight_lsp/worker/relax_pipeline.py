@@ -134,6 +134,7 @@ def converted(mod, target):
     passes = convert_layout(target)
     if not passes:
         return mod
+    mod = inference_dropout(mod)
     out = tvm.transform.Sequential(passes)(mod)
     for gv, func in list(out.functions_items()):
         if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
@@ -176,6 +177,41 @@ class _RenameInserted(relax.PyExprMutator):
         name = var.name if k is None else f"layout_transform{k}"
         kind = relax.DataflowVar if isinstance(var, relax.DataflowVar) else relax.Var
         new = kind(name, var.ty)
+        self.builder_.emit_normalized(relax.VarBinding(new, value))
+        self.set_var_remap(var, new)
+
+
+def inference_dropout(mod):
+    """Each ``R.nn.dropout(x)`` replaced by what TVM lowers it to, ``(x, ones_like(x))``: TVM's
+    ConvertLayout fails on its tuple ("Expected nested to match tuple"), and any model with a Dropout
+    node (an MLP, a transformer) could not be tuned or viewed (model probe round 5)."""
+    dropout = tvm.ir.Op.get("relax.nn.dropout")
+    out = mod
+    for gv, func in list(mod.functions_items()):
+        if isinstance(func, relax.Function) and any(getattr(b.value, "op", None) is not None
+                                                    and b.value.op.same_as(dropout) for b in bindings(func)):
+            out = out if out is not mod else tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
+            out[gv] = _NoDropout(dropout).visit_expr(func)
+    return out
+
+
+@relax.expr_functor.mutator
+class _NoDropout(relax.PyExprMutator):
+    def __init__(self, dropout, mod=None):
+        super().__init__(mod)
+        self.dropout = dropout
+
+    def visit_var_binding_(self, binding) -> None:
+        value = binding.value
+        if isinstance(value, relax.Call) and value.op.same_as(self.dropout):
+            x = self.visit_expr(value.args[0])
+            mask = self.builder_.emit(relax.op.ones_like(x), name_hint=f"{binding.var.name}_mask")
+            value = relax.Tuple([x, mask])
+        else:
+            value = self.visit_expr(value)
+        var = binding.var
+        kind = relax.DataflowVar if isinstance(var, relax.DataflowVar) else relax.Var
+        new = kind(var.name, var.ty)
         self.builder_.emit_normalized(relax.VarBinding(new, value))
         self.set_var_remap(var, new)
 
