@@ -10,8 +10,21 @@ def add_parser(sub):
     add_file_run_options(p, "the asight.model/1 payload")
     p.add_argument("--compare-onnx", metavar="MODEL.onnx", dest="compare_onnx",
                    help="also time the tuned model against onnxruntime on this ONNX file (same inputs, interleaved)")
-    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds of --compare-onnx (default 15)")
+    p.add_argument("--rounds", type=rounds, default=15,
+                   help="interleaved rounds of --compare-onnx, at least 3 for an interval (default 15)")
     return p
+
+
+def rounds(text: str) -> int:
+    """``--rounds``: at least 3 (one round gave a "95% CI 0.83-0.83" of no width)."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 3:
+        raise argparse.ArgumentTypeError(f"{value}: at least 3 rounds, so that the ratio has an interval")
+    return value
 
 
 def run(args) -> int:

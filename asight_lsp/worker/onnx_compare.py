@@ -20,17 +20,19 @@ import numpy as np
 
 from ..analysis import versus
 from ..engine import wire
-from .compat import ms, relax, tvm
+from .compat import relax, tvm
 from .harness import quiesce
 from .inputs import tolerance
 from .model_export import _database
+from .model_import import tensor_params
 from .relax_pipeline import build_tuned, deployable
 from .parse import parse_to_run
 from .programs import measuring_target
 from .remeasure import flatten
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
-               "tensor(int64)": "int64", "tensor(int32)": "int32"}
+               "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
+               "tensor(bool)": "bool"}
 
 
 def onnxruntime_module():
@@ -42,24 +44,40 @@ def onnxruntime_module():
     return onnxruntime
 
 
-def _inputs(session, seed: int) -> list[tuple[str, np.ndarray]]:
+def _inputs(session, model_inputs: list[dict], seed: int) -> list[tuple[str, np.ndarray]]:
+    """Seeded inputs for each ONNX input: its shape, or where a dimension is symbolic (a dynamic batch)
+    the tuned model's (imported with ``--shape``); floats normal, integers 0 or 1 (a valid index on any
+    axis of two or more), booleans random."""
     rng = np.random.default_rng(seed)
     out = []
-    for spec in session.get_inputs():
-        shape = spec.shape
+    for k, spec in enumerate(session.get_inputs()):
+        shape = list(spec.shape)
+        model = model_inputs[k]["shape"] if k < len(model_inputs) else None
         if any(not isinstance(d, int) for d in shape):
-            raise ValueError(f"ONNX input {spec.name} has symbolic dimensions {shape}; import with --shape")
+            if model is None or len(model) != len(shape) or not all(isinstance(d, int) for d in model) or any(
+                    isinstance(d, int) and d != m for d, m in zip(shape, model)):
+                raise ValueError(f"ONNX input {spec.name} has symbolic dimensions {shape}, and the tuned model's "
+                                 f"input {k} ({model}) does not fix them")
+            shape = model
         dtype = ONNX_DTYPES.get(spec.type, "float32")
-        out.append((spec.name, rng.standard_normal(shape).astype(dtype)))
+        if dtype == "bool":
+            value = rng.integers(0, 2, shape).astype(bool)
+        elif np.issubdtype(np.dtype(dtype), np.integer):
+            value = rng.integers(0, 2, shape).astype(dtype)
+        else:
+            value = rng.standard_normal(shape).astype(dtype)
+        out.append((spec.name, value))
     return out
 
 
 def _tuned_vm(params: dict, fn: str):
+    """The tuned model's VM (built as asight export builds it) and its input parameters."""
     parsed = parse_to_run(params)
     target = measuring_target(params.get("target"))
     mod, _ = deployable(parsed, fn, params.get("weights"))     # as asight export builds it
     database = _database(params)[0]
-    return relax.VirtualMachine(build_tuned(database, mod, target), tvm.cpu(0))
+    inputs = tensor_params(mod[fn], len(mod[fn].params))
+    return relax.VirtualMachine(build_tuned(database, mod, target), tvm.cpu(0)), inputs
 
 
 def interleaved(contenders: dict, rounds: int, budget_s: float, settled: list | None = None,
@@ -68,12 +86,7 @@ def interleaved(contenders: dict, rounds: int, budget_s: float, settled: list | 
     takes ~budget_s/rounds).  ``settled`` (optional) receives the seconds each pause before a block
     waited (``harness.quiesce``)."""
     names = list(contenders)
-    once = {}
-    for name, fn in contenders.items():
-        fn()
-        started = time.perf_counter()
-        fn()
-        once[name] = time.perf_counter() - started
+    once = {name: per_call_s(fn) for name, fn in contenders.items()}
     calls = calls or max(1, int(budget_s / rounds / max(sum(once.values()), 1e-6)))
     per = {n: [] for n in names}
     for r in range(rounds):
@@ -89,6 +102,21 @@ def interleaved(contenders: dict, rounds: int, budget_s: float, settled: list | 
     return per, calls
 
 
+def per_call_s(fn, least_s: float = 0.05) -> float:
+    """Seconds a call, from blocks of calls doubled until one takes ``least_s`` (one call alone, the
+    first after a pause, ran several times slower: rounds timed 0.2-1 s where ~20 s was asked)."""
+    fn()
+    calls = 1
+    while True:
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - started
+        if elapsed >= least_s or calls >= 1 << 20:
+            return elapsed / calls
+        calls *= 2
+
+
 def compare_onnx(params: dict, emit=None) -> dict:
     """See the module text.  Returns ``{versus summary, threads, calls, rounds, outputs_match, load}``."""
     ort = onnxruntime_module()
@@ -97,10 +125,10 @@ def compare_onnx(params: dict, emit=None) -> dict:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     session = ort.InferenceSession(params["onnx"], options, providers=["CPUExecutionProvider"])
-    inputs = _inputs(session, int(params.get("seed") or 0))
     if emit:
         emit({"type": "status", "message": "building the tuned model"})
-    vm = _tuned_vm(params, fn)
+    vm, model_inputs = _tuned_vm(params, fn)
+    inputs = _inputs(session, model_inputs, int(params.get("seed") or 0))
     dev = tvm.cpu(0)
     tvm_args = [tvm.runtime.tensor(a, dev) for _, a in inputs]
     feed = dict(inputs)
