@@ -94,6 +94,19 @@ def untuned_wins(measurement: dict | None) -> str | None:
             "tvm.compile builds it) so the library is never slower than untuned; --tuned exports the tuned build")
 
 
+def untuned_faster_but_busy(measurement: dict | None) -> str | None:
+    """The note an export of the tuned build owes the user when the run's headline measured it slower
+    than untuned on a busy machine (``untuned_wins`` does not act on such a record): tune said "keep
+    the untuned build", and export must not ship the other one without a word (model probe round 5)."""
+    s = (measurement or {}).get("speedup") or {}
+    ci = s.get("ci") or []
+    if len(ci) != 2 or not s.get("estimate") or ci[1] >= 1 or not ((measurement or {}).get("load") or {}).get("busy"):
+        return None
+    return (f"the run measured the tuned build {1 / s['estimate']:.2f}x slower than the untuned one, but on a busy "
+            "machine, so the tuned build was exported; re-measure when the machine is quiet (asight profile FILE "
+            "--remeasure) or export the untuned build with --untuned")
+
+
 def export_verdict(record: dict, tuned_at_export: bool = False, tolerance: float = EXPORT_TOLERANCE,
                    untuned: bool = False) -> dict:
     """The exported library vs the headline's build (``record["speedup"]`` = headline / library).

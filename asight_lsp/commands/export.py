@@ -1,6 +1,6 @@
-"""``asight export FILE [--run R] -o model.so [--tune-missing N | --allow-untuned] [--tuned]``: the tuned
-model as a library a deployment loads, every kernel from the run's records, timed against the headline
-(the untuned build when the run measured it faster, unless ``--tuned``)."""
+"""``asight export FILE [--run R] -o model.so [--tune-missing N | --allow-untuned] [--tuned | --untuned]``:
+the tuned model as a library a deployment loads, every kernel from the run's records, timed against the
+headline (the untuned build when the run measured it faster, unless ``--tuned``; always with ``--untuned``)."""
 from __future__ import annotations
 
 import sys
@@ -16,18 +16,26 @@ def add_parser(sub):
                    help="tune the kernels without a record (N trials in all, with progress), then build")
     p.add_argument("--allow-untuned", action="store_true",
                    help="write the library even with kernels on TVM's default schedule (said loudly)")
-    p.add_argument("--tuned", action="store_true",
-                   help="export the tuned build even when the run measured the untuned one faster")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--tuned", action="store_true",
+                       help="export the tuned build even when the run measured the untuned one faster")
+    which.add_argument("--untuned", action="store_true",
+                       help="export the untuned build (TVM's default schedules), e.g. when tune said to keep it")
     p.add_argument("--no-measure", action="store_true",
                    help="do not time the library against the headline's build (not recommended)")
     return p
 
 
+_LAST: list[str] = [""]
+
+
 def progress(event: dict) -> None:
     if event.get("type") == "progress" and event.get("stage") == "tune-missing":
         failed = f" ({event['failed']} failed)" if event.get("failed") else ""
-        print(f"  tuning missing kernels: trials {event['trials_done']}/{event['trials']}  [{event['task']}]{failed}",
-              file=sys.stderr, flush=True)
+        line = f"  tuning missing kernels: trials {event['trials_done']}/{event['trials']}  [{event['task']}]{failed}"
+        if line != _LAST[0]:          # one line per change (a batch's events repeated it)
+            _LAST[0] = line
+            print(line, file=sys.stderr, flush=True)
     elif event.get("type") == "status" and event.get("message"):
         print(f"{event['message']} ...", file=sys.stderr, flush=True)
 
@@ -39,7 +47,7 @@ def run(args) -> int:
         reply = export_model(args.file, args.output, args.run_ref, args.func, args.work_dir, worker,
                              tune_missing=args.tune_missing, allow_untuned=args.allow_untuned,
                              on_event=None if args.json else progress, measure=not args.no_measure,
-                             tuned=args.tuned)
+                             tuned=args.tuned, untuned=args.untuned)
     if args.json:
         print_json(reply)
         return 0 if export_ok(reply) else 1
@@ -58,8 +66,9 @@ def print_written(reply: dict) -> None:
     from ..services.export import applied_text, measured_text
     print(f"wrote {reply['library']}  ({reply['bytes'] / 2**20:.1f} MiB, run {reply['run']}, {reply['target']})")
     print(f"  kernels: {applied_text(reply)}")
-    if reply.get("untuned_export"):
-        print(f"  note: {reply['untuned_export']}")
+    for key in ("untuned_export", "untuned_note"):
+        if reply.get(key):
+            print(f"  note: {reply[key]}")
     if reply["applied"].get("missing"):
         print("  !!! UNTUNED kernels (TVM's default schedule, accepted with --allow-untuned):")
         for line in missing_lines(reply["applied"]):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ..analysis.deployable import export_verdict, headline_build, refusal_text, untuned_wins
+from ..analysis.deployable import (export_verdict, headline_build, refusal_text, untuned_faster_but_busy,
+                                   untuned_wins)
 from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
@@ -27,14 +28,16 @@ out = vm["{function}"]({names})"""
 def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
                  store_root: str | None = None, worker=None, text: str | None = None, *,
                  tune_missing: int = 0, allow_untuned: bool = False, on_event=None, measure: bool = True,
-                 tuned: bool = False) -> dict:
+                 tuned: bool = False, untuned: bool = False) -> dict:
     """Build ``path``'s Relax model with a run's records into ``out`` (see the module doc).
 
     ``status``: ``refused`` (kernels without records; nothing written; ``message`` says which and
     what they cost), or ``written`` with ``check`` (outputs vs untuned) and ``measured`` (the
     library timed against the headline's build in a separate worker, ``analysis/deployable``).
     When the run measured the tuned build slower than the untuned one, the untuned build is written
-    (``untuned_export`` says why) unless ``tuned``."""
+    (``untuned_export`` says why) unless ``tuned``; ``untuned`` writes it in any case."""
+    if tuned and untuned:
+        raise AsightError("--tuned and --untuned ask for different builds; pass one")
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
     if meta.state == "failed" and not found.records():
@@ -59,7 +62,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
               "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash")}
                            for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
-    why_untuned = None if tuned else untuned_wins(meta.measurement)
+    why_untuned = ("--untuned: exported the untuned build (TVM's default schedules, the model as tvm.compile "
+                   "builds it)") if untuned else None if tuned else untuned_wins(meta.measurement)
     params["untuned"] = why_untuned is not None
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
@@ -74,6 +78,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     reply["load"] = load_snippet(reply)
     if why_untuned:
         reply["untuned_export"] = why_untuned
+    elif not tuned and untuned_faster_but_busy(meta.measurement):
+        reply["untuned_note"] = untuned_faster_but_busy(meta.measurement)
     with library_worker(meta.target, getattr(worker, "python", None)) as fresh:
         try:
             reply["check"] = fresh.request(wire.CHECK_EXPORT, {**params, "library": reply["library"]}, timeout=1800)
@@ -189,6 +195,7 @@ def export_summary(reply: dict) -> str:
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
         (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
+        (f" · note: {reply['untuned_note']}" if reply.get("untuned_note") else "") + \
         (f" · {measured}" if measured else "") + (f" · {short}" if short else "")
 
 

@@ -121,3 +121,15 @@ def test_a_model_without_weights_is_never_stale():
     assert headline_build(none_bound, "e3b0c442") == {"deployable": True, "stale": False,
                                                       "text": "deployable build (no weights file to bind)"}
     assert headline_build({**none_bound, "bound": 2, "weights_digest": "abc"}, "e3b0c442")["stale"]
+
+
+def test_a_busy_slower_headline_is_said_at_export_not_acted_on():
+    """Tune said "keep the untuned build" from a busy record; export shipped the tuned build without a
+    word (model probe round 5).  It still ships it, and now says why and how to get the other."""
+    from asight_lsp.analysis.deployable import untuned_faster_but_busy, untuned_wins
+    busy = {"speedup": {"estimate": 1 / 1.2, "ci": [0.82, 0.84]}, "load": {"busy": True}}
+    assert untuned_wins(busy) is None
+    note = untuned_faster_but_busy(busy)
+    assert "1.20x slower" in note and "busy" in note and "--untuned" in note and "--remeasure" in note
+    assert untuned_faster_but_busy({**busy, "load": {"busy": False}}) is None      # acted on instead
+    assert untuned_faster_but_busy({"speedup": {"estimate": 1.3, "ci": [1.2, 1.4]}, "load": {"busy": True}}) is None
