@@ -40,20 +40,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         raise AsightError("--tuned and --untuned ask for different builds; pass one")
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
-    if meta.state == "failed" and not found.records():
-        raise AsightError(f"run {meta.id} failed with no trial measured ({meta.error or 'no reason recorded'}); "
-                          "tune the model again")
-    if meta.kind != "relax":
-        raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
-                          "(asight code --level asm shows a PrimFunc's machine code)")
-    if meta.state in LIVE_STATES:
-        raise AsightError(f"run {meta.id} is still tuning; export when it is done (or cancel it)")
-    if not found.records():
-        raise AsightError(f"run {meta.id} has no records yet")
-    if os.path.isdir(out):
-        raise AsightError(f"{out} is a directory; name the library file (model.so)")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise AsightError(f"the folder {os.path.dirname(os.path.abspath(out))} does not exist; create it first")
+    require_exportable(found, meta, out)
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path.resolve()), "target": meta.target,
               "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
@@ -89,6 +76,25 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         if measure and params["chosen"] is not None:
             reply["measured"] = measure_library(params, meta, reply, fresh, on_event)
     return reply
+
+
+def require_exportable(found, meta, out: str) -> None:
+    """AsightError when the run cannot be exported (failed, not a model, still tuning, no records) or
+    ``out`` names no file in an existing folder."""
+    if meta.state == "failed" and not found.records():
+        raise AsightError(f"run {meta.id} failed with no trial measured ({meta.error or 'no reason recorded'}); "
+                          "tune the model again")
+    if meta.kind != "relax":
+        raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
+                          "(asight code --level asm shows a PrimFunc's machine code)")
+    if meta.state in LIVE_STATES:
+        raise AsightError(f"run {meta.id} is still tuning; export when it is done (or cancel it)")
+    if not found.records():
+        raise AsightError(f"run {meta.id} has no records yet")
+    if os.path.isdir(out):
+        raise AsightError(f"{out} is a directory; name the library file (model.so)")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise AsightError(f"the folder {os.path.dirname(os.path.abspath(out))} does not exist; create it first")
 
 
 def library_worker(target, python: str | None):
