@@ -93,6 +93,9 @@ def require_exportable(found, meta, out: str) -> None:
         raise AsightError(f"run {meta.id} has no records yet")
     if os.path.isdir(out):
         raise AsightError(f"{out} is a directory; name the library file (model.so)")
+    if not out.endswith(".so"):
+        raise AsightError(f"{out}: name the library file model.so (TVM's loader picks by the extension; another name "
+                          "is written but cannot be loaded)")
     if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise AsightError(f"the folder {os.path.dirname(os.path.abspath(out))} does not exist; create it first")
 

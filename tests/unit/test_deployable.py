@@ -3,6 +3,8 @@ and when it turns stale, the refusal of an export with untuned kernels, and the 
 exported library against the headline's build."""
 from __future__ import annotations
 
+import pytest
+
 from asight_lsp.analysis.deployable import (EXPORT_TOLERANCE, export_verdict, headline_build, missing_lines,
                                             refusal_text)
 
@@ -133,3 +135,17 @@ def test_a_busy_slower_headline_is_said_at_export_not_acted_on():
     assert "1.20x slower" in note and "busy" in note and "--untuned" in note and "--remeasure" in note
     assert untuned_faster_but_busy({**busy, "load": {"busy": False}}) is None      # acted on instead
     assert untuned_faster_but_busy({"speedup": {"estimate": 1.3, "ci": [1.2, 1.4]}, "load": {"busy": True}}) is None
+
+
+def test_export_names_a_library_file_the_loader_can_read(tmp_path):
+    """`export -o model.txt` wrote the file, then failed in TVM's loader and left it behind (model probe)."""
+    from types import SimpleNamespace
+    from asight_lsp.errors import AsightError
+    from asight_lsp.services.export import require_exportable
+    found = SimpleNamespace(records=lambda: [1])
+    meta = SimpleNamespace(id="r", state="done", kind="relax", error=None)
+    require_exportable(found, meta, str(tmp_path / "model.so"))
+    with pytest.raises(AsightError, match="name the library file model.so"):
+        require_exportable(found, meta, str(tmp_path / "model.txt"))
+    with pytest.raises(AsightError, match="is a directory"):
+        require_exportable(found, meta, str(tmp_path))
