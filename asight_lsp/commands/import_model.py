@@ -75,6 +75,9 @@ def run(args) -> int:
     print(f"wrote {out}  ({reply['lines']} lines; {reply['importer']})")
     print(f"      {reply['weights']}  ({reply['params']} weights, {reply['weight_bytes'] / 2**20:.1f} MiB)")
     print(f"inputs: {inputs}")
+    if reply.get("renamed"):
+        names = ", ".join(f"{old} -> {new}" for old, new in reply["renamed"].items())
+        print(f"renamed (not Python names): {names}")
     symbolic = [i for i in reply["inputs"] if any(isinstance(d, str) for d in i["shape"])]
     if symbolic:     # tuning refuses them; say so now, with the command that fixes it
         fix = " ".join(f"--shape {i['name']}=" + ",".join("1" if isinstance(d, str) else str(d) for d in i["shape"])

@@ -9,7 +9,9 @@ by name) and the attribute is dropped.  ``num_input`` stays: the parameters afte
 from __future__ import annotations
 
 import io
+import keyword
 import os
+import re
 
 import numpy as np
 
@@ -23,22 +25,24 @@ HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, wei
 
 
 def _import(path: str, shapes: dict | None):
-    """(IRModule, importer label) of a model file."""
+    """(IRModule, importer label, {renamed input or weight: its name in the file}) of a model file."""
     if path.endswith((".pt2", ".pt")):
         try:
             load, from_exported_program = torch_importer()
         except ImportError:
             raise ValueError("importing a torch.export program needs PyTorch (pip install torch); "
                              "or export the model to ONNX and import that") from None
-        return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program"
+        return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program", {}
     load, from_onnx = onnx_importer()
     try:
         model = load(path)
     except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
         raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
     check_shapes(model, shapes or {})
-    return from_onnx(shape_constants(weights_not_inputs(model)), shape_dict=shapes or None, keep_params_in_input=True), \
-        "relax.frontend.onnx.from_onnx"
+    model, renamed = python_names(weights_not_inputs(model))
+    shapes = {renamed.get(name, name): dims for name, dims in (shapes or {}).items()}
+    return from_onnx(shape_constants(model), shape_dict=shapes or None, keep_params_in_input=True), \
+        "relax.frontend.onnx.from_onnx", renamed
 
 
 class UsageError(ValueError):
@@ -76,6 +80,34 @@ def weights_not_inputs(model):
     for item in extra:
         model.graph.input.remove(item)
     return model
+
+
+RESERVED = {"R", "T", "I", "tvm", "relax", "tirx", "np"}    # the file's own module aliases
+
+
+def python_names(model) -> tuple[object, dict]:
+    """The model with every input and weight whose name cannot be a Python parameter renamed: a
+    keyword (``in``, ``is``), a leading digit (``0_weight``) or one of the file's aliases (``R``)
+    (TVM's printer wrote them as they were and the file did not parse: "the safety gate refuses (0
+    units)", model probe round 5).  Returns (model, {old: new})."""
+    graph = model.graph
+    names = [i.name for i in graph.input] + [w.name for w in graph.initializer]
+    taken = set(names) | {o for n in graph.node for o in n.output}
+    renamed = {}
+    for name in names:
+        plain = re.sub(r"\W", "_", name)
+        if name in renamed or not (keyword.iskeyword(plain) or plain[:1].isdigit() or plain in RESERVED):
+            continue
+        new = f"{plain}_" if not plain[:1].isdigit() else f"t_{plain}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renamed[name] = new
+    for value in [*graph.input, *graph.initializer, *graph.output]:
+        value.name = renamed.get(value.name, value.name)
+    for node in graph.node:
+        node.input[:] = [renamed.get(n, n) for n in node.input]
+    return model, renamed
 
 
 SHAPE_CONSTANT_MAX = 64   # elements: a shape, axes, pads, starts/ends, a k; never a learned weight
@@ -161,7 +193,7 @@ def comment_safe(name: str) -> str:
 def import_model(params: dict, emit=None) -> dict:
     """Import ``params["model"]`` into ``params["out"]`` (+ weights beside); see the module docstring."""
     model, out = params["model"], params["out"]
-    mod, importer = _import(model, params.get("shapes"))
+    mod, importer, renamed = _import(model, params.get("shapes"))
     mod = relax.transform.DeadCodeElimination()(mod) if params.get("dce") else mod
     mod, values, num_input = split_weights(mod)
     script, parsed = printed(mod)
@@ -178,7 +210,7 @@ def import_model(params: dict, emit=None) -> dict:
     write_atomic(out, text)
     return {"script": out, "weights": weights_path, "importer": importer, "inputs": tensor_params(func, num_input),
             "params": len(weights), "weight_bytes": int(sum(w.nbytes for w in weights.values())),
-            "lines": text.count("\n") + 1,
+            "lines": text.count("\n") + 1, "renamed": renamed,
             "functions": sorted(gv.name_hint for gv in mod.get_global_vars())}
 
 
