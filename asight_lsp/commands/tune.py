@@ -262,12 +262,13 @@ def build_lines(meta: RunMeta) -> list[str]:
     if meta.kind != "relax":
         return []
     from ..services.export import headline_of
-    from ..analysis.deployable import unrecorded_text
+    from ..analysis.deployable import search_credit, unrecorded_text
     build = headline_of(meta)
     record = meta.measurement or {}
     untried = unrecorded_text([t["name"] for t in meta.tasks or []], (record.get("chosen") or []) + (record.get("defaults") or []))
+    credit = search_credit(len(meta.tasks or []), record.get("chosen"))
     return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
-        ([f"         !!! {untried}"] if untried else [])
+        ([f"         kernels: {credit}"] if credit else []) + ([f"         !!! {untried}"] if untried else [])
 
 
 def speedup(meta: RunMeta) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
+from ..analysis.deployable import search_credit
 from ..protocol import SCHEMA_MODEL
 from .context import clean
 from .measured import others_text, shown_measurement
@@ -125,7 +126,8 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
-    notes = [SHARE_NOTE] + [n for n in [others_text(shown), layout_note(relax.get("channels_last")),
+    credit = search_credit(len(rows), (profile.get("measurement") or {}).get("chosen")) if rows else None
+    notes = [SHARE_NOTE] + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
                                         pick_note(profile.get("measurement"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),

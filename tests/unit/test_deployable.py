@@ -149,3 +149,11 @@ def test_export_names_a_library_file_the_loader_can_read(tmp_path):
         require_exportable(found, meta, str(tmp_path / "model.txt"))
     with pytest.raises(AsightError, match="is a directory"):
         require_exportable(found, meta, str(tmp_path))
+
+
+def test_the_search_gets_credit_only_for_kernels_on_a_tuned_schedule():
+    from asight_lsp.analysis.deployable import search_credit
+    assert search_credit(11, None) is None and search_credit(0, []) is None
+    none = search_credit(11, [])
+    assert none.startswith("0 of 11 kernels run a tuned schedule") and "not the search" in none
+    assert search_credit(5, [{"task": "a"}, {"task": "b"}]) == "2 of 5 kernels run a tuned schedule"
