@@ -90,6 +90,9 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         payload.update(task=reply["task"], callSites=reply.get("callSites") or [])
         if level == "scheduled":
             _task_payload(payload, reply, found)
+        kept = default_kept_note(meta, reply["task"]) if candidate is None else None
+        if kept:
+            payload["note"] = " ".join(filter(None, [kept, payload.get("note")]))
     lineage_error = (reply.get("applied") or {}).get("lineage_error")
     if lineage_error:
         payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
@@ -112,6 +115,17 @@ def _dlight_payload(payload: dict, meta) -> None:
                             "tunedTrial": default.get("trial"), "tunedUs": default.get("measured_us")}
     payload["note"] = (f"{kept['text']}: this is DLight's default schedule, the run's result "
                        f"(--candidate {default.get('trial', 'N')} shows the tuned record)")
+
+
+def default_kept_note(meta, task) -> str | None:
+    """A task whose default schedule the re-measurement kept: what ships is not the trial shown (the
+    code view showed a trial's code for it without a word: model probe round 5)."""
+    name = task.get("name") if isinstance(task, dict) else task
+    defaults = {d.get("task") for d in ((meta.measurement or {}).get("defaults") or [])} if meta else set()
+    if name not in defaults:
+        return None
+    return (f"⚠ the tuned build ships TVM's default schedule for {name} (re-measured faster than every trial); "
+            "the code shown is its fastest trial while tuning.")
 
 
 def _task_payload(payload: dict, reply: dict, run: Run | None) -> None:
