@@ -90,7 +90,7 @@ MAX_META_BYTES = 16 << 20
 
 
 def require_plain_folder(path: Path) -> None:
-    """A run folder holds plain files and folders only: a symbolic link (``source.py`` -> a shell rc,
+    """A run folder holds plain files and folders only: a link (``source.py`` -> a shell rc,
     ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
     made the product write, delete or read where the link pointed (red team round 8).  AsightError
     naming the first such entry; a ``run.json`` over 16 MiB is refused too."""
@@ -99,9 +99,11 @@ def require_plain_folder(path: Path) -> None:
     for folder, dirs, files in os.walk(path):
         for name in dirs + files:
             entry = os.path.join(folder, name)
-            mode = os.lstat(entry).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                what = "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file"
+            info = os.lstat(entry)
+            mode = info.st_mode
+            linked = stat.S_ISREG(mode) and info.st_nlink > 1      # a hard link (an archive can hold one)
+            if linked or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                what = "a symbolic link" if stat.S_ISLNK(mode) else "a hard link" if linked else "not a plain file"
                 raise AsightError(f"run {path.name}: {os.path.relpath(entry, path)} is {what}; a run folder "
                                   "holds plain files only, so this run is not used")
     size = os.lstat(path / "run.json").st_size

@@ -240,3 +240,13 @@ def test_an_atomic_write_gets_the_mode_a_plain_write_would(tmp_path):
     written = write_atomic(tmp_path / "atomic.txt", "x")
     assert written.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_hard_link_in_a_run_folder_is_not_used(run, tmp_path):
+    """An archive can hold hard links: events.jsonl linked to a shell rc would be appended to."""
+    victim = tmp_path / "victim_rc"
+    victim.write_text("# rc\n")
+    (run.path / "events.jsonl").unlink(missing_ok=True)
+    os.link(victim, run.path / "events.jsonl")
+    with pytest.raises(AsightError, match="events.jsonl is a hard link"):
+        run.load()
