@@ -1,9 +1,9 @@
 """A/B: what the tuning runner's sandbox costs (docs/sandbox.md, "Building and running a file").
 
 A = now: candidates exported as shared libraries by the builder (``metaschedule.export_shared``) and
-run by a ``LocalRunner`` whose pool process sets the OS sandbox up (``sandbox.contain_runner``;
+run by a sandboxed worker that answers over the msgpack pipe (``candidate_runner.SandboxedRunner``;
 TVM_BIND_THREADS=0 there).  B = before 2026-11-27: MetaSchedule's tar export (the runner links it)
-and a runner without the sandbox.  Same builder code (``fast_build`` in a pool), same candidates (the
+and its ``LocalRunner`` without any sandbox.  Same builder code (``fast_build`` in a pool), same candidates (the
 first K records of a recorded run, their traces replayed), same evaluator.  Rounds alternate A B / B A;
 each round starts a fresh builder pool and runner (as one tuning run does).  Printed per round: the
 build and run wall time of the batch; then medians, the per-round ratio A/B and the candidates'
@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 from asight_lsp.worker.compat import PopenPoolExecutor, builder_job, ms  # noqa: E402
 from asight_lsp.worker import metaschedule as tuning  # noqa: E402
 from asight_lsp.worker.records import apply_record  # noqa: E402
-from asight_lsp.worker.sandbox import RUNNER_CWD_ENV  # noqa: E402
 
 
 def candidates(run_dir: str, k: int) -> list:
@@ -52,6 +51,8 @@ def run(paths: list[str], mods: list, contained: bool) -> tuple[list[float], flo
     runner = tuning.make_runner(contained=contained)
     inputs = [ms.runner.RunnerInput(p, "cpu", ms.arg_info.ArgInfo.from_prim_func(m["main"])) for p, m in zip(paths, mods)]
     results = [f.result() for f in runner.run(inputs)]
+    if hasattr(runner, "close"):
+        runner.close()            # its worker: started and closed within the timed span, as in a run
     wall = time.perf_counter() - started
     errors = [r.error_msg for r in results if r.error_msg]
     if errors:
@@ -63,6 +64,7 @@ def side(name: str, mods: list, target) -> dict:
     export = tuning.export_shared if name == "A" else None
     paths, build_s = build(mods, target, export)
     us, run_s = run(paths, mods, contained=(name == "A"))
+    # (MetaSchedule's task scheduler removes each candidate's folder; here the bench does)
     for p in paths:
         shutil.rmtree(os.path.dirname(p), ignore_errors=True)
     return {"build_s": build_s, "run_s": run_s, "us": us}
@@ -76,7 +78,6 @@ def main() -> int:
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="asight-bench-")
     shutil.copytree(args.run_dir, work, dirs_exist_ok=True)
-    os.environ[RUNNER_CWD_ENV] = work
     target = tuning.resolve_target(None)
     mods = candidates(work, args.k)
     print(f"{len(mods)} candidates of {args.run_dir}, target {target}, {tuning.cores()} cores, "
