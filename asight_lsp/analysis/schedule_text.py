@@ -25,6 +25,7 @@ EXPRESSIONS = (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Tuple, ast.List,
                ast.arg, ast.keyword, ast.Call, ast.Attribute)
 STATEMENTS = (ast.Assign, ast.Expr, ast.Pass)
 SCRIPT_ROOTS = {"T", "R", "I", "cls", "range"}
+PROTECTED = {"sch", "T", "tvm"}
 
 
 class NotASchedule(ValueError):
@@ -38,14 +39,36 @@ def require_trace_function(text: str) -> None:
         raise NotASchedule("the record's trace is not one schedule function")
     func = tree.body[0]
     for stmt in func.body:
-        if not isinstance(stmt, STATEMENTS):
-            raise NotASchedule(_where(stmt, f"a {type(stmt).__name__} statement"))
+        _require_trace_statement(stmt)
+    callees = {id(n) for node in ast.walk(func) if isinstance(node, ast.Call) for n in ast.walk(node.func)}
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         if not isinstance(node, EXPRESSIONS + STATEMENTS + (ast.Module,)):
             raise NotASchedule(_where(node, f"a {type(node).__name__}"))
         _require_plain_name(node, "_")
         if isinstance(node, ast.Call) and not _schedule_call(node.func):
             raise NotASchedule(_where(node, f"a call of {ast.unparse(node.func)[:60]}"))
+        if isinstance(node, ast.Attribute) and id(node) not in callees:     # only as a callee: sch.split(...)
+            raise NotASchedule(_where(node, f"the attribute {ast.unparse(node)[:60]}"))
+        if isinstance(node, ast.arg) and node.arg in PROTECTED:
+            raise NotASchedule(_where(node, f"a lambda that rebinds {node.arg!r}"))
+
+
+def _require_trace_statement(stmt: ast.stmt) -> None:
+    """``names = <call>``, ``<call>`` or ``pass``; never a rebinding of ``sch``, ``T`` or ``tvm`` (a
+    rebound ``sch`` made ``sch.system(...)`` look like a schedule primitive: red team round 9)."""
+    if isinstance(stmt, ast.Pass):
+        return
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+        names = [n for t in stmt.targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise NotASchedule(_where(stmt, "an assignment to something other than names"))
+        rebound = [n.id for n in names if n.id in PROTECTED]
+        if rebound:
+            raise NotASchedule(_where(stmt, f"an assignment to {rebound[0]!r}"))
+        return
+    raise NotASchedule(_where(stmt, f"a {type(stmt).__name__} statement that is not a schedule step"))
 
 
 def require_script_function(text: str) -> None:

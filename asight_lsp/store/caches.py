@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgpack
 
-from .files import write_atomic
+from .files import NotPlainFile, read_plain, write_atomic
 from .runs import Run
 
 PROFILE_FILE = "profile.msgpack"
@@ -29,8 +29,8 @@ KEEP_PROFILES = 8
 
 def _read(path: Path):
     try:
-        return msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
-    except (OSError, ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.UnpackException):
+        return msgpack.unpackb(read_plain(path), raw=False, strict_map_key=False)
+    except (OSError, ValueError, NotPlainFile, msgpack.exceptions.ExtraData, msgpack.exceptions.UnpackException):
         return None
 
 

@@ -8,9 +8,13 @@ threads of one process: one thread's replace moved the other's file away, and th
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from ..errors import AsightError
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "utf-8") -> Path:
@@ -42,3 +46,31 @@ def _umask() -> int:
     except (OSError, ValueError):
         pass
     return 0o022
+
+
+MAX_RUN_FILE_BYTES = 256 << 20      # ~30,000 trials of a large model; a shipped file may be any size
+
+
+class NotPlainFile(AsightError):
+    """A run folder's file that is a link, not a regular file, or larger than the product reads."""
+
+
+def read_plain(path: str | os.PathLike, limit: int = MAX_RUN_FILE_BYTES) -> bytes:
+    """A run folder's file, read only when it is a regular file of at most ``limit`` bytes and not a
+    symbolic link (``O_NOFOLLOW``): a run folder is data a repository can ship, and a link to
+    /dev/zero was read without end (red team rounds 8 and 9).  FileNotFoundError as ``open``;
+    NotPlainFile otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotPlainFile(f"{path} is a symbolic link; a run folder's files are read only when plain") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotPlainFile(f"{path} is not a regular file; a run folder's files are read only when plain")
+        if info.st_size > limit:
+            raise NotPlainFile(f"{path} is {info.st_size >> 20} MiB, more than the {limit >> 20} MiB the product "
+                               "reads of a run's file")
+        return handle.read(limit + 1)[:limit]

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .files import write_atomic
+from .files import NotPlainFile, read_plain, write_atomic
 
 from ..errors import AsightError
 
@@ -141,10 +141,10 @@ class Run:
         ``id`` is the folder's name (the core builds paths from it: an id of "../../x" led outside)."""
         try:
             require_plain_folder(self.path)
-            meta = RunMeta.from_dict(json.loads(self.meta_path.read_text()))
+            meta = RunMeta.from_dict(json.loads(read_plain(self.meta_path, MAX_META_BYTES)))
         except FileNotFoundError:
             raise AsightError(f"run {self.id} has no run.json (not a run directory: {self.path})") from None
-        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as err:
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError, NotPlainFile) as err:
             raise AsightError(f"run {self.id}: run.json is unreadable ({err})") from None
         meta.id = self.id       # the folder's name, whatever run.json says (a copied run; "../../x")
         return meta
@@ -238,7 +238,7 @@ UNREADABLE = object()
 def json_lines(path: Path) -> list:
     """Every non-empty line of a line-per-record file, parsed; ``UNREADABLE`` where it is not JSON."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_plain(path)
     except FileNotFoundError:
         return []
     out = []
@@ -303,7 +303,7 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
     out = []
     reader = TraceReader()
     try:
-        raw = (Path(run_dir) / DB_RECORDS).read_bytes()
+        raw = read_plain(Path(run_dir) / DB_RECORDS)
     except FileNotFoundError:
         return []
     trial = -1
@@ -381,6 +381,15 @@ class TraceReader:
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+def _records_said(run: Run) -> str:
+    """How many records a refused run holds, read only from a plain folder (never through its links)."""
+    try:
+        require_plain_folder(run.path)
+        return f"{len(read_records(run.path))} records measured"
+    except (AsightError, OSError):
+        return "its records are not read"
+
+
 class RunStore:
     """All runs under one root (``.asight`` of a workspace)."""
 
@@ -449,9 +458,8 @@ class RunStore:
                 meta = run.load()
             except AsightError as err:
                 if run.id.startswith(self.run_id_prefix(function)):
-                    raise AsightError(f"{err}; it may be this function's run ({len(read_records(run.path))} records "
-                                      f"measured): repair or move {run.path} away, or pass --new for a separate run") \
-                        from None
+                    raise AsightError(f"{err}; it may be this function's run ({_records_said(run)}): repair or move "
+                                      f"{run.path} away, or pass --new for a separate run") from None
                 continue
             if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
                     and meta.source_hashes == source_hashes and meta.target_label == target_label

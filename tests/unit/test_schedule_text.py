@@ -44,6 +44,12 @@ def test_real_shapes_pass():
     'sch.annotate(block_or_loop=b0, ann_key="k")\n  with open("x", "w"): pass\n  #", ann_val=1)',
     'sch.annotate(block_or_loop=b0, ann_key="k")\ndef second(): pass\n#", ann_val=1)',
     'sch.annotate(block_or_loop=b0, ann_key="k\\00"unterminated',
+    # red team round 9: rebind sch to anything, then "sch.system(...)" reads like a primitive
+    'sch.annotate(block_or_loop=b0, ann_key="k")\n  sch = T.builder.external_kernel.os\n  sch.system("x")\n  #", ann_val=1)',
+    'sch.annotate(block_or_loop=b0, ann_key="k")\n  sch, b9 = sch.get_loops(b0)\n  #", ann_val=1)',
+    'sch.annotate(block_or_loop=b0, ann_key="k")\n  x = T.builder\n  #", ann_val=1)',
+    'sch.annotate(block_or_loop=b0, ann_key=(lambda sch: sch.system("x"))(1))',
+    'sch.annotate(block_or_loop=b0, ann_key="k")\n  b0.x = sch.get_loops(b0)\n  #", ann_val=1)',
 ])
 def test_an_injected_statement_is_refused(payload):
     text = TRACE.replace('sch.annotate(block_or_loop=b0, ann_key="meta_schedule.tiling_structure", ann_val="SSRSRS")',

@@ -250,3 +250,27 @@ def test_a_hard_link_in_a_run_folder_is_not_used(run, tmp_path):
     os.link(victim, run.path / "events.jsonl")
     with pytest.raises(AsightError, match="events.jsonl is a hard link"):
         run.load()
+
+
+def test_a_refused_run_is_never_read_through_its_links(run, tmp_path):
+    """Red team round 9: the refusal's record count read database_tuning_record.json -> /dev/zero."""
+    from asight_lsp.store.files import NotPlainFile, read_plain
+    records = run.path / "database_tuning_record.json"
+    records.unlink()
+    records.symlink_to("/dev/zero")
+    with pytest.raises(NotPlainFile, match="symbolic link"):
+        read_plain(records)
+    with pytest.raises(NotPlainFile, match="symbolic link"):
+        read_records(run.path)
+    store = RunStore(tmp_path / "store")
+    meta = json.loads(run.meta_path.read_text())
+    store.runs_dir.mkdir(parents=True)
+    run.path.rename(store.runs_dir / f"{RunStore.run_id_prefix(meta['function'])}20261127-000000-aaaa")
+    with pytest.raises(AsightError, match="its records are not read"):
+        store.find_resumable(meta["file"], meta["function"], meta["source_hashes"], meta["target_label"])
+    with pytest.raises(NotPlainFile, match="not a regular file"):
+        read_plain("/dev/zero")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 2048)
+    with pytest.raises(NotPlainFile, match="more than"):
+        read_plain(big, limit=1024)
