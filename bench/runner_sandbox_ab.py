@@ -76,6 +76,8 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
+    # as the tuning job does (tune_job.main): unset, the plain runner's process ran TVM on one thread
+    os.environ.setdefault("TVM_NUM_THREADS", str(tuning.cores()))
     work = tempfile.mkdtemp(prefix="asight-bench-")
     shutil.copytree(args.run_dir, work, dirs_exist_ok=True)
     target = tuning.resolve_target(None)
