@@ -26,6 +26,8 @@ EXPRESSIONS = (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Tuple, ast.List,
 STATEMENTS = (ast.Assign, ast.Expr, ast.Pass)
 SCRIPT_ROOTS = {"T", "R", "I", "cls", "range"}
 PROTECTED = {"sch", "T", "tvm"}
+SCRIPT_EXITS = {"builder", "external_kernel", "ir_builder", "parser", "script", "os", "sys", "subprocess",
+                "system", "popen", "importlib", "ffi", "get_global_func", "load_module", "eval", "exec", "open"}
 
 
 class NotASchedule(ValueError):
@@ -112,10 +114,15 @@ def _type_var(stmt: ast.stmt) -> bool:
 
 
 def _script_call(func: ast.expr) -> bool:
-    """TVMScript's own calls: ``T.*``, ``R.*``, ``I.*``, ``cls.*`` (a module's functions), ``range``."""
+    """TVMScript's own calls: ``T.*``, ``R.*``, ``I.*``, ``cls.*`` (a module's functions), ``range``; at
+    most two names deep (``T.axis.remap``, ``R.nn.relu``) and none of them a way out of TVMScript
+    (``T.builder.external_kernel.os.system`` passed a root-only check: red team round 9)."""
+    parts = []
     while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
         func = func.value
-    return isinstance(func, ast.Name) and func.id in SCRIPT_ROOTS
+    return (isinstance(func, ast.Name) and func.id in SCRIPT_ROOTS and len(parts) <= 2
+            and not any(part in SCRIPT_EXITS for part in parts))
 
 
 def _require_plain_name(node: ast.AST, prefix: str) -> None:

@@ -1,6 +1,8 @@
 """The best schedule of a run applied to a function: scheduled TVMScript and trace (for code actions)."""
 from __future__ import annotations
 
+import textwrap
+
 from ..analysis.schedule_text import NotASchedule, require_script_function, require_trace_function
 from ..engine import wire
 from ..engine.client import borrowed
@@ -20,13 +22,14 @@ def apply_best(path: str, function: str | None = None, run: str | None = None, s
     return {"run": found.id, "function": selection.label, **reply}
 
 
-def require_insertable(entry: dict, mode: str) -> None:
-    """The entry's text for ``mode`` ("trace": the record's trace function; "script": the scheduled
-    TVMScript) has a schedule's shape (``analysis/schedule_text``), before it goes into the user's
-    file: a record is data a repository can ship (red team round 8, F10).  AsightError otherwise."""
+def require_insertable(text: str, mode: str) -> None:
+    """The text "Apply best schedule" puts into the user's file for ``mode`` ("trace": the record's trace
+    as a schedule function; "script": the scheduled TVMScript function, indented as in the file) has a
+    schedule's shape (``analysis/schedule_text``): a record is data a repository can ship (red team
+    rounds 8 and 9).  Checked on the exact text inserted.  AsightError otherwise."""
     check = require_trace_function if mode == "trace" else require_script_function
     try:
-        check(entry.get(mode) or "")
+        check(textwrap.dedent(text).strip("\n") + "\n")
     except NotASchedule as err:
         raise AsightError(f"the run's best {'trace' if mode == 'trace' else 'schedule'} is not inserted: "
                           f"{err} (a tampered record?)") from None

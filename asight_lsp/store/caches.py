@@ -27,9 +27,15 @@ PROFILES_DIR = "profiles"
 KEEP_PROFILES = 8
 
 
-def _read(path: Path):
+PROFILE_LIMIT, FEATURES_LIMIT = 8 << 20, 64 << 20   # bytes of a cache read (a profile is KBs; features of
+                                                   # 128 trials 0.4 MB): unpacked, bytes became ~50x objects
+
+
+def _read(path: Path, limit: int = PROFILE_LIMIT):
+    """A cache, or None when it is missing, unreadable, not plain or over ``limit`` (a run folder is data
+    a repository can ship: 20 MB of empty maps became 20 million dicts in the server, red team round 9)."""
     try:
-        return msgpack.unpackb(read_plain(path), raw=False, strict_map_key=False)
+        return msgpack.unpackb(read_plain(path, limit), raw=False, strict_map_key=False)
     except (OSError, ValueError, NotPlainFile, msgpack.exceptions.ExtraData, msgpack.exceptions.UnpackException):
         return None
 
@@ -73,7 +79,7 @@ def archived_profiles(run: Run) -> list[dict]:
 
 def read_feature_cache(run_dir: str | os.PathLike) -> dict | None:
     """The cached worker answer, or None when missing, unreadable or of another schema."""
-    data = _read(Path(run_dir) / FEATURES_FILE)
+    data = _read(Path(run_dir) / FEATURES_FILE, FEATURES_LIMIT)
     if not isinstance(data, dict) or data.get("schema") != FEATURES_SCHEMA:
         return None
     data.setdefault("records", {})

@@ -48,7 +48,7 @@ def _umask() -> int:
     return 0o022
 
 
-MAX_RUN_FILE_BYTES = 256 << 20      # ~30,000 trials of a large model; a shipped file may be any size
+MAX_RUN_FILE_BYTES = 128 << 20      # ~20,000 trials of a large model; a shipped file may be any size
 
 
 class NotPlainFile(AsightError):

@@ -246,7 +246,7 @@ def json_lines(path: Path) -> list:
         if line.strip():
             try:
                 out.append(json.loads(line))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):    # 100,000 "[" on a line: not a record
                 out.append(UNREADABLE)
     return out
 
@@ -360,10 +360,10 @@ class TraceReader:
             row = json.loads(line[:start] + "0" + line[start + len(text):])
             row[1][0][0] = self._known[text]
             return row
-        except (json.JSONDecodeError, TypeError, IndexError, KeyError):
+        except (json.JSONDecodeError, TypeError, IndexError, KeyError, RecursionError):
             try:
                 return json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):     # nested past Python's limit: not a record
                 return UNREADABLE
 
     def _match(self, line: str, start: int) -> str | None:
@@ -406,6 +406,10 @@ class RunStore:
         return (_SLUG.sub("-", function).strip("-")[:40] or "run") + "-"
 
     def create(self, meta: RunMeta) -> Run:
+        for folder in (self.root, self.runs_dir):     # a repository can ship .asight -> elsewhere
+            if folder.is_symlink():
+                raise AsightError(f"{folder} is a symbolic link (to {os.readlink(folder)}); a new run is written "
+                                  "only into a plain folder (ASIGHT_HOME names a store elsewhere)")
         run = Run(self.runs_dir / meta.id)
         run.path.mkdir(parents=True, exist_ok=False)
         run.save(meta)

@@ -170,8 +170,18 @@ async def test_switched_off_features_are_not_advertised(client, workspace):
     assert set(caps.execute_command_provider.commands) == set(P.COMMANDS)
 
 
+KEYS = {
+    "newline": 'k")\nimport os; os.system("touch {marker}")\n#',
+    # round 9: a "# from tvm" line inside a string, which the insertion then dropped
+    "strip": ('k", x=\'\'\'\n# from tvm \'\'\' + """\n\'\'\')\nif __import__("os").system("touch {marker}") and 0:\n'
+              '#""", b=1)\n  sch.annotate(block_or_loop=b0, ann_key="k3'),
+    "rebind": 'k")\n  sch = T.builder.external_kernel.os\n  sch.system("touch {marker}")\n  #',
+}
+
+
 @pytest.mark.tvm
-async def test_a_record_that_injects_code_is_never_inserted_into_the_file(client, workspace):
+@pytest.mark.parametrize("payload", sorted(KEYS))
+async def test_a_record_that_injects_code_is_never_inserted_into_the_file(client, workspace, payload):
     """Red team round 8: TVM prints a trace's strings unescaped, so a shipped record whose annotation
     key holds a quote and a newline turned "Apply best schedule" into a top-level os.system() in the
     user's file.  The text is checked for a schedule's shape first (analysis/schedule_text)."""
@@ -180,7 +190,7 @@ async def test_a_record_that_injects_code_is_never_inserted_into_the_file(client
     source = copy_fixture("matmul_bias_relu.py", workspace)
     run_dir = install_run(workspace, source, "mbr128")
     records = run_dir / "database_tuning_record.json"
-    key = 'k")\nimport os; os.system("touch ' + str(workspace / "MARKER") + '")\n#'
+    key = KEYS[payload].replace("{marker}", str(workspace / "MARKER"))
     rows = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
     for row in rows:
         row[1][0][0].append(["Annotate", ["b0", "\"v\""], [key], []])

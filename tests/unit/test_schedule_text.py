@@ -58,7 +58,8 @@ def test_an_injected_statement_is_refused(payload):
         require_trace_function(text)
 
 
-@pytest.mark.parametrize("extra", ['import os\n', 'os.system("x")\n', '__import__("os")\n'])
+@pytest.mark.parametrize("extra", ['import os\n', 'os.system("x")\n', '__import__("os")\n',
+                                   'T.builder.external_kernel.os.system("x")\n', 'T.a.b.c("x")\n'])
 def test_a_script_with_more_than_a_function_is_refused(extra):
     with pytest.raises(NotASchedule):
         require_script_function(SCRIPT + extra)

@@ -274,3 +274,22 @@ def test_a_refused_run_is_never_read_through_its_links(run, tmp_path):
     big.write_bytes(b"x" * 2048)
     with pytest.raises(NotPlainFile, match="more than"):
         read_plain(big, limit=1024)
+
+
+def test_a_linked_store_gets_no_new_run_and_a_nested_line_is_unreadable(run, tmp_path):
+    """Red team round 9: .asight/runs shipped as a link made tune write a run (and the user's source)
+    outside the workspace; a record line of 100,000 "[" raised RecursionError in every view."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ws" / ".asight").mkdir(parents=True)
+    (tmp_path / "ws" / ".asight" / "runs").symlink_to(elsewhere)
+    meta = run.load()
+    meta.id = "new-run"
+    with pytest.raises(AsightError, match="is a symbolic link"):
+        RunStore(tmp_path / "ws" / ".asight").create(meta)
+    assert list(elsewhere.iterdir()) == []
+    records = run.path / "database_tuning_record.json"
+    before = len(read_records(run.path))
+    with open(records, "a") as out:
+        out.write("[" * 100_000 + "\n")
+    assert len(read_records(run.path)) == before
