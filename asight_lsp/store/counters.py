@@ -33,6 +33,8 @@ def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
             entry = json.loads(line)
         except json.JSONDecodeError as err:
             raise AsightError(f"{where}:{number}: not JSON ({err.msg})") from None
+        except RecursionError:
+            raise AsightError(f"{where}:{number}: not JSON (nested too deeply)") from None
         problem = _problem(entry)
         if problem:
             raise AsightError(f"{where}:{number}: {problem}")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..tvmscript.model import Function
+from .files import NotPlainFile, read_plain
 from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 
 
@@ -53,7 +54,7 @@ class _Records:
             workload, (trace, run_secs, *_rest) = json.loads(line)
             insts, decisions = trace
             secs = [float(s) for s in run_secs or []]
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):    # not a record (nested past Python's limit, too)
             return
         trial = self.count
         self.count += 1
@@ -211,9 +212,11 @@ class RunIndex:
         cached = self._workload_names.get(run_id)
         if cached and cached[0] == size:
             return cached[1]
-        names = []
-        for line in path.read_text(errors="replace").splitlines():
-            names.append(_workload_strings(line))
+        try:
+            raw = read_plain(path)
+        except NotPlainFile:
+            return []
+        names = [_workload_strings(line) for line in raw.decode("utf-8", errors="replace").splitlines()]
         self._workload_names[run_id] = (size, names)
         return names
 
@@ -225,7 +228,7 @@ def _workload_strings(line: str) -> set[str]:
         graph = json.loads(base64.b64decode(encoded)[8:])
         return {n["data"] for n in graph.get("nodes", []) if isinstance(n, dict)
                 and n.get("type") in ("ffi.String", "String", "runtime.String") and isinstance(n.get("data"), str)}
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return set()
 
 

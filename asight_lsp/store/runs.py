@@ -288,7 +288,7 @@ def repair_json_lines(path: str | os.PathLike, readable=lambda value: True) -> i
 def _readable(line: str, readable) -> bool:
     try:
         return bool(readable(json.loads(line)))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
