@@ -6,44 +6,23 @@ block if there is only one subtree under the root"), so such a model could be tu
 measured or exported (``relax_pipeline.split_layout_preproc`` sets them aside)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.models.matmul_model import asight, write_model
+
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
 
-MODEL = '''from tvm.script import ir as I
-from tvm.script import relax as R
-
-
-@I.ir_module
-class Module:
-    @R.function
-    def main(x: R.Tensor((4, 16), dtype="float32"), w: R.Tensor((16, 32), dtype="float32")) -> R.Tensor((4, 5), dtype="float32"):
-        R.func_attr({"num_input": 1})
-        with R.dataflow():
-            lv: R.Tensor((4, 32), dtype="float32") = R.matmul(x, w, out_dtype=None)
-            lv1: R.Tensor((4, 32), dtype="float32") = R.cumsum(lv, axis=1, dtype=None, exclusive=False)
-            lv2: R.Tuple(R.Tensor((4, 5), dtype="float32"), R.Tensor((4, 5), dtype="int64")) = R.topk(lv1, k=5, axis=-1, ret_type="both", largest=True, dtype="int64")
-            gv: R.Tensor((4, 5), dtype="float32") = lv2[0]
-            R.output(gv)
-        return gv
-'''
-
-
-def asight(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "asight_lsp", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "ASIGHT_HOME": str(cwd / "home")})
+BODY = ['lv1: R.Tensor((4, 32), dtype="float32") = R.cumsum(lv, axis=1, dtype=None, exclusive=False)',
+        'lv2: R.Tuple(R.Tensor((4, 5), dtype="float32"), R.Tensor((4, 5), dtype="int64")) = R.topk(lv1, k=5, axis=-1, '
+        'ret_type="both", largest=True, dtype="int64")',
+        'gv: R.Tensor((4, 5), dtype="float32") = lv2[0]']
 
 
 def test_a_model_with_topk_and_cumsum_is_measured_and_exported_after_tuning(tmp_path):
-    source = tmp_path / "topk_relax.py"
-    source.write_text(MODEL)
-    np.savez(tmp_path / "topk_relax.weights.npz", w=np.random.default_rng(0).standard_normal((16, 32)).astype("float32"))
+    source = write_model(tmp_path, "topk", "(4, 5)", BODY)
     tuned = asight("tune", str(source), "--trials", "12", cwd=tmp_path)
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     assert "re-measurement failed" not in tuned.stdout + tuned.stderr and "measured untuned" in tuned.stdout
