@@ -23,3 +23,10 @@ def test_import_stops_at_an_output_already_there(tmp_path, name, dangling):
                           capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0 and f"{name} exists (use --force" in done.stderr, done.stderr
     assert (victim.read_text() == "precious") if not dangling else not victim.exists()
+
+
+def test_compare_onnx_asks_for_at_least_three_rounds(tmp_path):
+    """One round gave a "95% CI 0.83-0.83" (model probe round 5)."""
+    done = subprocess.run([sys.executable, "-m", "asight_lsp", "model", "x.py", "--rounds", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2 and "at least 3 rounds" in done.stderr, done.stderr

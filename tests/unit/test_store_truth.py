@@ -293,3 +293,15 @@ def test_a_linked_store_gets_no_new_run_and_a_nested_line_is_unreadable(run, tmp
     with open(records, "a") as out:
         out.write("[" * 100_000 + "\n")
     assert len(read_records(run.path)) == before
+
+
+def test_a_cache_over_its_limit_reads_as_missing(run):
+    """Red team round 9: 20 MB of empty msgpack maps became 20 million dicts in the server."""
+    from asight_lsp.store.caches import PROFILE_FILE, PROFILE_LIMIT, load_profile
+    import msgpack
+    n = PROFILE_LIMIT + 1       # {"profile": [{}, {}, ...]}: valid msgpack, one byte an object
+    (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\xdd" + n.to_bytes(4, "big") + b"\x80" * n)
+    assert load_profile(run) is None
+    small = 1000
+    (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\xdd" + small.to_bytes(4, "big") + b"\x80" * small)
+    assert load_profile(run) == [{}] * small      # the same shape under the limit is read
