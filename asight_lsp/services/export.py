@@ -63,10 +63,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)
-    if why_untuned:
-        reply["untuned_export"] = why_untuned
-    elif not tuned and untuned_faster_but_busy(meta.measurement):
-        reply["untuned_note"] = untuned_faster_but_busy(meta.measurement)
+    busy_note = None if why_untuned or tuned else untuned_faster_but_busy(meta.measurement)
+    reply.update({k: v for k, v in (("untuned_export", why_untuned), ("untuned_note", busy_note)) if v})
     with library_worker(meta.target, getattr(worker, "python", None)) as fresh:
         try:
             reply["check"] = fresh.request(wire.CHECK_EXPORT, {**params, "library": reply["library"]}, timeout=1800)
