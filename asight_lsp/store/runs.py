@@ -99,7 +99,10 @@ def require_plain_folder(path: Path) -> None:
     for folder, dirs, files in os.walk(path):
         for name in dirs + files:
             entry = os.path.join(folder, name)
-            info = os.lstat(entry)
+            try:
+                info = os.lstat(entry)
+            except FileNotFoundError:     # a temporary file replaced by a write in progress (store/files)
+                continue
             mode = info.st_mode
             linked = stat.S_ISREG(mode) and info.st_nlink > 1      # a hard link (an archive can hold one)
             if linked or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):

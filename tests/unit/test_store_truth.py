@@ -305,3 +305,16 @@ def test_a_cache_over_its_limit_reads_as_missing(run):
     small = 1000
     (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\xdd" + small.to_bytes(4, "big") + b"\x80" * small)
     assert load_profile(run) == [{}] * small      # the same shape under the limit is read
+
+
+def test_a_run_is_read_while_its_files_are_being_written(run, monkeypatch):
+    """The folder check met a write's temporary file that was renamed away before it looked at it, and
+    the server kept a stale run (the e2e lens after a Re-measure, CI 2026-11-27)."""
+    import asight_lsp.store.runs as runs_module
+    real_walk = os.walk
+
+    def walk_with_a_vanished_file(path):
+        for folder, dirs, files in real_walk(path):
+            yield folder, dirs, files + [".profile.msgpack.k2j4.tmp"]     # listed, then renamed away
+    monkeypatch.setattr(runs_module.os, "walk", walk_with_a_vanished_file)
+    assert run.load().id == "mbr128"
