@@ -30,7 +30,7 @@ CMD_SHOW_LOOP_VIEW = "asight.showLoopView"     # {uri?, function?, run?} -> loop
 CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"  # {uri, function, mode?: "trace"|"script"}
 CMD_COMPARE_RUNS = "asight.compareRuns"        # {runs: [id, id]} -> compareRuns payload
 CMD_SHOW_CODE = "asight.showCode"              # {uri, function?, run?, candidate?, level?, task?} -> code payload
-CMD_EXPORT_MODEL = "asight.exportModel"        # {uri, function?, run?, output?, tuneMissing?, allowUntuned?} -> CommandResult, data: export reply
+CMD_EXPORT_MODEL = "asight.exportModel"        # {uri, function?, run?, output?, tuneMissing?, allowUntuned?, build?: "tuned"|"untuned"} -> CommandResult, data: export reply
 CMD_SHOW_MODEL = "asight.showModel"            # {uri, function?, run?} -> model payload (the Model panel)
 
 COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,

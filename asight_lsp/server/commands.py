@@ -344,6 +344,9 @@ async def export_model(ls, *args):
     for key in ("run", "function", "output"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"'{key}' must be a string")
+    build = a.get("build")                             # as `asight export --tuned / --untuned`
+    if build not in (None, "tuned", "untuned"):
+        raise JsonRpcInvalidParams("'build' must be 'tuned' or 'untuned'")
     tune_missing = a.get("tuneMissing") or 0          # as `asight export --tune-missing N / --allow-untuned`
     if not isinstance(tune_missing, int) or isinstance(tune_missing, bool) or tune_missing < 0:
         raise JsonRpcInvalidParams("'tuneMissing' must be a number of trials >= 0")
@@ -353,7 +356,8 @@ async def export_model(ls, *args):
     try:
         reply = await asyncio.to_thread(export.export_model, doc.path, out, a.get("run"), a.get("function"),
                                         ls.state.store_root, ls.state.worker, doc.text, tune_missing=tune_missing,
-                                        allow_untuned=a.get("allowUntuned") is True)
+                                        allow_untuned=a.get("allowUntuned") is True, tuned=build == "tuned",
+                                        untuned=build == "untuned")
     except AsightError as err:
         raise RequestFailed(f"ASight: cannot export: {err}") from None
     finally:

@@ -65,13 +65,15 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     reply["load"] = load_snippet(reply)
     busy_note = None if why_untuned or tuned else untuned_faster_but_busy(meta.measurement)
     reply.update({k: v for k, v in (("untuned_export", why_untuned), ("untuned_note", busy_note)) if v})
-    with library_worker(meta.target, getattr(worker, "python", None)) as fresh:
+    python = getattr(worker, "python", None)
+    with library_worker(meta.target, python) as checker:
         try:
-            reply["check"] = fresh.request(wire.CHECK_EXPORT, {**params, "library": reply["library"]}, timeout=1800)
+            reply["check"] = checker.request(wire.CHECK_EXPORT, {**params, "library": reply["library"]}, timeout=1800)
         except WorkerError as err:
             raise AsightError(f"wrote {reply['library']}, but loading it back to check its outputs failed: "
                               f"{err}") from None
-        if measure and params["chosen"] is not None:
+    if measure and params["chosen"] is not None:
+        with library_worker(meta.target, python) as fresh:     # timed in a process that ran nothing else
             reply["measured"] = measure_library(params, meta, reply, fresh, on_event)
     return reply
 
@@ -101,7 +103,8 @@ def require_exportable(found, meta, out: str) -> None:
 def library_worker(target, python: str | None):
     """A worker of its own that loads the written library (loading a library runs its code): the
     sandboxed worker on the CPU, the unsandboxed one on a GPU (the driver needs what the sandbox
-    refuses; ``engine/targets.runs_on_device``).  Not the worker that built it."""
+    refuses; ``engine/targets.runs_on_device``).  Not the worker that built it; one for the output
+    check, a fresh one for the timing."""
     return trusted(python, 1800) if runs_on_device(target) else WorkerClient(python, 1800)
 
 

@@ -25,7 +25,7 @@ export const CMD_SHOW_LOOP_VIEW = "asight.showLoopView"; // {uri?, function?, ru
 export const CMD_APPLY_BEST_SCHEDULE = "asight.applyBestSchedule"; // {uri, function, mode?: "trace"|"script"}
 export const CMD_COMPARE_RUNS = "asight.compareRuns"; // {runs: [id, id]} -> compareRuns payload
 export const CMD_SHOW_CODE = "asight.showCode"; // {uri, function?, run?, candidate?, level?, task?} -> code payload
-export const CMD_EXPORT_MODEL = "asight.exportModel"; // {uri, function?, run?, output?, tuneMissing?, allowUntuned?} -> CommandResult, data: export reply
+export const CMD_EXPORT_MODEL = "asight.exportModel"; // {uri, function?, run?, output?, tuneMissing?, allowUntuned?, build?: "tuned"|"untuned"} -> CommandResult, data: export reply
 export const CMD_SHOW_MODEL = "asight.showModel"; // {uri, function?, run?} -> model payload (the Model panel)
 
 export const COMMANDS = [CMD_TUNE, CMD_PROFILE, CMD_CANCEL, CMD_SHOW_SEARCH_SPACE, CMD_SHOW_LOOP_VIEW,
