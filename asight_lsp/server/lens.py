@@ -13,7 +13,7 @@ from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
-from ..views.text import format_latency, relative_time
+from ..views.text import format_latency, relative_time, result_parts
 from .state import document_spaces, off_loop_if_big, space_result_of
 
 
@@ -256,7 +256,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
         return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
     record = result.measurement
     if record.get("tuned"):
-        parts = [format_latency(record["tuned"]["median_us"]), short_speedup(record)]
+        parts = result_parts(record)
         if (record.get("load") or {}).get("busy"):
             parts.append("noisy")
         parts.append(build_mark(result.build))

@@ -286,11 +286,16 @@ def build_tuned(database, mod, target):
     """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
-    constants at build time, so the library reads packed weights and never re-packs them a call."""
+    constants at build time, so the library reads packed weights and never re-packs them a call.
+    On a GPU the kernels without a record get DLight's default schedule (TIR without thread binding
+    cannot run there), and the records are applied to the very kernels the run tuned (``fuse``)."""
+    from .baseline import dlight_default, is_gpu
     from .parse import checked_for_build
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target)), target,
                                     "the build with the run's records")
+    if is_gpu(target):
+        return tvm.compile(dlight_default(applied, target), target=target)
     if not prepacks(target) and not channels_last(target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
     packed = relax.transform.FoldConstant()(split_layout_preproc(applied))

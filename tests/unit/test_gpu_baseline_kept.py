@@ -72,3 +72,12 @@ def test_the_tune_summary_says_dlight_was_kept():
     assert any(line.strip().startswith("DLight's default kept: tuned 31.0 µs vs DLight 25.0 µs (tuning lost")
                for line in lines)
     assert record["chosen"] == [] and record["defaults"][0]["trial"] == 76
+
+
+def test_the_result_line_leads_with_dlights_figure_when_dlight_is_kept():
+    from asight_lsp.views.text import headline_text, result_parts
+    kept = rule.keep_baseline(record(120.0, 140.0, "slower"))
+    assert result_parts(kept) == ["0.12 ms DLight kept", "tuned 0.14 ms, 1.17× slower"]
+    assert headline_text(kept) == "0.12 ms DLight kept · tuned 0.14 ms, 1.17× slower"
+    faster = record(25.0, 14.8, "faster")
+    assert result_parts(faster) == ["15 µs", "1.69× vs DLight"]
