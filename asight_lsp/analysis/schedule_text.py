@@ -40,6 +40,7 @@ def require_trace_function(text: str) -> None:
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
         raise NotASchedule("the record's trace is not one schedule function")
     func = tree.body[0]
+    _require_plain_signature(func)
     for stmt in func.body:
         _require_trace_statement(stmt)
     callees = {id(n) for node in ast.walk(func) if isinstance(node, ast.Call) for n in ast.walk(node.func)}
@@ -53,6 +54,23 @@ def require_trace_function(text: str) -> None:
             raise NotASchedule(_where(node, f"the attribute {ast.unparse(node)[:60]}"))
         if isinstance(node, ast.arg) and node.arg in PROTECTED:
             raise NotASchedule(_where(node, f"a lambda that rebinds {node.arg!r}"))
+
+
+def _require_plain_signature(func: ast.FunctionDef) -> None:
+    """``def name(sch)`` or ``def name(sch: "s_tir.Schedule")``: Python evaluates a decorator, a default
+    and an annotation when the ``def`` runs (a run folder's name ending the header comment put a
+    decorator above the function: red team round 10)."""
+    args = func.args
+    plain = (not func.decorator_list and _text_of(func.returns) in (None, "None") and not args.posonlyargs
+             and not args.kwonlyargs and args.vararg is None and args.kwarg is None and not args.defaults
+             and len(args.args) == 1 and args.args[0].arg == "sch"
+             and _text_of(args.args[0].annotation) in (None, "s_tir.Schedule", "'s_tir.Schedule'"))
+    if not plain:
+        raise NotASchedule(_where(func, "a function other than def f(sch) (decorators, defaults or annotations)"))
+
+
+def _text_of(node: ast.expr | None) -> str | None:
+    return None if node is None else ast.unparse(node)
 
 
 def _require_trace_statement(stmt: ast.stmt) -> None:

@@ -35,6 +35,7 @@ def schedule_function_text(fn: Function, trace: str, run_id: str) -> str:
     body = re.sub(r"^def apply_trace\(sch: s_tir\.Schedule\)", f'def {name}(sch: "s_tir.Schedule")', body,
                   count=1, flags=re.M)
     body = re.sub(r"^def apply_trace\(", f"def {name}(", body, count=1, flags=re.M)
+    run_id = re.sub(r"[^\w.-]", "_", run_id)      # a comment stays one line whatever a folder is named
     header = (f"# Best schedule of {fn.id} (ASight run {run_id}). Apply it with\n"
               f"#   from tvm import s_tir; sch = s_tir.Schedule(mod); {name}(sch)\n")
     return "\n\n\n" + header + body + "\n"

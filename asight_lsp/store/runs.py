@@ -89,6 +89,18 @@ class RunMeta:
 MAX_META_BYTES = 16 << 20     # run.json: metadata, never more
 
 
+RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes
+
+
+def require_run_name(name: str) -> None:
+    """A run's id is its folder's name, and it is shown and written (a comment above an applied
+    schedule): a name with a newline ended that comment and put code into the user's file (red team
+    round 10).  AsightError unless the name is what ``RunStore.new_run_id`` makes."""
+    if not RUN_NAME.fullmatch(name) or len(name) > 200:
+        raise AsightError(f"the run folder {name[:60]!r} has a name asight never gives a run (letters, digits, "
+                          "'_', '.', '-'): rename it to use it")
+
+
 def require_plain_folder(path: Path) -> None:
     """A run folder holds plain files and folders only: a link (``source.py`` -> a shell rc,
     ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
@@ -140,6 +152,7 @@ class Run:
         """``run.json``, after ``require_plain_folder`` (a run folder is data a repository can ship); its
         ``id`` is the folder's name (the core builds paths from it: an id of "../../x" led outside)."""
         try:
+            require_run_name(self.path.name)
             require_plain_folder(self.path)
             meta = RunMeta.from_dict(json.loads(read_plain(self.meta_path, MAX_META_BYTES)))
         except FileNotFoundError:

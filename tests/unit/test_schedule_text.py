@@ -71,3 +71,19 @@ def test_symbolic_variables_printed_before_a_module_pass():
     require_script_function('elem_offset = TypeVar("elem_offset")\n' + SCRIPT)
     with pytest.raises(NotASchedule):
         require_script_function('elem_offset = TypeVar(print("x"))\n' + SCRIPT)
+
+
+@pytest.mark.parametrize("signature", [
+    # red team round 10: a run folder's name ended the header comment and put a decorator above the def
+    "@__import__('os').system('touch x') or (lambda f: f)\ndef apply_trace(sch: s_tir.Schedule) -> None:",
+    "def apply_trace(sch=__import__('os').system('touch x')) -> None:",
+    "def apply_trace(sch: print('x')) -> None:",
+    "def apply_trace(sch) -> print('x'):",
+    "def apply_trace(sch, *rest):",
+    "def apply_trace(other):",
+])
+def test_a_trace_function_has_a_plain_signature(signature):
+    text = TRACE.replace("def apply_trace(sch: s_tir.Schedule) -> None:", signature)
+    with pytest.raises(NotASchedule, match="def f\\(sch\\)"):
+        require_trace_function(text)
+    require_trace_function(TRACE.replace("sch: s_tir.Schedule", 'sch: "s_tir.Schedule"'))

@@ -233,6 +233,15 @@ def test_a_runs_id_is_its_folders_name(run):
     assert run.load().id == "mbr128"
 
 
+@pytest.mark.parametrize("name", ["r1\n@__import__('os').system('x') or (lambda f: f)\n#", "r 1", ".hidden", "r1;x"])
+def test_a_run_folder_named_as_no_run_is_refused(run, name):
+    """A run's id is its folder's name, shown and written above an applied schedule: a name holding a
+    newline put a decorator into the user's file (red team round 10)."""
+    renamed = Run(run.path.rename(run.path.parent / name))
+    with pytest.raises(AsightError, match="a name asight never gives a run"):
+        renamed.load()
+
+
 def test_an_atomic_write_gets_the_mode_a_plain_write_would(tmp_path):
     from asight_lsp.store.files import write_atomic
     plain = tmp_path / "plain.txt"
