@@ -78,8 +78,11 @@ def print_written(reply: dict) -> None:
     head = reply.get("headline") or {}
     print(f"  headline: {head.get('text', '?')}")
     check = reply["check"]
-    print(f"  outputs vs the untuned build: {'match' if check['ok'] else 'DIFFER'} "
-          f"(allclose rtol={check['rtol']}, same inputs)")
+    if check.get("skipped"):
+        print(f"  outputs: not checked: {check['skipped']}")
+    else:
+        print(f"  outputs vs the untuned build: {'match' if check['ok'] else 'DIFFER'} "
+              f"(allclose rtol={check['rtol']}, same inputs)")
     measured = reply.get("measured")
     if measured:
         h = measured.get("harness") or {}

@@ -20,9 +20,10 @@ LOAD_SNIPPET = """import os
 os.environ.setdefault("TVM_NUM_THREADS", "{threads}")
 import numpy as np, tvm
 from tvm import relax
-vm = relax.VirtualMachine(tvm.runtime.load_module("{library}"), tvm.cpu())
+dev = tvm.{device}()
+vm = relax.VirtualMachine(tvm.runtime.load_module("{library}"), dev)
 {args}
-out = vm["{function}"]({names})"""
+out = vm["{function}"]({names})  # {returns}"""
 
 
 def export_model(path: str, out: str, run: str | None = None, function: str | None = None,
@@ -72,7 +73,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         except WorkerError as err:
             raise AsightError(f"wrote {reply['library']}, but loading it back to check its outputs failed: "
                               f"{err}") from None
-    if measure and params["chosen"] is not None:
+    if measure and params["chosen"] is not None and not reply["check"].get("skipped"):
         with library_worker(meta.target, python) as fresh:     # timed in a process that ran nothing else
             reply["measured"] = measure_library(params, meta, reply, fresh, on_event)
     return reply
@@ -174,7 +175,8 @@ def _ms(summary: dict) -> str:
 
 def export_ok(reply: dict) -> bool:
     """Written, outputs match the untuned build, and (when measured) as fast as the headline's build."""
-    if reply.get("status") != "written" or not (reply.get("check") or {}).get("ok"):
+    check = reply.get("check") or {}
+    if reply.get("status") != "written" or not (check.get("ok") or check.get("skipped")):
         return False
     verdict = (reply.get("measured") or {}).get("verdict_export")
     return verdict is None or bool(verdict.get("ok"))
@@ -201,7 +203,8 @@ def export_summary(reply: dict) -> str:
     weights = (f"{reply['bound_weights']} weights bound from {os.path.basename(reply['weights'])}"
                if reply.get("bound_weights") else
                "no weights file beside the model (<file>.weights.npz): the library takes every parameter as an input")
-    outputs = "outputs match the untuned build" if check.get("ok") else "outputs DIFFER from the untuned build"
+    outputs = ("outputs match the untuned build" if check.get("ok") else
+               f"not checked: {check['skipped']}" if check.get("skipped") else "outputs DIFFER from the untuned build")
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
         (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
@@ -209,11 +212,26 @@ def export_summary(reply: dict) -> str:
         (f" · {measured}" if measured else "") + (f" · {short}" if short else "")
 
 
+def returns_text(outputs: list[dict] | None) -> str:
+    """What the model's call gives back, for the load snippet's last line: ``a tvm Tensor (1, 10)
+    float32: out.numpy()``, or for several outputs ``a tuple of 2: out[0] (4, 3) float32, out[1] (4, 3)
+    int32; out[i].numpy()`` (a probe user missed that a two-output model returns a tuple)."""
+    def one(o: dict) -> str:
+        return f"a tuple of {o['tuple']}" if "tuple" in o else f"{tuple(o['shape'])} {o['dtype']}"
+    if not outputs:
+        return "the model's outputs"
+    if len(outputs) == 1 and "tuple" not in outputs[0]:
+        return f"a tvm Tensor {one(outputs[0])}: out.numpy()"
+    return (f"a tuple of {len(outputs)}: " + ", ".join(f"out[{i}] {one(o)}" for i, o in enumerate(outputs))
+            + "; out[i].numpy()")
+
+
 def load_snippet(reply: dict) -> str:
     """Python that loads the library and calls it (the model's inputs as numpy arrays), with TVM's
     thread count set as the headline was measured (TVM's runtime may otherwise use one thread)."""
-    lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"))  # your input'
+    lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"), dev)  # your input'
              for i in reply["inputs"]]
     threads = (reply.get("headline") or {}).get("threads") or len(os.sched_getaffinity(0))
     return LOAD_SNIPPET.format(library=reply["library"], function=reply["function"], args="\n".join(lines),
+                               device=reply.get("device") or "cpu", returns=returns_text(reply.get("outputs")),
                                names=", ".join(i["name"] for i in reply["inputs"]), threads=threads)

@@ -24,16 +24,17 @@ from ..analysis import failures as fails
 from ..analysis import shortfall
 from ..analysis.measurement import comparison_record
 from ..engine import wire
+from .baseline import is_gpu
 from .compat import ms, relax, tvm, tvm_ffi
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs
-from .model_import import tensor_params
+from .model_import import tensor_outputs, tensor_params
 from .parse import parse_to_run
 from .programs import measuring_target
 from .records import chosen_database, read_trials, run_database
 from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa: F401  (bind_weights: bench/model_vs_ort.py)
 from .relax_profile import call_sites, per_call
-from .remeasure import applied_kernels, choose_tasks, flatten, relax_inputs, split_defaults
+from .remeasure import applied_kernels, choose_tasks, device_of, flatten, relax_inputs, split_defaults
 from .search import TrialBudget, logged_rejections
 
 EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
@@ -149,7 +150,7 @@ def export_model(params: dict, emit=None) -> dict:
     fn = params.get("function") or "main"
     parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
-    target = measuring_target(params.get("target"))
+    target = measuring_target(params.get("target"), device=True)
     mod, bound = deployable(parsed, fn, params.get("weights"))
     if params.get("untuned"):      # the run measured the untuned build faster (analysis/deployable.untuned_wins)
         applied = {"from_records": [], "kernels": None, "untuned_build": True}
@@ -172,8 +173,9 @@ def export_model(params: dict, emit=None) -> dict:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
     executable = build_tuned(database, mod, target)
     if applied["missing"]:
-        arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
-        applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
+        if not is_gpu(target):     # per-call costs are measured on the CPU (a GPU's: DLight's, not measured)
+            arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
+            applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
         if not params.get("allow_untuned"):
             return {**_reply(fn, mod, target, applied, len(bound)), "tuned_missing": tuned_missing,
                     "status": "refused", "library": None}
@@ -181,8 +183,10 @@ def export_model(params: dict, emit=None) -> dict:
 
 
 def _reply(fn: str, mod, target, applied: dict, bound: int) -> dict:
-    return {"target": str(target), "applied": applied, "bound_weights": bound, "function": fn,
-            "inputs": tensor_params(mod[fn], len(mod[fn].params)), "tuned_missing": None}
+    return {"target": str(target), "device": target.kind.name if is_gpu(target) else "cpu",
+            "applied": applied, "bound_weights": bound, "function": fn,
+            "inputs": tensor_params(mod[fn], len(mod[fn].params)), "outputs": tensor_outputs(mod[fn]),
+            "tuned_missing": None}
 
 
 def _written(params: dict, fn: str, mod, target, executable, applied: dict, bound: int) -> dict:
@@ -196,13 +200,18 @@ def _written(params: dict, fn: str, mod, target, executable, applied: dict, boun
 
 def check_export(params: dict, emit=None) -> dict:
     """The written library (``params["library"]``) loaded and its outputs compared with the untuned
-    build's on the same seeded inputs: the compare record (``ok``, ``rtol``, per output)."""
+    build's on the same seeded inputs: the compare record (``ok``, ``rtol``, per output); on the
+    target's device, and ``{"ok": None, "skipped": why}`` where this machine has none (a model built
+    here for a GPU elsewhere)."""
     fn = params.get("function") or "main"
     parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
-    target = measuring_target(params.get("target"))
+    target = measuring_target(params.get("target"), device=True)
     mod = deployable(parsed, fn, params.get("weights"))[0]
-    dev = tvm.cpu(0)
+    dev = device_of(target)
+    if not dev.exist:
+        return {"ok": None, "skipped": f"this machine has no {target.kind.name} device: the library was written, "
+                                       "not loaded, checked or timed (run it where the GPU is)"}
     arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
     loaded = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
     reference = relax.VirtualMachine(tvm.compile(mod, target=target), dev)
@@ -225,11 +234,11 @@ def measure_export(params: dict, emit=None) -> dict:
     fn = params.get("function") or "main"
     parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
-    target = measuring_target(params.get("target"))
+    target = measuring_target(params.get("target"), device=True)
     weights = params.get("weights")
     program = headline_program(parsed, fn, params.get("headline_build") or "deployable", weights)
     database = chosen_database(read_trials(params["run_dir"]), params["chosen"])
-    dev = tvm.cpu(0)
+    dev = device_of(target)
     headline_vm = relax.VirtualMachine(build_tuned(database, program, target), dev)
     library_vm = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
     seed = int(params.get("seed") or 0)

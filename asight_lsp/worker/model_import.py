@@ -175,6 +175,22 @@ def tensor_params(func, num_input: int) -> list[dict]:
     return out
 
 
+def tensor_outputs(func) -> list[dict]:
+    """Shape and dtype of each tensor a Relax function returns (a tuple's fields, in order; a nested
+    field as ``{"tuple": n}``): what the load snippet tells a user they get back."""
+    info = func.ret_ty          # TVM 0.27: a TupleType (``fields``) or a TensorType (``shape``, ``dtype``)
+    fields = list(info.fields) if hasattr(info, "fields") else [info]
+    out = []
+    for field in fields:
+        if hasattr(field, "fields"):
+            out.append({"tuple": len(field.fields)})
+            continue
+        values = getattr(getattr(field, "shape", None), "values", None) or []
+        out.append({"shape": [int(v) if _static(v) else str(v) for v in values],
+                    "dtype": str(getattr(field, "dtype", "?"))})
+    return out
+
+
 def _static(dim) -> bool:
     try:
         int(dim)

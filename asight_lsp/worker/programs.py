@@ -10,18 +10,21 @@ from .compat import host_target, relax, s_tir, tirx, tvm
 SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
 
 
-def measuring_target(spec):
-    """The measuring target: the run's target (JSON dict/text or string) or the host CPU."""
+def measuring_target(spec, device: bool = False):
+    """The measuring target: the run's target (JSON dict/text or string) or the host CPU; ``device``:
+    a CUDA target is one too (a model built for a GPU: ``asight export``), with an LLVM host."""
     if spec in (None, "", "host"):
         return host_target()
     if isinstance(spec, str) and spec.strip().startswith("{"):
         spec = json.loads(spec)
     target = tvm.target.Target(spec)
-    if target.kind.name != "llvm":
+    if target.kind.name != "llvm" and not (device and target.kind.name == "cuda"):
         raise ValueError(f"profiling measures on this machine's CPU; the target is {target.kind.name}")
     if target.host is not None and target.host.kind.name != "llvm":   # a run.json is data: it may say anything
         raise ValueError(f"a target host of kind {target.host.kind.name!r} is not supported (the host code is LLVM's)")
-    require_runs_here(str(target.attrs.get("mtriple") or ""))
+    for part in (target, target.host):
+        if part is not None and part.kind.name == "llvm":
+            require_runs_here(str(part.attrs.get("mtriple") or ""))
     for part in (target, target.host):     # a run.json's target is data: checked as a user's would be
         if part is not None:
             require_no_compiler_options(part.attrs)

@@ -130,3 +130,25 @@ def test_every_run_summary_says_which_measurement_it_shows():
     assert stamp["text"].startswith("measured ") and "UTC by the editor's Re-measure, busy (other processes 0.90 cores)" in stamp["text"]
     assert run_summary(_meta("relax"))["measurement"] is None                    # not measured yet
     assert set(run_summary(meta)) <= set(P.RunSummary.__annotations__)          # the protocol names it
+
+
+def test_a_model_built_for_a_gpu_without_one_here_says_it_was_not_checked():
+    from asight_lsp.services.export import export_ok
+    skipped = {**REPLY, "device": "cuda",
+               "check": {"ok": None, "skipped": "this machine has no cuda device: the library was written, not loaded"}}
+    assert export_summary(skipped).endswith("not checked: this machine has no cuda device: the library was written, "
+                                            "not loaded")
+    assert export_ok({**skipped, "status": "written"})
+    snippet = load_snippet(skipped)
+    assert "dev = tvm.cuda()" in snippet and '"float32"), dev)' in snippet
+    assert "dev = tvm.cpu()" in load_snippet(REPLY)
+    compile(snippet, "snippet", "exec")
+
+
+def test_the_load_snippet_says_what_the_call_returns():
+    from asight_lsp.services.export import returns_text
+    one = load_snippet({**REPLY, "outputs": [{"shape": [1, 10], "dtype": "float32"}]})
+    assert one.endswith('out = vm["main"](input)  # a tvm Tensor (1, 10) float32: out.numpy()')
+    two = returns_text([{"shape": [4, 3], "dtype": "float32"}, {"shape": [4, 3], "dtype": "int32"}, {"tuple": 2}])
+    assert two == "a tuple of 3: out[0] (4, 3) float32, out[1] (4, 3) int32, out[2] a tuple of 2; out[i].numpy()"
+    assert returns_text([{"tuple": 1}]).startswith("a tuple of 1: out[0] a tuple of 1")

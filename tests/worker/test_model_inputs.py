@@ -39,3 +39,18 @@ def test_a_lever_typo_is_refused_before_a_run_is_made(tmp_path: Path, capsys, mo
     assert asight(["tune", str(script), "--trials", "4", "--work-dir", str(tmp_path / "store")]) != 0
     assert "unknown lever(s) layuot; known: twins, budget, default, layout" in capsys.readouterr().err
     assert not list((tmp_path / "store").glob("runs/*"))          # nothing half-made for export to trip on
+
+
+def test_what_a_models_call_returns_is_read_from_its_function():
+    """The load snippet says what the call gives back (a two-output model returns a tuple: model probe)."""
+    from asight_lsp.worker.compat import parse_script
+    from asight_lsp.worker.model_import import tensor_outputs
+    two = parse_script('''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 10), dtype="float32")):
+        return (x, R.argmax(x, axis=1))
+''', aliases={"I": "I", "R": "R"})
+    assert tensor_outputs(two["main"]) == [{"shape": [4, 10], "dtype": "float32"}, {"shape": [4], "dtype": "int64"}]
+    one = parse_script(SYMBOLIC.split("\n", 1)[1], aliases={"I": "I", "R": "R", "T": "T"})
+    assert tensor_outputs(one["main"]) == [{"shape": ["n", 3], "dtype": "float32"}]
