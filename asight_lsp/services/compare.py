@@ -2,6 +2,8 @@
 schedule did (TVM-free: the trace summary of each run's best record)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import protocol as P
 from ..analysis.trace_summary import block_headline, summarize_trace
 from ..analysis.trace_replay import source_blocks
@@ -10,6 +12,7 @@ from ..store.index import RunIndex
 from ..store.runs import Run
 from ..tvmscript.outline import build_outline
 from ..views.runs import run_summary
+from .run_data import source_text
 
 
 def compare_payload(index: RunIndex, ids: list[str]) -> dict:
@@ -32,13 +35,13 @@ def compare_payload(index: RunIndex, ids: list[str]) -> dict:
 
 
 def _run_summary_blocks(index: RunIndex, meta) -> dict:
+    run_dir = Path(index.run_dir(meta.id))
     try:
-        text = Run(index.run_dir(meta.id)).source_path.read_text()
+        text = Run(run_dir).source_path.read_text()
     except (OSError, AttributeError):
-        try:
-            text = open(meta.file, encoding="utf-8", errors="replace").read()
-        except OSError:
-            return {}
+        text = source_text(meta, run_dir)      # bounded, regular files only (run.json's "file" is data)
+    if text is None:
+        return {}
     outline = build_outline(text, meta.file)
     fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
     best = index.best_record(meta.id, fn, (meta.measurement or {}).get("chosen")) if fn else None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis import featurelayout as fl
-from ..analysis.candidates import CandidateTable, build_candidates
+from ..analysis.candidates import CandidateTable, build_candidates, view_records
 from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
 from ..engine import wire
 from ..errors import AsightError, WorkerError
@@ -21,6 +21,7 @@ from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_ca
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..tvmscript.outline import build_outline
+from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.registry import BUILDERS
 from ..views.context import RunData
 
@@ -84,21 +85,21 @@ def resolve_source(file: str | None, run_dir: Path) -> Path | None:
 
 
 def source_text(meta: RunMeta, run_dir: Path) -> str | None:
-    """The run's source file's text, or None when it cannot be read."""
+    """The run's source file's text, or None when it cannot be read.  Read bounded and only when a
+    regular file (``pysource.read_bounded``): ``file`` is run.json's, data a repository ships
+    ("/dev/zero" was read without end by "Compare runs": red team round 10)."""
     path = resolve_source(meta.file, run_dir)
     try:
-        return path.read_text(encoding="utf-8", errors="replace") if path is not None else None
-    except OSError:
+        return decode_source(read_bounded(str(path))) if path is not None else None
+    except (OSError, ValueError):
         return None
 
 
 def source_function(meta: RunMeta, run_dir: Path, text: str | None = None) -> Function | None:
     """The run's function in its source file (``tvmscript.model.Function``), or None."""
+    text = source_text(meta, run_dir) if text is None else text
     if text is None:
-        path = resolve_source(meta.file, run_dir)
-        if path is None:
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return None
     outline = build_outline(text, meta.file or "<run>")
     fn = outline.function(meta.function)
     if fn is None:
@@ -116,8 +117,8 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
     ``records``: the run's ``read_records`` when the caller already has them (read once)."""
     meta = run.load()
     records = records if records is not None else read_records(run.path)
-    records = [r for r in records if workload is None or r["workload"] == workload]
-    notes = []
+    records, capped = view_records([r for r in records if workload is None or r["workload"] == workload])
+    notes = [capped] if capped else []
     cache = read_feature_cache(run.path)
     if extract and worker is not None and records:
         try:

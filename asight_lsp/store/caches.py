@@ -45,9 +45,13 @@ def _write(path: Path, data) -> None:
 
 
 def load_profile(run: Run) -> dict | None:
-    """The profile cached in a run directory (whatever its key), or None."""
+    """The profile cached in a run directory (whatever its key), or None, also when it does not have a
+    profile's shape (a run folder is data: a string as its profile ended `asight profile` in an
+    AttributeError, red team round 10)."""
     data = _read(run.path / PROFILE_FILE)
-    return data.get("profile") if isinstance(data, dict) else None
+    profile = data.get("profile") if isinstance(data, dict) else None
+    shaped = isinstance(profile, dict) and all(isinstance(profile.get(key, {}), dict) for key in ("measured", "cache_key"))
+    return profile if shaped else None
 
 
 def store_profile(run: Run, entry: dict) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import AsightError
 from ..tvmscript.model import Function
 from .files import NotPlainFile, read_plain
+from .folders import require_plain_store
 from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 
 
@@ -106,8 +107,9 @@ class RunIndex:
         """Re-read changed run.json files; True when anything changed."""
         seen, changed = set(), False
         try:
+            require_plain_store(self.root)
             entries = list(os.scandir(self.runs_dir))
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, AsightError):     # a linked store shows no run
             entries = []
         for entry in entries:
             meta_path = os.path.join(entry.path, "run.json")

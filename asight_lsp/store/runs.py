@@ -18,13 +18,13 @@ import json
 import os
 import re
 import secrets
-import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from .files import NotPlainFile, read_plain, write_atomic
+from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 
 from ..errors import AsightError
 
@@ -86,43 +86,6 @@ class RunMeta:
         return meta
 
 
-MAX_META_BYTES = 16 << 20     # run.json: metadata, never more
-
-
-RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes
-
-
-def require_run_name(name: str) -> None:
-    """A run's id is its folder's name, and it is shown and written (a comment above an applied
-    schedule): a name with a newline ended that comment and put code into the user's file (red team
-    round 10).  AsightError unless the name is what ``RunStore.new_run_id`` makes."""
-    if not RUN_NAME.fullmatch(name) or len(name) > 200:
-        raise AsightError(f"the run folder {name[:60]!r} has a name asight never gives a run (letters, digits, "
-                          "'_', '.', '-'): rename it to use it")
-
-
-def require_plain_folder(path: Path) -> None:
-    """A run folder holds plain files and folders only: a link (``source.py`` -> a shell rc,
-    ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
-    made the product write, delete or read where the link pointed (red team round 8).  AsightError
-    naming the first such entry.  (Each file's size is ``read_plain``'s to bound.)"""
-    if path.is_symlink() or not path.is_dir():
-        raise AsightError(f"run {path.name}: not a plain folder (a symbolic link?); not used")
-    for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            entry = os.path.join(folder, name)
-            try:
-                info = os.lstat(entry)
-            except FileNotFoundError:     # a temporary file replaced by a write in progress (store/files)
-                continue
-            mode = info.st_mode
-            linked = stat.S_ISREG(mode) and info.st_nlink > 1      # a hard link (an archive can hold one)
-            if linked or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                what = "a symbolic link" if stat.S_ISLNK(mode) else "a hard link" if linked else "not a plain file"
-                raise AsightError(f"run {path.name}: {os.path.relpath(entry, path)} is {what}; a run folder "
-                                  "holds plain files only, so this run is not used")
-
-
 class Run:
     """One run directory."""
 
@@ -154,11 +117,11 @@ class Run:
         try:
             require_run_name(self.path.name)
             require_plain_folder(self.path)
-            meta = RunMeta.from_dict(json.loads(read_plain(self.meta_path, MAX_META_BYTES)))
+            meta = RunMeta.from_dict(meta_json(read_plain(self.meta_path, MAX_META_BYTES)))
         except FileNotFoundError:
             raise AsightError(f"run {self.id} has no run.json (not a run directory: {self.path})") from None
-        except (json.JSONDecodeError, TypeError, UnicodeDecodeError, NotPlainFile) as err:
-            raise AsightError(f"run {self.id}: run.json is unreadable ({err})") from None
+        except (ValueError, TypeError, RecursionError, AttributeError, NotPlainFile) as err:
+            raise AsightError(f"run {self.id}: run.json is unreadable ({str(err)[:200]})") from None
         meta.id = self.id       # the folder's name, whatever run.json says (a copied run; "../../x")
         return meta
 
@@ -419,16 +382,14 @@ class RunStore:
         return (_SLUG.sub("-", function).strip("-")[:40] or "run") + "-"
 
     def create(self, meta: RunMeta) -> Run:
-        for folder in (self.root, self.runs_dir):     # a repository can ship .asight -> elsewhere
-            if folder.is_symlink():
-                raise AsightError(f"{folder} is a symbolic link (to {os.readlink(folder)}); a new run is written "
-                                  "only into a plain folder (ASIGHT_HOME names a store elsewhere)")
+        require_plain_store(self.root)
         run = Run(self.runs_dir / meta.id)
         run.path.mkdir(parents=True, exist_ok=False)
         run.save(meta)
         return run
 
     def all(self) -> list[Run]:
+        require_plain_store(self.root)
         if not self.runs_dir.is_dir():
             return []
         runs = [Run(p) for p in self.runs_dir.iterdir() if (p / "run.json").exists()]

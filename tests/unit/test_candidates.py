@@ -147,3 +147,16 @@ def test_synthetic_table_failed_records_are_not_valid():
     assert len(table) == 200
     assert (~table.valid).sum() == sum(r["latency_us"] is None for r in records) > 0
     assert {s["label"] for s in table.sketches} == {"cache-write C + fuse C_global at C j0", "tiling only"}
+
+
+def test_a_view_draws_at_most_its_limit_the_fastest_in_trial_order():
+    """Red team round 10: 10,000 tiny records held a read-only view for 24 s; ~500,000 fit the records limit."""
+    from asight_lsp.analysis.candidates import view_records
+    records, _ = synthetic_run(200, seed=3, failed=0.1)
+    same, note = view_records(records, limit=200)
+    assert same is records and note is None
+    kept, note = view_records(records, limit=50)
+    measured = sorted(r["latency_us"] for r in records if r["latency_us"] is not None)
+    assert len(kept) == 50 and [r["trial"] for r in kept] == sorted(r["trial"] for r in kept)
+    assert max(r["latency_us"] for r in kept) == measured[49]
+    assert note == "showing the 50 fastest of 200 candidates (a view draws at most 50)"

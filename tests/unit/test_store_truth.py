@@ -311,9 +311,14 @@ def test_a_cache_over_its_limit_reads_as_missing(run):
     n = PROFILE_LIMIT + 1       # {"profile": [{}, {}, ...]}: valid msgpack, one byte an object
     (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\xdd" + n.to_bytes(4, "big") + b"\x80" * n)
     assert load_profile(run) is None
-    small = 1000
-    (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\xdd" + small.to_bytes(4, "big") + b"\x80" * small)
-    assert load_profile(run) == [{}] * small      # the same shape under the limit is read
+    small = 1000                # {"profile": {"blocks": [{}, ...]}} under the limit is read
+    (run.path / PROFILE_FILE).write_bytes(b"\x81" + msgpack.packb("profile") + b"\x81" + msgpack.packb("blocks")
+                                          + b"\xdd" + small.to_bytes(4, "big") + b"\x80" * small)
+    assert load_profile(run) == {"blocks": [{}] * small}
+    # red team round 10: a profile that is not a profile's shape is no profile (not an AttributeError)
+    for bad in ("x", [1], {"measured": "x"}, {"cache_key": [1]}):
+        (run.path / PROFILE_FILE).write_bytes(msgpack.packb({"key": [1], "profile": bad}))
+        assert load_profile(run) is None
 
 
 def test_a_run_is_read_while_its_files_are_being_written(run, monkeypatch):
@@ -327,3 +332,46 @@ def test_a_run_is_read_while_its_files_are_being_written(run, monkeypatch):
             yield folder, dirs, files + [".profile.msgpack.k2j4.tmp"]     # listed, then renamed away
     monkeypatch.setattr(runs_module.os, "walk", walk_with_a_vanished_file)
     assert run.load().id == "mbr128"
+
+
+def test_a_linked_store_shows_no_run_and_is_refused_by_name(run, tmp_path):
+    """Red team round 10: `.asight` -> elsewhere made every view read runs from there and write its caches there."""
+    from asight_lsp.store.index import RunIndex
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "runs").mkdir(parents=True)
+    shutil.copytree(run.path, elsewhere / "runs" / "r1")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / ".asight").symlink_to(elsewhere)
+    with pytest.raises(AsightError, match="is a symbolic link"):
+        RunStore(str(tmp_path / "ws" / ".asight")).get("r1")
+    assert RunIndex(tmp_path / "ws" / ".asight").metas() == []
+    assert [m.id for m in RunIndex(elsewhere).metas()] == ["r1"]        # the same store, named as itself
+
+
+@pytest.mark.parametrize("text, why", [("[" * 3000 + "]" * 3000, "unreadable"),        # RecursionError
+                                       ("[" + "[]," * 100_001 + "[]]", "lists and objects"),   # 5.6 MB of Python
+                                       ("1", "not an object")])
+def test_a_hostile_run_json_is_one_unreadable_run_not_a_broken_index(run, tmp_path, text, why):
+    """Red team round 10: a deeply nested run.json took every lens of the file down with a traceback;
+    files of empty lists under the byte limit took the server to gigabytes."""
+    from asight_lsp.store.index import RunIndex
+    store = tmp_path / "store" / "runs"
+    shutil.copytree(run.path, store / "good")
+    shutil.copytree(run.path, store / "bad")
+    data = json.loads((store / "bad" / "run.json").read_text())
+    (store / "bad" / "run.json").write_text(text if why == "not an object" else
+                                            json.dumps(data)[:-1] + f', "pad": {text}}}')
+    with pytest.raises(AsightError, match=why):
+        Run(store / "bad").load()
+    assert [m.id for m in RunIndex(tmp_path / "store").metas()] == ["good"]
+
+
+def test_a_runs_source_is_read_only_when_a_bounded_regular_file(run, tmp_path):
+    """Red team round 10: "Compare runs" read run.json's "file": "/dev/zero" without end."""
+    from asight_lsp.services.run_data import source_text
+    meta = run.load()
+    for file in ("/dev/zero", str(tmp_path)):
+        meta.file = file
+        assert source_text(meta, run.path) is None
+    meta.file = str(FIX / "matmul_bias_relu.py")
+    assert "MatmulBiasRelu" in source_text(meta, run.path)

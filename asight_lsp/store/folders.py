@@ -1,0 +1,72 @@
+"""What a run folder and its store must be before anything is read from them (pure filesystem checks):
+a run folder is data a repository can ship (red team rounds 8-10, docs/sandbox.md)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+from ..errors import AsightError
+
+
+MAX_META_BYTES = 4 << 20      # run.json: metadata (a tiny model's is 19 KB), never more
+MAX_META_CONTAINERS = 100_000  # its lists and objects (that model's: 139): 3 bytes of JSON, 56 of Python
+
+
+def meta_json(data: bytes) -> dict:
+    """run.json's object.  Its lists and objects are counted first (an upper bound: brackets inside
+    strings count too): five 15 MiB files of empty lists held 1.9 GB of the untrusted server (red team
+    round 10).  ValueError when there are too many, or it is not an object."""
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > MAX_META_CONTAINERS:
+        raise ValueError(f"{containers} lists and objects, more than the {MAX_META_CONTAINERS} a run.json may hold")
+    meta = json.loads(data)
+    if not isinstance(meta, dict):
+        raise ValueError(f"a JSON {type(meta).__name__}, not an object")
+    return meta
+
+
+RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes
+
+
+def require_run_name(name: str) -> None:
+    """A run's id is its folder's name, and it is shown and written (a comment above an applied
+    schedule): a name with a newline ended that comment and put code into the user's file (red team
+    round 10).  AsightError unless the name is what ``RunStore.new_run_id`` makes."""
+    if not RUN_NAME.fullmatch(name) or len(name) > 200:
+        raise AsightError(f"the run folder {name[:60]!r} has a name asight never gives a run (letters, digits, "
+                          "'_', '.', '-'): rename it to use it")
+
+
+def require_plain_store(root: Path) -> None:
+    """A store's folder and its ``runs/`` are not symbolic links: a repository can ship ``.asight`` ->
+    elsewhere, and then tune wrote there (round 9) and every view read runs from there and wrote its
+    caches there (red team round 10).  AsightError naming the link."""
+    for folder in (root, root / "runs"):
+        if folder.is_symlink():
+            raise AsightError(f"{folder} is a symbolic link (to {os.readlink(folder)}); runs are read and written "
+                              "only in a plain folder (ASIGHT_HOME or --work-dir names a store elsewhere)")
+
+
+def require_plain_folder(path: Path) -> None:
+    """A run folder holds plain files and folders only: a link (``source.py`` -> a shell rc,
+    ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
+    made the product write, delete or read where the link pointed (red team round 8).  AsightError
+    naming the first such entry.  (Each file's size is ``read_plain``'s to bound.)"""
+    if path.is_symlink() or not path.is_dir():
+        raise AsightError(f"run {path.name}: not a plain folder (a symbolic link?); not used")
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            entry = os.path.join(folder, name)
+            try:
+                info = os.lstat(entry)
+            except FileNotFoundError:     # a temporary file replaced by a write in progress (store/files)
+                continue
+            mode = info.st_mode
+            linked = stat.S_ISREG(mode) and info.st_nlink > 1      # a hard link (an archive can hold one)
+            if linked or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                what = "a symbolic link" if stat.S_ISLNK(mode) else "a hard link" if linked else "not a plain file"
+                raise AsightError(f"run {path.name}: {os.path.relpath(entry, path)} is {what}; a run folder "
+                                  "holds plain files only, so this run is not used")
