@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .native_calls import INJECTED_SOURCE
+
 TIR_CONSTRUCTOR = re.compile(r"(Cast|bool|u?int(8|16|32|64)|float(8|16|32|64)|bfloat16)")
 EXPRESSIONS = (ast.Constant, ast.Name, ast.Load, ast.Store, ast.Tuple, ast.List, ast.UnaryOp, ast.USub, ast.UAdd,
                ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Div, ast.Lambda, ast.arguments,
@@ -47,6 +49,7 @@ def require_trace_function(text: str) -> None:
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         if not isinstance(node, EXPRESSIONS + STATEMENTS + (ast.Module,)):
             raise NotASchedule(_where(node, f"a {type(node).__name__}"))
+        _require_no_injected_source(node)
         _require_plain_name(node, "_")
         if isinstance(node, ast.Call) and not _schedule_call(node.func):
             raise NotASchedule(_where(node, f"a call of {ast.unparse(node.func)[:60]}"))
@@ -67,6 +70,14 @@ def _require_plain_signature(func: ast.FunctionDef) -> None:
              and _text_of(args.args[0].annotation) in (None, "s_tir.Schedule", "'s_tir.Schedule'"))
     if not plain:
         raise NotASchedule(_where(func, "a function other than def f(sch) (decorators, defaults or annotations)"))
+
+
+def _require_no_injected_source(node: ast.AST) -> None:
+    """No ``pragma_import_llvm`` / ``pragma_import_c`` annotation: its value is source code the code
+    generator pastes into the kernel, which ASight refuses to build (``native_calls``) and so must not
+    hand the user to build (red team round 10: LLVM IR defining a TVM error function as system())."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and INJECTED_SOURCE in node.value:
+        raise NotASchedule(_where(node, f"a {INJECTED_SOURCE}_* annotation (source code pasted into the kernel)"))
 
 
 def _text_of(node: ast.expr | None) -> str | None:
@@ -102,6 +113,7 @@ def require_script_function(text: str) -> None:
     for node in ast.walk(top):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             raise NotASchedule(_where(node, "an import"))
+        _require_no_injected_source(node)
         _require_plain_name(node, "__")
         if isinstance(node, ast.Call) and not _script_call(node.func):
             raise NotASchedule(_where(node, f"a call of {ast.unparse(node.func)[:60]}"))

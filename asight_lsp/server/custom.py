@@ -90,6 +90,9 @@ def code_payload(req: PayloadRequest) -> dict:
     level, candidate = _code_params(req.params)
     if req.file is None or req.function is None:
         raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'")
+    if level == "ptx" and not req.state.options.trusted:    # nvcc runs outside the sandbox (red team round 10)
+        return P.unavailable(P.SCHEMA_CODE, "the PTX level compiles the file's program with nvcc outside the "
+                                            "sandbox, so it needs a trusted workspace; the other levels work here")
     try:
         return code_view(req.file, str(req.run_dir) if req.run_dir else None, candidate, level, req.function.id,
                          req.state.store_root, req.state.worker, text=req.text, serial=req.params.get("serial") is True,

@@ -80,3 +80,7 @@ async def test_code_view_works_in_an_untrusted_workspace(client, workspace, tune
     uri = open_doc(client, tuned)
     payload = await request(client, P.REQ_CODE, {"uri": uri, "function": FN, "level": "asm", "serial": True})
     assert payload["status"] == P.STATUS_OK and payload["serial"] and payload["links"]
+    # ... except the PTX level: nvcc runs outside the sandbox (red team round 10: an untrusted repository's
+    # run and file reached an unsandboxed worker, nvcc, cicc and ptxas)
+    ptx = await request(client, P.REQ_CODE, {"uri": uri, "function": FN, "level": "ptx"})
+    assert ptx["status"] == P.STATUS_UNAVAILABLE and "needs a trusted workspace" in ptx["message"]

@@ -84,3 +84,17 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
 def test_a_bad_counters_line_is_refused_with_its_number(line, message):
     with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
         parse_counters('{"candidate": 1, "metrics": {"a": 1}}\n' + line, "f.jsonl")
+
+
+def test_a_counters_file_is_read_bounded_and_only_when_plain(tmp_path, monkeypatch):
+    """Red team round 10: 200 MiB of newlines were read whole on every hover (1.9 GB in the server)."""
+    from asight_lsp.store import counters as store
+    (tmp_path / "counters.jsonl").write_bytes((GPU / "counters.jsonl").read_bytes())
+    assert len(read_counters(tmp_path)) > 0
+    monkeypatch.setattr(store, "COUNTERS_LIMIT", 1 << 10)
+    with pytest.raises(AsightError, match="more than"):
+        read_counters(tmp_path)
+    (tmp_path / "counters.jsonl").unlink()
+    (tmp_path / "counters.jsonl").symlink_to(GPU / "counters.jsonl")
+    with pytest.raises(AsightError, match="symbolic link"):
+        read_counters(tmp_path)

@@ -87,3 +87,14 @@ def test_a_trace_function_has_a_plain_signature(signature):
     with pytest.raises(NotASchedule, match="def f\\(sch\\)"):
         require_trace_function(text)
     require_trace_function(TRACE.replace("sch: s_tir.Schedule", 'sch: "s_tir.Schedule"'))
+
+
+def test_an_annotation_that_pastes_source_into_the_kernel_is_not_inserted():
+    """Red team round 10: a record's sch.annotate(..., "pragma_import_llvm", IR) passed as a schedule step;
+    ASight refuses to build it, so it must not hand it to the user to build."""
+    step = '  sch.annotate(block_or_loop=b0, ann_key="pragma_import_llvm", ann_val="declare i32 @system(ptr)")\n'
+    with pytest.raises(NotASchedule, match="pragma_import"):
+        require_trace_function(TRACE + step)
+    attr = '                T.attr(0, "pragma_import_c", "int f() { return system(0); }")\n'
+    with pytest.raises(NotASchedule, match="pragma_import"):
+        require_script_function(SCRIPT + attr)
