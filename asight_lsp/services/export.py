@@ -226,10 +226,19 @@ def returns_text(outputs: list[dict] | None) -> str:
             + "; out[i].numpy()")
 
 
+def input_text(entry: dict) -> str:
+    """The load snippet's word on an input: the library takes exactly its static shape (a model
+    imported with a dynamic batch is built for the batch it was imported with: model probe)."""
+    symbolic = [str(d) for d in entry["shape"] if not isinstance(d, int)]
+    if symbolic:
+        return f"your input (any {', '.join(symbolic)}; the other dimensions as shown)"
+    return "your input: this shape exactly (the library is built for it; re-import with --shape for another)"
+
+
 def load_snippet(reply: dict) -> str:
     """Python that loads the library and calls it (the model's inputs as numpy arrays), with TVM's
     thread count set as the headline was measured (TVM's runtime may otherwise use one thread)."""
-    lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"), dev)  # your input'
+    lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"), dev)  # {input_text(i)}'
              for i in reply["inputs"]]
     threads = (reply.get("headline") or {}).get("threads") or len(os.sched_getaffinity(0))
     return LOAD_SNIPPET.format(library=reply["library"], function=reply["function"], args="\n".join(lines),

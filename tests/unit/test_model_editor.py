@@ -72,6 +72,7 @@ def test_default_output_and_load_snippet():
     assert default_output("/w/models/tiny_relax.py") == "/w/models/tiny_relax.so"
     snippet = load_snippet(REPLY)
     assert 'tvm.runtime.load_module("/w/m.so")' in snippet and 'np.zeros((1, 3, 8, 8), "float32")' in snippet
+    assert "# your input: this shape exactly (the library is built for it; re-import with --shape" in snippet
     # the thread count is set before TVM is imported, as the headline measured it (TVM may default to one)
     threads = load_snippet({**REPLY, "headline": {"threads": 7}})
     assert threads.index('os.environ.setdefault("TVM_NUM_THREADS", "7")') < threads.index("import numpy as np, tvm")
