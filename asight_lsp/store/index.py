@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..tvmscript.model import Function
-from .files import NotPlainFile, read_plain
+from .files import MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
 from .folders import require_plain_store
 from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
 
@@ -42,12 +42,14 @@ class _Records:
             self.inode, self.offset, self.count, self.best = ident, 0, 0, {}
         if st.st_size == self.offset:
             return
+        if st.st_size > MAX_RUN_FILE_BYTES:      # as every other reader of a run's files (read_plain)
+            return
         with self.path.open("rb") as stream:
             stream.seek(self.offset)
-            data = stream.read()
+            data = stream.read(st.st_size - self.offset)
         end = data.rfind(b"\n") + 1
         self.offset += end
-        for line in data[:end].splitlines():
+        for line in file_lines(data[:end]):
             self._add(line)
 
     def _add(self, line: bytes) -> None:

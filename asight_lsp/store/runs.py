@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .files import NotPlainFile, read_plain, write_atomic
+from .files import NotPlainFile, file_lines, read_plain, write_atomic
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 
 from ..errors import AsightError
@@ -249,7 +249,7 @@ def repair_json_lines(path: str | os.PathLike, readable=lambda value: True) -> i
         raw = path.read_bytes()
     except FileNotFoundError:
         return 0
-    lines = [line for line in raw.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    lines = [line.decode("utf-8", errors="replace") for line in file_lines(raw)]
     torn = bool(lines) and not _readable(lines[-1], readable)
     if not torn and (not raw or raw.endswith(b"\n")):
         return 0
@@ -283,10 +283,8 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
     except FileNotFoundError:
         return []
     trial = -1
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        row = reader.loads(line)
+    for line in file_lines(raw):
+        row = reader.loads(line.decode("utf-8", errors="replace"))
         if row is UNREADABLE:
             continue
         trial += 1

@@ -375,3 +375,24 @@ def test_a_runs_source_is_read_only_when_a_bounded_regular_file(run, tmp_path):
         assert source_text(meta, run.path) is None
     meta.file = str(FIX / "matmul_bias_relu.py")
     assert "MatmulBiasRelu" in source_text(meta, run.path)
+
+
+def test_blank_lines_are_skipped_without_a_list_of_every_line(run):
+    """Red team round 10: 128 MiB of newlines after the records became 134 million list entries (~1 GB)
+    in the server's index; lines are now found one at a time by a C scan."""
+    import tracemalloc
+    from asight_lsp.store.files import file_lines
+    from asight_lsp.store.index import _Records
+    assert list(file_lines(b"a\n\n  \r\nb c\r\n\n")) == [b"a", b"b c\r"]
+    before = read_records(run.path)
+    with open(run.path / DB_RECORDS, "ab") as out:
+        out.write(b"\n" * (16 << 20))
+    tracemalloc.start()
+    after = read_records(run.path)
+    index = _Records(run.path / DB_RECORDS)
+    index.update()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r["trial"] for r in after] == [r["trial"] for r in before] and len(after) == 40
+    assert index.count == 40 and index.offset == (run.path / DB_RECORDS).stat().st_size
+    assert peak < 80 << 20          # the 16 MiB file and its records; a list of 16 million lines alone was ~130 MB
