@@ -164,6 +164,7 @@ def export_model(params: dict, emit=None) -> dict:
                          "this model? re-tune after editing it, or export with --tune-missing N)")
     tuned_missing = None
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
+        require_device(target, "tune the missing kernels")
         trials = int(params["tune_missing"])
         short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit)
         tuned_missing = {"kernels": list(applied["missing"]), "trials": trials, "shortfall": short}
@@ -180,6 +181,14 @@ def export_model(params: dict, emit=None) -> dict:
             return {**_reply(fn, mod, target, applied, len(bound)), "tuned_missing": tuned_missing,
                     "status": "refused", "library": None}
     return {**_written(params, fn, mod, target, executable, applied, len(bound)), "tuned_missing": tuned_missing}
+
+
+def require_device(target, what: str) -> None:
+    """ValueError where this machine has no device of ``target``'s kind (a GPU run exported here: the
+    search sampled and built, then every candidate failed to run, said as a design-space problem)."""
+    if is_gpu(target) and not device_of(target).exist:
+        raise ValueError(f"this machine has no {target.kind.name} device to {what} on: run the export where the "
+                         "GPU is, or export here with --allow-untuned (those kernels get DLight's default schedule)")
 
 
 def _reply(fn: str, mod, target, applied: dict, bound: int) -> dict:

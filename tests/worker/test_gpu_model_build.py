@@ -66,3 +66,38 @@ def test_a_gpu_model_build_runs_the_records_schedule_and_dlight_elsewhere(tmp_pa
     library = tmp_path / "model.so"
     build_tuned(database, mod, target).export_library(str(library))
     assert library.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_small_gpu_kernels_search_fills_its_first_population():
+    """An 8x64 @ 64x16 matmul for the H100's tag: with the batch-scaled population (128) and TVM's 5
+    sampling rounds, half of the seeds ended "Cannot sample enough initial population" (0 trials,
+    every sample rejected by VerifyGPUCode: outside probe 2026-11-29).  Sampling and the
+    post-processors run without a GPU."""
+    from asight_lsp.worker.compat import ms, tvm
+    from asight_lsp.worker.search import search_strategy
+    from tvm.script import ir as I
+    from tvm.script import tirx as T
+
+    @I.ir_module
+    class Matmul:
+        @T.prim_func(s_tir=True)
+        def main(a: T.Buffer((8, 64), "float32"), b: T.Buffer((64, 16), "float32"), c: T.Buffer((8, 16), "float32")):
+            T.func_attr({"tirx.noalias": True})
+            for i, j, k in T.grid(8, 16, 64):
+                with T.sblock("matmul"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        c[vi, vj] = T.float32(0)
+                    c[vi, vj] = c[vi, vj] + a[vi, vk] * b[vk, vj]
+
+    target = tvm.target.Target("nvidia/nvidia-h100")
+    found = []
+    for seed in range(2):     # the two seeds that failed with 5 rounds
+        context = ms.TuneContext(mod=Matmul, target=target, space_generator="post-order-apply",
+                                 search_strategy=search_strategy(4), num_threads=1, rand_state=seed).clone()
+        context.search_strategy.pre_tuning(4, 4, context.generate_design_space(), ms.database.MemoryDatabase(),
+                                           ms.cost_model.RandomModel())
+        found.append(len(context.search_strategy.generate_measure_candidates() or []))
+        context.search_strategy.post_tuning()
+    assert found == [4, 4]
