@@ -189,15 +189,21 @@ class _BlockFacts:
         self.blk, self.scanner = blk, scanner
 
     def collect(self, body: list[ast.stmt]) -> None:
+        listed: list[str] = []      # the buffers a T.reads(...) names
+        init = False
         for stmt in body:
             if isinstance(stmt, ast.With) and self._is_nested_block(stmt):
                 continue
             if isinstance(stmt, ast.With) and self._is_init(stmt):
                 self._stores(stmt.body, count_ops=False)
+                init = True
                 continue
             self._axis(stmt)
-            self._explicit_access(stmt)
+            listed += self._explicit_access(stmt)
             self._stores([stmt], count_ops=True)
+        if init:   # as TVM infers a reduction block's reads: its output is written, not read (C = C + A*B
+            # reads A, B): read index 0 of MetaSchedule's cache_read is A (outside probe 2026-11-29)
+            self.blk.reads[:] = [b for b in self.blk.reads if b not in self.blk.writes or b in listed]
 
     def _is_nested_block(self, stmt: ast.With) -> bool:
         return any(isinstance(i.context_expr, ast.Call) and (dotted_name(i.context_expr.func) or "").split(".")[-1]
@@ -223,12 +229,14 @@ class _BlockFacts:
             self.blk.iter_kinds += letter * len(names)
             self.blk.iter_vars += names
 
-    def _explicit_access(self, stmt: ast.stmt) -> None:
+    def _explicit_access(self, stmt: ast.stmt) -> list[str]:
+        """The buffers a ``T.reads``/``T.writes`` statement names, added to the block's; returns those
+        of ``T.reads``."""
         if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-            return
+            return []
         name = (dotted_name(stmt.value.func) or "").split(".")[-1]
         if name not in ("reads", "writes"):
-            return
+            return []
         found = []
         for arg in stmt.value.args:
             for n in ast.walk(arg):
@@ -240,6 +248,7 @@ class _BlockFacts:
         for buf in found:
             if buf not in target:
                 target.append(buf)
+        return found if name == "reads" else []
 
     def _stores(self, stmts: list[ast.stmt], count_ops: bool) -> None:
         for stmt in stmts:

@@ -69,7 +69,7 @@ def test_ids_and_block_facts():
     matmul = fn.blocks[0]
     assert matmul.id == "MatmulBiasRelu.main/matmul"
     assert matmul.iter_kinds == "SSR" and matmul.iter_vars == ["vi", "vj", "vk"]
-    assert set(matmul.reads) == {"C", "A", "B"} and matmul.writes == ["C"]
+    assert set(matmul.reads) == {"A", "B"} and matmul.writes == ["C"]     # as TVM infers a reduction's reads
     assert matmul.flops == 2 * 128 ** 3  # one mult + one add per iteration (init excluded)
     assert matmul.bytes == 3 * 128 * 128 * 4
     assert matmul.loops == ["MatmulBiasRelu.main/matmul/i.j.k"]
