@@ -11,6 +11,7 @@ from ..errors import AsightError
 from ..store.index import RunIndex
 from ..store.runs import Run
 from ..tvmscript.outline import build_outline
+from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.runs import run_summary
 from .run_data import source_text
 
@@ -36,10 +37,10 @@ def compare_payload(index: RunIndex, ids: list[str]) -> dict:
 
 def _run_summary_blocks(index: RunIndex, meta) -> dict:
     run_dir = Path(index.run_dir(meta.id))
-    try:
-        text = Run(run_dir).source_path.read_text()
-    except (OSError, AttributeError):
-        text = source_text(meta, run_dir)      # bounded, regular files only (run.json's "file" is data)
+    try:        # the run's snapshot, else its file: bounded, regular files only (a run folder is data)
+        text = decode_source(read_bounded(str(Run(run_dir).source_path)))
+    except (OSError, ValueError):
+        text = source_text(meta, run_dir)
     if text is None:
         return {}
     outline = build_outline(text, meta.file)

@@ -88,7 +88,7 @@ def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:
     except AsightError:
         pass
     if run.source_path.exists():
-        return decode_source(run.source_path.read_bytes()), meta.file
+        return decode_source(read_bytes(str(run.source_path))), meta.file      # bounded, as the user's file
     raise AsightError(f"run {run.id}: {meta.file} changed since tuning and the run has no source snapshot")
 
 
