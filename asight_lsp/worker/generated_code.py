@@ -172,7 +172,7 @@ def code(params: dict, emit=None) -> dict:
         return {**out, **cuda_source(mod, params.get("target"))}
     if level == "ptx":
         return {**out, **ptx_source(mod, params.get("target"))}
-    target = measuring_target(params.get("target"))
+    target = _level_target(params.get("target"), level)
     out["target"] = str(target)
     if level == "lowered":
         low = lowered(mod, target)
@@ -182,6 +182,19 @@ def code(params: dict, emit=None) -> dict:
     kind = "ll" if level == "llvm" else "asm"
     out.update(text=built.inspect_source(kind), format=level)
     return out
+
+
+def _level_target(spec, level: str):
+    """The target a ``lowered``/``llvm``/``asm`` view is built for: the run's.  A CUDA run's lowered
+    TIR needs no device (TVM's pipeline runs here); its LLVM IR and assembly would be the host's
+    launch stubs only, so those two levels are refused with the levels that show its kernels."""
+    target = measuring_target(spec, device=True)
+    if target.kind.name != "cuda":
+        return target
+    if level == "lowered":
+        return gpu_target(spec, level)
+    raise ValueError(f"the {level} level shows a CPU build; this run's target is cuda: its kernels are at "
+                     "--level cuda or ptx (lowered TIR at --level lowered)")
 
 
 def ptx_compiler() -> tuple[str | None, str | None]:

@@ -164,3 +164,20 @@ def test_ptx_with_nvcc_is_linked_through_the_cuda_lines_to_the_tir(adopted):
     fma = [link for link in view["links"] if lines[link["line"]].strip().startswith("fma.rn")]
     assert fma and all(link["sourceLine"] == update for link in fma), "every FMA comes from the update line"
     assert len(view["links"]) > 100
+
+
+def test_lowered_tir_of_a_cuda_run_is_built_here_and_the_cpu_levels_say_where_its_kernels_are(adopted):
+    store, run, _ = adopted
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "lowered",
+                  "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert 'T.launch_thread("threadIdx.x", 64)' in view["text"] and "A_shared = T.alloc_shared" in view["text"]
+    source = (GPU / "matmul1024.py").read_text().splitlines()
+    update = next(i for i, t in enumerate(source) if "A[vi, vk] * B[vk, vj]" in t)
+    assert any(link["sourceLine"] == update for link in view["links"])
+    for level in ("llvm", "asm"):
+        proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", level)
+        assert proc.returncode == 2 and proc.stderr.strip() == (
+            f"asight: error: the {level} level shows a CPU build; this run's target is cuda: its kernels are at "
+            "--level cuda or ptx (lowered TIR at --level lowered)")
