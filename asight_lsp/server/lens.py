@@ -28,11 +28,18 @@ def lens_line(fn: Function, lines: list[str]) -> int:
     return line
 
 
-def static_lenses(uri: str, fn: Function, line: int) -> list[tuple[int, str, str, dict]]:
-    """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``."""
+def static_lenses(uri: str, fn: Function, line: int, profile: bool = True) -> list[tuple[int, str, str, dict]]:
+    """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``; no Profile
+    where the function's run is a GPU run (``profiles``)."""
     arg = {"uri": uri, "function": fn.id}
-    return [(line, "▶ Tune", P.CMD_TUNE, arg), (line, "Profile", P.CMD_PROFILE, arg),
-            (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
+    return [(line, "▶ Tune", P.CMD_TUNE, arg)] + ([(line, "Profile", P.CMD_PROFILE, arg)] if profile else []) + [
+        (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
+
+
+def profiles(result: FunctionResult | None) -> bool:
+    """Can the function's run be profiled here?  A profile times programs on this machine's CPU, so a
+    GPU run's cannot (``services/profiling.device_run_refusal`` says so to who asks anyway)."""
+    return result is None or result.profiles_here
 
 
 def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple:
@@ -100,6 +107,8 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
              {"label": "Search space", "detail": "one task's candidates", "command": P.CMD_SHOW_SEARCH_SPACE, "argument": arg},
              {"label": "Loop view", "detail": "one task's scheduling strategies", "command": P.CMD_SHOW_LOOP_VIEW,
               "argument": arg}]
+    if not profiles(result):
+        items = [item for item in items if item["label"] not in ("Profile", "Re-measure", "Hotspots")]
     if done:
         items.insert(0, {"label": "Model", "detail": f"{headline}" + (f" · {stamp['text']}" if stamp else "") +
                          " — per task: calls, untuned and tuned time, share, trials", "command": P.CMD_SHOW_MODEL,
@@ -154,7 +163,7 @@ def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> 
 
 def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
     """All lenses of one function."""
-    return static_lenses(uri, fn, line) + (result_lenses(uri, fn, result, line) if result is not None else [])
+    return static_lenses(uri, fn, line, profiles(result)) + (result_lenses(uri, fn, result, line) if result is not None else [])
 
 
 def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:
@@ -234,10 +243,11 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         parts.append(code_lens_json(space_lenses(doc.uri, space, result)))
     for fn in outline.functions:
         line = lens_line(fn, lines)
-        template = fragments.get(fn.id)
-        if template is None:
-            template = fragments[fn.id] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE))
         result = ls.state.result(doc, fn, details=False, lines=lines)
+        key = fn.id if profiles(result) else f"{fn.id} no profile"
+        template = fragments.get(key)
+        if template is None:
+            template = fragments[key] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE, profiles(result)))
         if is_model(fn, result):   # a model's short line replaces the static lenses
             parts.append(code_lens_json(model_lenses(doc.uri, fn, result, line)))
             continue

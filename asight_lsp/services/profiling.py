@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
+from ..errors import AsightError
 from ..engine.targets import runs_on_device
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
@@ -100,6 +101,8 @@ def profile_run(run: Run, worker) -> dict:
 def _profile(text: str, path: str, outline: Outline, selection: Selection, run: Run | None, worker,
              options: ProfileOptions, candidate: str | None, use_cache: bool) -> dict:
     meta = prepare_run(run) if run is not None else None
+    if meta is not None and candidate is None and runs_on_device(meta.target):
+        raise AsightError(device_run_refusal(meta))
     fresh = meta is not None and candidate is None and _fresh(meta, text, selection)
     record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
     measure = record is None or options.remeasure
@@ -131,6 +134,16 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     if run is not None and candidate is None:
         _keep(run, profile, key, new_record if fresh else None, options.replace)
     return _with_build(profile, meta)
+
+
+def device_run_refusal(meta: RunMeta) -> str:
+    """Why a GPU run has no profile or hotspots, and where its measured facts are: the profile times
+    programs on this machine's CPU (docs/profiling.md); a kernel's time on its GPU is the tuning's."""
+    kind = (meta.target or {}).get("kind", "gpu") if isinstance(meta.target, dict) else "gpu"
+    best = f" ({meta.best_us:,.1f} µs on the machine that tuned it)" if meta.best_us else ""
+    return (f"run {meta.id} is a {kind} run: profile and hotspots time programs on this machine's CPU, not on "
+            f"a GPU; its measured time is the tuning's{best}, its counters are in `asight space` and "
+            "`asight loops`, its kernel at `asight code --level cuda`")
 
 
 def _with_build(profile: dict, meta: RunMeta | None) -> dict:

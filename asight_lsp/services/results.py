@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.trace_replay import source_blocks
+from ..engine.targets import runs_on_device
 from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
@@ -37,6 +38,12 @@ class FunctionResult:
     @property
     def running(self) -> bool:
         return self.meta.state in LIVE_STATES
+
+    @property
+    def profiles_here(self) -> bool:
+        """A profile times programs on this machine's CPU: a GPU run has none
+        (``services/profiling.device_run_refusal``)."""
+        return not runs_on_device(self.meta.target)
 
     @property
     def measurement(self) -> dict:

@@ -117,6 +117,9 @@ def test_a_models_lens_line_is_short():
     assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"
     remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
     assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True
+    on_gpu = FunctionResult(fn.id, dataclasses.replace(meta, target={"kind": "cuda"}), Path("."), stale=False)
+    labels = [i["label"] for i in model_lenses("file:///m.py", fn, on_gpu, 2)[0][3]["items"]]
+    assert labels == ["Model", "▶ Tune", "Scheduled code", "Stage graph", "Search space", "Loop view"]
 
 
 def test_every_run_summary_says_which_measurement_it_shows():

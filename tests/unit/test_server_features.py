@@ -92,6 +92,9 @@ def test_lenses_and_hints():
     assert lenses[5][1] == "Re-tune with principles" and lenses[5][3]["guidedBy"] == "mbr128"
     assert [l[1] for l in function_lenses("file:///x.py", fn, mbr_result(stale=True), 7)][-1] != \
         "Re-tune with principles"  # principles of an outdated source would steer the wrong program
+    gpu = mbr_result()
+    gpu.meta.target = {"kind": "cuda", "arch": "sm_90a"}    # profiles time programs on this CPU: none offered
+    assert P.CMD_PROFILE not in [l[2] for l in function_lenses("file:///x.py", fn, gpu, 7)]
     blocks = {line: label for line, label, _ in block_hints(fn, mbr_result())}
     assert blocks[16].startswith("87% · parallel")
     loops = {line: label for line, label, _ in loop_hints(fn, mbr_result())}

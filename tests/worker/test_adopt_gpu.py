@@ -181,3 +181,14 @@ def test_lowered_tir_of_a_cuda_run_is_built_here_and_the_cpu_levels_say_where_it
         assert proc.returncode == 2 and proc.stderr.strip() == (
             f"asight: error: the {level} level shows a CPU build; this run's target is cuda: its kernels are at "
             "--level cuda or ptx (lowered TIR at --level lowered)")
+
+
+def test_profile_and_hotspots_of_a_cuda_run_say_why_and_where_its_measured_facts_are(adopted):
+    store, run, _ = adopted
+    for command in ("profile", "hotspots"):
+        proc = asight(command, str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store))
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.strip() == (
+            f"asight: error: run {run.id} is a cuda run: profile and hotspots time programs on this machine's CPU, "
+            "not on a GPU; its measured time is the tuning's (134.6 µs on the machine that tuned it), its counters "
+            "are in `asight space` and `asight loops`, its kernel at `asight code --level cuda`")
