@@ -19,7 +19,7 @@ from pathlib import Path
 from ..engine import wire
 from ..errors import AsightError
 from ..store.counters import COUNTERS, parse_counters
-from ..store.database import database_health
+from ..store.database import database_health, records_note
 from ..store.runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
@@ -40,9 +40,10 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     reply = worker.request(wire.ADOPT_MATCH, {
         "text": text, "unit": {"start_line": unit.start_line, "end_line": unit.end_line},
         "constants": outline.constants, "aliases": outline.aliases, "member": selection.member,
-        "work_dir": str(folder)}, timeout=120)
+        "work_dir": str(folder)}, timeout=600)
     if reply.get("workload") is None:
         raise AsightError(f"{source}: {selection.label} is not in {folder}: {reply.get('how')}")
+    _refuse_unloadable(folder, reply.get("bad"))
     store = RunStore(store_root)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))
     try:
@@ -62,6 +63,18 @@ def _check_folder(folder: Path) -> Path:
     if health.damage:
         raise AsightError(f"{folder}: the database cannot be used: {health.damage}")
     return folder.resolve()
+
+
+def _refuse_unloadable(folder: Path, bad: dict | None) -> None:
+    """One line when a record's trace does not replay on its workload: TVM would refuse the whole
+    database in every view (the worker's ``adopt.unloadable``)."""
+    if not bad or not bad.get("count"):
+        return
+    first = bad["first"][0]
+    more = f" (and {bad['count'] - 1} more record{'s' * (bad['count'] > 2)})" if bad["count"] > 1 else ""
+    raise AsightError(f"{folder / DB_RECORDS} line {first['line']}: the record's trace does not replay on its "
+                      f"workload ({first['why']}){more}; TVM cannot load a database that holds it, so nothing was "
+                      "adopted")
 
 
 def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | None]:
@@ -124,7 +137,8 @@ def _finish(run: Run, workload: int, counter_from: str | None) -> None:
     meta = run.load()
     meta.trials_requested = meta.trials_done = len(records)
     meta.best_us = min(ok) if ok else None
-    meta.extra["adopted"].update({"records": len(records), "measured": len(ok), "counters": counter_from})
+    meta.extra["adopted"].update({"records": len(records), "measured": len(ok), "counters": counter_from,
+                                  "note": records_note(run, meta)})
     meta.extra["tuning"] = {"best_us": meta.best_us, "failed": len(records) - len(ok),
                             "source": "MetaSchedule's runner on the machine that tuned (adopted records)"}
     run.save(meta)

@@ -127,7 +127,7 @@ def records_note(run: Run, meta: RunMeta | None = None) -> str | None:
     else:
         what = (f"{aside} torn line{'s' * (aside > 1)} of {DB_RECORDS} (a write cut short) set aside in "
                 f"{DB_RECORDS}{SET_ASIDE}")
-    return f"{what}; the {health.records} measured records are kept"
+    return f"{what}; the {health.records} readable records are kept"
 
 
 def workload_graph(row) -> dict | None:

@@ -15,7 +15,9 @@ from ..engine import wire
 from ..store.runs import read_json_lines
 from .compat import ms, tirx, tvm_ffi
 from .parse import parse_request
-from .records import workload_forms
+from .records import read_trials, workload_forms
+
+MAX_BAD_SHOWN = 3
 
 
 def _function(parsed, member: str | None):
@@ -43,8 +45,37 @@ def _same_ir(workload_mod, func) -> bool:
 
 
 def match(params: dict, emit=None) -> dict:
-    """``{workload: index | None, how, hashes}`` for the unit's function in ``work_dir``'s database."""
-    func = _function(parse_request(params), params.get("member"))
+    """``{workload: index | None, how, hashes, bad}`` for the unit's function in ``work_dir``'s
+    database; ``bad``: records TVM cannot load (``unloadable``)."""
+    found = _match(_function(parse_request(params), params.get("member")), params)
+    return {**found, "bad": unloadable(params["work_dir"]) if found["workload"] is not None else None}
+
+
+def unloadable(work_dir: str) -> dict:
+    """``{count, first: [{line, why}]}``: records whose trace TVM cannot replay on their workload (an
+    impossible decision, another program's trace).  TVM's database loader refuses the whole folder
+    over one of them, so every view of every candidate would fail on it (outside probe F4)."""
+    trials = read_trials(work_dir)
+    first, count = [], 0
+    for trial in range(len(trials.rows)):
+        try:
+            trials.record(trial)
+        except Exception as err:  # noqa: BLE001 - TVM's check failures: the last line says what failed
+            count += 1
+            if len(first) < MAX_BAD_SHOWN:
+                first.append({"line": trial + 1, "why": _why(err)})
+    return {"count": count, "first": first}
+
+
+def _why(err: Exception) -> str:
+    """The last line of TVM's message (its check), or what the error type means when TVM rendered none."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip() and line.strip() != "(not rendered)"]
+    if lines:
+        return lines[-1][:200]
+    return f"{type(err).__name__}: a schedule step does not apply to this workload"
+
+
+def _match(func, params: dict) -> dict:
     rows = [row for row in read_json_lines(Path(params["work_dir"]) / "database_workload.json")]
     ours = [str(tvm_ffi.structural_hash(mod)) for mod in workload_forms(func)]
     for index, row in enumerate(rows):

@@ -46,13 +46,13 @@ def test_a_torn_last_line_is_counted_set_aside_and_said(run):
     assert (health.records, health.unreadable, health.damage) == (40, 1, None) and health.needs_memory_copy
     assert len(read_records(run.path)) == 40
     assert records_note(run) == (f"the last line of {DB_RECORDS} is unreadable (a write cut short); "
-                                 "the 40 measured records are kept")
+                                 "the 40 readable records are kept")
     assert run.repair_db() == 1
     assert lines(run.records_path) == records                              # the measured lines untouched
     assert (run.path / f"{DB_RECORDS}.unreadable").read_text() == torn + "\n"   # nothing thrown away
     assert run.load().extra["set_aside_records"] == 1
     assert records_note(run) == (f"1 torn line of {DB_RECORDS} (a write cut short) set aside in "
-                                 f"{DB_RECORDS}.unreadable; the 40 measured records are kept")
+                                 f"{DB_RECORDS}.unreadable; the 40 readable records are kept")
 
 
 def test_a_line_that_is_json_but_no_record_counts_as_torn(run):

@@ -192,3 +192,35 @@ def test_profile_and_hotspots_of_a_cuda_run_say_why_and_where_its_measured_facts
             f"asight: error: run {run.id} is a cuda run: profile and hotspots time programs on this machine's CPU, "
             "not on a GPU; its measured time is the tuning's (134.6 µs on the machine that tuned it), its counters "
             "are in `asight space` and `asight loops`, its kernel at `asight code --level cuda`")
+
+
+def _copy_of_the_run(folder: Path, edit) -> Path:
+    folder.mkdir()
+    (folder / "database_workload.json").write_bytes((GPU / "database_workload.json").read_bytes())
+    lines = (GPU / "database_tuning_record.json").read_text().splitlines(keepends=True)
+    (folder / "database_tuning_record.json").write_text("".join(edit(lines)))
+    return folder
+
+
+def _impossible_decision(lines: list[str], index: int) -> list[str]:
+    record = json.loads(lines[index])
+    decision = next(d for d in record[1][0][1] if not isinstance(d[1], list))   # a SampleCategorical's index
+    decision[1] = 99
+    return lines[:index] + [json.dumps(record) + "\n"] + lines[index + 1:]
+
+
+def test_a_record_tvm_cannot_replay_is_refused_at_adopt_with_its_line_and_a_torn_last_line_is_said(tmp_path):
+    """Outside probe F4: one impossible decision made TVM refuse the whole database in every view."""
+    bad = _copy_of_the_run(tmp_path / "bad", lambda lines: _impossible_decision(lines, 66))
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(bad), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 2 and not store.exists()
+    assert proc.stderr.startswith(f"asight: error: {bad / 'database_tuning_record.json'} line 67: the record's "
+                                  "trace does not replay on its workload (")
+    assert "decision is: 99" in proc.stderr and "nothing was adopted" in proc.stderr
+    torn = _copy_of_the_run(tmp_path / "torn", lambda lines: lines[:-1] + [lines[-1][: len(lines[-1]) // 2]])
+    proc = asight("adopt", str(torn), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    assert "adopted  127 records" in proc.stdout
+    assert ("note     the last line of database_tuning_record.json is unreadable (a write cut short); the 127 "
+            "readable records are kept") in proc.stdout

@@ -82,7 +82,7 @@ def test_the_resume_says_what_it_set_aside(resumed):
     _, run, stdout = resumed
     assert "set aside 1 torn line of the records file (a write cut short); 16 measured records kept ..." in stdout
     assert (f"records  1 torn line of {DB_RECORDS} (a write cut short) set aside in {DB_RECORDS}.unreadable; "
-            "the 40 measured records are kept") in stdout
+            "the 40 readable records are kept") in stdout
     assert (run.path / f"{DB_RECORDS}.unreadable").read_text() == TORN + "\n"
     assert run.load().extra["set_aside_records"] == 1
 
