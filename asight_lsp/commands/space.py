@@ -98,6 +98,9 @@ def render(p: dict) -> str:
             lines.append(f"  {c['id']}: {c['source']}")
     elif contour.get("note"):
         lines.append(f"contour: {contour['note']}")
+    origin = contour.get("origin") or {}
+    if origin.get("origin") == "model" and origin.get("why"):
+        lines.append(f"contour is the model, not a measurement: {origin['why']}")
     agreement = contour.get("agreement")
     if agreement:
         lines.append(f"contour model vs measurement: {'' if agreement['verdict'] == 'agrees' else '⚠ '}"

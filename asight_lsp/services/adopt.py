@@ -35,7 +35,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     outline = build_outline(text, source)
     selection = select(outline, function)
     check_selection(outline, selection)
-    counter_text, counter_from = _counters(folder, counters)
+    counter_text, counter_from, entries = _counters(folder, counters)
     unit = selection.unit
     reply = worker.request(wire.ADOPT_MATCH, {
         "text": text, "unit": {"start_line": unit.start_line, "end_line": unit.end_line},
@@ -44,6 +44,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     if reply.get("workload") is None:
         raise AsightError(f"{source}: {selection.label} is not in {folder}: {reply.get('how')}")
     _refuse_unloadable(folder, reply.get("bad"))
+    unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from)
     store = RunStore(store_root)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))
     try:
@@ -51,7 +52,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     except OSError as err:
         shutil.rmtree(run.path, ignore_errors=True)
         raise AsightError(f"cannot write the adopted run: {err}") from None
-    _finish(run, reply["workload"], counter_from)
+    _finish(run, reply["workload"], counter_from, unused)
     return run
 
 
@@ -77,15 +78,40 @@ def _refuse_unloadable(folder: Path, bad: dict | None) -> None:
                       "adopted")
 
 
-def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | None]:
+def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | None, list]:
+    """The counters file's text, where it came from and its entries (a bad file is refused before
+    anything is written; an empty one is not adopted: ``_finish`` says so)."""
     path = Path(counters) if counters else folder / COUNTERS
     if not path.is_file():
         if counters:
             raise AsightError(f"no counters file {counters}")
-        return None, None
+        return None, None, []
     text = path.read_text(encoding="utf-8")
-    parse_counters(text, str(path))      # refuse a bad file before anything is written
-    return text, str(path)
+    entries = parse_counters(text, str(path))
+    return (text if entries else None), str(path), entries
+
+
+def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None) -> str | None:
+    """Refuse a counters line naming a candidate the adopted function has no record for; say which
+    lines name a record without a measured latency (a failed build: its counters are not used)."""
+    by_trial = {r["trial"]: r for r in records}
+    unused = []
+    for entry in entries:
+        cand = entry["candidate"]
+        if cand == "baseline":
+            continue
+        record = by_trial.get(cand)
+        if record is None or record["workload"] != workload:
+            what = (f"the records file has lines 0..{len(records) - 1}" if record is None
+                    else f"that record is of workload {record['workload']}, not the adopted function's {workload}")
+            raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
+        if record["latency_us"] is None:
+            unused.append(f"{cand} (line {entry['line']})")
+    if not unused:
+        return None
+    return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
+            f"{f' and {len(unused) - 5} more' if len(unused) > 5 else ''} not used: no measured latency there "
+            "(a failed build or run)")
 
 
 def _meta(store: RunStore, folder: Path, source: str, text: str, outline, selection, reply: dict) -> RunMeta:
@@ -131,14 +157,18 @@ def _fill(run: Run, folder: Path, text: str, counter_text: str | None) -> None:
         (run.path / COUNTERS).write_text(counter_text, encoding="utf-8")
 
 
-def _finish(run: Run, workload: int, counter_from: str | None) -> None:
+def _finish(run: Run, workload: int, counter_from: str | None, unused: str | None) -> None:
     records = [r for r in read_records(run.path) if r["workload"] == workload]
     ok = [r["latency_us"] for r in records if r.get("latency_us") is not None]
     meta = run.load()
     meta.trials_requested = meta.trials_done = len(records)
     meta.best_us = min(ok) if ok else None
+    empty = counter_from is not None and not (run.path / COUNTERS).exists()
     meta.extra["adopted"].update({"records": len(records), "measured": len(ok), "counters": counter_from,
+                                  "counters_note": f"{counter_from} is empty: no counters adopted" if empty else unused,
                                   "note": records_note(run, meta)})
+    if empty:
+        meta.extra["adopted"]["counters"] = None
     meta.extra["tuning"] = {"best_us": meta.best_us, "failed": len(records) - len(ok),
                             "source": "MetaSchedule's runner on the machine that tuned (adopted records)"}
     run.save(meta)

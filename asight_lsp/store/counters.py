@@ -8,8 +8,9 @@ One JSON object a line, one line per profiled program::
 
 ``candidate`` is the record's line in MetaSchedule's records file (its trial number in every view);
 ``"baseline"`` is the untuned program (on a GPU: DLight's default schedule).  Metric names are the
-tool's own (Nsight Compute's ``unit__counter.rollup`` names); values are numbers.  A line that is not
-of this shape is refused with its line number (nothing is half-read).
+tool's own (Nsight Compute's ``unit__counter.rollup`` names); values are finite numbers ≥ 0 (counts,
+sizes, percentages, rates).  One line per program: a second line for the same candidate is refused.
+A line that is not of this shape is refused with its line number (nothing is half-read).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ COUNTERS_LIMIT = 8 << 20     # bytes (the H100 run's: 28 KB)
 
 def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
     """The entries of a counters file's text; AsightError naming the first bad line."""
-    out = []
+    out, seen = [], {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -37,13 +38,20 @@ def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
             raise AsightError(f"{where}:{number}: not JSON ({err.msg})") from None
         except RecursionError:
             raise AsightError(f"{where}:{number}: not JSON (nested too deeply)") from None
-        problem = _problem(entry)
+        problem = _problem(entry) or _again(entry, seen, number)
         if problem:
             raise AsightError(f"{where}:{number}: {problem}")
-        out.append({"candidate": entry["candidate"], "tool": str(entry.get("tool") or "unknown tool"),
-                    "metrics": {str(k): float(v) for k, v in entry["metrics"].items()
-                                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}})
+        out.append({"line": number, "candidate": entry["candidate"], "tool": str(entry.get("tool") or "unknown tool"),
+                    "metrics": {str(k): float(v) for k, v in entry["metrics"].items()}})
     return out
+
+
+def _again(entry: dict, seen: dict, number: int) -> str | None:
+    """A second line for one program: which of two measurements is meant cannot be told."""
+    first = seen.setdefault(entry["candidate"], number)
+    if first != number:
+        return f"candidate {entry['candidate']!r} again (line {first} has it): one line per program"
+    return None
 
 
 def _problem(entry) -> str | None:
@@ -54,6 +62,9 @@ def _problem(entry) -> str | None:
         return f"candidate must be a record's line index (0, 1, ...) or \"baseline\", not {cand!r}"
     if not isinstance(entry.get("metrics"), dict) or not entry["metrics"]:
         return "metrics must be a non-empty object {name: number}"
+    for name, value in entry["metrics"].items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            return f"metric {str(name)[:80]!r} must be a finite number ≥ 0, not {str(value)[:40]!r}"
     return None
 
 

@@ -163,6 +163,8 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
     where the run has them, else the model (``analysis/contour.candidate_gains``), and which it is."""
     if counters:
         cands, baseline, tool = cn.by_candidate(counters)
+        measured = {int(t) for t in table.trials[table.valid]}      # a failed build's counters are no reference
+        cands = {t: m for t, m in cands.items() if t in measured}
         gains, used = cn.group_gains(cands, baseline, table.trials[idx])
         if any(np.isfinite(v).any() for v in gains.values()):
             _, against = cn.reference(cands, baseline)
@@ -172,7 +174,8 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
                 "origin": "measured", "label": f"measured ({_tool_name(tool)})", "tool": tool, "against": against,
                 "profiled": profiled, "candidates": int(len(idx))}
     gains, cats = ct.candidate_gains(table, idx, target)
-    why = "the run has no counters.jsonl" if not counters else "no counters match the run's measured candidates"
+    why = ("the run has no counters.jsonl" if counters is None else "the run's counters.jsonl is empty" if not counters
+           else "no counters match the run's measured candidates")
     return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}
 
 

@@ -80,6 +80,11 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": -1, "metrics": {"a": 1}}', "candidate must be"),
     ('{"candidate": "best", "metrics": {"a": 1}}', "candidate must be"),
     ('{"candidate": 2, "metrics": {}}', "metrics must be"),
+    ('{"candidate": 2, "metrics": {"sm__x.pct": NaN}}', "metric 'sm__x.pct' must be a finite number ≥ 0, not 'nan'"),
+    ('{"candidate": 2, "metrics": {"dram__x.pct": -5}}', "metric 'dram__x.pct' must be a finite number ≥ 0, not '-5'"),
+    ('{"candidate": 2, "metrics": {"sm__x.pct": "high"}}', "metric 'sm__x.pct' must be a finite number ≥ 0, not 'high'"),
+    ('{"candidate": 2, "metrics": {"sm__x.pct": true}}', "metric 'sm__x.pct' must be a finite number"),
+    ('{"candidate": 1, "metrics": {"a": 99}}', r"candidate 1 again \(line 1 has it\): one line per program"),
 ])
 def test_a_bad_counters_line_is_refused_with_its_number(line, message):
     with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
@@ -98,3 +103,22 @@ def test_a_counters_file_is_read_bounded_and_only_when_plain(tmp_path, monkeypat
     (tmp_path / "counters.jsonl").symlink_to(GPU / "counters.jsonl")
     with pytest.raises(AsightError, match="symbolic link"):
         read_counters(tmp_path)
+
+
+def test_adopt_refuses_counters_of_records_the_function_lacks_and_notes_failed_ones():
+    """Outside probe F5: counters of candidate 500 (no such record) or of a failed build entered the
+    median reference silently and moved the measured contour."""
+    from asight_lsp.services.adopt import counter_candidates
+    records = read_records(GPU)
+    failed = next(r["trial"] for r in records if r["latency_us"] is None)
+    entries = parse_counters('{"candidate": 76, "metrics": {"a": 1}}\n{"candidate": "baseline", "metrics": {"a": 1}}\n'
+                             f'{{"candidate": {failed}, "metrics": {{"a": 1}}}}\n', "c.jsonl")
+    assert counter_candidates(entries, records, 0, "c.jsonl") == (
+        f"counters of candidate {failed} (line 3) not used: no measured latency there (a failed build or run)")
+    assert counter_candidates(entries[:2], records, 0, "c.jsonl") is None
+    ghost = parse_counters('{"candidate": 500, "metrics": {"a": 1}}', "c.jsonl")
+    with pytest.raises(AsightError, match=r"c.jsonl:1: candidate 500 is not a record of this function \(the records "
+                                          r"file has lines 0..127\)"):
+        counter_candidates(ghost, records, 0, "c.jsonl")
+    with pytest.raises(AsightError, match="that record is of workload 0, not the adopted function's 1"):
+        counter_candidates(entries[:1], records, 1, "c.jsonl")

@@ -224,3 +224,26 @@ def test_a_record_tvm_cannot_replay_is_refused_at_adopt_with_its_line_and_a_torn
     assert "adopted  127 records" in proc.stdout
     assert ("note     the last line of database_tuning_record.json is unreadable (a write cut short); the 127 "
             "readable records are kept") in proc.stdout
+
+
+def test_counters_of_a_failed_build_are_noted_at_adopt_and_leave_the_measured_contour_as_it_was(adopted, tmp_path):
+    store, run, _ = adopted
+    records = [json.loads(line) for line in (GPU / "database_tuning_record.json").read_text().splitlines()]
+    failed = next(i for i, r in enumerate(records) if min(r[1][1]) >= 1e9)
+    lines = (GPU / "counters.jsonl").read_text().splitlines()
+    extra = {**json.loads(lines[1]), "candidate": failed}
+    folder = _copy_of_the_run(tmp_path / "f", lambda rows: rows)
+    (folder / "counters.jsonl").write_text("\n".join(lines + [json.dumps(extra)]) + "\n")
+    other = tmp_path / ".asight"
+    proc = asight("adopt", str(folder), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(other))
+    assert proc.returncode == 0, proc.stderr
+    assert (f"note     counters of candidate {failed} (line {len(lines) + 1}) not used: no measured latency there "
+            "(a failed build or run)") in proc.stdout
+
+    def contour(where, run_id):
+        out = asight("space", "--run", run_id, "--work-dir", str(where), "--json")
+        assert out.returncode == 0, out.stderr
+        c = json.loads(out.stdout)["contour"]
+        return c["levels"], len(c["lines"]), c["agreement"]["message"]
+
+    assert contour(other, "latest") == contour(store, run.id)
