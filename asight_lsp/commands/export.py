@@ -66,7 +66,7 @@ def print_written(reply: dict) -> None:
     from ..services.export import applied_text, measured_text
     print(f"wrote {reply['library']}  ({reply['bytes'] / 2**20:.1f} MiB, run {reply['run']}, {reply['target']})")
     print(f"  kernels: {applied_text(reply)}")
-    for key in ("untuned_export", "untuned_note"):
+    for key in ("untuned_export", "untuned_note", "device_code"):
         if reply.get(key):
             print(f"  note: {reply[key]}")
     if reply["applied"].get("missing"):

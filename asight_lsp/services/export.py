@@ -15,9 +15,17 @@ from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
 from .lookup import tuned_file
 
+CPU_PREAMBLE = """# TVM's runtime may otherwise default to one thread: the headline was measured with {threads}
+os.environ.setdefault("TVM_NUM_THREADS", "{threads}")"""
+CUDA_PREAMBLE = """# the kernels are CUDA C in the library: TVM compiles them for this GPU when it is loaded, through
+# TVM's Python: NVRTC (the cuda-bindings package) by default; without it, nvcc on PATH and this line:
+# os.environ["TVM_CUDA_COMPILE_MODE"] = "nvcc"
+"""[:-1]
+CUDA_SOURCE_NOTE = ("the kernels are CUDA C in the library (TVM 0.27 keeps them as source): the machine that loads it "
+                    "compiles them at load through TVM's Python, with NVRTC (cuda-bindings) or nvcc "
+                    "(TVM_CUDA_COMPILE_MODE=nvcc); a C++-only deployment cannot load it")
 LOAD_SNIPPET = """import os
-# TVM's runtime may otherwise default to one thread: the headline was measured with {threads}
-os.environ.setdefault("TVM_NUM_THREADS", "{threads}")
+{preamble}
 import numpy as np, tvm
 from tvm import relax
 dev = tvm.{device}()
@@ -64,6 +72,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)
+    if reply.get("device") == "cuda":
+        reply["device_code"] = CUDA_SOURCE_NOTE
     busy_note = None if why_untuned or tuned else untuned_faster_but_busy(meta.measurement)
     reply.update({k: v for k, v in (("untuned_export", why_untuned), ("untuned_note", busy_note)) if v})
     python = getattr(worker, "python", None)
@@ -209,7 +219,8 @@ def export_summary(reply: dict) -> str:
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
         (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
         (f" · note: {reply['untuned_note']}" if reply.get("untuned_note") else "") + \
-        (f" · {measured}" if measured else "") + (f" · {short}" if short else "")
+        (f" · {measured}" if measured else "") + (f" · {short}" if short else "") + \
+        (f" · {reply['device_code']}" if reply.get("device_code") else "")
 
 
 def returns_text(outputs: list[dict] | None) -> str:
@@ -241,6 +252,8 @@ def load_snippet(reply: dict) -> str:
     lines = [f'{i["name"]} = tvm.runtime.tensor(np.zeros({tuple(i["shape"])}, "{i["dtype"]}"), dev)  # {input_text(i)}'
              for i in reply["inputs"]]
     threads = (reply.get("headline") or {}).get("threads") or len(os.sched_getaffinity(0))
+    device = reply.get("device") or "cpu"
+    preamble = CUDA_PREAMBLE if device == "cuda" else CPU_PREAMBLE.format(threads=threads)
     return LOAD_SNIPPET.format(library=reply["library"], function=reply["function"], args="\n".join(lines),
-                               device=reply.get("device") or "cpu", returns=returns_text(reply.get("outputs")),
-                               names=", ".join(i["name"] for i in reply["inputs"]), threads=threads)
+                               device=device, returns=returns_text(reply.get("outputs")),
+                               names=", ".join(i["name"] for i in reply["inputs"]), preamble=preamble)

@@ -70,9 +70,14 @@ def test_a_model_tuned_for_a_gpu_exports_here_and_says_it_was_not_checked(tmp_pa
     assert "measured" not in reply
     assert "dev = tvm.cuda()" in reply["load"] and reply["outputs"] == [{"shape": [4], "dtype": "float32"}]
     assert reply["load"].endswith("# a tvm Tensor (4,) float32: out.numpy()")
+    # what the GPU machine needs to load it (outside probe F7): the library holds CUDA C, no PTX or cubin
+    data = lib.read_bytes()
+    assert b"__global__" in data and b".target sm_" not in data
+    assert reply["device_code"].startswith("the kernels are CUDA C in the library (TVM 0.27 keeps them as source)")
     text = subprocess.run([sys.executable, "-m", "asight_lsp", "export", str(script), "-o", str(lib),
                            "--work-dir", str(store)], capture_output=True, text=True, timeout=900)
     assert text.returncode == 0 and "outputs: not checked: this machine has no cuda device" in text.stdout
+    assert "  note: the kernels are CUDA C in the library" in text.stdout
     assert "NOT the exported build" not in text.stdout
     # a kernel without a record cannot be tuned here: said at once (it sampled, built, and then blamed
     # "every sampled schedule was rejected" on the design space: outside probe 2026-11-29)

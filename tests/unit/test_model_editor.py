@@ -145,6 +145,9 @@ def test_a_model_built_for_a_gpu_without_one_here_says_it_was_not_checked():
     assert export_ok({**skipped, "status": "written"})
     snippet = load_snippet(skipped)
     assert "dev = tvm.cuda()" in snippet and '"float32"), dev)' in snippet
+    # the kernels are compiled when the library is loaded (outside probe F7); no CPU thread count
+    assert '# os.environ["TVM_CUDA_COMPILE_MODE"] = "nvcc"' in snippet and "TVM_NUM_THREADS" not in snippet
+    assert export_summary({**skipped, "device_code": "the kernels are CUDA C"}).endswith(" · the kernels are CUDA C")
     assert "dev = tvm.cpu()" in load_snippet(REPLY)
     compile(snippet, "snippet", "exec")
 
