@@ -83,13 +83,23 @@ def hotspots_payload(req: PayloadRequest) -> dict:
     return {"status": P.STATUS_OK, **found}
 
 
+def _unit_hint(req: PayloadRequest) -> str:
+    """``: 'M' is a module of 2 functions: name one (M.f, M.g)`` when the request named a unit."""
+    name = req.params.get("function")
+    if req.file is None or not isinstance(name, str) or req.function is not None:
+        return ""
+    from ..tvmscript.outline import build_outline
+    ids = [fn.id for fn in build_outline(req.text or "", str(req.file)).functions if fn.unit == name]
+    return f": '{name}' is a module of {len(ids)} functions: name one ({', '.join(ids)})" if ids else ""
+
+
 def code_payload(req: PayloadRequest) -> dict:
     """``asight/code``: the function's generated code at ``level`` linked to its source lines."""
     from ..services.codeview import code_view
     from ..errors import AsightError
     level, candidate = _code_params(req.params)
     if req.file is None or req.function is None:
-        raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'")
+        raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'" + _unit_hint(req))
     if level == "ptx" and not req.state.options.trusted:    # nvcc runs outside the sandbox (red team round 10)
         return P.unavailable(P.SCHEMA_CODE, "the PTX level compiles the file's program with nvcc outside the "
                                             "sandbox, so it needs a trusted workspace; the other levels work here")

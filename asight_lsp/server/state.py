@@ -315,9 +315,12 @@ async def off_loop_if_big(functions: int, work, *args):
 
 
 def find_function(outline: Outline, name: str | None, line: int | None = None) -> Function | None:
-    """A function by id or name, or the one containing ``line``, or the only one."""
+    """A function by id or name (a unit's name: its only function, as a run tuned without ``--func``
+    names it), or the one containing ``line``, or the only one."""
     if name:
-        return outline.function(name)
+        found = outline.function(name)
+        members = [fn for fn in outline.functions if fn.unit == name] if found is None else []
+        return members[0] if len(members) == 1 else found
     if line is not None:
         for fn in outline.functions:
             if fn.range["start"]["line"] <= line <= fn.range["end"]["line"]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
-from ..engine.targets import GPU_WORD, gpu_label, local_gpus, require_runs_here, target_config
+from ..engine.targets import (GPU_WORD, TargetError, gpu_label, local_gpus, require_runs_here, runs_on_device,
+                              target_config)
 from ..errors import AsightError
 from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
@@ -103,6 +104,38 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def guided_target(store: RunStore, guided_by: str, target: str | None) -> str | None:
+    """A guided run tunes on its base run's target: its records seed the new run, and records of
+    another target would mix an H100's 0.13 ms with this CPU's 130 ms (outside probe F8: the editor's
+    Re-tune lens on an adopted GPU run tuned the host CPU and headlined the GPU's figure)."""
+    base = store.get(guided_by).load()
+    spec = (base.extra or {}).get("target_spec") or (json.dumps(base.target) if isinstance(base.target, dict) else None)
+    if target is None:
+        return spec
+    if runs_on_device(target) != runs_on_device(base.target or spec):
+        raise AsightError(f"run {base.id} was tuned for {base.target_label or spec or 'this CPU'}: a guided run "
+                          f"tunes on the same target, its records seed it (got --target {target}; leave it out)")
+    return target
+
+
+def require_gpu_here(target: str | None, rpc: str | None) -> None:
+    """A CUDA target measures on this machine's GPU unless ``--rpc`` names one: without a GPU it is
+    refused before a run is made (no failed run left behind; outside probe F13)."""
+    if rpc or not runs_on_device(target) or (target or "").strip() == GPU_WORD:
+        return
+    text = target.strip()
+    config = target_config(text) if text.startswith("{") else None
+    if not (text.startswith("nvidia/") or text.split()[0] == "cuda" or (isinstance(config, dict)
+                                                                        and config.get("kind") == "cuda")):
+        return
+    try:
+        local_gpus()
+    except TargetError as err:
+        why = str(err).split(": ", 1)[-1].split(";")[0]
+        raise AsightError(f"{why}: a cuda target is tuned on its GPU; tune where it is, or measure on one with "
+                          "--rpc HOST:PORT:KEY") from None
+
+
 def check_rpc(rpc: str | None) -> None:
     if rpc is None:
         return
@@ -125,6 +158,14 @@ def check_levers() -> None:
         raise AsightError(str(err)) from None
 
 
+def selection_names(outline, selection) -> tuple:
+    """Other names of the selected function: its id, and its unit's name when the unit holds only it
+    (a run tuned without ``--func`` is named by the unit: the editor's Re-tune lens names the function)."""
+    ids = tuple(f.id for f in selection.functions)
+    alone = [f.id for f in outline.functions if f.unit == selection.unit.name] == list(ids)
+    return ids + ((selection.unit.name,) if alone else ())
+
+
 def start_tune(req: TuneRequest) -> TuneJob:
     """Validate, create or resume the run, spawn the job in its own process group; return at once."""
     text = _request_text(req)
@@ -135,26 +176,28 @@ def start_tune(req: TuneRequest) -> TuneJob:
     check_selection(outline, selection)
     if space:
         check_space_selection(selection, space)
-    label = check_target(req.target)
+    store = RunStore(req.store_root)
+    target = guided_target(store, req.guided_by, req.target) if req.guided_by else req.target
+    label = check_target(target)
     check_rpc(req.rpc)
+    require_gpu_here(target, req.rpc)
     check_levers()
     if not isinstance(req.trials, int) or req.trials < 1:
         raise AsightError(f"--trials must be a positive number (got {req.trials})")
     hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}
-    store = RunStore(req.store_root)
     file = os.path.abspath(req.file)
     guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,
-                             aliases=tuple(f.id for f in selection.functions)) if req.guided_by else None
+                             aliases=selection_names(outline, selection)) if req.guided_by else None
     resumable = req.resume and guidance is None  # a guided run never continues its base run
     run = _resumable(store, file, selection.label, hashes, label, outline.constants, space) if resumable else None
     meta = run.load() if run else RunMeta(id=store.new_run_id(selection.label), file=file,
                                           function=selection.label, source_hashes=hashes, target_label=label)
     meta.extra.update({"selection": {"unit": selection.unit.name, "member": selection.member},
-                       "target_spec": req.target, "constants": outline.constants, "seed": req.seed})
+                       "target_spec": target, "constants": outline.constants, "seed": req.seed})
     if space:
         meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
     _counters_request(meta, req.counters_budget_s)
-    meta.target = meta.target if run else req.target
+    meta.target = meta.target if run else target
     meta.trials_requested = req.trials
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
     meta.state, meta.error, meta.pid, meta.finished = "queued", None, None, None

@@ -328,3 +328,54 @@ def test_attach_follows_a_live_job_until_it_ends(tmp_path, monkeypatch):
     assert not job.done
     meta = job.wait(10)
     assert job.done and meta.state == "failed" and "ended without finishing" in meta.error
+
+
+# --------------------------------------------------------------------------- guided runs and GPU targets
+
+
+def _gpu_base(tmp_path) -> str:
+    """The mbr128 run as if it had been tuned for an H100 (its records then seed a guided run)."""
+    import shutil
+    shutil.copytree(FIX / "runs" / "mbr128", tmp_path / "runs" / "mbr128")
+    meta = json.loads((tmp_path / "runs" / "mbr128" / "run.json").read_text())
+    meta.update(target={"kind": "cuda", "arch": "sm_90a"}, target_label="cuda sm_90a")
+    meta["extra"]["target_spec"] = "nvidia/nvidia-h100"
+    (tmp_path / "runs" / "mbr128" / "run.json").write_text(json.dumps(meta))
+    return "mbr128"
+
+
+def test_a_guided_run_tunes_on_its_base_runs_target_and_a_gpu_target_needs_a_gpu_here(tmp_path, monkeypatch):
+    """Outside probe F8/F13: the Re-tune lens on a GPU run tuned this CPU, seeded with the GPU's records,
+    and headlined the GPU's 0.13 ms; a GPU tune without a GPU left a failed run behind."""
+    from asight_lsp.engine.targets import TargetError
+
+    def no_gpu(run=None):
+        raise TargetError("--target gpu: no NVIDIA GPU on this machine (nvidia-smi not found); name a target")
+    monkeypatch.setattr(tuning, "local_gpus", no_gpu)
+    base = _gpu_base(tmp_path)
+    request = dict(file=str(FIX / "matmul_bias_relu.py"), function="MatmulBiasRelu.main", guided_by=base,
+                   store_root=str(tmp_path), trials=8)
+    with pytest.raises(AsightError, match=r"^no NVIDIA GPU on this machine \(nvidia-smi not found\): a cuda target "
+                                          r"is tuned on its GPU; tune where it is, or measure on one with --rpc"):
+        start_tune(TuneRequest(**request))
+    with pytest.raises(AsightError, match=r"^run mbr128 was tuned for cuda sm_90a: a guided run tunes on the same "
+                                          r"target, its records seed it \(got --target llvm; leave it out\)"):
+        start_tune(TuneRequest(**request, target="llvm"))
+    with pytest.raises(AsightError, match="^no NVIDIA GPU on this machine"):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target='{"kind": "cuda"}', store_root=str(tmp_path)))
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["mbr128"]     # nothing was created
+    spawned = fake_spawn(monkeypatch)
+    monkeypatch.setattr(tuning, "local_gpus", lambda run=None: [{"name": "NVIDIA H100", "compute_cap": "9.0"}])
+    job = start_tune(TuneRequest(**request))
+    assert spawned and job.run.load().extra["target_spec"] == "nvidia/nvidia-h100"
+    job.wait(10)
+
+
+def test_a_one_function_units_name_is_that_functions_name_too():
+    """A run tuned without --func is named by its unit; the Re-tune lens names the function."""
+    one = outline_of((FIX / "matmul_bias_relu.py").read_text())
+    assert tuning.selection_names(one, select(one, "MatmulBiasRelu.main")) == ("MatmulBiasRelu.main", "MatmulBiasRelu")
+    two = outline_of(TWO_UNITS)
+    fn = next(f for f in two.functions if f.unit == "Mod")
+    names = tuning.selection_names(two, select(two, fn.id))
+    assert ("Mod" in names) == (len([f for f in two.functions if f.unit == "Mod"]) == 1)

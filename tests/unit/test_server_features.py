@@ -201,3 +201,12 @@ def test_a_network_client_cannot_grant_trust_or_pick_the_interpreter():
     assert net.updated({"trusted": True, "workerPython": "/x/py"}).trusted is False
     assert ServerOptions(network=True, trusted=True).updated({"workerPython": "/x/py"}).worker_interpreter() is None
     assert ServerOptions(network=True, trusted=True).trusted is True     # asight serve --ws PORT --trusted
+
+
+def test_a_request_naming_a_one_function_unit_means_that_function():
+    """``asight/runs`` names a run tuned without --func by its unit (outside probe F8: asight/code with that
+    name answered "needs 'uri' and 'function'", the loop view "no run yet")."""
+    from asight_lsp.server.state import find_function
+    outline = build_outline(MBR)
+    assert find_function(outline, "MatmulBiasRelu") is outline.functions[0]
+    assert find_function(outline, "Nothing") is None
