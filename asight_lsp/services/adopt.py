@@ -35,6 +35,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     outline = build_outline(text, source)
     selection = select(outline, function)
     check_selection(outline, selection)
+    require_prim_func(selection, source)
     counter_text, counter_from, entries = _counters(folder, counters)
     unit = selection.unit
     reply = worker.request(wire.ADOPT_MATCH, {
@@ -64,6 +65,15 @@ def _check_folder(folder: Path) -> Path:
     if health.damage:
         raise AsightError(f"{folder}: the database cannot be used: {health.damage}")
     return folder.resolve()
+
+
+def require_prim_func(selection, source: str) -> None:
+    """adopt matches one PrimFunc to a workload; a Relax model's tasks are not its functions."""
+    if any(fn.kind == "prim_func" for fn in selection.functions):
+        return
+    models = ", ".join(fn.id for fn in selection.functions if fn.kind == "relax_function") or selection.label
+    raise AsightError(f"{source}: adopt takes a TIR function (a PrimFunc) tuned elsewhere; {models} is a Relax model: "
+                      "adopt does not take models (TVM makes their tasks from the model): tune it with `asight tune`")
 
 
 def _refuse_unloadable(folder: Path, bad: dict | None) -> None:
