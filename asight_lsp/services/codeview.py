@@ -19,6 +19,7 @@ from ..analysis.codelinks import (task_links, asm_links, attach_line_counts, att
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
 from ..engine.client import borrowed, trusted
+from ..engine.targets import runs_on_device
 from ..errors import AsightError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
@@ -235,7 +236,7 @@ def _payload(path: str, selection, run: Run | None, records: list[dict], record:
             "blocks": shares or [], "shareSource": SHARE_SOURCE if shares else None,
             "lineShareSource": LINE_SHARE_SOURCE if counts else None,
             "lineage": _lineage(text, lineage, level),
-            "note": _note(run, best, shares, level)}, record
+            "note": _note(run, best, shares, record)}, record
 
 
 def _lineage(text: str, lineage: list[dict], level: str) -> list[dict]:
@@ -289,11 +290,16 @@ def _shares(profile: dict | None, selection) -> list[dict]:
     return out
 
 
-def _note(run: Run | None, best: bool, shares: list, level: str) -> str:
+def _note(run: Run | None, best: bool, shares: list, record: dict | None) -> str:
     if run is None:
         return "no tuning run of this function: the untuned code"
+    if record is not None and record.get("latency_us") is None:
+        return (f"trial {record['trial']} has no measured latency: it failed where it was tuned (its build or run "
+                "failed or timed out); this is the code it would have run")
     if not best:
         return "latency shares are measured for the best record only; this candidate has none"
+    if not shares and runs_on_device(run.load().target):
+        return "no per-line latency shares: they come from a profile on this machine's CPU, and this is a GPU run"
     if not shares:
         return "no cached profile of this run: profile it (asight profile / the Profile lens) for per-line shares"
     return ""

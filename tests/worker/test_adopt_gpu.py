@@ -247,3 +247,20 @@ def test_counters_of_a_failed_build_are_noted_at_adopt_and_leave_the_measured_co
         return c["levels"], len(c["lines"]), c["agreement"]["message"]
 
     assert contour(other, "latest") == contour(store, run.id)
+
+
+def test_the_code_of_a_candidate_that_failed_where_it_was_tuned_says_so(adopted):
+    """Outside probe F14: trial 0 (a build timeout on the H100 box) read like any candidate."""
+    store, run, _ = adopted
+    records = [json.loads(line) for line in (GPU / "database_tuning_record.json").read_text().splitlines()]
+    failed = next(i for i, r in enumerate(records) if min(r[1][1]) >= 1e9)
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "cuda",
+                  "--candidate", str(failed), "--json")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["note"] == (f"trial {failed} has no measured latency: it failed where it was tuned (its build or run "
+                            "failed or timed out); this is the code it would have run")
+    best = json.loads(asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store),
+                             "--level", "cuda", "--json").stdout)
+    assert best["note"] == ("no per-line latency shares: they come from a profile on this machine's CPU, and this "
+                            "is a GPU run")
