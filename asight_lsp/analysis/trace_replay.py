@@ -50,6 +50,7 @@ class _Block:
     origin: str | None = None        # the source block a derived block came from
     gone: bool = False               # inlined
     moved: bool = False              # compute-at: its loops are no longer the source loops
+    under: list | None = None        # compute-at: the loop rvs above it (its target's, outermost first)
 
 
 @dataclass
@@ -79,18 +80,6 @@ def source_blocks(function: Any) -> list[SourceBlock]:
             extents.extend(exts[:len(loop.vars)])
         out.append(SourceBlock(blk.name, loop_vars, extents, list(blk.reads), list(blk.writes)))
     return out
-
-
-def parse_trace_json(value: str | list) -> tuple[list, list]:
-    """``(insts, decisions)`` from a trace JSON text or a record line's ``[insts, decisions]``."""
-    data = json.loads(value) if isinstance(value, str) else value
-    if isinstance(data, list) and len(data) == 2 and isinstance(data[0], list) and data[0] \
-            and isinstance(data[0][0], list) and isinstance(data[0][0][0], str):
-        return data[0], data[1]
-    if isinstance(data, list) and len(data) >= 2 and isinstance(data[1], list) and len(data[1]) >= 1:
-        trace = data[1][0]  # a database line: [workload, [[insts, decisions], run_secs, ...]]
-        return trace[0], trace[1]
-    raise ValueError("not a MetaSchedule trace")
 
 
 class _Replay:
@@ -195,9 +184,18 @@ class _Replay:
             for rv, var, ext in zip(outputs, vars_, extents):
                 self.rvs[rv] = _Loop([var], ext if isinstance(ext, int) else None, st.name)
         else:
-            for rv in outputs:
-                self.rvs[rv] = _Loop([], None, st.name)
+            self._loops_made(st, outputs)
         st.loops = list(outputs)
+
+    def _loops_made(self, st: _Block, outputs) -> None:
+        """Loops of a block the schedule made or moved: the loops it was computed under are its
+        target's (labels kept), its own are named as TVM names them (``ax0``, ``ax1``, …)."""
+        above = [self.rvs.get(rv) for rv in (st.under or [])][:len(outputs)]
+        above = above if all(isinstance(lp, _Loop) for lp in above) else []
+        for rv, loop in zip(outputs, above):
+            self.rvs[rv] = loop
+        for k, rv in enumerate(outputs[len(above):]):
+            self.rvs[rv] = _Loop([f"ax{k}"], None, st.name)
 
     def _live(self) -> list[_Block]:
         return [self.state(n) for n in self.order if not self.state(n).gone]
@@ -425,6 +423,9 @@ class _Replay:
             entry = {"kind": kind, "loop": None, "block": None, "position": decision}
             text = f"{kind.replace('_', ' ')} (location #{decision})"
         elif isinstance(where, _Loop):
+            target = self.states.get(where.block) if where.block else None
+            loops = target.loops if target is not None and target.loops else []
+            st.under = loops[:loops.index(inputs[1]) + 1] if inputs[1] in loops else None
             entry = {"kind": kind, "loop": " ".join(where.labels) or None, "block": where.block, "position": None}
             text = f"{kind.replace('_', ' ')} {' '.join(where.labels)}" + (f" of {where.block}" if where.block else "")
         else:

@@ -10,6 +10,7 @@ The per-block *effects* of a trace (splits, parallel, cache, compute-at) are in
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -91,20 +92,34 @@ class _Resolver:
             names = info.loop_vars[-len(outputs):] if info and len(info.loop_vars) >= len(outputs) else []
             for pos, out in enumerate(outputs):
                 self.rv[out] = ("loop", block, pos, names[pos] if names else f"loop{pos}")
-        elif kind in ("Split", "Fuse") and inputs:
+        elif kind == "Fuse" and inputs and outputs:
             block, _ = self.loop_of(inputs[0])
-            base = self.loop_label(inputs[0]) if kind == "Split" else None
+            labels = [self.loop_label(rv) for rv in inputs]
+            self.rv[outputs[0]] = ("derived", block, None, " ".join(labels) if all(labels) else None)
+        elif kind == "Split" and inputs:
+            block, _ = self.loop_of(inputs[0])
+            base = self.loop_label(inputs[0])
+            base = f"({base.replace(' ', '·')})" if base and " " in base else base
             for k, out in enumerate(outputs):
                 self.rv[out] = ("derived", block, None, f"{base}{k}" if base else None)
         elif kind in ("GetConsumers", "GetProducers") and inputs:
             self._neighbours(self.block_of(inputs[0]), outputs, kind == "GetConsumers")
         elif kind in ("CacheWrite", "CacheRead", "ReindexCacheWrite", "ReindexCacheRead") and inputs and outputs:
-            block = self.block_of(inputs[0])
+            buffer = self.cached_buffer(kind, inputs, attrs)
             scope = attrs[1] if len(attrs) > 1 else "cache"
-            self.rv[outputs[0]] = ("block", f"{block}_{scope}" if block else None)
+            self.rv[outputs[0]] = ("block", f"{buffer}_{scope}" if buffer else None)
         elif kind == "GetChildBlocks":
             for out in outputs:
                 self.rv[out] = ("block", None)
+
+    def cached_buffer(self, kind: str, inputs: list, attrs: list) -> str | None:
+        """The buffer a cache read/write stages (TVM names the new block ``<buffer>_<scope>``): the
+        block's read/write at the instruction's index; the block's name when that is not known."""
+        block = self.block_of(inputs[0])
+        info = self.blocks.get(block) if block else None
+        names = (info.reads if "Read" in kind else info.writes) if info else []
+        index = attrs[0] if attrs and isinstance(attrs[0], int) else None
+        return names[index] if index is not None and 0 <= index < len(names) else block
 
     def _neighbours(self, name: str | None, outputs: list, consumers: bool) -> None:
         src = self.blocks.get(name) if name else None
@@ -278,6 +293,8 @@ def sketch_tags(insts: list, blocks: dict[str, BlockInfo] | None = None) -> list
                 target, _ = resolver.loop_of(inputs[1])
                 label = resolver.loop_label(inputs[1])
                 loop = f"{target} {label}" if target and label else (f"loop of {target}" if target else None)
+            if kind in ("CacheRead", "ReindexCacheRead"):
+                block = resolver.cached_buffer(kind, inputs, attrs)    # "cache-read A": the buffer it stages
             tag = _TAGS[kind].format(block=block or "a block", loop=loop or "a sampled loop")
             if tag not in tags:
                 tags.append(tag)
@@ -339,3 +356,15 @@ def format_trace(insts: list, decisions: list) -> str:
 def json_compact(value: Any) -> str:
     import json
     return json.dumps(value, separators=(", ", ": "))
+
+
+def parse_trace_json(value: str | list) -> tuple[list, list]:
+    """``(insts, decisions)`` from a trace JSON text or a record line's ``[insts, decisions]``."""
+    data = json.loads(value) if isinstance(value, str) else value
+    if isinstance(data, list) and len(data) == 2 and isinstance(data[0], list) and data[0] \
+            and isinstance(data[0][0], list) and isinstance(data[0][0][0], str):
+        return data[0], data[1]
+    if isinstance(data, list) and len(data) >= 2 and isinstance(data[1], list) and len(data[1]) >= 1:
+        trace = data[1][0]  # a database line: [workload, [[insts, decisions], run_secs, ...]]
+        return trace[0], trace[1]
+    raise ValueError("not a MetaSchedule trace")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from asight_lsp.analysis.trace_summary import block_headline, loop_choices, summarize_trace
-from asight_lsp.analysis.trace_replay import parse_trace_json, source_blocks
+from asight_lsp.analysis.trace_replay import source_blocks
+from asight_lsp.analysis.traces import parse_trace_json
 from asight_lsp.tvmscript.outline import build_outline
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -148,3 +149,20 @@ def test_inline_cache_read_bind_and_malformed_instructions():
 def test_empty_and_garbage_traces():
     assert summarize_trace([], []) == {"blocks": {}, "function": {}}
     assert summarize_trace([["Split", None, None, None]], [["x", 1]])["blocks"] == {}
+
+
+def test_gpu_stages_name_the_buffers_tvm_stages_and_their_loops_as_tvm_names_them():
+    """Outside probe F1 (rest): the H100 run's trial 76 read "compute C_shared at C k0", "cache-read C",
+    "C_shared: vectorize ()2", "fuse " (empty) where TVM built A_shared and B_shared over ax0, ax1."""
+    from asight_lsp.analysis.traces import block_infos, sketch_tags
+    from asight_lsp.store.runs import read_records
+    fn = build_outline((FIXTURES / "gpu" / "matmul1024.py").read_text()).functions[0]
+    record = read_records(FIXTURES / "gpu")[76]
+    assert sketch_tags(record["insts"], block_infos(fn)) == [
+        "thread binding", "cache-write C", "fuse C_local at C i2 j2", "cache-read A", "compute A_shared at C k0",
+        "cache-read B", "compute B_shared at C k0"]
+    summary = summarize_trace(record["insts"], record["decisions"], source_blocks(fn))
+    derived = summary["blocks"]["C"]["derived_steps"]
+    assert "A_shared: fuse ax0 ax1" in derived and "B_shared: bind (ax0·ax1)1 to threadIdx.x" in derived
+    assert "A_shared: vectorize (ax0·ax1)2 (width 4)" in derived
+    assert not [step for step in derived if "()" in step or step.rstrip().endswith("fuse")]
