@@ -46,6 +46,13 @@ CATEGORIES = [
      "source": "model: MetaSchedule PerStoreFeature — parallel extent per store (capped at {cores} cores), "
                "weighted by float ops, candidate / untuned"},
 ]
+GPU_WORDS = {   # the same features read on a GPU run (no counters): what they are there
+    "compute": "model: MetaSchedule PerStoreFeature — vector length per store (vectorized loads and stores, capped "
+               "at 4 fp32 lanes: 128-bit accesses), weighted by float ops, candidate / untuned",
+    "parallelism": "model: MetaSchedule PerStoreFeature — threads launched per store (blockIdx × threadIdx "
+                   "extents), weighted by float ops, candidate / untuned (one thread)",
+}
+GPU_LANES = 4      # fp32 lanes of a GPU's widest (128-bit) load or store
 MEASURED = {"id": "speedup", "label": "measured speedup",
             "source": "measured: run.json baseline_us / the record's mean run_secs (MetaSchedule runner)"}
 
@@ -64,9 +71,25 @@ def simd_lanes(target: dict | str | None) -> int:
     return 4
 
 
-def _program_metrics(rows: np.ndarray, owner: np.ndarray, n: int, lanes: int, cores: int) -> np.ndarray:
+def on_gpu(target) -> bool:
+    """A run target (Target JSON dict or text) of a GPU kind."""
+    kind = target.get("kind") if isinstance(target, dict) else str(target or "").split(" ")[0]
+    return kind in ("cuda", "rocm", "vulkan", "metal", "opencl")
+
+
+def _threads(rows: np.ndarray) -> np.ndarray:
+    """Threads launched per store row: the product of its blockIdx and threadIdx extents (≥ 1)."""
+    names = ("blockIdx_x_len", "blockIdx_y_len", "blockIdx_z_len", "threadIdx_x_len", "threadIdx_y_len",
+             "threadIdx_z_len")
+    raw = fl.unslog(rows[:, [fl.INDEX[n] for n in names]])
+    return np.prod(np.maximum(raw, 1.0), axis=1)
+
+
+def _program_metrics(rows: np.ndarray, owner: np.ndarray, n: int, lanes: int, cores: int,
+                     gpu: bool = False) -> np.ndarray:
     """Per program (rows grouped by ``owner``): cache lines touched, flop-weighted vector lanes and
-    flop-weighted threads, as an ``(n, 3)`` array (NaN for a program without rows)."""
+    flop-weighted threads (on a GPU: threads launched, not capped at cores), as an ``(n, 3)`` array
+    (NaN for a program without rows)."""
     cols = [*fl.BUFFER_LINES, *fl.FLOAT_OPS, fl.INDEX["vec_num"], fl.INDEX["vec_len"], fl.INDEX["parallel_num"],
             fl.INDEX["parallel_prod"]]
     raw = fl.unslog(rows[:, cols])
@@ -78,7 +101,7 @@ def _program_metrics(rows: np.ndarray, owner: np.ndarray, n: int, lanes: int, co
     flops = np.where(total[owner] > 0, flops, 1.0)  # a program with no float op: plain mean over stores
     total = np.bincount(owner, weights=flops, minlength=n)
     vec = np.clip(np.where(vec_num > 0, vec_len, 1.0), 1, lanes)
-    par = np.clip(np.where(par_num > 0, par_prod, 1.0), 1, cores)
+    par = _threads(rows) if gpu else np.clip(np.where(par_num > 0, par_prod, 1.0), 1, cores)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.stack([np.bincount(owner, weights=lines, minlength=n),
                         np.bincount(owner, weights=flops * vec, minlength=n) / total,
@@ -99,17 +122,18 @@ def _stack(rows_list: list) -> tuple[np.ndarray, np.ndarray]:
 def candidate_gains(table: CandidateTable, idx: np.ndarray, target=None) -> tuple[dict, list[dict]]:
     """log2 gains per category for candidates ``idx``: ``{category: (len(idx),) array}`` (NaN = unknown)
     and the categories that could be computed (with their sources)."""
-    lanes = simd_lanes(target)
+    gpu = on_gpu(target)
+    lanes = GPU_LANES if gpu else simd_lanes(target)
     cores = max(1, int(table.num_cores or 1))
     workloads = sorted(w for w, r in table.baseline_rows.items() if r is not None)
     gains = {c["id"]: np.full(len(idx), np.nan) for c in CATEGORIES}
     if workloads and len(idx):
         brows, bowner = _stack([table.baseline_rows[w] for w in workloads])
-        base = _program_metrics(brows, bowner, len(workloads), lanes, cores)
+        base = _program_metrics(brows, bowner, len(workloads), lanes, cores, gpu)
         slot = {w: k for k, w in enumerate(workloads)}
         ref_index = np.array([slot.get(int(table.workload[i]), -1) for i in idx])
         rows, owner = _stack([table.rows[i] if ref_index[k] >= 0 else None for k, i in enumerate(idx)])
-        cand = _program_metrics(rows, owner, len(idx), lanes, cores)
+        cand = _program_metrics(rows, owner, len(idx), lanes, cores, gpu)
         ref = np.where(ref_index[:, None] >= 0, base[np.maximum(ref_index, 0)], np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             gains["memory"] = np.log2(ref[:, 0] / cand[:, 0])
@@ -117,8 +141,8 @@ def candidate_gains(table: CandidateTable, idx: np.ndarray, target=None) -> tupl
             gains["parallelism"] = np.log2(cand[:, 2] / ref[:, 2])
         for key in gains:
             gains[key][~np.isfinite(gains[key])] = np.nan
-    cats = [dict(c, source=c["source"].format(lanes=lanes, cores=cores)) for c in CATEGORIES
-            if np.isfinite(gains[c["id"]]).any()]
+    cats = [dict(c, source=(GPU_WORDS.get(c["id"]) if gpu else None) or c["source"].format(lanes=lanes, cores=cores))
+            for c in CATEGORIES if np.isfinite(gains[c["id"]]).any()]
     return {c["id"]: gains[c["id"]] for c in cats}, cats
 
 

@@ -105,6 +105,7 @@ def render(p: dict) -> str:
     if agreement:
         lines.append(f"contour model vs measurement: {'' if agreement['verdict'] == 'agrees' else '⚠ '}"
                      f"{agreement['message']}")
+    lines += [line for line in contour.get("legend") or [] if line.startswith("⚠ ") and "goes against speed" in line]
     top = sorted(p["cells"], key=lambda c: c["mean_latency_us"])[:5]
     lines.append("fastest cells:")
     for c in top:

@@ -46,7 +46,9 @@ TERMS: dict[str, str] = {
                  "and operations line up as a graph), similar block, or name only.",
     "split (hotspots)": "when one measured stage runs several source blocks, its time is divided between them "
                         "by their share of the floating-point work (flops) or given whole.",
-    "contour": "lines of equal modelled gain over the untuned program drawn over the honeycomb.",
+    "contour": "lines of equal gain drawn over the honeycomb: measured hardware counters (a GPU run's, against "
+               "its baseline's or the median profiled candidate's) where the run has them, else a model of the "
+               "gain over the untuned program; the legend says which.",
     "design principle": "a range of one scheduling decision whose candidates were measurably faster "
                         "(effect, 95 % confidence interval, number of candidates).",
     "FDR": "false discovery rate: of the principles reported, at most this share are expected to be flukes.",

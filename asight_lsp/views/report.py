@@ -299,6 +299,15 @@ def _guided_section(g: dict | None) -> str:
             f"<table><tr><th>arm</th><th>trials</th><th>best</th></tr>{rows}</table>{verdict}</section>")
 
 
+def _tuning_source(run: dict) -> str:
+    """How the in-tuning figure was taken: the run's own words (an adopted run's is the machine that
+    tuned it, not this one's loaded cores)."""
+    source = run.get("tuning_source") or ""
+    if source and "kept for reference" not in source:
+        return f"{source}; not the headline"
+    return "MetaSchedule's runner, builders loading the cores; not the headline"
+
+
 def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None = None,
                 hotspots_error: str | None = None, title: str | None = None, guided: dict | None = None,
                 measurement: dict | None = None) -> str:
@@ -315,9 +324,10 @@ def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None 
             f"<span class=\"headline\">{E(measurement_text(measurement))}</span>"
             + (f"<br><span class=\"how\">measured {E(how_text(measurement))}</span>" if (measurement or {}).get("untuned")
                else "")
-            + (f"<br>fastest seen while tuning: {E(_fmt_us(run['tuning_best_us']))} (MetaSchedule's runner, "
-               "builders loading the cores; not the headline)" if run.get("tuning_best_us") else ""))
-    notes = "".join(f"<li>{E(n)}</li>" for p in payloads.values() if p for n in p.get("notes", []))
+            + (f"<br>fastest seen while tuning: {E(_fmt_us(run['tuning_best_us']))} ({E(_tuning_source(run))})"
+               if run.get("tuning_best_us") else ""))
+    notes = "".join(f"<li>{E(n)}</li>" for n in dict.fromkeys(
+        n for p in payloads.values() if p for n in p.get("notes", [])))     # each view carries the run's notes
     data = {k: v for k, v in payloads.items() if v is not None}
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -272,6 +272,28 @@ def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict
     return contour
 
 
+def measured(contour: dict) -> bool:
+    return (contour.get("origin") or {}).get("origin") == "measured"
+
+
+AGAINST_RHO = -0.3     # a measured group this anti-correlated with speed is said in the legend
+
+
+def against_speed(contour: dict, agreement: dict | None) -> list[str]:
+    """A measured group that goes against speed still wins the cells where its gain is the largest
+    (the rule merges by the largest): said, so the overall agreement does not hide it (probe F12)."""
+    if not measured(contour):
+        return []
+    per = (agreement or {}).get("per_category") or {}
+    out = []
+    for cat in contour.get("categories") or []:
+        rho = (per.get(cat["id"]) or {}).get("rho")
+        if rho is not None and rho <= AGAINST_RHO:
+            out.append(f"⚠ {cat['label']} goes against speed (ρ = {rho:+.2f}): where its gain is the largest, "
+                       "the contour follows a counter that predicts slowness")
+    return out
+
+
 def legend_lines(contour: dict) -> list[str]:
     """The contour legend as plain lines, the same in the PNG, the panel and the report."""
     lines = []
@@ -280,9 +302,11 @@ def legend_lines(contour: dict) -> list[str]:
         lines.append(("⚠ " if agreement["verdict"] != "agrees" else "") + agreement["message"])
     if contour.get("levels"):
         levels = contour["levels"]
-        by = "measured" if (contour.get("origin") or {}).get("origin") == "measured" else "by the model"
-        lines.append(f"lines: {contour['metric']}; levels {levels[0]:g} … {levels[-1]:g} "
-                     f"(= {2 ** levels[0]:.2g}× … {2 ** levels[-1]:.2g}× {by}); ticks point uphill")
+        span = f"{2 ** levels[0]:.2g}× … {2 ** levels[-1]:.2g}×"
+        what = (f"a group's counters {span} the reference's, measured" if measured(contour)
+                else f"{span} the untuned program, by the model")
+        lines.append(f"lines: {contour['metric']}; levels {levels[0]:g} … {levels[-1]:g} ({what}); ticks point uphill")
+        lines += against_speed(contour, agreement)
     for cat in contour.get("categories") or []:
         per = ((agreement or {}).get("per_category") or {}).get(cat["id"]) or {}
         rho = f" (ρ = {per['rho']:+.2f}, n = {per['n']})" if per.get("rho") is not None else ""

@@ -99,6 +99,9 @@ def test_without_counters_the_contour_is_the_model_and_says_so(tmp_path):
     assert contour["origin"] == {"origin": "model", "label": "model (MetaSchedule features)",
                                  "why": "the run has no counters.jsonl"}
     assert all(c["source"].startswith("model:") for c in contour["categories"])
+    # a GPU run's model reads the features as a GPU has them: no CPU cores or SIMD words (outside probe F11)
+    sources = " ".join(c["source"] for c in contour["categories"])
+    assert "cores" not in sources and "threads launched per store (blockIdx × threadIdx extents)" in sources
 
 
 def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(adopted):
