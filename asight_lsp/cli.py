@@ -37,6 +37,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def stdout_closed() -> bool:
+    """Did the process reading our output go away?  Then stdout is pointed at /dev/null, so the
+    interpreter's last flush does not fail again."""
+    import os
+    import select
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        closed = any(event & select.POLLERR for _, event in poll.poll(0))   # a pipe without a reader
+    except (OSError, ValueError):
+        return False
+    if closed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return closed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -51,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("asight: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError as err:
+        if not stdout_closed():
+            print(f"asight: internal error: BrokenPipeError: {err}", file=sys.stderr)
+            return 2
+        return 141     # the reader went away (``| head``): what was done is kept; a shell's SIGPIPE status
     except Exception as err:  # an internal error still gets one line; details with ASIGHT_DEBUG=1
         import os
         if os.environ.get("ASIGHT_DEBUG"):
