@@ -39,8 +39,9 @@ def run(args) -> int:
     print(f"run      {meta.id}  ({new.path})")
     print(f"adopted  {info['records']} records ({info['measured']} measured) of {meta.function} from {info['from']}"
           f" [matched by {info['how']}]")
-    if info.get("note"):
-        print(f"note     {info['note']}")
+    for key in ("note", "earlier"):
+        if info.get(key):
+            print(f"note     {info[key]}")
     print(f"target   {meta.target_label}")
     print(f"best     {best} [MetaSchedule's runner on the machine that tuned]")
     print(f"counters {info['counters'] or 'none (views use the model, labelled as a model)'}")

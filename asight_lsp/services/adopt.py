@@ -47,14 +47,25 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     _refuse_unloadable(folder, reply.get("bad"))
     unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from)
     store = RunStore(store_root)
+    earlier = adopted_before(store, folder)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))
     try:
         _fill(run, folder, text, counter_text)
     except OSError as err:
         shutil.rmtree(run.path, ignore_errors=True)
         raise AsightError(f"cannot write the adopted run: {err}") from None
-    _finish(run, reply["workload"], counter_from, unused)
+    _finish(run, reply["workload"], counter_from, unused, earlier)
     return run
+
+
+def adopted_before(store: RunStore, folder: Path) -> str | None:
+    """The newest run adopted from the same folder with the same records file (said: a second adopt
+    makes a second, identical run; outside probe F13)."""
+    size = (folder / DB_RECORDS).stat().st_size
+    same = [m for m in store.metas() if ((m.extra or {}).get("adopted") or {}).get("from") == str(folder)
+            and (store.runs_dir / m.id / DB_RECORDS).is_file()
+            and (store.runs_dir / m.id / DB_RECORDS).stat().st_size == size]
+    return max(same, key=lambda m: m.created).id if same else None
 
 
 def _check_folder(folder: Path) -> Path:
@@ -167,7 +178,7 @@ def _fill(run: Run, folder: Path, text: str, counter_text: str | None) -> None:
         (run.path / COUNTERS).write_text(counter_text, encoding="utf-8")
 
 
-def _finish(run: Run, workload: int, counter_from: str | None, unused: str | None) -> None:
+def _finish(run: Run, workload: int, counter_from: str | None, unused: str | None, earlier: str | None) -> None:
     records = [r for r in read_records(run.path) if r["workload"] == workload]
     ok = [r["latency_us"] for r in records if r.get("latency_us") is not None]
     meta = run.load()
@@ -176,7 +187,9 @@ def _finish(run: Run, workload: int, counter_from: str | None, unused: str | Non
     empty = counter_from is not None and not (run.path / COUNTERS).exists()
     meta.extra["adopted"].update({"records": len(records), "measured": len(ok), "counters": counter_from,
                                   "counters_note": f"{counter_from} is empty: no counters adopted" if empty else unused,
-                                  "note": records_note(run, meta)})
+                                  "note": records_note(run, meta),
+                                  "earlier": f"{earlier} was adopted from this folder before (same records file "
+                                             "size): this is a second run of it" if earlier else None})
     if empty:
         meta.extra["adopted"]["counters"] = None
     meta.extra["tuning"] = {"best_us": meta.best_us, "failed": len(records) - len(ok),

@@ -227,6 +227,10 @@ def test_a_record_tvm_cannot_replay_is_refused_at_adopt_with_its_line_and_a_torn
     assert "adopted  127 records" in proc.stdout
     assert ("note     the last line of database_tuning_record.json is unreadable (a write cut short); the 127 "
             "readable records are kept") in proc.stdout
+    first = RunStore(str(store)).get("latest").id
+    again = asight("adopt", str(torn), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert again.returncode == 0 and (f"note     {first} was adopted from this folder before (same records file "
+                                      "size): this is a second run of it") in again.stdout
 
 
 def test_counters_of_a_failed_build_are_noted_at_adopt_and_leave_the_measured_contour_as_it_was(adopted, tmp_path):
