@@ -80,6 +80,9 @@ def _health(run_dir: Path) -> DatabaseHealth:
         if is_record_row(row):
             health.records += 1
             named.add(row[0])
+            bad = _bad_seconds(row[1][1])
+            if bad is not None:
+                health.problems.append(f"{DB_RECORDS} line {number}: run_secs must be positive seconds, not {bad}")
         elif number == len(records):
             health.unreadable = 1
         else:
@@ -100,6 +103,16 @@ def _health(run_dir: Path) -> DatabaseHealth:
                          f"; TVM cannot load it (its {health.records} readable records stay in {run_dir}; "
                          "`asight tune --new` starts a fresh run)")
     return health
+
+
+def _bad_seconds(run_secs) -> str | None:
+    """A record's run_secs that no runner writes (MetaSchedule writes positive seconds, 1e10 for a
+    failure): negative, zero, NaN or not a number; TVM cannot load NaN, and a negative one would be
+    the run's "best" (outside probe 2, F1).  None when they are fine."""
+    for value in run_secs or []:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+            return repr(value)[:40]
+    return None
 
 
 def _is_workload(row) -> bool:

@@ -15,6 +15,7 @@ can use it directly.  A torn last line (a job killed mid-write) is tolerated and
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -293,8 +294,8 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
             insts, decisions = trace
         except (TypeError, ValueError, IndexError):
             continue
-        secs = [float(s) for s in (run_secs or [])]
-        ok = bool(secs) and min(secs) < FAILED_LATENCY
+        secs = [float(s) if isinstance(s, (int, float)) else math.nan for s in (run_secs or [])]
+        ok = bool(secs) and all(s > 0 for s in secs) and min(secs) < FAILED_LATENCY   # damaged (health): no best
         out.append({"trial": trial, "workload": workload, "insts": insts, "decisions": decisions,
                     "run_secs": secs, "latency_us": (sum(secs) / len(secs) * 1e6) if ok else None,
                     "target": target, "args_info": args_info})

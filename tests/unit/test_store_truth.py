@@ -396,3 +396,17 @@ def test_blank_lines_are_skipped_without_a_list_of_every_line(run):
     assert [r["trial"] for r in after] == [r["trial"] for r in before] and len(after) == 40
     assert index.count == 40 and index.offset == (run.path / DB_RECORDS).stat().st_size
     assert peak < 80 << 20          # the 16 MiB file and its records; a list of 16 million lines alone was ~130 MB
+
+
+@pytest.mark.parametrize("secs, shown", [([-1e-6], "-1e-06"), ([0.0], "0.0"), ([float("nan")], "nan"),
+                                         (["fast"], "'fast'")])
+def test_a_record_whose_run_secs_are_not_positive_seconds_is_damage_and_never_the_best(run, secs, shown):
+    """Outside probe 2, F1: a negative latency became "best -1.0 µs"; NaN made TVM refuse the database."""
+    lines = (run.path / DB_RECORDS).read_text().splitlines()
+    row = json.loads(lines[5])
+    row[1][1] = secs
+    lines[5] = json.dumps(row)
+    (run.path / DB_RECORDS).write_text("\n".join(lines) + "\n")
+    assert database_health(run.path).damage.startswith(
+        f"{DB_RECORDS} line 6: run_secs must be positive seconds, not {shown}")
+    assert read_records(run.path)[5]["latency_us"] is None
