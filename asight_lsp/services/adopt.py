@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..engine import wire
 from ..errors import AsightError
-from ..store.counters import COUNTERS, parse_counters
+from ..store.counters import COUNTERS, counters_text, parse_counters
 from ..store.database import database_health, records_note
 from ..store.runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import function_hash
@@ -45,7 +45,8 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     if reply.get("workload") is None:
         raise AsightError(f"{source}: {selection.label} is not in {folder}: {reply.get('how')}")
     _refuse_unloadable(folder, reply.get("bad"))
-    unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from)
+    unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from,
+                                torn=database_health(folder).unreadable > 0)
     store = RunStore(store_root)
     earlier = adopted_before(store, folder)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))
@@ -107,12 +108,13 @@ def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | Non
         if counters:
             raise AsightError(f"no counters file {counters}")
         return None, None, []
-    text = path.read_text(encoding="utf-8")
+    text = counters_text(path)            # what the views will read: bounded, plain, UTF-8
     entries = parse_counters(text, str(path))
     return (text if entries else None), str(path), entries
 
 
-def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None) -> str | None:
+def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None,
+                       torn: bool = False) -> str | None:
     """Refuse a counters line naming a candidate the adopted function has no record for; say which
     lines name a record without a measured latency (a failed build: its counters are not used)."""
     by_trial = {r["trial"]: r for r in records}
@@ -123,8 +125,9 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int, 
             continue
         record = by_trial.get(cand)
         if record is None or record["workload"] != workload:
-            what = (f"the records file has lines 0..{len(records) - 1}" if record is None
-                    else f"that record is of workload {record['workload']}, not the adopted function's {workload}")
+            what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
+                    if record is not None else f"record {cand} is the records file's torn last line (a write cut "
+                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}")
             raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
         if record["latency_us"] is None:
             unused.append(f"{cand} (line {entry['line']})")

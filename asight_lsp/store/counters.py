@@ -63,9 +63,19 @@ def _problem(entry) -> str | None:
     if not isinstance(entry.get("metrics"), dict) or not entry["metrics"]:
         return "metrics must be a non-empty object {name: number}"
     for name, value in entry["metrics"].items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if not _plain_number(value):
             return f"metric {str(name)[:80]!r} must be a finite number ≥ 0, not {str(value)[:40]!r}"
     return None
+
+
+def _plain_number(value) -> bool:
+    """A finite number ≥ 0 that fits a float (JSON allows a 400-digit integer: outside probe 2, F2)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value)) and value >= 0
+    except OverflowError:
+        return False
 
 
 def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
@@ -73,8 +83,18 @@ def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
     path = Path(run_dir) / COUNTERS
     if not path.is_file():
         return None
-    try:     # bounded, plain (200 MiB of newlines took the untrusted server to 1.9 GB per hover: red team round 10)
+    return parse_counters(counters_text(path), str(path))
+
+
+def counters_text(path: Path) -> str:
+    """A counters file's text: bounded, plain (200 MiB of newlines took the untrusted server to 1.9 GB
+    per hover: red team round 10), UTF-8 (the bad line is named)."""
+    try:
         data = read_plain(path, COUNTERS_LIMIT)
     except (NotPlainFile, OSError) as err:
-        raise AsightError(f"{path}: {err}") from None
-    return parse_counters(data.decode("utf-8", errors="replace"), str(path))
+        raise AsightError(str(err) if str(path) in str(err) else f"{path}: {err}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise AsightError(f"{path}:{line}: not UTF-8 text") from None

@@ -100,7 +100,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
     several = len(data.tasks or []) > 1 or len(data.meta.tasks or []) > 1
     stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several, data.counters)
-    _counters_why(stats["origin"], (data.meta.extra or {}).get("counters"))
+    _counters_why(stats["origin"], (data.meta.extra or {}).get("counters"), data.notes)
     cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
     boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
                   for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
@@ -179,8 +179,12 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
     return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}
 
 
-def _counters_why(origin: dict, tried: dict | None) -> None:
-    """A model contour of a run whose tuning job tried to collect counters says why it has none."""
+def _counters_why(origin: dict, tried: dict | None, notes: list) -> None:
+    """A model contour of a run whose tuning job tried to collect counters says why it has none; one
+    whose counters file could not be read says that, not that it has none (outside probe 2, F4)."""
+    unread = next((n for n in notes if n.startswith("counters not used: ")), None)
+    if origin.get("origin") == "model" and unread:
+        origin["why"] = unread
     if origin.get("origin") == "model" and tried and tried.get("status") != "ok" and tried.get("message"):
         origin["why"] = f"{origin['why']} (the tuning job's counters: {tried['message']})"
         origin["asked"] = True      # counters were asked for: the legend says why the contour is the model

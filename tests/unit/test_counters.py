@@ -122,3 +122,29 @@ def test_adopt_refuses_counters_of_records_the_function_lacks_and_notes_failed_o
         counter_candidates(ghost, records, 0, "c.jsonl")
     with pytest.raises(AsightError, match="that record is of workload 0, not the adopted function's 1"):
         counter_candidates(entries[:1], records, 1, "c.jsonl")
+
+
+def test_a_value_no_float_holds_and_a_byte_that_is_not_utf8_are_refused_with_their_line(tmp_path):
+    """Outside probe 2, F2: both were internal errors at adopt."""
+    with pytest.raises(AsightError, match=r"f.jsonl:1: metric 'a' must be a finite number ≥ 0"):
+        parse_counters('{"candidate": 1, "metrics": {"a": 1' + "0" * 400 + '}}', "f.jsonl")
+    (tmp_path / "counters.jsonl").write_bytes(b'{"candidate": 1, "metrics": {"a": 1}}\n'
+                                              b'{"candidate": 2, "tool": "caf\xe9", "metrics": {"a": 1}}\n')
+    with pytest.raises(AsightError, match=r"counters.jsonl:2: not UTF-8 text$"):
+        read_counters(tmp_path)
+
+
+def test_counters_of_a_torn_last_record_say_the_line_is_torn():
+    from asight_lsp.services.adopt import counter_candidates
+    records = read_records(GPU)[:-1]
+    entries = parse_counters(f'{{"candidate": {len(records)}, "metrics": {{"a": 1}}}}', "c.jsonl")
+    with pytest.raises(AsightError, match=f"record {len(records)} is the records file's torn last line"):
+        counter_candidates(entries, records, 0, "c.jsonl", torn=True)
+
+
+def test_a_counters_file_the_views_cannot_read_is_the_models_why_not_a_missing_file():
+    """Outside probe 2, F4: a 12 MiB file was dropped and the contour said "the run has no counters.jsonl"."""
+    from asight_lsp.views.searchspace import _counters_why
+    origin = {"origin": "model", "why": "the run has no counters.jsonl"}
+    _counters_why(origin, None, ["counters not used: c.jsonl is 12 MiB, more than the 8 MiB the product reads"])
+    assert origin["why"] == "counters not used: c.jsonl is 12 MiB, more than the 8 MiB the product reads"
