@@ -141,9 +141,12 @@ def device_run_refusal(meta: RunMeta) -> str:
     programs on this machine's CPU (docs/profiling.md); a kernel's time on its GPU is the tuning's."""
     kind = (meta.target or {}).get("kind", "gpu") if isinstance(meta.target, dict) else "gpu"
     best = f" ({meta.best_us:,.1f} µs on the machine that tuned it)" if meta.best_us else ""
+    tasks = [t.get("name") for t in meta.tasks or [] if t.get("name")]
+    code = (f"its kernels at `asight code --task TASK --level cuda` (tasks: {', '.join(tasks[:6])}"
+            f"{', …' if len(tasks) > 6 else ''})" if meta.kind == "relax" else "its kernel at `asight code --level cuda`")
     return (f"run {meta.id} is a {kind} run: profile and hotspots time programs on this machine's CPU, not on "
             f"a GPU; its measured time is the tuning's{best}, its counters are in `asight space` and "
-            "`asight loops`, its kernel at `asight code --level cuda`")
+            f"`asight loops`, {code}")
 
 
 def _with_build(profile: dict, meta: RunMeta | None) -> dict:

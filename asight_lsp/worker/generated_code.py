@@ -38,7 +38,7 @@ def _relax_task(parsed, params: dict):
     from .relax_pipeline import deployable, fuse
     from .relax_profile import block_names, call_sites
     stub_tensor_intrin()
-    target = measuring_target(params.get("target"))
+    target = measuring_target(params.get("target"), device=True)    # a GPU model's tasks need no device
     entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
     built, _ = deployable(parsed, entry, params.get("weights"))     # the tasks the run tuned
     tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target), target)}

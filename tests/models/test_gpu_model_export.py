@@ -79,6 +79,10 @@ def test_a_model_tuned_for_a_gpu_exports_here_and_says_it_was_not_checked(tmp_pa
     assert text.returncode == 0 and "outputs: not checked: this machine has no cuda device" in text.stdout
     assert "  note: the kernels are CUDA C in the library" in text.stdout
     assert "NOT the exported build" not in text.stdout
+    # each task's kernel in the code view without the GPU (outside probe 2, F6: "profiling measures on this CPU")
+    code = subprocess.run([sys.executable, "-m", "asight_lsp", "code", str(script), "--work-dir", str(store), "--task",
+                           "fused_matmul_relu", "--level", "cuda"], capture_output=True, text=True, timeout=900)
+    assert code.returncode == 0 and "__global__" in code.stdout, code.stderr
     # a kernel without a record cannot be tuned here: said at once (it sampled, built, and then blamed
     # "every sampled schedule was rejected" on the design space: outside probe 2026-11-29)
     gpu_run(store, script, meta, skip=("sum",))
