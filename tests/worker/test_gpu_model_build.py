@@ -34,6 +34,15 @@ def model():
     return Module
 
 
+@pytest.fixture(autouse=True)
+def cuda_intrinsics():
+    """TVM's CUDA tensor intrinsics, as the product's GPU tuning imports them: a test that ran earlier in
+    this process may have stubbed the package (``compat.stub_tensor_intrin``), and the default CUDA rules
+    then fail ("wmma_fill_16x16x16_f32 is not registered", seen when the files ran in another order)."""
+    from asight_lsp.worker.compat import import_tensor_intrin
+    import_tensor_intrin()
+
+
 def launch_bounds(executable) -> dict[str, int]:
     """Threads a block of each CUDA kernel in a built library (TVM's generated CUDA source)."""
     def sources(module):
