@@ -68,6 +68,9 @@ def check_target(target: str | None) -> str:
     text = target.strip()
     if text == GPU_WORD:
         return gpu_label(local_gpus()[0])
+    if text.startswith(("/", "./", "../", "~")) or text.endswith(".json"):
+        raise AsightError(f"unknown target '{text}': a file path is not a target; pass the Target JSON itself "
+                          "(--target \"$(cat FILE)\"), a kind or a tag")
     config = target_config(text)
     kind = config if isinstance(config, str) else str(config["kind"])
     if kind == "llvm":
@@ -125,8 +128,11 @@ def require_gpu_here(target: str | None, rpc: str | None) -> None:
         return
     text = target.strip()
     config = target_config(text) if text.startswith("{") else None
-    if not (text.startswith("nvidia/") or text.split()[0] == "cuda" or (isinstance(config, dict)
-                                                                        and config.get("kind") == "cuda")):
+    kind = config.get("kind") if isinstance(config, dict) else "cuda" if text.startswith("nvidia/") else text.split()[0]
+    if kind == "rocm" and not os.path.exists("/dev/kfd"):
+        raise AsightError("no AMD GPU on this machine (/dev/kfd is missing): a rocm target is tuned on its GPU; tune "
+                          "where it is, or measure on one with --rpc HOST:PORT:KEY")
+    if kind != "cuda":
         return
     try:
         local_gpus()

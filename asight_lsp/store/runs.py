@@ -410,7 +410,7 @@ class RunStore:
             return Run(path)
         runs = self.all()
         if ref == "latest" and runs:
-            return runs[-1]
+            return next((r for r in reversed(runs) if not _refused(r)), runs[-1])
         exact = [r for r in runs if r.id == ref]
         if exact:
             return exact[0]
@@ -451,6 +451,18 @@ class RunStore:
             if os.path.abspath(meta.file) == os.path.abspath(file) and (function is None or meta.function == function):
                 return meta
         return None
+
+
+def _refused(run: Run) -> bool:
+    """A run that failed before measuring anything (its target refused, its file refused): ``latest``
+    passes over it, as the editor does (outside probe 2, F7: `asight loops` answered "no measured
+    candidate yet" after a refused tune, for an adopted run beside it)."""
+    try:
+        meta = run.load()
+    except AsightError:
+        return False
+    records = run.path / DB_RECORDS
+    return meta.state == "failed" and not meta.trials_done and not (records.is_file() and records.stat().st_size)
 
 
 def _space_key(meta: RunMeta) -> tuple | None:

@@ -135,6 +135,7 @@ def test_other_units_syntax_error_does_not_block(tmp_path, monkeypatch):
     ("foo", "unknown target 'foo'"),
     ("{bad", "target JSON is not valid JSON"),
     ('{"mcpu": "znver3"}', 'target JSON needs a "kind"'),
+    ("/tmp/target.json", "a file path is not a target; pass the Target JSON itself"),
 ])
 def test_bad_targets(target, message, tmp_path):
     with pytest.raises(AsightError, match=message):
@@ -379,3 +380,20 @@ def test_a_one_function_units_name_is_that_functions_name_too():
     fn = next(f for f in two.functions if f.unit == "Mod")
     names = tuning.selection_names(two, select(two, fn.id))
     assert ("Mod" in names) == (len([f for f in two.functions if f.unit == "Mod"]) == 1)
+
+
+def test_a_rocm_target_without_an_amd_gpu_is_refused_before_a_run_is_made(tmp_path, monkeypatch):
+    monkeypatch.setattr(tuning.os.path, "exists", lambda path: False if path == "/dev/kfd" else True)
+    with pytest.raises(AsightError, match=r"^no AMD GPU on this machine \(/dev/kfd is missing\)"):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target="rocm", store_root=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_latest_passes_over_a_run_that_failed_before_measuring_anything(tmp_path):
+    import shutil
+    shutil.copytree(FIX / "runs" / "mbr128", tmp_path / "runs" / "mbr128")
+    store = RunStore(str(tmp_path))
+    refused = store.create(RunMeta(id="zz-refused", file="x.py", function="f", state="failed", created=time.time()))
+    assert store.get("latest").id == "mbr128"
+    (refused.path / "database_tuning_record.json").write_text("[0, [[[], []], [1e-05], null, []]]\n")
+    assert store.get("latest").id == "zz-refused"           # it has a record: it is the latest run
