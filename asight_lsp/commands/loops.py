@@ -59,7 +59,8 @@ def render(view: dict, graph: dict) -> str:
         for var, dist in st["strategies"]["tile"].items():
             lines.append(f"  tile {var}: {_dist(dist)}")
         for name in ("vectorize", "parallel", "unroll", "cache", "compute_at"):
-            lines.append(f"  {name}: {_dist(st['strategies'][name])}")
+            if name in st["strategies"]:     # a GPU stage has no CPU parallel loops
+                lines.append(f"  {name}: {_dist(st['strategies'][name])}")
         if st["loop_share"]:
             lines.append("  share of loops: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in st["loop_share"].items()))
         if st.get("best"):

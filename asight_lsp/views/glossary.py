@@ -34,8 +34,8 @@ TERMS: dict[str, str] = {
     "S / R (iterators)": "S = spatial loop (each iteration writes its own output), R = reduction loop "
                          "(iterations add into the same output); SSR = two spatial loops and one reduction.",
     "tile split": "a loop cut into nested loops of the given extents, outermost first (4×1×4×8 = 128).",
-    "vectorize length": "how many elements one SIMD instruction handles in the innermost loop; 0 = not vectorized.",
-    "parallel extent": "how many iterations run on separate threads; 0 = single-threaded.",
+    "vectorize length": "how many elements one vector instruction handles in the innermost loop (CPU SIMD lanes; on a GPU a vector load or store, e.g. float4); 0 = not vectorized.",
+    "parallel extent": "how many iterations run on separate CPU threads (a GPU schedule binds threads instead: see thread binding); 0 = single-threaded.",
     "unroll (max steps)": "the compiler may unroll loops under this one up to this many steps; 0 = no unrolling.",
     "compute-at": "where a block is computed: at the root (on its own) or inside a loop of another block "
                   "(fused with it), or inlined into its consumer.",

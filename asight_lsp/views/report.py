@@ -166,7 +166,7 @@ def _loop_section(view: dict | None) -> str:
         parts.append(f"<h3>{E(st['block'])}{kinds}</h3><div class=\"row\">")
         groups = [(f"tile {var}", dist) for var, dist in st["strategies"]["tile"].items()]
         groups += [(name.replace("_", "-"), st["strategies"][name])
-                   for name in ("vectorize", "parallel", "unroll", "cache", "compute_at")]
+                   for name in ("vectorize", "parallel", "unroll", "cache", "compute_at") if name in st["strategies"]]
         for head, dist in groups:
             parts.append(f'<div class="strategy"><b>{E(head)}</b>{_bars(dist)}</div>')
         parts.append("</div>")

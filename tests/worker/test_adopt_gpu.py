@@ -66,6 +66,9 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     assert "GPU (best, trial 76):" in loops.stdout and "thread_bound 30%" in loops.stdout
     assert "  threads: blockIdx.x 256 × threadIdx.x 64 · vthread 8 (256 blocks of 64 threads)" in loops.stdout
     assert "  latency-bound: 6 % of warp slots busy, 128 registers a thread" in loops.stdout
+    # no CPU parallel rows on a GPU stage (outside probe 2, F5): its threads are bound, not parallel loops
+    assert "  parallel:" not in loops.stdout and "parallel 0%" not in loops.stdout
+    assert "cache-read A" in " ".join(str(c.get("tags")) for c in space["categories"])
     assert {c.get("strategy") for c in space["cells"]} <= {"threads+vector+unroll", "threads+unroll", "threads+vector",
                                                            "threads"}
     principles = asight("principles", "--run", run.id, "--work-dir", str(store))
@@ -77,6 +80,7 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     html = out.read_text()
     assert "target cuda sm_90a" in html and "GPU — best candidate (trial 76)" in html
     assert "measured (Nsight Compute)" in html
+    assert "builders loading the cores" not in html and "machine that tuned" in html
 
 
 def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
