@@ -92,7 +92,7 @@ def render(p: dict) -> str:
         for cell in p["cells"]:
             if cell.get("winner"):
                 winners[cell["winner"]] = winners.get(cell["winner"], 0) + 1
-        lines.append(f"contour: {len(contour['lines'])} lines at {contour['levels']} ({contour['unit']}); "
+        lines.append(f"contour: {len(contour['lines'])} line pieces at levels {contour['levels']} ({contour['unit']}); "
                      f"cells won by " + ", ".join(f"{k} {v}" for k, v in sorted(winners.items(), key=lambda kv: -kv[1])))
         for c in contour["categories"]:
             lines.append(f"  {c['id']}: {c['source']}")

@@ -106,7 +106,7 @@ def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | Non
     path = Path(counters) if counters else folder / COUNTERS
     if not path.is_file():
         if counters:
-            raise AsightError(f"no counters file {counters}")
+            raise AsightError(f"{counters} is not a regular file" if path.exists() else f"no counters file {counters}")
         return None, None, []
     text = counters_text(path)            # what the views will read: bounded, plain, UTF-8
     entries = parse_counters(text, str(path))

@@ -296,10 +296,10 @@ def _note(run: Run | None, best: bool, shares: list, record: dict | None) -> str
     if record is not None and record.get("latency_us") is None:
         return (f"trial {record['trial']} has no measured latency: it failed where it was tuned (its build or run "
                 "failed or timed out); this is the code it would have run")
-    if not best:
-        return "latency shares are measured for the best record only; this candidate has none"
     if not shares and runs_on_device(run.load().target):
         return "no per-line latency shares: they come from a profile on this machine's CPU, and this is a GPU run"
+    if not best:
+        return "latency shares are measured for the best record only; this candidate has none"
     if not shares:
         return "no cached profile of this run: profile it (asight profile / the Profile lens) for per-line shares"
     return ""
