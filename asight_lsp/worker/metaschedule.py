@@ -223,11 +223,6 @@ def target_json(target) -> dict:
     return _plain(target.export())
 
 
-def device_for(target):
-    kind = target.kind.name
-    return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
-
-
 # --------------------------------------------------------------------------- tasks
 
 

@@ -268,6 +268,7 @@ class TuningProcess:
         """Parse, resolve the target, plan the tasks, check the device (and, over RPC, the baseline)."""
         from . import rpc_baseline as baseline
         from . import metaschedule as tuning
+        from .remeasure import device_of
         from ..store.runs import read_records
         parsed, member = self.parse(meta)
         parsed, build = self.deployable(parsed, member, meta)
@@ -287,7 +288,7 @@ class TuningProcess:
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
-        elif not tuning.device_for(target).exist:
+        elif not device_of(target).exist:
             raise InputProblem(f"no {target.kind.name} device on this machine; measure on one with --rpc", "usage")
         self.baseline_us = meta.baseline_us
         if meta.rpc and self.baseline_us is None:   # measured on the remote device; no re-measurement there
