@@ -23,6 +23,14 @@ def asight(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+def code_view(store, run, level: str, *more: str) -> dict:
+    """``asight code --json`` of the recorded matmul at ``level`` (it must succeed)."""
+    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", level,
+                  "--json", *more)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 @pytest.fixture(scope="module")
 def adopted(tmp_path_factory):
     store = tmp_path_factory.mktemp("adopt") / ".asight"
@@ -110,10 +118,7 @@ def test_without_counters_the_contour_is_the_model_and_says_so(tmp_path):
 
 def test_code_view_shows_the_cuda_source_linked_to_the_tir_lines_without_a_gpu(adopted):
     store, run, _ = adopted
-    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "cuda",
-                  "--json")
-    assert proc.returncode == 0, proc.stderr
-    view = json.loads(proc.stdout)
+    view = code_view(store, run, "cuda")
     assert view["language"] == "cuda" and view["candidate"]["trial"] == 76
     lines = view["text"].splitlines()
     assert any("__global__" in line for line in lines)
@@ -159,10 +164,7 @@ def test_ptx_with_nvcc_is_linked_through_the_cuda_lines_to_the_tir(adopted):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH: PTX is not offered (the test above checks the reason)")
     store, run, _ = adopted
-    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "ptx",
-                  "--json")
-    assert proc.returncode == 0, proc.stderr
-    view = json.loads(proc.stdout)
+    view = code_view(store, run, "ptx")
     assert view["language"] == "ptx" and view["candidate"]["trial"] == 76
     lines = view["text"].splitlines()
     assert any(line.startswith(".target sm_90a") for line in lines) and any(".entry main_kernel" in l for l in lines)
@@ -175,10 +177,7 @@ def test_ptx_with_nvcc_is_linked_through_the_cuda_lines_to_the_tir(adopted):
 
 def test_lowered_tir_of_a_cuda_run_is_built_here_and_the_cpu_levels_say_where_its_kernels_are(adopted):
     store, run, _ = adopted
-    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "lowered",
-                  "--json")
-    assert proc.returncode == 0, proc.stderr
-    view = json.loads(proc.stdout)
+    view = code_view(store, run, "lowered")
     assert 'T.launch_thread("threadIdx.x", 64)' in view["text"] and "A_shared = T.alloc_shared" in view["text"]
     source = (GPU / "matmul1024.py").read_text().splitlines()
     update = next(i for i, t in enumerate(source) if "A[vi, vk] * B[vk, vj]" in t)
@@ -265,13 +264,9 @@ def test_the_code_of_a_candidate_that_failed_where_it_was_tuned_says_so(adopted)
     store, run, _ = adopted
     records = [json.loads(line) for line in (GPU / "database_tuning_record.json").read_text().splitlines()]
     failed = next(i for i, r in enumerate(records) if min(r[1][1]) >= 1e9)
-    proc = asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store), "--level", "cuda",
-                  "--candidate", str(failed), "--json")
-    assert proc.returncode == 0, proc.stderr
-    view = json.loads(proc.stdout)
+    view = code_view(store, run, "cuda", "--candidate", str(failed))
     assert view["note"] == (f"trial {failed} has no measured latency: it failed where it was tuned (its build or run "
                             "failed or timed out); this is the code it would have run")
-    best = json.loads(asight("code", str(GPU / "matmul1024.py"), "--run", run.id, "--work-dir", str(store),
-                             "--level", "cuda", "--json").stdout)
+    best = code_view(store, run, "cuda")
     assert best["note"] == ("no per-line latency shares: they come from a profile on this machine's CPU, and this "
                             "is a GPU run")
