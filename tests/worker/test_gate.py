@@ -102,16 +102,24 @@ def test_the_payloads_are_live_without_the_gate(tmp_path):
 
 @pytest.mark.slow
 def test_no_payload_runs_through_check_or_outline(tmp_path):
-    for path in HOSTILE:
-        for command in (["check"], ["outline"]):
-            proc = subprocess.run([sys.executable, "-m", "asight_lsp", *command, str(path)], cwd=tmp_path,
-                                  capture_output=True, text=True, timeout=120)
-            if command[0] == "check" and path.name in ONE_TEXT:
-                assert proc.returncode == 0 and "no problems (1 unit(s) checked)" in proc.stdout, (path.name, proc.stdout)
-            elif command[0] == "check":
-                assert proc.returncode == 1 and "not evaluated" in proc.stdout, (path.name, proc.stdout)
-            else:
-                assert proc.returncode == 0 and proc.stdout.strip(), (path.name, proc.stderr)  # still outlined
+    """Every hostile file through the real CLI, ``check`` and ``outline`` (a process each, four at a time:
+    148 processes one by one took 70 s of the suite)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(job):
+        path, command = job
+        return path, command, subprocess.run([sys.executable, "-m", "asight_lsp", *command, str(path)], cwd=tmp_path,
+                                             capture_output=True, text=True, timeout=300)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = list(pool.map(run, [(path, command) for path in HOSTILE for command in (["check"], ["outline"])]))
+    for path, command, proc in done:
+        if command[0] == "check" and path.name in ONE_TEXT:
+            assert proc.returncode == 0 and "no problems (1 unit(s) checked)" in proc.stdout, (path.name, proc.stdout)
+        elif command[0] == "check":
+            assert proc.returncode == 1 and "not evaluated" in proc.stdout, (path.name, proc.stdout)
+        else:
+            assert proc.returncode == 0 and proc.stdout.strip(), (path.name, proc.stderr)  # still outlined
     assert not list(tmp_path.rglob(MARKER))
 
 
