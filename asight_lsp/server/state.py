@@ -20,7 +20,7 @@ from typing import Any
 from pygls.uris import from_fs_path, to_fs_path
 
 from ..store.runs import default_store_root
-from ..tvmscript.hashing import function_hash
+from ..tvmscript.hashing import constants_used, function_hash, function_text
 from ..tvmscript.model import Function, Outline
 from ..tvmscript.pysource import source_lines
 from .idle_gc import IdleCollector
@@ -259,7 +259,15 @@ class ServerState:
         if not results.index.for_function(doc.path, fn.id):
             return None   # most functions have no run: their source hash is not needed (after an Enter
             #               every function below it is a new object, and hashing them all cost ms)
-        return results.result(doc.path, fn, self.hash_of(doc, fn, lines), with_details=details)
+        return results.result(doc.path, fn, self.hash_of(doc, fn, lines), with_details=details,
+                              constants=self.constants_of(doc, fn, lines))
+
+    def constants_of(self, doc: DocState, fn: Function, lines: list[str] | None = None) -> dict:
+        """The module constants ``fn`` uses (``hashing.constants_used``; cached with its hash)."""
+        found = doc.outline.outline.constants if doc.outline is not None else {}
+        text = doc.outline_text or doc.text
+        return constants_used(found, function_text(text, fn, lines if lines is not None else
+                                                   (doc.lines if text is doc.text else None)))
 
     def uri_of(self, path: str) -> str:
         for uri, doc in self.docs.items():

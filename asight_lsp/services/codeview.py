@@ -24,7 +24,7 @@ from ..errors import AsightError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
 from ..store.runs import Run, RunStore, read_records
-from ..tvmscript.hashing import function_hash
+from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
@@ -166,9 +166,12 @@ def _task_note(task: str, calls: list[dict], timed: bool, profile: dict | None, 
 
 def _stale(run: Run, selection, text: str) -> bool:
     """Whether the selected function's source differs from what the run tuned (jobs.start_tune's hashes)."""
-    hashes = run.load().source_hashes or {}
+    meta = run.load()
+    hashes = meta.source_hashes or {}
     known = [fn for fn in selection.functions if fn.id in hashes]
-    return any(hashes[fn.id] != function_hash(text, fn) for fn in known)
+    constants = build_outline(text).constants
+    return any(hashes[fn.id] != function_hash(text, fn) or not constants_hold(
+        meta.extra.get("constants"), constants_used(constants, function_text(text, fn))) for fn in known)
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:

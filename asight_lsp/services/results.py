@@ -19,6 +19,7 @@ from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.index import RunIndex
 from ..store.runs import Run, RunMeta
+from ..tvmscript.hashing import constants_hold
 from ..tvmscript.model import Function
 from .jobs import LIVE_STATES
 
@@ -78,16 +79,19 @@ class Results:
         self._profiles: dict[str, tuple[int, dict | None]] = {}
         self.lock = threading.RLock()   # payload builders ask from worker threads
 
-    def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True) -> FunctionResult | None:
+    def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True,
+               constants: dict | None = None) -> FunctionResult | None:
         """The run to show for ``fn``: a live one, else the newest fresh one with results, else the
-        newest stale one with results."""
+        newest stale one with results.  ``constants``: the module constants the function uses now
+        (``hashing.constants_used``): a run that tuned another value of one is stale."""
         runs = self.index.for_function(file, fn.id)
         if not runs:
             return None
 
         def fresh(meta: RunMeta) -> bool:
             recorded = (meta.source_hashes or {}).get(fn.id)
-            return recorded is None or current_hash is None or recorded == current_hash
+            same = recorded is None or current_hash is None or recorded == current_hash
+            return same and constants_hold((meta.extra or {}).get("constants"), constants or {})
 
         useful = [m for m in runs if m.best_us is not None or m.trials_done]
         chosen = (next((m for m in runs if m.state in LIVE_STATES and fresh(m)), None)

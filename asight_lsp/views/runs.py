@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .. import protocol as P
 from ..store.runs import RunMeta
-from ..tvmscript.hashing import function_hash
+from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
+from ..tvmscript.outline import build_outline
 from ..tvmscript.model import Function
 from .measured import measurement_stamp
 from .text import headline_text
@@ -35,10 +36,13 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
 def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None) -> dict:
     """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it."""
     current = {function.id: function_hash(text, function)} if function is not None and text is not None else {}
+    used = (constants_used(build_outline(text).constants, function_text(text, function))
+            if function is not None and text is not None else {})
     runs = []
     for meta in metas:
         stale = None
         if function is not None and function.id in (meta.source_hashes or {}):
-            stale = meta.source_hashes[function.id] != current.get(function.id)
+            stale = (meta.source_hashes[function.id] != current.get(function.id)
+                     or not constants_hold((meta.extra or {}).get("constants"), used))
         runs.append(run_summary(meta, stale))
     return {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}

@@ -210,3 +210,28 @@ def test_a_request_naming_a_one_function_unit_means_that_function():
     outline = build_outline(MBR)
     assert find_function(outline, "MatmulBiasRelu") is outline.functions[0]
     assert find_function(outline, "Nothing") is None
+
+
+def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
+    """Outside probe 3, F2: N = 1024 → 512 left the 1024³ run fresh for the function (its text is the same)."""
+    from asight_lsp.services.results import Results
+    from asight_lsp.tvmscript.hashing import constants_hold, constants_used
+    text = "N = 512\nM = 3\n@T.prim_func\ndef f(A: T.Buffer((N, N), 'float32')):\n    pass\n"
+    assert constants_used({"N": 512, "M": 3, "NN": 1}, text.split("\n", 2)[2]) == {"N": 512}
+    assert not constants_hold({"N": 1024}, {"N": 512}) and constants_hold({"N": 512, "M": 9}, {"N": 512})
+    assert constants_hold({}, {"N": 512})          # a run that recorded no constants is judged by its text alone
+    assert constants_hold({"S": [64, 64]}, {"S": (64, 64)})      # run.json keeps a tuple as a list
+
+    class Index:
+        def for_function(self, file, fn_id):
+            return [mbr_result().meta]
+
+        def run_dir(self, run_id):
+            return Path(".")
+    fn = build_outline(MBR).functions[0]
+    meta = mbr_result().meta
+    results = Results(Index())
+    meta.extra["constants"] = {"N": 1024}
+    Index.for_function = lambda self, file, fn_id: [meta]
+    assert results.result("x.py", fn, None, with_details=False, constants={"N": 512}).stale
+    assert not results.result("x.py", fn, None, with_details=False, constants={"N": 1024}).stale
