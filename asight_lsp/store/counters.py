@@ -33,7 +33,9 @@ def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = json.loads(line, object_pairs_hook=_one_each)
+        except _DuplicateKey as err:
+            raise AsightError(f"{where}:{number}: the key {str(err)[:80]!r} appears twice in one object") from None
         except json.JSONDecodeError as err:
             raise AsightError(f"{where}:{number}: not JSON ({err.msg})") from None
         except RecursionError:
@@ -43,6 +45,21 @@ def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
             raise AsightError(f"{where}:{number}: {problem}")
         out.append({"line": number, "candidate": entry["candidate"], "tool": str(entry.get("tool") or "unknown tool"),
                     "metrics": {str(k): float(v) for k, v in entry["metrics"].items()}})
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _one_each(pairs: list) -> dict:
+    """A JSON object whose keys are distinct: JSON keeps the last of two "candidate" keys silently,
+    which moved the best's counters to another record (outside probe 3, F6)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
     return out
 
 
@@ -65,6 +82,21 @@ def _problem(entry) -> str | None:
     for name, value in entry["metrics"].items():
         if not _plain_number(value):
             return f"metric {str(name)[:80]!r} must be a finite number ≥ 0, not {str(value)[:40]!r}"
+        bound = _bound(str(name))
+        if bound and not (value <= bound[0] and (not bound[1] or float(value).is_integer())):
+            return f"metric {str(name)[:80]!r} is {value!r}: {bound[2]}"
+    return None
+
+
+def _bound(name: str) -> tuple | None:
+    """(largest value, whole number?, what it is) for metrics whose range is known: a percentage of a
+    peak, registers a thread, shared memory a block (outside probe 3, F1: "occupancy 250 %")."""
+    if "pct" in name or name.endswith("hit_rate"):   # ncu reports a little over 100 at times (L2 hits 102.89 on the H100)
+        return 150.0, False, "a percentage of a peak this far above 100 is not a measurement"
+    if name.startswith("launch__registers_per_thread"):
+        return 255.0, True, "registers a thread are a whole number, at most 255 on NVIDIA GPUs"
+    if name.startswith("launch__shared_mem_per_block"):
+        return float(1 << 20), True, "shared memory a block is whole bytes, at most 1 MiB"
     return None
 
 

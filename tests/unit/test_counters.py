@@ -85,6 +85,12 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": 2, "metrics": {"sm__x.pct": "high"}}', "metric 'sm__x.pct' must be a finite number ≥ 0, not 'high'"),
     ('{"candidate": 2, "metrics": {"sm__x.pct": true}}', "metric 'sm__x.pct' must be a finite number"),
     ('{"candidate": 1, "metrics": {"a": 99}}', r"candidate 1 again \(line 1 has it\): one line per program"),
+    ('{"candidate": 2, "metrics": {"sm__warps_active.avg.pct_of_peak_sustained_active": 250}}',
+     "metric '[^']+' is 250: a percentage of a peak this far above 100 is not a measurement"),
+    ('{"candidate": 2, "metrics": {"a": 1}, "candidate": 3}', "the key 'candidate' appears twice in one object"),
+    ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 100000}}', "metric '[^']+' is 100000: registers"),
+    ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0.5}}', "metric '[^']+' is 0.5: registers"),
+    ('{"candidate": 2, "metrics": {"launch__shared_mem_per_block_static": 1e9}}', "metric '[^']+' is 1000000000.0: sh"),
 ])
 def test_a_bad_counters_line_is_refused_with_its_number(line, message):
     with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
