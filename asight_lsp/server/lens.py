@@ -28,12 +28,22 @@ def lens_line(fn: Function, lines: list[str]) -> int:
     return line
 
 
-def static_lenses(uri: str, fn: Function, line: int, profile: bool = True) -> list[tuple[int, str, str, dict]]:
-    """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``; no Profile
-    where the function's run is a GPU run (``profiles``)."""
+def static_lenses(uri: str, fn: Function, line: int, profile: bool = True,
+                  target: str | None = None) -> list[tuple[int, str, str, dict]]:
+    """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``.  Where the
+    function's run is a GPU run (``profiles`` false): no Profile, and Tune tunes its target
+    (``target``; it clicked into a CPU tune of a 1024³ matmul before: outside probe 3, F3)."""
     arg = {"uri": uri, "function": fn.id}
-    return [(line, "▶ Tune", P.CMD_TUNE, arg)] + ([(line, "Profile", P.CMD_PROFILE, arg)] if profile else []) + [
+    tune = {**arg, "target": target} if target else arg
+    return [(line, "▶ Tune", P.CMD_TUNE, tune)] + ([(line, "Profile", P.CMD_PROFILE, arg)] if profile else []) + [
         (line, "Search space", P.CMD_SHOW_SEARCH_SPACE, arg), (line, "Loop view", P.CMD_SHOW_LOOP_VIEW, arg)]
+
+
+def device_target(result: FunctionResult | None) -> str | None:
+    """The target a GPU run tuned (what its Tune lens tunes again), None for a CPU run."""
+    if result is None or result.profiles_here:
+        return None
+    return (result.meta.extra or {}).get("target_spec") or None
 
 
 def profiles(result: FunctionResult | None) -> bool:
@@ -93,8 +103,9 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
     which = f"Shows the measurement of {stamp['when']} UTC ({stamp['by']}, {stamp['load']}). " if stamp else ""
     tooltip = "ASight, the model end to end (click: Model, Hotspots, Stage graph, Re-measure, …): " + which + " ".join(
         p for p in [result_lens_title(result), "—", result_lens_tooltip(result) or ""] if p).strip(" —")
+    target = device_target(result)
     items = [{"label": "▶ Tune", "detail": "tune the model again (a new run)", "command": P.CMD_TUNE,
-              "argument": {"uri": uri, "function": fn.id}},
+              "argument": {"uri": uri, "function": fn.id, **({"target": target} if target else {})}},
              {"label": "Profile", "detail": "the run's per-call profile (the shown measurement)",
               "command": P.CMD_PROFILE, "argument": arg},
              {"label": "Re-measure", "detail": "a new dated measurement, kept beside the shown one; shown unless it "
@@ -163,7 +174,7 @@ def result_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> 
 
 def function_lenses(uri: str, fn: Function, result: FunctionResult | None, line: int) -> list[tuple[int, str, str, dict]]:
     """All lenses of one function."""
-    return static_lenses(uri, fn, line, profiles(result)) + (result_lenses(uri, fn, result, line) if result is not None else [])
+    return static_lenses(uri, fn, line, profiles(result), device_target(result)) + (result_lenses(uri, fn, result, line) if result is not None else [])
 
 
 def module_lenses(uri: str, outline: Outline, lines: list[str]) -> list[tuple[int, str, str, dict]]:
@@ -244,10 +255,11 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
     for fn in outline.functions:
         line = lens_line(fn, lines)
         result = ls.state.result(doc, fn, details=False, lines=lines)
-        key = fn.id if profiles(result) else f"{fn.id} no profile"
+        key = fn.id if profiles(result) else f"{fn.id} on {device_target(result)}"
         template = fragments.get(key)
         if template is None:
-            template = fragments[key] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE, profiles(result)))
+            template = fragments[key] = code_lens_json(static_lenses(doc.uri, fn, ANY_LINE, profiles(result),
+                                                                     device_target(result)))
         if is_model(fn, result):   # a model's short line replaces the static lenses
             parts.append(code_lens_json(model_lenses(doc.uri, fn, result, line)))
             continue

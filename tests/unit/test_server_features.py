@@ -94,7 +94,11 @@ def test_lenses_and_hints():
         "Re-tune with principles"  # principles of an outdated source would steer the wrong program
     gpu = mbr_result()
     gpu.meta.target = {"kind": "cuda", "arch": "sm_90a"}    # profiles time programs on this CPU: none offered
-    assert P.CMD_PROFILE not in [l[2] for l in function_lenses("file:///x.py", fn, gpu, 7)]
+    gpu.meta.extra["target_spec"] = "nvidia/nvidia-h100"
+    on_gpu = function_lenses("file:///x.py", fn, gpu, 7)
+    assert P.CMD_PROFILE not in [l[2] for l in on_gpu]
+    assert on_gpu[0][1] == "▶ Tune" and on_gpu[0][3]["target"] == "nvidia/nvidia-h100"   # tunes its GPU target
+    assert "target" not in lenses[0][3]
     blocks = {line: label for line, label, _ in block_hints(fn, mbr_result())}
     assert blocks[16].startswith("87% · parallel")
     loops = {line: label for line, label, _ in loop_hints(fn, mbr_result())}
