@@ -348,7 +348,8 @@ class _Replay:
             return
         thread = attrs[0] if attrs else "?"
         self.summary(loop.block)["bind"].append({"loops": list(loop.labels), "thread": thread, "extent": loop.extent})
-        self.step(loop.block, f"bind {' '.join(loop.labels)} to {thread}")
+        extent = f" ({loop.extent:,})" if isinstance(loop.extent, int) else ""
+        self.step(loop.block, f"bind {' '.join(loop.labels)} to {thread}{extent}")
 
     def do_Annotate(self, index, inputs, attrs, outputs):
         key = attrs[0] if attrs else ""

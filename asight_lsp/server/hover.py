@@ -154,9 +154,15 @@ def gpu_line(result: FunctionResult) -> str | None:
         entries = read_counters(result.run_dir)
     except AsightError:
         return None
+    from ..analysis.counters import OCCUPANCY, SHARED
     metrics = by_candidate(entries)[0].get(int(result.best["trial"])) if entries else None
     words = limiter(metrics) if metrics else None
-    return f"- GPU (measured counters of trial {result.best['trial']}): {words['text']}" if words else None
+    if not words:
+        return None
+    more = [f"{metrics[SHARED]:,.0f} B shared memory a block" if metrics.get(SHARED) is not None else "",
+            f"achieved occupancy {metrics[OCCUPANCY]:.0f} %" if metrics.get(OCCUPANCY) is not None else ""]
+    more_text = "; " + ", ".join(m for m in more if m) if any(more) else ""
+    return f"- GPU (measured counters of trial {result.best['trial']}): {words['text']}{more_text}"
 
 
 def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:

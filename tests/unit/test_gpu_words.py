@@ -51,7 +51,8 @@ def test_hover_line_reads_the_runs_counters_for_its_best_trial():
     result = FunctionResult("main", meta, GPU, stale=False, best={"trial": 76, "latency_us": 134.6})
     assert gpu_line(result) == ("- GPU (measured counters of trial 76): latency-bound: 6 % of warp slots busy, "
                                 "128 registers a thread (DRAM 1 %, SM 26 % of peak); too few warps in flight to "
-                                "hide memory and pipeline latency")
+                                "hide memory and pipeline latency; 13,056 B shared memory a block, achieved "
+                                "occupancy 6 %")
     result.best = {"trial": 0, "latency_us": 1.0}      # a failed build: no counters
     assert gpu_line(result) is None
 

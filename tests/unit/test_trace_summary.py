@@ -163,6 +163,7 @@ def test_gpu_stages_name_the_buffers_tvm_stages_and_their_loops_as_tvm_names_the
         "cache-read B", "compute B_shared at C k0"]
     summary = summarize_trace(record["insts"], record["decisions"], source_blocks(fn))
     derived = summary["blocks"]["C"]["derived_steps"]
-    assert "A_shared: fuse ax0 ax1" in derived and "B_shared: bind (ax0·ax1)1 to threadIdx.x" in derived
+    assert "A_shared: fuse ax0 ax1" in derived and "B_shared: bind (ax0·ax1)1 to threadIdx.x (64)" in derived
     assert "A_shared: vectorize (ax0·ax1)2 (width 4)" in derived
     assert not [step for step in derived if "()" in step or step.rstrip().endswith("fuse")]
+    assert "bind i0 j0 to blockIdx.x (256)" in summary["blocks"]["C"]["steps"]      # extents in the hover's steps
