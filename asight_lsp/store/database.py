@@ -100,9 +100,16 @@ def _health(run_dir: Path) -> DatabaseHealth:
     if health.problems:
         health.damage = (f"{health.problems[0]}" + (f" (and {len(health.problems) - 1} more)" if
                                                     len(health.problems) > 1 else "") +
-                         f"; TVM cannot load it (its {health.records} readable records stay in {run_dir}; "
+                         f"; {_cannot(health.problems)} (its {health.records} readable records stay in {run_dir}; "
                          "`asight tune --new` starts a fresh run)")
     return health
+
+
+def _cannot(problems: list) -> str:
+    """What the damage means: TVM refuses most of it; a latency no runner writes it would load, wrongly."""
+    if all(": run_secs must be" in p for p in problems):
+        return "its latencies cannot be used"
+    return "TVM cannot load it"
 
 
 def _bad_seconds(run_secs) -> str | None:

@@ -175,8 +175,18 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
                 "profiled": profiled, "candidates": int(len(idx))}
     gains, cats = ct.candidate_gains(table, idx, target)
     why = ("the run has no counters.jsonl" if counters is None else "the run's counters.jsonl is empty" if not counters
-           else "no counters match the run's measured candidates")
+           else _unmatched(counters, table))
     return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}
+
+
+def _unmatched(counters: list, table) -> str:
+    """Why counters gave no gain: no line names a measured candidate, or none of their metrics is one
+    the contour groups (DRAM / SM / GPU percentages, rates, stalls; outside probe 3, F7)."""
+    measured = {int(t) for t in table.trials[table.valid]}
+    if not any(e["candidate"] in measured for e in counters):
+        return "no counters match the run's measured candidates"
+    return ("none of counters.jsonl's metrics is one the contour uses (Nsight Compute dram__/sm__/smsp__/l1tex__/"
+            "gpu__/lts__ percentages, hit rates or stalls)")
 
 
 def _counters_why(origin: dict, tried: dict | None, notes: list) -> None:

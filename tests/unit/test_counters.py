@@ -154,3 +154,14 @@ def test_a_counters_file_the_views_cannot_read_is_the_models_why_not_a_missing_f
     origin = {"origin": "model", "why": "the run has no counters.jsonl"}
     _counters_why(origin, None, ["counters not used: c.jsonl is 12 MiB, more than the 8 MiB the product reads"])
     assert origin["why"] == "counters not used: c.jsonl is 12 MiB, more than the 8 MiB the product reads"
+
+
+def test_counters_whose_metrics_the_contour_does_not_use_say_so():
+    """Outside probe 3, F7: unknown metrics gave "no counters match the run's measured candidates"."""
+    from types import SimpleNamespace
+    from asight_lsp.views.searchspace import _unmatched
+    table = SimpleNamespace(trials=np.array([3, 4]), valid=np.array([True, True]))
+    assert _unmatched([{"candidate": 3, "metrics": {"foo.bar": 1.0}}], table).startswith(
+        "none of counters.jsonl's metrics is one the contour uses")
+    assert _unmatched([{"candidate": 9, "metrics": {"foo.bar": 1.0}}], table) == \
+        "no counters match the run's measured candidates"
