@@ -186,7 +186,8 @@ class _StageTally:
                      "under_unroll_pragma": self.kinds["under_unroll_pragma"] / self.loops_total}
             if self.kinds["t"]:   # a GPU schedule: loops bound to blockIdx / threadIdx / vthread
                 share["thread_bound"] = self.kinds["t"] / self.loops_total
-                del share["parallel"]     # a CPU loop kind: a GPU schedule binds threads instead
+                del share["parallel"], share["vectorized"]   # a GPU schedule binds threads; its vector loads
+                #                                                  sit in the cache stages, not this block's nest
         if self.source_loops:
             share["split"] = self.split_loops / self.source_loops
         return {
@@ -195,7 +196,7 @@ class _StageTally:
                 "tile": {var: _distribution(c, n, self.tile_latencies[var]) for var, c in self.tiles.items()},
                 "tile_factors": {var: [_distribution(c, n) for c in per_pos] for var, per_pos in self.factors.items()},
                 **{s: _distribution(self.counters[s], n, self.latencies[s]) for s in STRATEGIES
-                   if s != "tile" and not (s == "parallel" and self.kinds["t"])}},
+                   if s != "tile" and not (s in ("parallel", "vectorize") and self.kinds["t"])}},
             "loop_share": {k: round(v, 4) for k, v in share.items()},
             "mean_loops": round(self.loops_total / self.present, 2) if self.present else None,
         }

@@ -76,6 +76,7 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     assert "  latency-bound: 6 % of warp slots busy, 128 registers a thread" in loops.stdout
     # no CPU parallel rows on a GPU stage (outside probe 2, F5): its threads are bound, not parallel loops
     assert "  parallel:" not in loops.stdout and "parallel 0%" not in loops.stdout
+    assert "  vectorize:" not in loops.stdout and "vectorized 0%" not in loops.stdout   # float4 fills sit in A_shared
     assert "cache-read A" in " ".join(str(c.get("tags")) for c in space["categories"])
     assert {c.get("strategy") for c in space["cells"]} <= {"threads+vector+unroll", "threads+unroll", "threads+vector",
                                                            "threads"}
