@@ -20,7 +20,7 @@ from typing import Any
 from pygls.uris import from_fs_path, to_fs_path
 
 from ..store.runs import default_store_root
-from ..tvmscript.hashing import constants_used, function_hash, function_text
+from ..tvmscript.hashing import constants_used, function_text, source_hash
 from ..tvmscript.model import Function, Outline
 from ..tvmscript.pysource import source_lines
 from .idle_gc import IdleCollector
@@ -63,7 +63,7 @@ class DocState:
     cache: OutlineCache = field(default_factory=OutlineCache)
     outline: DocumentOutline | None = None
     outline_text: str | None = None
-    hashes: dict = field(default_factory=dict)   # id(function) -> (function, source hash)
+    hashes: dict = field(default_factory=dict)   # id(function) -> (function, source hash, constants used)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tvm_diagnostics: dict = field(default_factory=dict)   # unit key -> [diagnostic dict], unit-relative lines
     diagnostics_task: asyncio.Task | None = None
@@ -245,13 +245,24 @@ class ServerState:
     def hash_of(self, doc: DocState, fn: Function, lines: list[str] | None = None) -> str:
         """The function's source hash (cached per outline object); ``lines``: the text ``fn`` was
         outlined from, split (default: the document's outline text)."""
+        return self._keyed(doc, fn, lines)[1]
+
+    def constants_of(self, doc: DocState, fn: Function, lines: list[str] | None = None) -> dict:
+        """The module constants ``fn`` uses (``hashing.constants_used``), cached with its hash: an
+        outline object is made anew when the constants it sees change."""
+        return self._keyed(doc, fn, lines)[2]
+
+    def _keyed(self, doc: DocState, fn: Function, lines: list[str] | None) -> tuple:
+        """``(fn, source hash, constants used)``, from one read of the function's text."""
         hit = doc.hashes.get(id(fn))
         if hit is None or hit[0] is not fn:   # an outline object stands for the same text while it lives
             text = doc.outline_text or doc.text
             if lines is None and text is doc.text:
                 lines = doc.lines
-            hit = doc.hashes[id(fn)] = (fn, function_hash(text, fn, lines))
-        return hit[1]
+            own = function_text(text, fn, lines)
+            found = doc.outline.outline.constants if doc.outline is not None else {}
+            hit = doc.hashes[id(fn)] = (fn, source_hash(own), constants_used(found, own))
+        return hit
 
     def result(self, doc: DocState, fn: Function, details: bool = True,
                lines: list[str] | None = None) -> FunctionResult | None:
@@ -261,13 +272,6 @@ class ServerState:
             #               every function below it is a new object, and hashing them all cost ms)
         return results.result(doc.path, fn, self.hash_of(doc, fn, lines), with_details=details,
                               constants=self.constants_of(doc, fn, lines))
-
-    def constants_of(self, doc: DocState, fn: Function, lines: list[str] | None = None) -> dict:
-        """The module constants ``fn`` uses (``hashing.constants_used``; cached with its hash)."""
-        found = doc.outline.outline.constants if doc.outline is not None else {}
-        text = doc.outline_text or doc.text
-        return constants_used(found, function_text(text, fn, lines if lines is not None else
-                                                   (doc.lines if text is doc.text else None)))
 
     def uri_of(self, path: str) -> str:
         for uri, doc in self.docs.items():
