@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AsightError
+from ..store.database import require_records_target
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
@@ -65,6 +66,7 @@ def prepare_run(run: Run) -> RunMeta:
     """Load the run; make a finished run's JSON DB loadable by TVM (drops a torn last line)."""
     meta = run.load()
     if meta.state not in LIVE_STATES:
+        require_records_target(run, meta)
         run.repair_db()
     return meta
 

@@ -18,6 +18,7 @@ from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
 from ..engine import wire
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
+from ..store.database import require_records_target
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..tvmscript.outline import build_outline
@@ -149,6 +150,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = run.load()
+    require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
     shown, names, only = _task(run, meta, task, records)

@@ -20,6 +20,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import AsightError
 from .runs import (DB_RECORDS, DB_WORKLOADS, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
                    json_lines, read_json_lines)
 
@@ -31,6 +32,7 @@ class DatabaseHealth:
     workloads: int = 0                # workload lines
     torn_workload: bool = False       # the workload file ends in an unreadable line no record names
     damage: str | None = None         # why TVM cannot use the database; None: it can
+    target_kinds: set = field(default_factory=set)   # the kinds of the targets the records were tuned for
     problems: list = field(default_factory=list)
 
     @property
@@ -61,6 +63,28 @@ def require_intact(run_dir: str | os.PathLike) -> DatabaseHealth:
     return health
 
 
+def require_records_target(run: Run, meta: RunMeta) -> None:
+    """A finished run's target is its records' (both written by the job, or by adopt): a run.json
+    hand-edited to say ``llvm`` over records tuned for ``cuda`` made ``asight profile`` time the GPU
+    trace on this CPU (outside probe 3, F8).  AsightError when run.json names another kind."""
+    kind = _kind(meta.target)
+    kinds = {k for k in database_health(run.path).target_kinds if isinstance(k, str)}
+    if meta.state in ("queued", "running") or kind == "a tag" or not kinds or kind in kinds:
+        return
+    raise AsightError(f"run {run.id}: run.json says target {kind or 'none'}, but its records were tuned for "
+                      f"{', '.join(sorted(kinds))}: run.json was edited or damaged (`asight adopt` or "
+                      "`asight tune --new` makes a run whose target is its records')")
+
+
+def _kind(target) -> str | None:
+    """The kind a run.json target names: its JSON's, a text's first word; a tag ("nvidia/...") is
+    TVM's to read."""
+    if isinstance(target, dict):
+        return target.get("kind")
+    text = target.split()[0] if isinstance(target, str) and target.strip() else None
+    return "a tag" if text and "/" in text else text
+
+
 def _stamp(path: Path):
     try:
         stat = path.stat()
@@ -80,6 +104,8 @@ def _health(run_dir: Path) -> DatabaseHealth:
         if is_record_row(row):
             health.records += 1
             named.add(row[0])
+            target = row[1][2] if len(row[1]) > 2 else None
+            health.target_kinds.add(target.get("kind") if isinstance(target, dict) else None)
             bad = _bad_seconds(row[1][1])
             if bad is not None:
                 health.problems.append(f"{DB_RECORDS} line {number}: run_secs must be positive seconds, not {bad}")

@@ -25,7 +25,30 @@ def meta_json(data: bytes) -> dict:
     meta = json.loads(data)
     if not isinstance(meta, dict):
         raise ValueError(f"a JSON {type(meta).__name__}, not an object")
+    require_meta_types(meta)
     return meta
+
+
+_TYPES = {"file": (str,), "function": (str,), "kind": (str,), "state": (str,), "target_label": (str,),
+          "trials_requested": (int,), "trials_done": (int,), "baseline_us": (int, float, type(None)),
+          "best_us": (int, float, type(None)), "source_hashes": (dict,), "measurement": (dict, type(None)),
+          "tasks": (list,), "sessions": (list,), "extra": (dict,), "error": (str, type(None)),
+          "guided_by": (str, type(None)), "rpc": (str, type(None))}
+
+
+def require_meta_types(meta: dict) -> None:
+    """run.json's fields hold what asight writes: a hand-edited ``"target": 42`` reached a view as
+    "'int' object has no attribute 'strip'" (outside probe 3, F8).  ValueError naming the field."""
+    for name, kinds in _TYPES.items():
+        value = meta.get(name)
+        if name in meta and (not isinstance(value, kinds) or isinstance(value, bool)):
+            raise ValueError(f"its {name} is {json.dumps(value)[:60]}, not what asight writes there")
+    target = meta.get("target")
+    readable = target is None or (isinstance(target, str) and 0 < len(target) <= 4096) or \
+        (isinstance(target, dict) and isinstance(target.get("kind"), str))
+    if not readable:
+        raise ValueError(f"its target {json.dumps(target)[:60]} is not a target (a text such as \"llvm\", or "
+                         "TVM's target JSON with a \"kind\")")
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes

@@ -342,6 +342,11 @@ def _gpu_base(tmp_path) -> str:
     meta.update(target={"kind": "cuda", "arch": "sm_90a"}, target_label="cuda sm_90a")
     meta["extra"]["target_spec"] = "nvidia/nvidia-h100"
     (tmp_path / "runs" / "mbr128" / "run.json").write_text(json.dumps(meta))
+    records = tmp_path / "runs" / "mbr128" / "database_tuning_record.json"
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    for row in rows:                     # its records' target too: a run's target is its records'
+        row[1][2] = meta["target"]
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return "mbr128"
 
 
