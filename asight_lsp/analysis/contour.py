@@ -71,12 +71,6 @@ def simd_lanes(target: dict | str | None) -> int:
     return 4
 
 
-def on_gpu(target) -> bool:
-    """A run target (Target JSON dict or text) of a GPU kind."""
-    kind = target.get("kind") if isinstance(target, dict) else str(target or "").split(" ")[0]
-    return kind in ("cuda", "rocm", "vulkan", "metal", "opencl")
-
-
 def _threads(rows: np.ndarray) -> np.ndarray:
     """Threads launched per store row: the product of its blockIdx and threadIdx extents (≥ 1)."""
     names = ("blockIdx_x_len", "blockIdx_y_len", "blockIdx_z_len", "threadIdx_x_len", "threadIdx_y_len",
@@ -119,10 +113,10 @@ def _stack(rows_list: list) -> tuple[np.ndarray, np.ndarray]:
     return rows, owner
 
 
-def candidate_gains(table: CandidateTable, idx: np.ndarray, target=None) -> tuple[dict, list[dict]]:
+def candidate_gains(table: CandidateTable, idx: np.ndarray, target=None, gpu: bool = False) -> tuple[dict, list[dict]]:
     """log2 gains per category for candidates ``idx``: ``{category: (len(idx),) array}`` (NaN = unknown)
-    and the categories that could be computed (with their sources)."""
-    gpu = on_gpu(target)
+    and the categories that could be computed (with their sources).  ``gpu``: the run's target runs on
+    a GPU (``engine.targets.runs_on_device``, decided by the caller)."""
     lanes = GPU_LANES if gpu else simd_lanes(target)
     cores = max(1, int(table.num_cores or 1))
     workloads = sorted(w for w, r in table.baseline_rows.items() if r is not None)

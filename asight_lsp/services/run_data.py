@@ -16,6 +16,7 @@ from ..analysis import featurelayout as fl
 from ..analysis.candidates import CandidateTable, build_candidates, view_records
 from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
 from ..engine import wire
+from ..engine.targets import runs_on_device
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
 from ..store.database import require_records_target
@@ -174,7 +175,8 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     chosen = (meta.measurement or {}).get("chosen")
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
-                   text=text if text is not None else source_text(meta, run.path), counters=counters)
+                   text=text if text is not None else source_text(meta, run.path), counters=counters,
+                   on_device=runs_on_device(meta.target))
 
 
 def _counters(run: Run, notes: list[str]) -> list | None:

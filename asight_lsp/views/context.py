@@ -26,6 +26,7 @@ class RunData:
     tasks: list[str] = field(default_factory=list)
     text: str | None = None                      # the source text the function was read from
     counters: list | None = None                 # the run's counters.jsonl entries (store/counters.py), if any
+    on_device: bool = False                      # its target runs on a GPU (engine.targets.runs_on_device)
 
 
 def run_info(data: RunData) -> dict:

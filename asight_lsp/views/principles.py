@@ -5,7 +5,6 @@ import json
 import shlex
 
 from .. import protocol as P
-from ..analysis.contour import on_gpu
 from ..analysis.principle_mining import describe, mine
 from ..analysis.vectors import decision_columns
 from .context import RunData, clean, run_info
@@ -76,7 +75,7 @@ def next_step(data: RunData, p: dict, kind: str) -> dict:
                 "cli": shlex.join(base + ["--trials", str(total)]),
                 "command": {"command": P.CMD_TUNE, "args": {"function": meta.function, "trials": total, **target}}}
     guided = base + ["--guided-by", data.run.id or meta.id, "--trials", str(max(run_trials if data.task else trials, 8))]
-    where = " (where that GPU is, or with --rpc)" if on_gpu(getattr(meta, "target", None)) else ""
+    where = " (where that GPU is, or with --rpc)" if data.on_device else ""
     alone = json.dumps([p["constraint"]], separators=(",", ":"))
     tentative = " (as a tentative range, labelled so)" if kind == "tentative" else ""
     return {"kind": "guided-retune",

@@ -99,7 +99,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     t0 = time.perf_counter()
     lat, cats, trials = table.latency_us[idx], table.sketch[idx], table.trials[idx]
     several = len(data.tasks or []) > 1 or len(data.meta.tasks or []) > 1
-    stats = _cell_stats(table, idx, lay, lat, cats, data.meta.target, several, data.counters)
+    stats = _cell_stats(table, idx, lay, lat, cats, (data.meta.target, data.on_device), several, data.counters)
     _counters_why(stats["origin"], (data.meta.extra or {}).get("counters"), data.notes)
     cells = [_cell(c, lay, stats, lat, trials) for c in range(len(lay.cells_qr))]
     boundaries = [hc.shared_edge(lay.cells_xy[a], lay.cells_xy[b], lay.size)
@@ -130,9 +130,10 @@ def search_space(data: RunData, seed: int = 0) -> dict:
     }
 
 
-def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target, several_tasks: bool,
+def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, target: tuple, several_tasks: bool,
                 counters: list | None = None) -> dict:
-    """Per cell: count, mean and min latency, colour, majority category and strategy, contour gains."""
+    """Per cell: count, mean and min latency, colour, majority category and strategy, contour gains.
+    ``target``: (the run's target, whether it runs on a GPU)."""
     m = len(lay.cells_qr)
     count = np.bincount(lay.cell_of, minlength=m)
     mean_lat = np.bincount(lay.cell_of, weights=lat, minlength=m) / np.maximum(count, 1)
@@ -158,7 +159,7 @@ def _cell_stats(table, idx: np.ndarray, lay, lat: np.ndarray, cats: np.ndarray, 
     return out
 
 
-def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict, list, dict]:
+def _gains(table, idx: np.ndarray, target: tuple, counters: list | None) -> tuple[dict, list, dict]:
     """Per-candidate gains per category: measured counters (``analysis/counters.py``: DRAM / SM / GPU)
     where the run has them, else the model (``analysis/contour.candidate_gains``), and which it is."""
     if counters:
@@ -173,7 +174,7 @@ def _gains(table, idx: np.ndarray, target, counters: list | None) -> tuple[dict,
             return {c["id"]: gains[c["id"]] for c in cats}, cats, {
                 "origin": "measured", "label": f"measured ({_tool_name(tool)})", "tool": tool, "against": against,
                 "profiled": profiled, "candidates": int(len(idx))}
-    gains, cats = ct.candidate_gains(table, idx, target)
+    gains, cats = ct.candidate_gains(table, idx, *target)
     why = ("the run has no counters.jsonl" if counters is None else "the run's counters.jsonl is empty" if not counters
            else _unmatched(counters, table))
     return gains, cats, {"origin": "model", "label": "model (MetaSchedule features)", "why": why}

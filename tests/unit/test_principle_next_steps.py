@@ -93,8 +93,12 @@ def test_a_task_of_a_module_proposes_the_modules_budget():
     from types import SimpleNamespace
     from asight_lsp.views.principles import next_step
     meta = SimpleNamespace(file="resnet_relax.py", function="Module", trials_done=512, id="R1")
-    data = SimpleNamespace(meta=meta, table=[0] * 42, task="fused_conv2d9_add", run=SimpleNamespace(id="R1"))
+    data = SimpleNamespace(meta=meta, table=[0] * 42, task="fused_conv2d9_add", run=SimpleNamespace(id="R1"),
+                           on_device=False)
     closest = next_step(data, {"settle": {"more_trials": 21}}, "closest")
     assert closest["cli"].endswith("--trials 768") and "of the module's 512 (this task had 42)" in closest["text"]
     guided = next_step(data, {"constraint": {}}, "principles")
     assert "--trials 512" in guided["cli"]
+    assert "where that GPU is" not in guided["text"]
+    data.on_device = True                  # a GPU run's re-tune runs where its GPU is (or over --rpc)
+    assert "(where that GPU is, or with --rpc)" in next_step(data, {"constraint": {}}, "principles")["text"]

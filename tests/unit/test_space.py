@@ -155,6 +155,9 @@ def test_gain_caps_and_flop_weighting():
     assert gains["compute"][0] == pytest.approx(4.0, abs=0.01)  # 16 lanes on AVX-512
     assert gains["parallelism"][0] == pytest.approx(1.0, abs=0.01)  # 2 cores
     assert ct.simd_lanes({"mcpu": "znver3"}) == 8 and ct.simd_lanes(None) == 4
+    _, cats = ct.candidate_gains(table, np.array([0]), {"kind": "cuda"}, gpu=True)    # the caller says GPU
+    sources = " ".join(c["source"] for c in cats)
+    assert "threads launched" in sources and "cores" not in sources
 
 
 def test_cell_means_and_winner():
