@@ -16,7 +16,7 @@ from .convert import to_range
 from ..services.results import FunctionResult
 from ..analysis.measurement import speedup_text
 from ..analysis.attribution import block_verbs
-from ..views.text import table_unit, format_latency, ratio_text, relative_time, slowed_lines
+from ..views.text import table_unit, format_latency, ratio_text, relative_time, slowed_lines, tuning_best_text
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
 
@@ -107,7 +107,7 @@ def run_line(result: FunctionResult) -> str:
         if (record.get("load") or {}).get("busy"):
             figures += " (measured on a busy machine: noisy)"
     else:
-        figures = f"best {format_latency(m.best_us)} while tuning (not re-measured)"
+        figures = tuning_best_text(m.best_us, m.extra)
     stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
     return (f"**run `{m.id}`** ({m.state}, {m.trials_done} trials{', ' + when if when else ''}): "
             f"{figures}{stale}")

@@ -13,7 +13,7 @@ from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
-from ..views.text import format_latency, relative_time, result_parts
+from ..views.text import format_latency, relative_time, result_parts, tuning_best_text
 from .state import document_spaces, off_loop_if_big, space_result_of
 
 
@@ -283,7 +283,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
             parts.append("noisy")
         parts.append(build_mark(result.build))
     elif m.best_us:
-        parts = [f"best {format_latency(m.best_us)} while tuning (not re-measured)"]
+        parts = [tuning_best_text(m.best_us, m.extra)]
     else:
         parts = []
     shortfall = m.extra.get("shortfall") or {}

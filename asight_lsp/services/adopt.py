@@ -74,8 +74,9 @@ def _check_folder(folder: Path) -> Path:
         if not (folder / name).is_file():
             raise AsightError(f"{folder} is not a MetaSchedule work folder: {name} is missing")
     health = database_health(folder)
-    if health.damage:
-        raise AsightError(f"{folder}: the database cannot be used: {health.damage}")
+    if health.problems:      # adopt copies nothing: the folder's owner mends it, or tunes again where it was tuned
+        more = f" (and {len(health.problems) - 1} more)" if len(health.problems) > 1 else ""
+        raise AsightError(f"{folder}: the database cannot be adopted: {health.problems[0]}{more}; nothing was copied")
     return folder.resolve()
 
 

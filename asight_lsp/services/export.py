@@ -96,8 +96,10 @@ def require_exportable(found, meta, out: str) -> None:
         raise AsightError(f"run {meta.id} failed with no trial measured ({meta.error or 'no reason recorded'}); "
                           "tune the model again")
     if meta.kind != "relax":
-        raise AsightError(f"run {meta.id} tuned {meta.kind or 'no'} kernels, not a Relax model: export builds models "
-                          "(asight code --level asm shows a PrimFunc's machine code)")
+        code = ("asight code --level cuda shows its kernel's CUDA source" if runs_on_device(meta.target) else
+                "asight code --level asm shows a PrimFunc's machine code")
+        raise AsightError(f"run {meta.id} tuned the TIR function {meta.function}, not a Relax model: export builds "
+                          f"models ({code})")
     if meta.state in LIVE_STATES:
         raise AsightError(f"run {meta.id} is still tuning; export when it is done (or cancel it)")
     if not found.records():

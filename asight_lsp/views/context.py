@@ -43,7 +43,7 @@ def run_info(data: RunData) -> dict:
                   "baseline_us": (record.get("untuned") or {}).get("median_us"),
                   "best_us": (record.get("tuned") or {}).get("median_us"),
                   "speedup": (record.get("speedup") or {}).get("estimate"), "verdict": record.get("verdict"),
-                  "headline": headline_text(record, tuning_best), "tuning_best_us": tuning_best,
+                  "headline": headline_text(record, tuning_best, m.extra), "tuning_best_us": tuning_best,
                   "tuning_source": (m.extra.get("tuning") or {}).get("source"),
                   "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
                   "task": data.task, "tasks": data.tasks or None,

@@ -19,7 +19,7 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
            "baselineUs": meta.baseline_us, "bestUs": meta.best_us, "speedup": speedup.get("estimate"),
            "speedupCi": speedup.get("ci"), "verdict": record.get("verdict"),
            "noisy": bool((record.get("load") or {}).get("busy")),
-           "headline": headline_text(record, meta.best_us if meta.state != "done" or not record else None),
+           "headline": headline_text(record, meta.best_us if meta.state != "done" or not record else None, meta.extra),
            "target": meta.target_label or str(meta.target or ""), "created": meta.created,
            "finished": meta.finished, "error": meta.error, "kind": meta.kind,
            "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}

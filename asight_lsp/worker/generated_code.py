@@ -234,9 +234,11 @@ def gpu_target(spec, level: str = "cuda"):
     if isinstance(spec, dict):
         spec = json.dumps(spec)
     target = resolve_target(spec) if spec else None
-    if target is None or target.kind.name != "cuda":
-        kind = target.kind.name if target is not None else "the host CPU"
-        raise ValueError(f"the {level} level shows a CUDA run's kernels; this run's target is {kind}")
+    if target is None:
+        raise ValueError(f"the {level} level shows the kernels of a run tuned for CUDA; this function has no run "
+                         "(tune it with --target cuda, or adopt a CUDA run)")
+    if target.kind.name != "cuda":
+        raise ValueError(f"the {level} level shows a CUDA run's kernels; this run's target is {target.kind.name}")
     return target
 
 

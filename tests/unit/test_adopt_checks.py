@@ -23,3 +23,21 @@ def test_a_relax_model_is_refused_with_what_adopt_takes():
     tir = FIXTURES / "gpu" / "matmul1024.py"
     outline = build_outline(tir.read_text(), str(tir))
     require_prim_func(select(outline, None), str(tir))
+
+
+def test_a_damaged_work_folder_is_refused_with_its_line_and_nothing_about_tuning_again(tmp_path):
+    """Outside probe 3, F9: adopt said "TVM cannot load it … `asight tune --new` starts a fresh run" for a
+    record TVM loads (run_secs 0) and a user who cannot tune here."""
+    import json
+    import shutil
+    from asight_lsp.services.adopt import _check_folder
+    from asight_lsp.store.runs import DB_RECORDS
+    shutil.copytree(FIXTURES / "runs" / "mbr128", tmp_path / "w")
+    assert _check_folder(tmp_path / "w") == (tmp_path / "w").resolve()
+    rows = [json.loads(line) for line in (tmp_path / "w" / DB_RECORDS).read_text().splitlines()]
+    rows[5][1][1], rows[7][1][1] = [0.0], [-1e-6]
+    (tmp_path / "w" / DB_RECORDS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(AsightError) as err:
+        _check_folder(tmp_path / "w")
+    assert str(err.value) == (f"{tmp_path / 'w'}: the database cannot be adopted: {DB_RECORDS} line 6: run_secs must "
+                              "be positive seconds, not 0.0 (and 1 more); nothing was copied")

@@ -157,3 +157,16 @@ def test_the_search_gets_credit_only_for_kernels_on_a_tuned_schedule():
     none = search_credit(11, [])
     assert none.startswith("0 of 11 kernels run a tuned schedule") and "not the search" in none
     assert search_credit(5, [{"task": "a"}, {"task": "b"}]) == "2 of 5 kernels run a tuned schedule"
+
+
+@pytest.mark.parametrize("target, level", [({"kind": "llvm"}, "asm shows a PrimFunc's machine code"),
+                                           ({"kind": "cuda", "arch": "sm_90a"}, "cuda shows its kernel's CUDA source")])
+def test_exporting_a_tir_run_points_to_the_code_level_of_its_target(target, level):
+    """Outside probe 3, F9: an adopted H100 run's export pointed to `--level asm`, a level it refuses."""
+    from types import SimpleNamespace
+    from asight_lsp.errors import AsightError
+    from asight_lsp.services.export import require_exportable
+    meta = SimpleNamespace(id="r", state="done", kind="tir", error=None, function="Matmul1024.main", target=target)
+    with pytest.raises(AsightError, match=rf"^run r tuned the TIR function Matmul1024.main, not a Relax model: export "
+                                          rf"builds models \(asight code --level {level}\)$"):
+        require_exportable(SimpleNamespace(records=lambda: [1]), meta, "m.so")
