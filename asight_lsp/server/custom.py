@@ -43,7 +43,7 @@ def runs_request(req: PayloadRequest) -> dict:
         metas = list(reversed(index.for_file(req.file)))
     else:
         metas = list(reversed(index.metas()))
-    return runs_payload(metas, req.function, req.text)
+    return runs_payload(metas, req.function, req.text, index.problems())
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:

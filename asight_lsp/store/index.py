@@ -84,6 +84,7 @@ class RunIndex:
         self._trials: dict[tuple, dict | None] = {}
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
+        self._refused: dict[str, str] = {}      # why the store, or a run in it, is not shown ("" -> the store)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
 
@@ -105,14 +106,24 @@ class RunIndex:
                 self._sorted = sorted((m for _, m in self._metas.values()), key=lambda m: (m.created or 0, m.id))
         return self._sorted
 
+    def problems(self) -> list[str]:
+        """Why runs are not shown: a linked store, unreadable run.json files (the LSP said nothing of
+        them: outside probe 3, F9; the CLI refuses in one line)."""
+        with self.lock:
+            self._metas_locked()
+            return list(self._refused.values())
+
     def _scan(self) -> bool:
         """Re-read changed run.json files; True when anything changed."""
         seen, changed = set(), False
+        self._refused.pop("", None)
         try:
             require_plain_store(self.root)
             entries = list(os.scandir(self.runs_dir))
-        except (FileNotFoundError, NotADirectoryError, AsightError):     # a linked store shows no run
+        except (FileNotFoundError, NotADirectoryError):
             entries = []
+        except AsightError as err:                                     # a linked store shows no run, said
+            self._refused[""], entries = str(err), []
         for entry in entries:
             meta_path = os.path.join(entry.path, "run.json")
             try:
@@ -125,13 +136,18 @@ class RunIndex:
                 continue
             try:
                 meta = Run(entry.path).load()
-            except AsightError:
+            except AsightError as err:
+                self._refused[entry.name] = f"not shown: {err}"
+                self._metas.pop(entry.name, None)
                 continue
+            self._refused.pop(entry.name, None)
             self._metas[entry.name] = (mtime, meta)
             changed = True
         for gone in set(self._metas) - seen:
             del self._metas[gone]
             changed = True
+        for gone in set(self._refused) - seen - {""}:
+            del self._refused[gone]
         return changed
 
     def run_dir(self, run_id: str) -> Path:

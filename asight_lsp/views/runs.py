@@ -33,8 +33,10 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
     return out
 
 
-def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None) -> dict:
-    """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it."""
+def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None,
+                 notes: list[str] | None = None) -> dict:
+    """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it;
+    ``notes``: why other runs are not shown (``RunIndex.problems``)."""
     current = {function.id: function_hash(text, function)} if function is not None and text is not None else {}
     used = (constants_used(build_outline(text).constants, function_text(text, function))
             if function is not None and text is not None else {})
@@ -45,4 +47,7 @@ def runs_payload(metas: list[RunMeta], function: Function | None = None, text: s
             stale = (meta.source_hashes[function.id] != current.get(function.id)
                      or not constants_hold((meta.extra or {}).get("constants"), used))
         runs.append(run_summary(meta, stale))
-    return {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
+    payload = {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
+    if notes:
+        payload["notes"] = notes[:5]
+    return payload

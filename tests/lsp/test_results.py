@@ -5,6 +5,7 @@ installed in the workspace's run store.  Each test runs with VS Code and with Ne
 """
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -184,3 +185,25 @@ async def test_apply_best_schedule_resolves_to_an_edit(client, workspace, tuned)
         command=P.CMD_APPLY_BEST_SCHEDULE, arguments=[{"uri": uri, "function": "main", "mode": "trace"}]))
     assert result["run"] == "mbr128" and result["applied"] is True
     assert applied[0].changes[uri][0].new_text == edit.new_text
+
+
+async def test_runs_the_editor_cannot_show_are_said_not_dropped(client, workspace, tuned, tmp_path):
+    """Outside probe 3, F9: with `.asight` a link, or a run.json hand-edited, `asight/runs` answered
+    `runs: []` and nothing else (the CLI refuses in one line)."""
+    import json
+    import shutil
+    store = workspace / ".asight"
+    shutil.copytree(store / "runs" / "mbr128", store / "runs" / "edited")
+    meta = json.loads((store / "runs" / "edited" / "run.json").read_text())
+    (store / "runs" / "edited" / "run.json").write_text(json.dumps({**meta, "target": 42}))
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    runs = await request(client, P.REQ_RUNS, {"uri": uri})
+    assert [r["id"] for r in runs["runs"]] == ["mbr128"]
+    assert runs["notes"] == ["not shown: run edited: run.json is unreadable (its target 42 is not a target (a text "
+                             "such as \"llvm\", or TVM's target JSON with a \"kind\"))"]
+    shutil.move(store, tmp_path / "elsewhere")
+    store.symlink_to(tmp_path / "elsewhere")
+    await asyncio.sleep(0.6)                              # the run index re-scans at most every 0.5 s
+    runs = await request(client, P.REQ_RUNS, {"uri": uri})
+    assert runs["runs"] == [] and len(runs["notes"]) == 1 and "is a symbolic link" in runs["notes"][0]

@@ -196,12 +196,15 @@ export function registerCommands(context: vscode.ExtensionContext, parts: Parts)
 async function pickRuns(server: ServerManager, many: boolean, title: string): Promise<P.RunSummary[] | undefined> {
   const editor = vscode.window.activeTextEditor;
   const params = editor?.document.languageId === "python" ? { uri: editor.document.uri.toString() } : {};
-  const res = await server.request<{ runs?: P.RunSummary[] }>(P.REQ_RUNS, params);
+  const res = await server.request<P.RunsPayload>(P.REQ_RUNS, params);
   const runs = (res?.runs ?? []).filter((r) => r.id);
+  const notes = res?.notes ?? [];
   if (runs.length === 0) {
-    void vscode.window.showInformationMessage("ASight: no runs yet. Tune a function first.");
+    if (notes.length) void vscode.window.showWarningMessage(`ASight: no run shown: ${notes[0]}`);
+    else void vscode.window.showInformationMessage("ASight: no runs yet. Tune a function first.");
     return undefined;
   }
+  if (notes.length) void vscode.window.showWarningMessage(`ASight: ${notes[0]}${notes.length > 1 ? ` (and ${notes.length - 1} more)` : ""}`);
   const items = runs.map((r) => ({
     label: `${r.function ?? "?"} · ${formatLatency(r.bestUs)}`,
     description: `${r.trialsDone ?? 0} trials · ${r.state ?? ""}${r.stale ? " · stale" : ""}`,

@@ -196,6 +196,14 @@ export const CODE_LINK_KEYS = [
   "derivation",
 ] as const;
 
+/** `asight/runs`: the runs, newest first; `notes`: why other runs are not shown (a linked store, an unreadable run.json). */
+export interface RunsPayload {
+  schema?: string;
+  status?: string;
+  runs?: RunSummary[];
+  notes?: string[];
+}
+
 /** `asight/status`: what the server is doing. */
 export interface ServerStatus {
   status?: "starting" | "running" | "tuning" | "errored" | "exited" | string;
