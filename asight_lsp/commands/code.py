@@ -88,12 +88,18 @@ def render(result: dict) -> str:
     return "\n".join(head + body + tail) + "\n"
 
 
+def _latency(us: float | None) -> str:
+    return f"{us:.1f} µs" if us is not None else "none"
+
+
 def render_diff(result: dict) -> str:
     a, b = result["sides"]
     lines = [f"# {result['function']}: {a['label']} vs {b['label']}"]
     la, lb = result["latencyUs"]
     if la is not None and lb is not None:
         lines.append(f"latency: {la:.1f} µs -> {lb:.1f} µs ({result['deltaUs']:+.1f} µs, x{result['ratio']:.2f})")
+    elif la is not None or lb is not None:
+        lines.append(f"latency: {_latency(la)} -> {_latency(lb)} (one side has no measured latency)")
     lines.append(f"decisions that differ ({len(result['decisions'])}):")
     for d in result["decisions"]:
         where = d["block"] or "?"

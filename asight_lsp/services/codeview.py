@@ -365,4 +365,5 @@ def _side_label(side: dict) -> str:
     cand = side["candidate"] or {}
     trial = cand.get("trial")
     where = f"trial {trial}" if trial is not None else ("best" if cand else "untuned")
-    return f"{side['run'] or 'no run'} {where}"
+    failed = " (failed where it was tuned: no latency)" if trial is not None and cand.get("latencyUs") is None else ""
+    return f"{side['run'] or 'no run'} {where}{failed}"

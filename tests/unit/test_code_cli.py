@@ -40,3 +40,17 @@ def test_run_of_another_function(capsys, tmp_path):
     other.write_text((ROOT / "fixtures" / "matmul64.py").read_text())
     assert main(["code", str(other), "--run", RUN, "--work-dir", str(tmp_path)]) == 2
     assert "tuned MatmulBiasRelu.main" in capsys.readouterr().err
+
+
+def test_a_diff_with_a_failed_candidate_says_that_side_failed():
+    """Outside probe 2, F8: `code --diff` against a trial that failed where it was tuned read like any other."""
+    from asight_lsp.commands.code import render_diff
+    from asight_lsp.services.codeview import diff_payload
+    side = lambda trial, us: {"run": "R", "candidate": {"trial": trial, "latencyUs": us}, "text": f"x = {trial}\n",  # noqa: E731
+                              "trace": "", "decisions": {}}
+    diff = diff_payload("m.py", "M.main", [side(76, 134.6), side(0, None)])
+    assert [s["label"] for s in diff["sides"]] == ["R trial 76", "R trial 0 (failed where it was tuned: no latency)"]
+    text = render_diff(diff).splitlines()
+    assert text[:2] == ["# M.main: R trial 76 vs R trial 0 (failed where it was tuned: no latency)",
+                        "latency: 134.6 µs -> none (one side has no measured latency)"]
+    assert "failed" not in render_diff(diff_payload("m.py", "M.main", [side(76, 134.6), side(3, 140.0)]))
