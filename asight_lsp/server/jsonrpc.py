@@ -13,7 +13,7 @@ leaves every object a dict and ``handle_message`` structures the whole message o
   ParseError answer (``AsightServer.report_server_error``).
 
 Errors a client caused (InvalidParams, RequestFailed, ...) are logged in one line, not as
-tracebacks; an InternalError keeps its traceback.  Results a feature serialized already
+tracebacks; a bug of ours is answered "internal error: ..." in one line, its traceback in the log.  Results a feature serialized already
 (``RawJSON``) are sent as they are.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInternalError
 from pygls.io_ import StdoutWriter
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol,
                             lsp_method)
@@ -255,12 +255,21 @@ class AsightProtocol(LanguageServerProtocol):
             types.DidChangeTextDocumentParams(params.text_document, [])))
 
     def _send_handler_result(self, future, *, msg_id) -> None:
-        """Errors a client caused are answered with one log line; InternalErrors as pygls does."""
+        """Errors a client caused are answered with one log line; a bug of ours is answered with one
+        line too (pygls sent the client its traceback) and its traceback goes to the server's log."""
         error = None if future.cancelled() else future.exception()
         if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
             self._request_futures.pop(msg_id, None)
             logger.info("request %s: %s", msg_id, error.message)
             self._send_response(msg_id, error=error.to_response_error())
+            return
+        if error is not None and not isinstance(error, JsonRpcException):
+            self._request_futures.pop(msg_id, None)
+            logger.error("request %s: internal error", msg_id, exc_info=error)
+            internal = JsonRpcInternalError(f"internal error: {type(error).__name__}: {str(error)[:300]} "
+                                            "(the traceback is in the server's log)")
+            self._send_response(msg_id, error=internal.to_response_error())
+            self._server._report_server_error(internal, FeatureRequestError)
             return
         super()._send_handler_result(future, msg_id=msg_id)
 
