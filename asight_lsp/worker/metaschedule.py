@@ -13,6 +13,7 @@ this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intri
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,13 +40,26 @@ GPU_KINDS = DEVICE_KINDS
 # --------------------------------------------------------------------------- build / run
 
 
-def export_shared(mod) -> str:
+def export_shared(mod, root: str | None = None) -> str:
     """The builder's export: a shared library the runner only ``dlopen``s (MetaSchedule's default, a
-    tar, makes the runner run the linker, which its sandbox forbids)."""
+    tar, makes the runner run the linker, which its sandbox forbids).  ``root``: the builder's own
+    folder (``PooledBuilder.root``), removed with the builder."""
     import tempfile
-    path = os.path.join(tempfile.mkdtemp(prefix="asight-build-"), "candidate.so")
+    path = os.path.join(tempfile.mkdtemp(prefix="asight-build-", dir=root), "candidate.so")
     mod.export_library(path)
     return path
+
+
+_BUILD_ROOTS: set = set()
+
+
+def remove_build_roots() -> None:
+    """Remove every builder's folder of this process: MetaSchedule removes a candidate's library after
+    running it, but a cancelled or failed job left the libraries of its last batch in /tmp."""
+    import shutil
+    for root in list(_BUILD_ROOTS):
+        shutil.rmtree(root, ignore_errors=True)
+        _BUILD_ROOTS.discard(root)
 
 
 def fast_build(mod, target, _params):
@@ -94,6 +108,17 @@ class PooledBuilder(ms.builder.PyBuilder):
         super().__init__()
         self.max_workers, self.timeout_sec, self.max_uses = max_workers, timeout_sec, max_uses
         self._pool = None
+        self.root = None
+
+    def _root(self) -> str:
+        if self.root is None:
+            import atexit
+            import tempfile
+            self.root = tempfile.mkdtemp(prefix="asight-builds-")
+            if not _BUILD_ROOTS:
+                atexit.register(remove_build_roots)
+            _BUILD_ROOTS.add(self.root)
+        return self.root
 
     def _executor(self):
         if self._pool is None:
@@ -102,7 +127,8 @@ class PooledBuilder(ms.builder.PyBuilder):
         return self._pool
 
     def build(self, build_inputs: list) -> list:
-        jobs = [builder_job(fast_build, item, export_shared) for item in build_inputs]
+        export = functools.partial(export_shared, root=self._root())
+        jobs = [builder_job(fast_build, item, export) for item in build_inputs]
         results = []
         for outcome in self._executor().map_with_error_catching(lambda job: job[0](*job[1]), jobs):
             if outcome.status == StatusKind.COMPLETE:
@@ -119,6 +145,11 @@ class PooledBuilder(ms.builder.PyBuilder):
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        if self.root is not None:
+            import shutil
+            shutil.rmtree(self.root, ignore_errors=True)
+            _BUILD_ROOTS.discard(self.root)
+            self.root = None
 
 
 def parse_rpc(spec: str) -> tuple[str, int, str]:

@@ -454,9 +454,8 @@ def failure_line(err: BaseException) -> str:
 
 
 def kill_own_group() -> None:
-    """SIGKILL the job and all its workers at once (or, if not a group leader, the children first)."""
-    if os.getpgrp() == os.getpid():
-        os.killpg(os.getpid(), signal.SIGKILL)
+    """SIGKILL the job's workers, remove the libraries its builders left (a cancel left the last
+    batch's in /tmp), then SIGKILL the job and its group."""
     try:
         import psutil
         for child in psutil.Process().children(recursive=True):
@@ -464,7 +463,13 @@ def kill_own_group() -> None:
                 child.kill()
             except psutil.Error:
                 pass
+    except ImportError:
+        pass
     finally:
+        from .metaschedule import remove_build_roots
+        remove_build_roots()
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(130)
 
 

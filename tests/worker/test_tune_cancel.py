@@ -46,10 +46,14 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
-def test_cancel_mid_run_keeps_records(tmp_path, small_batches):
+def test_cancel_mid_run_keeps_records(tmp_path, small_batches, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))            # the job's temporary files, where the test sees them
     job = start_and_wait_for_progress(tmp_path)
     time.sleep(0.5)                                    # into the next batch (search/build/run)
     assert group_members(job.pid), "the job's process group should be alive"
+    assert [p.name[:14] for p in temp.iterdir() if p.name.startswith("asight-build")] == ["asight-builds-"]
     started = time.monotonic()
     job.cancel()
     meta = job.wait(10)
@@ -60,6 +64,7 @@ def test_cancel_mid_run_keeps_records(tmp_path, small_batches):
     assert len(records) >= 8 and meta.trials_done == len(records) < 48
     assert job.run.events()[-1]["type"] == "finished" and job.run.events()[-1]["state"] == "cancelled"
     assert group_members(job.pid) == []                # builder/runner workers are gone too
+    assert [p for p in temp.iterdir() if p.name.startswith("asight-build")] == []   # and their libraries
 
 
 def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches):
