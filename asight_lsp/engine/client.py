@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from typing import Any, Callable
 
 from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
@@ -85,6 +86,7 @@ class WorkerClient:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._lock = threading.Lock()
         self._next_id = 0
+        _CLIENTS.add(self)
 
     # -- process management
     @property
@@ -208,6 +210,16 @@ class WorkerClient:
             self.kill()   # Ctrl-C: the worker may be deep in an evaluation and read no shutdown frame
         else:
             self.close()
+
+
+_CLIENTS: "weakref.WeakSet[WorkerClient]" = weakref.WeakSet()
+
+
+def remove_worker_folders() -> None:
+    """The working folders of this process's workers, for a process about to be killed with them (a
+    cancelled tune: its runner's worker left its folder in /tmp at every cancel)."""
+    for client in list(_CLIENTS):
+        remove_private_cwd(client.sandbox)
 
 
 def remove_private_cwd(status: dict | None) -> None:

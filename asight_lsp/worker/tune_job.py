@@ -466,8 +466,10 @@ def kill_own_group() -> None:
     except ImportError:
         pass
     finally:
+        from ..engine.client import remove_worker_folders
         from .metaschedule import remove_build_roots
         remove_build_roots()
+        remove_worker_folders()
         if os.getpgrp() == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(130)

@@ -53,7 +53,8 @@ def test_cancel_mid_run_keeps_records(tmp_path, small_batches, monkeypatch):
     job = start_and_wait_for_progress(tmp_path)
     time.sleep(0.5)                                    # into the next batch (search/build/run)
     assert group_members(job.pid), "the job's process group should be alive"
-    assert [p.name[:14] for p in temp.iterdir() if p.name.startswith("asight-build")] == ["asight-builds-"]
+    assert {p.name[:14] for p in temp.iterdir() if p.name.startswith("asight-")} == {"asight-builds-",
+                                                                                    "asight-worker-"}
     started = time.monotonic()
     job.cancel()
     meta = job.wait(10)
@@ -64,7 +65,7 @@ def test_cancel_mid_run_keeps_records(tmp_path, small_batches, monkeypatch):
     assert len(records) >= 8 and meta.trials_done == len(records) < 48
     assert job.run.events()[-1]["type"] == "finished" and job.run.events()[-1]["state"] == "cancelled"
     assert group_members(job.pid) == []                # builder/runner workers are gone too
-    assert [p for p in temp.iterdir() if p.name.startswith("asight-build")] == []   # and their libraries
+    assert [p for p in temp.iterdir() if p.name.startswith("asight-")] == []   # and their libraries and folders
 
 
 def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches):
