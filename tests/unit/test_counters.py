@@ -86,7 +86,12 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": 2, "metrics": {"sm__x.pct": true}}', "metric 'sm__x.pct' must be a finite number"),
     ('{"candidate": 1, "metrics": {"a": 99}}', r"candidate 1 again \(line 1 has it\): one line per program"),
     ('{"candidate": 2, "metrics": {"sm__warps_active.avg.pct_of_peak_sustained_active": 250}}',
-     "metric '[^']+' is 250: a percentage of a peak this far above 100 is not a measurement"),
+     "metric '[^']+' is 250: a share of a peak above 100 % is not a measurement"),
+    ('{"candidate": 2, "metrics": {"sm__warps_active.avg.pct_of_peak_sustained_active": 140}}',   # probe 4, F3
+     "metric '[^']+' is 140: a share of a peak above 100 % is not a measurement"),
+    ('{"candidate": 2, "metrics": {"dram__throughput.avg.pct_of_peak_sustained_elapsed": 149}}',
+     "metric '[^']+' is 149: a share of a peak above 100 % is not a measurement"),
+    ('{"candidate": 2, "metrics": {"lts__t_sector_hit_rate.pct": 151}}', "metric '[^']+' is 151: a percentage this far"),
     ('{"candidate": 2, "metrics": {"a": 1}, "candidate": 3}', "the key 'candidate' appears twice in one object"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 100000}}', "metric '[^']+' is 100000: registers"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0.5}}', "metric '[^']+' is 0.5: registers"),
@@ -165,3 +170,10 @@ def test_counters_whose_metrics_the_contour_does_not_use_say_so():
         "none of counters.jsonl's metrics is one the contour uses")
     assert _unmatched([{"candidate": 9, "metrics": {"foo.bar": 1.0}}], table) == \
         "no counters match the run's measured candidates"
+
+
+def test_an_l2_hit_rate_over_100_and_a_rounded_full_peak_are_measurements():
+    """ncu reports L2 hit rates a little over 100 (102.89 on the H100 run) and a busy unit at 100.x %."""
+    entries = parse_counters('{"candidate": 1, "metrics": {"lts__t_sector_hit_rate.pct": 102.89, '
+                             '"sm__throughput.avg.pct_of_peak_sustained_elapsed": 100.3}}', "f.jsonl")
+    assert entries[0]["metrics"]["lts__t_sector_hit_rate.pct"] == 102.89
