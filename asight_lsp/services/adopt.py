@@ -24,6 +24,7 @@ from ..store.runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, read_
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
+from .adopt_checks import counter_candidates, require_adoptable, target_label
 
 
 def adopt(work_dir: str, source: str, worker, function: str | None = None, counters: str | None = None,
@@ -45,6 +46,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     if reply.get("workload") is None:
         raise AsightError(f"{source}: {selection.label} is not in {folder}: {reply.get('how')}")
     _refuse_unloadable(folder, reply.get("bad"))
+    require_adoptable(read_records(folder), reply, folder, selection.label)
     unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from,
                                 torn=database_health(folder).unreadable > 0)
     store = RunStore(store_root)
@@ -114,31 +116,6 @@ def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | Non
     return (text if entries else None), str(path), entries
 
 
-def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None,
-                       torn: bool = False) -> str | None:
-    """Refuse a counters line naming a candidate the adopted function has no record for; say which
-    lines name a record without a measured latency (a failed build: its counters are not used)."""
-    by_trial = {r["trial"]: r for r in records}
-    unused = []
-    for entry in entries:
-        cand = entry["candidate"]
-        if cand == "baseline":
-            continue
-        record = by_trial.get(cand)
-        if record is None or record["workload"] != workload:
-            what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
-                    if record is not None else f"record {cand} is the records file's torn last line (a write cut "
-                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}")
-            raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
-        if record["latency_us"] is None:
-            unused.append(f"{cand} (line {entry['line']})")
-    if not unused:
-        return None
-    return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
-            f"{f' and {len(unused) - 5} more' if len(unused) > 5 else ''} not used: no measured latency there "
-            "(a failed build or run)")
-
-
 def _meta(store: RunStore, folder: Path, source: str, text: str, outline, selection, reply: dict) -> RunMeta:
     first = next((r for r in read_records(folder) if r["workload"] == reply["workload"]), None)
     target = first["target"] if first else None
@@ -162,16 +139,6 @@ def target_spec(target) -> str | None:
     if target.get("tag"):
         return str(target["tag"])
     return json.dumps({k: v for k, v in target.items() if k != "host" and v != ""}, separators=(",", ":"))
-
-
-def target_label(target) -> str:
-    """``cuda sm_90a`` from a record's Target JSON (its tag when it has one)."""
-    if not isinstance(target, dict):
-        return str(target or "")
-    if target.get("tag"):
-        return str(target["tag"])
-    parts = [str(target.get("kind", "?"))] + [str(target[k]) for k in ("arch", "mcpu") if target.get(k)]
-    return " ".join(parts)
 
 
 def _fill(run: Run, folder: Path, text: str, counter_text: str | None) -> None:

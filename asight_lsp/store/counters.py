@@ -92,7 +92,7 @@ def _bound(name: str) -> tuple | None:
     """(largest value, whole number?, what it is) for metrics whose range is known: a percentage of a
     peak, registers a thread, shared memory a block (outside probe 3, F1: "occupancy 250 %")."""
     if "pct_of_peak" in name:           # occupancy, throughputs: a share of a peak (rounding aside) is ≤ 100 %
-        return 100.5, False, "a share of a peak above 100 % is not a measurement (outside probe 4, F3)"
+        return 100.5, False, "a share of a peak above 100 % is not a measurement"
     if "pct" in name or name.endswith("hit_rate"):   # ncu reports a little over 100 at times (L2 hits 102.89 on the H100)
         return 150.0, False, "a percentage this far above 100 is not a measurement"
     if name.startswith("launch__registers_per_thread"):

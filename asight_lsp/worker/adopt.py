@@ -13,8 +13,9 @@ from pathlib import Path
 
 from ..engine import wire
 from ..store.runs import read_json_lines
-from .compat import ms, tirx, tvm_ffi
+from .compat import ms, tirx, tvm, tvm_ffi
 from .parse import parse_request
+from .programs import estimate_flops
 from .records import read_trials, workload_forms
 
 MAX_BAD_SHOWN = 3
@@ -45,10 +46,13 @@ def _same_ir(workload_mod, func) -> bool:
 
 
 def match(params: dict, emit=None) -> dict:
-    """``{workload: index | None, how, hashes, bad}`` for the unit's function in ``work_dir``'s
-    database; ``bad``: records TVM cannot load (``unloadable``)."""
-    found = _match(_function(parse_request(params), params.get("member")), params)
-    return {**found, "bad": unloadable(params["work_dir"]) if found["workload"] is not None else None}
+    """``{workload: index | None, how, hashes, bad, flops, dtypes}`` for the unit's function in
+    ``work_dir``'s database; ``bad``: records TVM cannot load (``unloadable``); ``flops`` and the
+    buffers' ``dtypes``: what a claimed latency is checked against (``analysis.gpu_peak``)."""
+    func = _function(parse_request(params), params.get("member"))
+    found = _match(func, params)
+    return {**found, "bad": unloadable(params["work_dir"]) if found["workload"] is not None else None,
+            "flops": estimate_flops(tvm.IRModule({"main": func})), "dtypes": sorted({str(p.dtype) for p in func.params})}
 
 
 def unloadable(work_dir: str) -> dict:

@@ -7,13 +7,11 @@ The tuning job (``tune_job``) drives this module; the long-lived worker only use
 * a Relax module: tasks are extracted from the legalized and fused module (docs/tvm.md §6).
 
 Speed (docs/tvm.md §0/§2): ``stub_tensor_intrin`` instead of the 19 s ``tvm.s_tir.tensor_intrin``
-import, and ``fast_build`` as the builder's ``f_build``.  ``fast_build`` is defined here, in an
-importable module, so cloudpickle sends it to the builder workers *by reference*: a worker imports
-this module (which only needs ``import tvm``, 0.8 s) instead of the tensor intrinsics.
+import, and ``builder.fast_build`` as the builder's ``f_build`` (``worker/builder.py``: the pooled
+builder, each candidate exported into the builder's own folder).
 """
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -21,12 +19,12 @@ from typing import Callable
 
 from ..engine.targets import DEVICE_KINDS, GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
-from .compat import (PopenPoolExecutor, RemoveWeightLayoutRewriteBlock, StatusKind, builder_job, derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
+from .compat import (derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
+from .builder import cores, make_builder
 from .constraint_guard import guided_space
 from .inputs import runner_arguments
 from .candidate_runner import SandboxedRunner
-from .sandbox import limit_memory
 from .programs import estimate_flops
 from .search import BudgetedSearch, TrialBudget, search_strategy
 from .task_limits import require_fits_memory, require_static_inputs
@@ -40,116 +38,9 @@ GPU_KINDS = DEVICE_KINDS
 # --------------------------------------------------------------------------- build / run
 
 
-def export_shared(mod, root: str | None = None) -> str:
-    """The builder's export: a shared library the runner only ``dlopen``s (MetaSchedule's default, a
-    tar, makes the runner run the linker, which its sandbox forbids).  ``root``: the builder's own
-    folder (``PooledBuilder.root``), removed with the builder."""
-    import tempfile
-    path = os.path.join(tempfile.mkdtemp(prefix="asight-build-", dir=root), "candidate.so")
-    mod.export_library(path)
-    return path
-
-
-_BUILD_ROOTS: set = set()
-
-
-def remove_build_roots() -> None:
-    """Remove every builder's folder of this process: MetaSchedule removes a candidate's library after
-    running it, but a cancelled or failed job left the libraries of its last batch in /tmp."""
-    import shutil
-    for root in list(_BUILD_ROOTS):
-        shutil.rmtree(root, ignore_errors=True)
-        _BUILD_ROOTS.discard(root)
-
-
-def fast_build(mod, target, _params):
-    """``ms.builder.default_build`` minus its ``import tvm.s_tir.tensor_intrin`` (19 s per worker).
-
-    ``tvm.tirx.build`` (not ``tvm.compile``) returns a module that the default export can save.
-    """
-    from .parse import checked_for_build
-    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(checked_for_build(mod, target, "a candidate"))
-    return tvm.tirx.build(mod, target=target)
-
-
-def cores() -> int:
-    """CPU cores this process may use (affinity-aware)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def evaluator_config():
     return ms.runner.EvaluatorConfig(number=NUMBER, repeat=REPEAT, min_repeat_ms=MIN_REPEAT_MS,
                                      enable_cpu_cache_flush=False)
-
-
-def make_builder(max_workers: int | None = None, timeout_sec: float = 30.0, pooled: bool = True):
-    """The builder we tune with: ``fast_build`` in a worker pool kept across batches.
-
-    ``LocalBuilder`` starts a fresh pool for every batch (and one more for a sanity check), so each
-    batch pays ``import tvm`` (0.8 s CPU) per worker; ``PooledBuilder`` pays it once per worker.
-    """
-    if pooled:
-        return PooledBuilder(max_workers=max_workers or cores(), timeout_sec=timeout_sec)
-    return ms.builder.LocalBuilder(max_workers=max_workers or cores(), timeout_sec=timeout_sec, f_build=fast_build)
-
-
-@derived_object
-class PooledBuilder(ms.builder.PyBuilder):
-    """``LocalBuilder`` with ``fast_build`` whose worker processes live across batches.
-
-    Workers are recycled after ``max_uses`` builds (LLVM's memory grows) and replaced when a build
-    times out, as ``PopenPoolExecutor`` does.  Results and error texts match ``LocalBuilder``.
-    """
-
-    def __init__(self, max_workers: int, timeout_sec: float = 30.0, max_uses: int = 64):
-        super().__init__()
-        self.max_workers, self.timeout_sec, self.max_uses = max_workers, timeout_sec, max_uses
-        self._pool = None
-        self.root = None
-
-    def _root(self) -> str:
-        if self.root is None:
-            import atexit
-            import tempfile
-            self.root = tempfile.mkdtemp(prefix="asight-builds-")
-            if not _BUILD_ROOTS:
-                atexit.register(remove_build_roots)
-            _BUILD_ROOTS.add(self.root)
-        return self.root
-
-    def _executor(self):
-        if self._pool is None:
-            self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec,
-                                           maximum_process_uses=self.max_uses, initializer=limit_memory)
-        return self._pool
-
-    def build(self, build_inputs: list) -> list:
-        export = functools.partial(export_shared, root=self._root())
-        jobs = [builder_job(fast_build, item, export) for item in build_inputs]
-        results = []
-        for outcome in self._executor().map_with_error_catching(lambda job: job[0](*job[1]), jobs):
-            if outcome.status == StatusKind.COMPLETE:
-                results.append(ms.builder.BuilderResult(outcome.value, None))
-            elif outcome.status == StatusKind.TIMEOUT:
-                results.append(ms.builder.BuilderResult(
-                    None, f"LocalBuilder: Timeout, killed after {self.timeout_sec} seconds"))
-            else:
-                results.append(ms.builder.BuilderResult(
-                    None, "LocalBuilder: An exception occurred\n" + str(outcome.value)))
-        return results
-
-    def shutdown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-        if self.root is not None:
-            import shutil
-            shutil.rmtree(self.root, ignore_errors=True)
-            _BUILD_ROOTS.discard(self.root)
-            self.root = None
 
 
 def parse_rpc(spec: str) -> tuple[str, int, str]:

@@ -467,7 +467,7 @@ def kill_own_group() -> None:
         pass
     finally:
         from ..engine.client import remove_worker_folders
-        from .metaschedule import remove_build_roots
+        from .builder import remove_build_roots
         remove_build_roots()
         remove_worker_folders()
         if os.getpgrp() == os.getpid():

@@ -149,7 +149,8 @@ def test_a_process_without_the_sandbox_never_evaluates_the_text(tmp_path):
 def _system_library(tmp_path: Path, marker: Path) -> str:
     """A kernel that calls system(), compiled and exported as the tuning job's builder does."""
     from asight_lsp.worker.compat import parse_script
-    from asight_lsp.worker.metaschedule import export_shared, resolve_target
+    from asight_lsp.worker.builder import export_shared
+    from asight_lsp.worker.metaschedule import resolve_target
     text = EXTERN.format(call=f'T.call_extern("int32", "system", "touch {marker}")')
     start = text.index("@T.prim_func")
     func = parse_script("\n" * text[:start].count("\n") + text[start:], {}, {"T": "tirx"})   # no rule asked here

@@ -33,7 +33,8 @@ POKE = GOOD.replace("            B[vi] = A[vi] + T.int64(1)\n", '''            T
 
 def _artifact(text: str) -> str:
     from asight_lsp.worker.compat import parse_script, tvm
-    from asight_lsp.worker.metaschedule import export_shared, resolve_target
+    from asight_lsp.worker.builder import export_shared
+    from asight_lsp.worker.metaschedule import resolve_target
     start = text.index("@T.prim_func")
     func = parse_script("\n" * text[:start].count("\n") + text[start:], {}, {"T": "tirx"})
     return export_shared(tvm.tirx.build(tvm.IRModule({"main": func}), target=resolve_target(None)))

@@ -1,0 +1,60 @@
+"""The fastest any NVIDIA GPU of an architecture computes, by input type: a latency a record claims
+that would need more is no measurement (pure).
+
+A record adopted from elsewhere (``asight adopt``) carries MetaSchedule's run_secs and nothing else
+to check them by; "run_secs [2e-6]" for a 2.1 GFLOP fp32 matmul became "best 2.0 µs" in every
+view, 1,074 TFLOP/s (outside probe 4, F1).  The ceiling is the dense peak (no sparsity) of the
+fastest product of the architecture at the workload's input type, from NVIDIA's datasheets, with a
+margin (``MARGIN``) for boost clocks: a bound no real kernel reaches, not an estimate of this one.
+"""
+from __future__ import annotations
+
+MARGIN = 1.25
+
+# compute capability major.minor prefix -> (product, {input type: dense TFLOP/s}); "fp32" is the larger
+# of the CUDA cores' fp32 and TF32 tensor cores (a float32 program may use either).
+PEAKS = {
+    "7": ("V100S / Titan RTX", {"fp32": 16.4, "fp16": 130.0, "int8": 261.0}),
+    "8.0": ("A100", {"fp32": 156.0, "fp16": 312.0, "int8": 624.0}),
+    "8.6": ("RTX 3090 Ti / A40", {"fp32": 80.0, "fp16": 160.0, "int8": 320.0}),
+    "8.7": ("Jetson AGX Orin", {"fp32": 10.0, "fp16": 85.0, "int8": 170.0}),
+    "8.9": ("L40S / RTX 4090", {"fp32": 183.0, "fp16": 366.0, "int8": 733.0}),
+    "9": ("H100 SXM / H200", {"fp32": 495.0, "fp16": 990.0, "int8": 1979.0}),
+    "10": ("B200", {"fp32": 1100.0, "fp16": 2250.0, "int8": 4500.0}),
+    "12": ("RTX 5090 / RTX PRO 6000", {"fp32": 210.0, "fp16": 420.0, "int8": 840.0}),
+}
+ANY = ("any NVIDIA GPU", {kind: max(p[1][kind] for p in PEAKS.values()) for kind in ("fp32", "fp16", "int8")})
+
+
+def _architecture(arch: str | None) -> tuple[str, dict]:
+    """``sm_90a`` -> the row of compute capability 9.0 (major.minor first, then major); unknown -> ANY."""
+    digits = "".join(ch for ch in str(arch or "").removeprefix("sm_") if ch.isdigit())
+    if len(digits) >= 2:
+        major, minor = digits[:-1], digits[-1]
+        for key in (f"{major}.{minor}", major):
+            if key in PEAKS:
+                return PEAKS[key]
+    return ANY
+
+
+def input_kind(dtypes: list[str]) -> str:
+    """The input type class the fastest units take: the narrowest of the program's buffers."""
+    bits = [int("".join(ch for ch in d if ch.isdigit()) or 32) for d in dtypes if str(d).startswith(("float", "bfloat"))]
+    ints = [d for d in dtypes if str(d).startswith(("int8", "uint8"))]
+    if ints or (bits and min(bits) <= 8):
+        return "int8"
+    return "fp16" if bits and min(bits) <= 16 else "fp32"
+
+
+def impossible_rate(flops: float | None, latency_us: float, arch: str | None, dtypes: list[str]) -> str | None:
+    """Why ``latency_us`` for ``flops`` cannot have been measured on ``arch`` (None: it can)."""
+    if not flops or not latency_us or latency_us <= 0:
+        return None
+    product, peaks = _architecture(arch)
+    kind = input_kind(dtypes)
+    ceiling = peaks[kind] * MARGIN
+    rate = flops / (latency_us * 1e-6) / 1e12
+    if rate <= ceiling:
+        return None
+    return (f"{latency_us:.3g} µs for {flops:,.0f} FLOP is {rate:,.0f} TFLOP/s, above the {peaks[kind]:,.0f} "
+            f"TFLOP/s {kind} peak of the fastest {product} (×{MARGIN} for clocks): not a measurement")

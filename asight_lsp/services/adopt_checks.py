@@ -1,0 +1,97 @@
+"""What ``asight adopt`` checks in records and counters made elsewhere before it writes a run (TVM-free).
+
+A work folder from another machine is data nobody here measured: records of another target, a
+latency no GPU reaches, counters of another run are refused with their line, never ranked
+(outside probe 4, F1, F2, F5, F8).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from ..analysis.gpu_peak import impossible_rate
+from ..errors import AsightError
+from ..store.runs import DB_RECORDS
+
+DURATION = "gpu__time_duration.sum"     # ns, Nsight Compute's kernel time
+APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
+
+
+def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str) -> None:
+    """AsightError (one line) when the function's records cannot make a run: none, none measured,
+    several targets, a latency faster than any GPU of the target's architecture computes."""
+    mine = [r for r in records if r["workload"] == reply["workload"]]
+    where = folder / DB_RECORDS
+    if not mine:
+        raise AsightError(f"{where} holds no record of {label} ({len(records)} records in all): nothing was tuned "
+                          "there yet; nothing was adopted")
+    targets = Counter(target_label(r["target"]) for r in mine)
+    if len(targets) > 1:
+        (main, _), *others = targets.most_common()
+        first = next(r for r in mine if target_label(r["target"]) != main)
+        listed = "; ".join(f"{t}: {n}" for t, n in targets.most_common())
+        raise AsightError(f"{where}: the records of {label} were tuned for {len(targets)} targets ({listed}; line "
+                          f"{first['trial'] + 1} is {target_label(first['target'])}): a run has one target; put each "
+                          "target's records in a work folder of its own; nothing was adopted")
+    measured = [r for r in mine if r["latency_us"] is not None]
+    if not measured:
+        raise AsightError(f"{where}: none of the {len(mine)} records of {label} has a latency: every build or run "
+                          "failed where it was tuned; nothing was adopted")
+    target = mine[0]["target"]
+    if isinstance(target, dict) and target.get("kind") == "cuda":
+        for record in measured:
+            why = impossible_rate(reply.get("flops"), record["latency_us"], target.get("arch"), reply.get("dtypes") or [])
+            if why:
+                raise AsightError(f"{where} line {record['trial'] + 1}: {why}; nothing was adopted")
+
+
+def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None,
+                       torn: bool = False) -> str | None:
+    """Refuse a counters line naming a candidate the adopted function has no record for; say which
+    lines name a record without a measured latency (a failed build: its counters are not used)."""
+    by_trial = {r["trial"]: r for r in records}
+    unused = []
+    for entry in entries:
+        cand = entry["candidate"]
+        if cand == "baseline":
+            continue
+        record = by_trial.get(cand)
+        if record is None or record["workload"] != workload:
+            what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
+                    if record is not None else f"record {cand} is the records file's torn last line (a write cut "
+                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}")
+            raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
+        if record["latency_us"] is None:
+            unused.append(f"{cand} (line {entry['line']})")
+        else:
+            _require_same_kernel(entry, record, where)
+    if not unused:
+        return None
+    return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
+            f"{f' and {len(unused) - 5} more' if len(unused) > 5 else ''} not used: no measured latency there "
+            "(a failed build or run)")
+
+
+def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
+    """Counters whose kernel time is far from their record's latency were measured on another program
+    (counters of another tuning of the workload): trial 76 (134.6 µs) was shown with 16.5 ms of
+    counters as its measurement (outside probe 4, F8)."""
+    duration = entry["metrics"].get(DURATION)
+    if duration is None:
+        return
+    ncu_us, latency = duration / 1e3, record["latency_us"]
+    ratio = max(ncu_us / latency, latency / ncu_us) if ncu_us > 0 else float("inf")
+    if ratio > APART:
+        raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
+                          f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({ratio:,.0f}× apart; Nsight Compute "
+                          f"reads within {APART:g}× of the runner): these are counters of another program")
+
+
+def target_label(target) -> str:
+    """``cuda sm_90a`` from a record's Target JSON (its tag when it has one)."""
+    if not isinstance(target, dict):
+        return str(target or "")
+    if target.get("tag"):
+        return str(target["tag"])
+    parts = [str(target.get("kind", "?"))] + [str(target[k]) for k in ("arch", "mcpu") if target.get(k)]
+    return " ".join(parts)

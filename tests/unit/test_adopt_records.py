@@ -1,0 +1,60 @@
+"""What adopt refuses in records and counters made elsewhere (outside probe 4, F1, F2, F5, F8), and the
+GPU peak a claimed latency is checked against (analysis/gpu_peak.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asight_lsp.analysis.gpu_peak import impossible_rate, input_kind
+from asight_lsp.errors import AsightError
+from asight_lsp.services.adopt_checks import counter_candidates, require_adoptable
+
+H100 = {"kind": "cuda", "arch": "sm_90a"}
+FLOPS = 2 * 1024 ** 3                  # the recorded 1024³ fp32 matmul
+REPLY = {"workload": 0, "flops": FLOPS, "dtypes": ["float32"]}
+
+
+def record(trial: int, latency_us: float | None, target=None, workload: int = 0) -> dict:
+    return {"trial": trial, "workload": workload, "latency_us": latency_us, "target": target or H100}
+
+
+def test_a_latency_no_gpu_of_the_architecture_reaches_is_no_measurement():
+    assert impossible_rate(FLOPS, 134.6, "sm_90a", ["float32"]) is None            # 16 TFLOP/s
+    why = impossible_rate(FLOPS, 2.0, "sm_90a", ["float32"])                        # 1,074 TFLOP/s
+    assert why == ("2 µs for 2,147,483,648 FLOP is 1,074 TFLOP/s, above the 495 TFLOP/s fp32 peak of the fastest "
+                   "H100 SXM / H200 (×1.25 for clocks): not a measurement")
+    assert impossible_rate(FLOPS, 2.0, "sm_90a", ["float16"]) is None               # fp16 tensor cores: 990
+    assert "A100" in impossible_rate(FLOPS, 8.0, "sm_80", ["float32"])
+    assert "any NVIDIA GPU" in impossible_rate(FLOPS, 1e-6, "sm_999", ["float32"])
+    assert impossible_rate(None, 1e-6, "sm_90a", ["float32"]) is None                # FLOPs unknown: not judged
+    assert [input_kind(d) for d in (["float32"], ["float16", "float32"], ["bfloat16"], ["int8", "int32"],
+                                    ["int32"])] == ["fp32", "fp16", "fp16", "int8", "fp32"]
+
+
+@pytest.mark.parametrize("records, message", [
+    ([], r"w/database_tuning_record.json holds no record of M.main \(0 records in all\): nothing was tuned there"),
+    ([record(0, None), record(1, None)], r"none of the 2 records of M.main has a latency: every build or run failed"),
+    ([record(0, 130.0), record(1, 90.0, {"kind": "llvm", "mcpu": "znver4"}), record(2, 140.0)],
+     r"the records of M.main were tuned for 2 targets \(cuda sm_90a: 2; llvm znver4: 1; line 2 is llvm znver4\)"),
+    ([record(0, 130.0), record(1, 130.0, {"kind": "cuda", "arch": "sm_80"})], r"2 targets \(cuda sm_90a: 1; cuda sm_80"),
+    ([record(0, 130.0), record(5, 2.0)], r"database_tuning_record.json line 6: 2 µs for 2,147,483,648 FLOP"),
+])
+def test_records_that_cannot_make_a_run_are_refused_before_anything_is_written(records, message):
+    with pytest.raises(AsightError, match=message + ".*nothing was adopted$"):
+        require_adoptable(records, REPLY, Path("w"), "M.main")
+
+
+def test_another_workloads_records_and_a_cpu_run_are_not_judged_by_a_gpu_peak():
+    require_adoptable([record(0, 134.6), record(1, 1e-3, {"kind": "llvm"}, workload=1)], REPLY, Path("w"), "M.main")
+    require_adoptable([record(0, 1e-3, {"kind": "llvm", "mcpu": "znver4"})], REPLY, Path("w"), "M.main")
+
+
+def test_counters_whose_kernel_time_is_far_from_the_record_are_another_programs():
+    records = [record(0, 134.6), record(1, 16495.6)]
+    ok = [{"candidate": 0, "line": 1, "metrics": {"gpu__time_duration.sum": 216_768.0}}]      # 1.6x: ncu's usual
+    assert counter_candidates(ok, records, 0, "c.jsonl") is None
+    swapped = [{"candidate": 0, "line": 3, "metrics": {"gpu__time_duration.sum": 16_495_552.0}}]
+    with pytest.raises(AsightError, match=r"^c.jsonl:3: candidate 0's counters time its kernel at 16,495.6 µs, its "
+                                          r"record at 134.6 µs \(123× apart"):
+        counter_candidates(swapped, records, 0, "c.jsonl")
