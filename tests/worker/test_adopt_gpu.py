@@ -272,3 +272,29 @@ def test_the_code_of_a_candidate_that_failed_where_it_was_tuned_says_so(adopted)
     best = code_view(store, run, "cuda")
     assert best["note"] == ("no per-line latency shares: they come from a profile on this machine's CPU, and this "
                             "is a GPU run")
+
+
+def _edited_record(lines: list[str], index: int, **change) -> list[str]:
+    record = json.loads(lines[index])
+    if "secs" in change:
+        record[1][1] = change["secs"]
+    if "target" in change:
+        record[1][2] = change["target"]
+    return lines[:index] + [json.dumps(record) + "\n"] + lines[index + 1:]
+
+
+def test_records_of_another_target_or_faster_than_any_h100_are_refused_at_adopt(tmp_path):
+    """Outside probe 4, F1/F2: a CPU record became the H100 run's best; run_secs 2e-6 (1,074 TFLOP/s) was
+    shown as "best 2.0 µs" in every view.  The worker's FLOP count and buffer types judge the latency."""
+    store = tmp_path / ".asight"
+    cpu = _copy_of_the_run(tmp_path / "cpu", lambda lines: _edited_record(
+        lines, 19, secs=[9e-5], target={"kind": "llvm", "mcpu": "znver4", "keys": ["cpu"]}))
+    proc = asight("adopt", str(cpu), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 2 and not store.exists()
+    assert "were tuned for 2 targets (cuda sm_90a: 127; llvm znver4: 1; line 20 is llvm znver4)" in proc.stderr
+    fast = _copy_of_the_run(tmp_path / "fast", lambda lines: _edited_record(lines, 5, secs=[2e-6]))
+    proc = asight("adopt", str(fast), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 2 and not store.exists()
+    assert proc.stderr.strip().endswith("database_tuning_record.json line 6: 2 µs for 2,147,483,648 FLOP is 1,074 "
+                                        "TFLOP/s, above the 495 TFLOP/s fp32 peak of the fastest H100 SXM / H200 "
+                                        "(×1.25 for clocks): not a measurement; nothing was adopted")
