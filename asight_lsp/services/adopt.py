@@ -73,6 +73,9 @@ def adopted_before(store: RunStore, folder: Path) -> str | None:
 
 def _check_folder(folder: Path) -> Path:
     for name in (DB_WORKLOADS, DB_RECORDS):
+        if os.path.lexists(folder / name) and not _regular(folder / name):
+            raise AsightError(f"{folder / name} is not a regular file (a link, a FIFO or a device): adopt reads "
+                              "plain files only; nothing was adopted")
         if not (folder / name).is_file():
             raise AsightError(f"{folder} is not a MetaSchedule work folder: {name} is missing")
     health = database_health(folder)
@@ -80,6 +83,11 @@ def _check_folder(folder: Path) -> Path:
         more = f" (and {len(health.problems) - 1} more)" if len(health.problems) > 1 else ""
         raise AsightError(f"{folder}: the database cannot be adopted: {health.problems[0]}{more}; nothing was copied")
     return folder.resolve()
+
+
+def _regular(path: Path) -> bool:
+    """A plain file, not a link to one (a work folder is data from elsewhere)."""
+    return not path.is_symlink() and path.is_file()
 
 
 def require_prim_func(selection, source: str) -> None:
@@ -107,6 +115,9 @@ def _counters(folder: Path, counters: str | None) -> tuple[str | None, str | Non
     """The counters file's text, where it came from and its entries (a bad file is refused before
     anything is written; an empty one is not adopted: ``_finish`` says so)."""
     path = Path(counters) if counters else folder / COUNTERS
+    if not counters and os.path.lexists(path) and not _regular(path):
+        raise AsightError(f"{path} is not a regular file (a link, a FIFO or a device): adopt reads plain files "
+                          "only (name another with --counters); nothing was adopted")
     if not path.is_file():
         if counters:
             raise AsightError(f"{counters} is not a regular file" if path.exists() else f"no counters file {counters}")

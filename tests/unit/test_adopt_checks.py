@@ -41,3 +41,24 @@ def test_a_damaged_work_folder_is_refused_with_its_line_and_nothing_about_tuning
         _check_folder(tmp_path / "w")
     assert str(err.value) == (f"{tmp_path / 'w'}: the database cannot be adopted: {DB_RECORDS} line 6: run_secs must "
                               "be positive seconds, not 0.0 (and 1 more); nothing was copied")
+
+
+@pytest.mark.parametrize("name", ["database_tuning_record.json", "counters.jsonl"])
+def test_a_work_folder_file_that_is_a_link_or_a_fifo_is_named_not_missing_or_ignored(tmp_path, name):
+    """Outside probe 4, F11: a records file linked to /dev/zero was "missing"; such a counters.jsonl was
+    ignored without a word."""
+    import os
+    import shutil
+    from asight_lsp.services.adopt import _check_folder, _counters
+    shutil.copytree(FIXTURES / "runs" / "mbr128", tmp_path / "w")
+    target = tmp_path / "w" / name
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    with pytest.raises(AsightError, match=rf"^{target} is not a regular file \(a link, a FIFO or a device\)"):
+        _check_folder(tmp_path / "w")
+        _counters(tmp_path / "w", None)
+    target.unlink()
+    target.symlink_to("/dev/zero")
+    with pytest.raises(AsightError, match=rf"^{target} is not a regular file"):
+        _check_folder(tmp_path / "w")
+        _counters(tmp_path / "w", None)
