@@ -16,7 +16,8 @@ from .convert import to_range
 from ..services.results import FunctionResult
 from ..analysis.measurement import speedup_text
 from ..analysis.attribution import block_verbs
-from ..views.text import table_unit, format_latency, ratio_text, relative_time, slowed_lines, tuning_best_text
+from ..views.text import (table_unit, format_latency, ratio_text, relative_time, slowed_lines, trials_text,
+                          tuning_best_text)
 from ..tvmscript.design_spaces import site_at
 from .state import document_spaces, space_result_of
 
@@ -109,7 +110,7 @@ def run_line(result: FunctionResult) -> str:
     else:
         figures = tuning_best_text(m.best_us, m.extra)
     stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
-    return (f"**run `{m.id}`** ({m.state}, {m.trials_done} trials{', ' + when if when else ''}): "
+    return (f"**run `{m.id}`** ({m.state}, {trials_text(m.trials_done, m.extra)}{', ' + when if when else ''}): "
             f"{figures}{stale}")
 
 

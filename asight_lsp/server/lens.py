@@ -13,7 +13,7 @@ from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
-from ..views.text import format_latency, relative_time, result_parts, tuning_best_text
+from ..views.text import format_latency, relative_time, result_parts, trials_text, tuning_best_text
 from .state import document_spaces, off_loop_if_big, space_result_of
 
 
@@ -288,7 +288,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
         parts = []
     shortfall = m.extra.get("shortfall") or {}
     parts.append(f"⚠ {shortfall['measured']} of {shortfall['requested']} trials measured" if shortfall
-                 else f"{m.trials_done} trials")
+                 else trials_text(m.trials_done, m.extra))
     when = None if short else relative_time(m.finished or m.started or m.created, now)
     if when:
         parts.append(when)

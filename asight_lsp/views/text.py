@@ -76,6 +76,16 @@ def tuning_best_text(best_us: float, extra: dict | None = None) -> str:
     return f"best {format_latency(best_us)} while tuning (not re-measured)"
 
 
+def trials_text(trials_done: int, extra: dict | None = None) -> str:
+    """``128 trials``; an adopted run's says how many were measured where it was tuned ("66 of 128
+    trials measured": 62 never built on the H100 run, and the lens said "128 trials")."""
+    adopted = (extra or {}).get("adopted") or {}
+    measured = adopted.get("measured")
+    if isinstance(measured, int) and measured < trials_done:
+        return f"{measured} of {trials_done} trials measured"
+    return f"{trials_done} trials"
+
+
 def headline_text(measurement: dict | None, tuning_best_us: float | None = None, extra: dict | None = None) -> str:
     """One line every place shows for a run: ``61 µs · 41× vs untuned`` from its measurement record
     (``· noisy`` when the machine was busy), or the best seen while tuning, said as such."""

@@ -143,8 +143,9 @@ def test_lens_says_what_the_record_says_and_how_it_was_taken():
     assert "· noisy ·" in title and "busy" in tip and "--remeasure" in tip
     title, tip = lens(None, best_us=61.0)                  # cancelled before the re-measurement
     assert title.startswith("best 61 µs while tuning (not re-measured)") and tip is None
-    title, _ = lens(None, best_us=134.6, extra={"adopted": {"records": 128}})      # tuned elsewhere: said where
-    assert title.startswith("best 0.13 ms on the machine that tuned it (adopted, not re-measured)")
+    title, _ = lens(None, best_us=134.6, extra={"adopted": {"records": 32, "measured": 30}})   # tuned elsewhere
+    assert title.startswith("best 0.13 ms on the machine that tuned it (adopted, not re-measured) · 30 of 32 "
+                            "trials measured")
 
 
 def test_profile_blocks_prefers_the_tuned_program():
