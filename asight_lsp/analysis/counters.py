@@ -30,6 +30,8 @@ REGISTERS = "launch__registers_per_thread"
 SHARED = "launch__shared_mem_per_block_static"
 DRAM_PEAK = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 SM_PEAK = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+LIMITER_METRICS = (SM_PEAK, DRAM_PEAK)       # what ``limiter`` needs
+VIEW_METRICS = (REGISTERS, SHARED, OCCUPANCY) + LIMITER_METRICS     # what the GPU views say (gpu_words)
 BOUND_PCT = 60.0     # a unit at or above this share of its peak limits the kernel
 LOW_OCCUPANCY = 25.0
 
@@ -130,8 +132,9 @@ def agreement_message(agreement: dict, label: str) -> str:
 def limiter(metrics: dict) -> dict | None:
     """What limits a kernel, from its counters, in plain words (None without the throughput metrics).
 
-    ``{kind: memory-bound|compute-bound|latency-bound, text, occupancy_pct, registers, dram_pct, sm_pct}``
-    — e.g. "latency-bound: 6 % of warp slots busy, 128 registers a thread (DRAM 1 %, SM 26 % of peak)".
+    ``{kind: memory-bound|compute-bound|latency-bound, text, short, occupancy_pct, registers, dram_pct, sm_pct}``
+    — e.g. "latency-bound: 6 % of warp slots busy, 128 registers a thread (DRAM 1 %, SM 26 % of peak)";
+    ``short`` for an inlay hint: "latency-bound, occupancy 6 %", "memory-bound, DRAM 85 % of peak".
     """
     dram, sm = metrics.get(DRAM_PEAK), metrics.get(SM_PEAK)
     if dram is None or sm is None:
@@ -141,6 +144,7 @@ def limiter(metrics: dict) -> dict | None:
     if max(dram, sm) >= BOUND_PCT:
         kind = "memory-bound" if dram >= sm else "compute-bound"
         text = f"{kind}: {peaks}"
+        short = f"{kind}, DRAM {dram:.0f} % of peak" if dram >= sm else f"{kind}, SM {sm:.0f} % of peak"
     else:
         kind = "latency-bound"
         parts = []
@@ -151,5 +155,12 @@ def limiter(metrics: dict) -> dict | None:
         text = f"{kind}: {', '.join(parts)} ({peaks})" if parts else f"{kind}: {peaks}"
         if occ is not None and occ < LOW_OCCUPANCY:
             text += "; too few warps in flight to hide memory and pipeline latency"
-    return {"kind": kind, "text": text, "occupancy_pct": occ, "registers": regs, "dram_pct": dram, "sm_pct": sm,
-            "shared_bytes": metrics.get(SHARED)}
+        short = f"{kind}, occupancy {occ:.0f} %" if occ is not None else kind
+    return {"kind": kind, "text": text, "short": short, "occupancy_pct": occ, "registers": regs, "dram_pct": dram,
+            "sm_pct": sm, "shared_bytes": metrics.get(SHARED)}
+
+
+def lacking(entries: list[dict]) -> list[str]:
+    """The metrics the GPU views use (``VIEW_METRICS``) that no line of a counters file has."""
+    have = {name for entry in entries for name in entry.get("metrics") or {}}
+    return [name for name in VIEW_METRICS if name not in have]

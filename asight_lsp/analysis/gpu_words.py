@@ -15,6 +15,7 @@ import numpy as np
 
 from . import counters as cn
 from . import featurelayout as fl
+from .trace_summary import bound_text
 
 AXES = [("blockIdx.x", "blockIdx_x_len"), ("blockIdx.y", "blockIdx_y_len"), ("blockIdx.z", "blockIdx_z_len"),
         ("threadIdx.x", "threadIdx_x_len"), ("threadIdx.y", "threadIdx_y_len"), ("threadIdx.z", "threadIdx_z_len"),
@@ -50,14 +51,51 @@ def memory_scopes(buffers: list[str]) -> dict:
 
 def binding_text(axes: dict) -> str:
     """``blockIdx.x 1024 × threadIdx.x 64 · vthread 2 (65,536 threads)``."""
-    blocks = [f"{a} {n}" for a, n in axes.items() if a.startswith("blockIdx")]
-    threads = [f"{a} {n}" for a, n in axes.items() if a.startswith("threadIdx")]
+    blocks = [bound_text(a, n) for a, n in axes.items() if a.startswith("blockIdx")]
+    threads = [bound_text(a, n) for a, n in axes.items() if a.startswith("threadIdx")]
     per_block = int(np.prod([n for a, n in axes.items() if a.startswith("threadIdx")] or [1]))
     grid = int(np.prod([n for a, n in axes.items() if a.startswith("blockIdx")] or [1]))
     text = " × ".join(blocks + threads) or "no thread binding"
     if "vthread" in axes:
-        text += f" · vthread {axes['vthread']}"
+        text += f" · {bound_text('vthread', axes['vthread'])}"
     return f"{text} ({grid:,} blocks of {per_block} threads)"
+
+
+# the launch figures the views say, each with the counter it is read from
+LAUNCH_WORDS = [(cn.REGISTERS, "registers a thread", lambda v: f"{v:.0f} registers a thread"),
+                (cn.SHARED, "shared memory a block", lambda v: f"{v:,.0f} B shared memory a block"),
+                (cn.OCCUPANCY, "achieved occupancy", lambda v: f"achieved occupancy {v:.0f} %")]
+NO_COUNTERS = "registers, occupancy, limiting factor: not measured (no counters for this candidate)"
+
+
+def measured_lines(metrics: dict | None) -> list[str]:
+    """The measured launch figures and the limiting factor of one candidate, in words, each figure
+    the counters lack said with the metric it needs (an ncu run with fewer ``--metrics``); the loop
+    view, the report and the hover all say these lines."""
+    if not metrics:
+        return [NO_COUNTERS]
+    lines = []
+    have = [say(metrics[name]) for name, _, say in LAUNCH_WORDS if metrics.get(name) is not None]
+    lack = [(name, word) for name, word, _ in LAUNCH_WORDS if metrics.get(name) is None]
+    if have:
+        lines.append("launch (measured): " + ", ".join(have))
+    if lack:
+        lines.append(f"{', '.join(word for _, word in lack)}: not measured "
+                     f"(the counters lack {', '.join(name for name, _ in lack)})")
+    limit = cn.limiter(metrics)
+    lines.append(limit["text"] if limit else "limiting factor: not measured (the counters lack "
+                 f"{', '.join(name for name in cn.LIMITER_METRICS if metrics.get(name) is None)})")
+    return lines
+
+
+def short_words(metrics: dict | None) -> str:
+    """The limiting factor in short for an inlay hint: ``latency-bound, occupancy 6 %``; the
+    occupancy alone without the throughput counters; '' without counters."""
+    limit = cn.limiter(metrics) if metrics else None
+    if limit:
+        return limit["short"]
+    occupancy = (metrics or {}).get(cn.OCCUPANCY)
+    return f"occupancy {occupancy:.0f} %" if occupancy is not None else ""
 
 
 def gpu_words(rows: np.ndarray | None, buffers: list[str], metrics: dict | None = None) -> dict | None:
@@ -76,23 +114,11 @@ def gpu_words(rows: np.ndarray | None, buffers: list[str], metrics: dict | None 
     lines = [f"threads: {out['binding']}"]
     if scopes["shared"] or scopes["local"]:
         lines.append("memory: " + "; ".join(f"{scope} {', '.join(names)}" for scope, names in scopes.items() if names))
-    limit = cn.limiter(metrics) if metrics else None
     if metrics:
         out.update(registers=metrics.get(cn.REGISTERS), occupancy_pct=metrics.get(cn.OCCUPANCY),
-                   shared_bytes=metrics.get(cn.SHARED), limiter=limit)
+                   shared_bytes=metrics.get(cn.SHARED), limiter=cn.limiter(metrics))
         out["sources"]["launch"] = "measured counters (counters.jsonl)"
-        extra = []
-        if metrics.get(cn.REGISTERS) is not None:
-            extra.append(f"{metrics[cn.REGISTERS]:.0f} registers a thread")
-        if metrics.get(cn.SHARED) is not None:
-            extra.append(f"{metrics[cn.SHARED]:,.0f} B shared memory a block")
-        if metrics.get(cn.OCCUPANCY) is not None:
-            extra.append(f"achieved occupancy {metrics[cn.OCCUPANCY]:.0f} %")
-        if extra:
-            lines.append("launch (measured): " + ", ".join(extra))
-        if limit:
-            lines.append(limit["text"])
-    else:
-        lines.append("registers, occupancy, limiting factor: not measured (no counters for this candidate)")
-    out["lines"] = lines
+    measured = measured_lines(metrics)
+    out["not_measured"] = [line for line in measured if ": not measured" in line]
+    out["lines"] = lines + measured
     return out

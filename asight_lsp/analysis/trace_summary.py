@@ -83,5 +83,13 @@ def block_headline(summary: dict) -> str:
         of = f" of {where['block']}" if where.get("block") else ""
         parts.append(f"at {where['loop']}{of}" if where.get("loop") else "computed inside another block")
     for bind in summary.get("bind", []):
-        parts.append(f"{bind['thread']}")
+        parts.append(bound_text(bind["thread"], bind.get("extent")))
     return " · ".join(parts)
+
+
+def bound_text(thread: str, extent=None) -> str:
+    """A thread binding with its extent as the GPU views say it: ``threadIdx.x 64``, ``vthread 8``
+    (MetaSchedule binds ``vthread.x``; the launch has one virtual-thread axis); the name alone when
+    the extent is not known."""
+    name = "vthread" if thread.startswith("vthread") else thread
+    return f"{name} {extent}" if isinstance(extent, int) and not isinstance(extent, bool) else name

@@ -129,9 +129,7 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     lines.append(f"- best schedule (trial {result.best['trial']}, {format_latency(result.best['latency_us'])})"
                  + (f": {head}" if head else ""))
     lines.extend(f"  - {step}" for step in summary["steps"] + summary.get("derived_steps", []))
-    gpu = gpu_line(result)
-    if gpu:
-        lines.append(gpu)
+    lines.extend(gpu_lines(result))
     return lines
 
 
@@ -143,10 +141,10 @@ def kept_lines(result: FunctionResult) -> list[str]:
     return [f"- ⚠ {kept['text']}: the run keeps DLight's default schedule; below, the best tuned one"] if kept else []
 
 
-def gpu_line(result: FunctionResult) -> str | None:
-    """The limiting factor of the best candidate from the run's measured counters (a GPU run with a
-    ``counters.jsonl``; ``analysis/counters.limiter``), or None."""
-    from ..analysis.counters import by_candidate, limiter
+def best_counters(result: FunctionResult) -> dict | None:
+    """The measured counters of the run's best candidate (``store/counters.py``): its metrics, {} when
+    the run has counters but none for it, None without a (usable) counters file."""
+    from ..analysis.counters import by_candidate
     from ..errors import AsightError
     from ..store.counters import read_counters
     if result.best is None:
@@ -155,15 +153,24 @@ def gpu_line(result: FunctionResult) -> str | None:
         entries = read_counters(result.run_dir)
     except AsightError:
         return None
-    from ..analysis.counters import OCCUPANCY, SHARED
-    metrics = by_candidate(entries)[0].get(int(result.best["trial"])) if entries else None
-    words = limiter(metrics) if metrics else None
-    if not words:
+    if not entries:
         return None
-    more = [f"{metrics[SHARED]:,.0f} B shared memory a block" if metrics.get(SHARED) is not None else "",
-            f"achieved occupancy {metrics[OCCUPANCY]:.0f} %" if metrics.get(OCCUPANCY) is not None else ""]
-    more_text = "; " + ", ".join(m for m in more if m) if any(more) else ""
-    return f"- GPU (measured counters of trial {result.best['trial']}): {words['text']}{more_text}"
+    return by_candidate(entries)[0].get(int(result.best["trial"])) or {}
+
+
+def gpu_lines(result: FunctionResult, metrics: dict | None = None) -> list[str]:
+    """The best candidate's measured GPU words, as the loop view says them (``gpu_words.measured_lines``:
+    launch figures, limiting factor, each figure the counters lack said); [] for a run with neither
+    counters nor a GPU target.  ``metrics``: ``best_counters(result)`` when the caller has them."""
+    from ..analysis.gpu_words import measured_lines
+    from ..engine.targets import runs_on_device
+    metrics = best_counters(result) if metrics is None else metrics
+    if result.best is None or (metrics is None and not runs_on_device(result.meta.target)):
+        return []
+    lines = measured_lines(metrics)
+    if not metrics:
+        return [f"- GPU (trial {result.best['trial']}): {lines[0]}"]
+    return [f"- GPU (measured counters of trial {result.best['trial']}):"] + [f"  - {line}" for line in lines]
 
 
 def latency_lines(name: str, prof: dict, summary: dict | None) -> list[str]:

@@ -10,7 +10,8 @@ from ..analysis.attribution import block_verbs
 from ..analysis.spacestats import hint_label
 from ..analysis.trace_summary import block_headline, loop_choices
 from ..tvmscript.model import Function
-from .hover import choice_text, gpu_line
+from ..analysis.gpu_words import short_words
+from .hover import best_counters, choice_text, gpu_lines
 from ..services.results import FunctionResult
 from .state import document_spaces, space_result_of
 from ..views.text import format_latency, slowed_lines, table_unit
@@ -22,8 +23,11 @@ def _end_of_line(lines: list[str], line: int) -> int:
 
 
 def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, str]]:
-    """``(line, label, tooltip)`` for each block with a share or a schedule."""
+    """``(line, label, tooltip)`` for each block with a share or a schedule; a block bound to the GPU's
+    grid also gets its limiting factor in short when counters measured it (the tooltip: the hover's
+    GPU lines)."""
     out = []
+    metrics = best_counters(result) if result.summary else None
     for blk in fn.blocks:
         if blk.name == "root":
             continue
@@ -36,14 +40,16 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
             parts.append(("⚠ " if change.get("slower") else "")
                          + f"{format_latency(change['before_us'])} → {format_latency(change['after_us'])}")
         summary = result.block(blk.name)
-        if summary:
-            head = block_headline(summary)
-            if head:
-                parts.append(head)
+        head = block_headline(summary) if summary else ""
+        if head:
+            parts.append(head)
+        on_grid = any(b["thread"].startswith("blockIdx") for b in (summary or {}).get("bind", []))
+        if on_grid and short_words(metrics):
+            parts.append(short_words(metrics))
         if parts:
             flagged = slowed_lines([change], {blk.name: block_verbs(summary)}) if change.get("slower") else []
-            gpu = gpu_line(result) if summary else None      # a GPU run with measured counters
-            tip = "\n".join(flagged + (summary["steps"] if summary else []) + ([gpu[2:]] if gpu else []))
+            gpu = [line.lstrip(" -") for line in gpu_lines(result, metrics)] if on_grid else []
+            tip = "\n".join(flagged + (summary["steps"] if summary else []) + gpu)
             out.append((blk.range["start"]["line"], " · ".join(parts), tip))
     return out
 
