@@ -33,6 +33,7 @@ for (const [name, { kind, payload, viewport }] of Object.entries(cases)) {
         contourLines: document.querySelectorAll("svg.honeycomb polyline.contour").length,
         limiterKind: block?.querySelector(".gpu-limiter")?.getAttribute("data-kind") ?? null,
         source: block?.querySelector(".gpu-source")?.textContent ?? null,
+        notMeasured: [...(block?.querySelectorAll(".gpu-not-measured") ?? [])].map((e) => e.textContent),
         stages: document.querySelectorAll("section.stage").length,
         blockBeforeStages: !!block && !!document.querySelector("section.stage") &&
           !!(block.compareDocumentPosition(document.querySelector("section.stage")) & Node.DOCUMENT_POSITION_FOLLOWING),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,16 @@ def drawn(extension_build, tmp_path_factory) -> dict:
         (bare / name).write_bytes((GPU / name).read_bytes())
     proc = asight("adopt", str(bare), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(unmeasured))
     assert proc.returncode == 0, proc.stderr
+    partial = tmp / "partial" / ".asight"                      # counters of an ncu run without the throughput metrics
+    some = tmp / "some"
+    shutil.copytree(bare, some)
+    keep = ("launch__registers_per_thread", "launch__shared_mem_per_block_static",
+            "sm__warps_active.avg.pct_of_peak_sustained_active")
+    (some / "counters.jsonl").write_text("".join(
+        json.dumps({**entry, "metrics": {k: v for k, v in entry["metrics"].items() if k in keep}}) + "\n"
+        for entry in map(json.loads, (GPU / "counters.jsonl").read_text().splitlines())))
+    proc = asight("adopt", str(some), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(partial))
+    assert proc.returncode == 0, proc.stderr
     with_counters, without = loop_payload(measured), loop_payload(unmeasured)
     spaces = {}
     for key, store in (("measured", measured), ("unmeasured", unmeasured)):
@@ -66,6 +77,7 @@ def drawn(extension_build, tmp_path_factory) -> dict:
     cases = {"measured": {"kind": "loopView", "payload": with_counters},
              "narrow": {"kind": "loopView", "payload": with_counters, "viewport": {"width": 420, "height": 800}},
              "unmeasured": {"kind": "loopView", "payload": without},
+             "partial": {"kind": "loopView", "payload": loop_payload(partial)},
              "kept": {"kind": "loopView", "payload": kept},
              "spaceMeasured": {"kind": "searchSpace", "payload": spaces["measured"]},
              "spaceModel": {"kind": "searchSpace", "payload": spaces["unmeasured"]},
@@ -104,6 +116,15 @@ def test_without_counters_the_block_keeps_the_schedule_and_says_what_is_not_meas
     assert f["gpuBlocks"] == 1 and f["axes"] == drawn["facts"]["measured"]["axes"]
     assert set(f["facts"]) == {"shared", "local"} and f["limiter"] is None
     assert f["source"].startswith("registers, occupancy, limiting factor: not measured")
+
+
+def test_with_some_of_the_counters_the_block_says_which_figure_is_not_measured_and_why(drawn):
+    f = drawn["facts"]["partial"]
+    assert f["facts"]["registers"] == "128" and f["facts"]["occupancy"] == "6.1 %" and f["limiter"] is None
+    assert f["source"] == "registers, shared memory, occupancy: measured counters (counters.jsonl)"
+    assert f["notMeasured"] == ["limiting factor: not measured (the counters lack sm__throughput.avg.pct_of_peak_"
+                                "sustained_elapsed, dram__throughput.avg.pct_of_peak_sustained_elapsed)"]
+    assert drawn["facts"]["measured"]["notMeasured"] == [] and drawn["facts"]["unmeasured"]["notMeasured"] == []
 
 
 def test_the_block_fits_a_narrow_panel(drawn):

@@ -176,8 +176,10 @@ export interface GpuBlock {
   registers?: number | null;
   occupancy_pct?: number | null;
   shared_bytes?: number | null;
-  limiter?: { kind?: string; text?: string } | null;
+  limiter?: { kind?: string; text?: string; short?: string } | null;
   lines?: string[];
+  /** With counters: each launch figure or the limiting factor they lack, with the metrics it needs. */
+  not_measured?: string[];
   sources?: Record<string, string>;
   /** DLight's default schedule beat the tuned record: the run keeps it (this block is the best tuned). */
   kept?: string;

@@ -63,7 +63,18 @@ export function gpuSection(value: unknown): HTMLElement | null {
       ...measured),
     str(limiter.text) ? h("p", { class: `gpu-limiter ${str(limiter.kind).replace(/[^a-z-]/g, "")}`, role: "note",
       "data-kind": str(limiter.kind) }, h("strong", {}, "limiting factor: "), str(limiter.text)) : null,
-    measured.length ? h("p", { class: "hint gpu-source" }, `registers, shared memory, occupancy: ${str(sources.launch, "measured counters")}`)
-      : h("p", { class: "hint gpu-source" }, "registers, occupancy, limiting factor: not measured (no counters for this candidate; " +
-        "run `asight counters` on a machine with the GPU, or adopt a run with --counters)"));
+    ...sourceLines(g, measured.length > 0));
+}
+
+/** Where the measured facts come from; with counters, each figure they lack said with the metric it needs
+ * (`not_measured`: an ncu run with fewer --metrics); without counters, how to get them. */
+function sourceLines(g: GpuBlock, measured: boolean): HTMLElement[] {
+  const launch = str(obj(g.sources).launch);
+  if (!launch) {
+    return [h("p", { class: "hint gpu-source" }, "registers, occupancy, limiting factor: not measured (no counters for this " +
+      "candidate; run `asight counters` on a machine with the GPU, or adopt a run with --counters)")];
+  }
+  const lacking = arr<string>(g.not_measured).map((x) => str(x)).filter((x) => x);
+  const out: HTMLElement[] = measured ? [h("p", { class: "hint gpu-source" }, `registers, shared memory, occupancy: ${launch}`)] : [];
+  return out.concat(lacking.map((line) => h("p", { class: "hint gpu-not-measured", role: "note" }, line)));
 }
