@@ -45,6 +45,7 @@ def run(args) -> int:
     print(f"target   {meta.target_label}")
     print(f"best     {best} [MetaSchedule's runner on the machine that tuned]")
     print(f"counters {info['counters'] or 'none (views use the model, labelled as a model)'}")
-    if info.get("counters_note"):
-        print(f"note     {info['counters_note']}")
+    for key in ("counters_note", "counters_lack"):
+        if info.get(key):
+            print(f"note     {info[key]}")
     return 0

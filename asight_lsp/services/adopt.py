@@ -58,7 +58,22 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
         shutil.rmtree(run.path, ignore_errors=True)
         raise AsightError(f"cannot write the adopted run: {err}") from None
     _finish(run, reply["workload"], counter_from, unused, earlier)
+    _note_lacking(run, entries)
     return run
+
+
+def _note_lacking(run: Run, entries: list[dict]) -> None:
+    """One note naming the metrics the GPU views use that the counters file has on no line (an ncu
+    run with fewer ``--metrics``): the views then say those figures are not measured."""
+    from ..analysis.counters import VIEW_METRICS, lacking
+    lack = lacking(entries) if entries else []
+    if not lack:
+        return
+    meta = run.load()
+    meta.extra["adopted"]["counters_lack"] = (
+        f"the counters lack {len(lack)} of the {len(VIEW_METRICS)} metrics the GPU views use: {', '.join(lack)} "
+        "(the views say those figures are not measured)")
+    run.save(meta)
 
 
 def adopted_before(store: RunStore, folder: Path) -> str | None:

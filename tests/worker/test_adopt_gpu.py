@@ -50,6 +50,7 @@ def test_adopt_matches_the_workload_and_takes_the_target_from_the_records(adopte
     assert (run.path / "counters.jsonl").read_bytes() == (GPU / "counters.jsonl").read_bytes()
     assert (run.path / "database_tuning_record.json").read_bytes() == (GPU / "database_tuning_record.json").read_bytes()
     assert "matched by structural hash" in out and "target   cuda sm_90a" in out
+    assert "counters lack" not in out      # the recorded file has every metric the views use
 
 
 def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_path):
@@ -298,3 +299,29 @@ def test_records_of_another_target_or_faster_than_any_h100_are_refused_at_adopt(
     assert proc.stderr.strip().endswith("database_tuning_record.json line 6: 2 µs for 2,147,483,648 FLOP is 1,074 "
                                         "TFLOP/s, above the 495 TFLOP/s fp32 peak of the fastest H100 SXM / H200 "
                                         "(×1.25 for clocks): not a measurement; nothing was adopted")
+
+
+def test_counters_with_some_of_the_metrics_are_noted_at_adopt_and_the_loop_view_says_what_is_not_measured(tmp_path):
+    """An ncu run with fewer --metrics (outside probe 4, F7): adopt names the metrics the views use that
+    the file lacks, and the loop view says the limiting factor is not measured and why."""
+    keep = ("launch__registers_per_thread", "launch__shared_mem_per_block_static",
+            "sm__warps_active.avg.pct_of_peak_sustained_active", "gpu__time_duration.sum")
+    folder = _copy_of_the_run(tmp_path / "f", lambda rows: rows)
+    lines = []
+    for line in (GPU / "counters.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        entry["metrics"] = {k: v for k, v in entry["metrics"].items() if k in keep}
+        lines.append(json.dumps(entry))
+    (folder / "counters.jsonl").write_text("\n".join(lines) + "\n")
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(folder), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    assert ("note     the counters lack 2 of the 5 metrics the GPU views use: sm__throughput.avg.pct_of_peak_sustained_"
+            "elapsed, dram__throughput.avg.pct_of_peak_sustained_elapsed (the views say those figures are not "
+            "measured)\n") in proc.stdout
+    loops = asight("loops", "--run", "latest", "--work-dir", str(store))
+    assert loops.returncode == 0, loops.stderr
+    assert ("  launch (measured): 128 registers a thread, 13,056 B shared memory a block, achieved occupancy 6 %\n"
+            "  limiting factor: not measured (the counters lack sm__throughput.avg.pct_of_peak_sustained_elapsed, "
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed)\n") in loops.stdout
+    assert "blockIdx.x 256 · vthread 8 · threadIdx.x 64" in loops.stdout      # the best schedule's line, with extents
