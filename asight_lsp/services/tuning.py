@@ -29,6 +29,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
+from .counters import budget_seconds
 from .guidance import plan_guidance, seed_from
 from .jobs import LIVE_STATES, TuneJob, file_size, refresh_run, spawn
 
@@ -227,12 +228,11 @@ def start_tune(req: TuneRequest) -> TuneJob:
 
 def _counters_request(meta: RunMeta, budget_s: float | None) -> None:
     """``extra.counters_request`` for this session (``worker/tune_job.collect_counters``); a session
-    without ``--counters-budget`` asks for none (an earlier session's counters.jsonl stays)."""
+    without ``--counters-budget`` (or with 0, as the editor's setting) asks for none (an earlier session's
+    counters.jsonl stays); the budget is checked as ``asight counters --budget-s`` is (``counters.budget_seconds``)."""
     meta.extra.pop("counters_request", None)
-    if budget_s is None:
+    if budget_s is None or not budget_seconds(budget_s, "--counters-budget"):
         return
-    if not budget_s > 0:
-        raise AsightError(f"--counters-budget must be a positive number of seconds (got {budget_s})")
     meta.extra["counters_request"] = {"budget_s": float(budget_s)}
 
 
