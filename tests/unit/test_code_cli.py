@@ -54,3 +54,31 @@ def test_a_diff_with_a_failed_candidate_says_that_side_failed():
     assert text[:2] == ["# M.main: R trial 76 vs R trial 0 (failed where it was tuned: no latency)",
                         "latency: 134.6 µs -> none (one side has no measured latency)"]
     assert "failed" not in render_diff(diff_payload("m.py", "M.main", [side(76, 134.6), side(3, 140.0)]))
+
+
+def test_the_default_run_passes_over_a_newer_run_refused_before_measuring(tmp_path):
+    """Probe 4, F6: after a refused `tune --target vulkan` beside an adopted run, `asight code` (newest run of
+    the function) showed the failed run ("this run's target is vulkan"); it takes the rule of `latest` now."""
+    import json
+    import os
+    import shutil
+    import time
+
+    from asight_lsp.services.lookup import latest_run
+    from asight_lsp.store.runs import RunMeta, RunStore
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.tvmscript.selection import select
+
+    store = RunStore(tmp_path / ".asight")
+    shutil.copytree(RUN, store.runs_dir / "mbr128")
+    meta = json.loads((store.runs_dir / "mbr128" / "run.json").read_text())
+    (store.runs_dir / "mbr128" / "run.json").write_text(json.dumps({**meta, "file": SOURCE}))
+    selection = select(build_outline(Path(SOURCE).read_text(), SOURCE), None)
+    failed = store.create(RunMeta(id="MatmulBiasRelu-failed", file=SOURCE, function=selection.unit.name,
+                                  state="failed", error="no vulkan device on this machine; measure on one with --rpc"))
+    later = time.time() + 5
+    os.utime(failed.meta_path, (later, later))
+    assert store.get("latest").id == "mbr128"
+    assert latest_run(store, SOURCE, selection).id == "mbr128"
+    shutil.rmtree(store.runs_dir / "mbr128")   # when every run was refused, the newest is still the answer
+    assert latest_run(store, SOURCE, selection).id == failed.id
