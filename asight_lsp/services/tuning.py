@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
-from ..engine.targets import (GPU_WORD, TargetError, gpu_label, local_gpus, require_runs_here, runs_on_device,
-                              target_config)
+from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
+                              runs_on_device, target_config)
 from ..errors import AsightError
 from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
@@ -123,32 +123,43 @@ def guided_target(store: RunStore, guided_by: str, target: str | None) -> str | 
 
 
 def require_gpu_here(target: str | None, rpc: str | None) -> None:
-    """A CUDA target measures on this machine's GPU unless ``--rpc`` names one: without a GPU it is
-    refused before a run is made (no failed run left behind; outside probe F13)."""
-    if rpc or not runs_on_device(target) or (target or "").strip() == GPU_WORD:
+    """A device target measures on this machine's device unless ``--rpc`` names one: where the device's
+    absence shows without TVM (nvidia-smi, device and driver files: ``targets.device_missing``), it is
+    refused before a run is made (no failed run left behind; outside probe F13, probe 4 F6)."""
+    text = (target or "").strip()
+    if rpc or not text:
         return
-    text = target.strip()
     config = target_config(text) if text.startswith("{") else None
-    kind = config.get("kind") if isinstance(config, dict) else "cuda" if text.startswith("nvidia/") else text.split()[0]
-    if kind == "rocm" and not os.path.exists("/dev/kfd"):
-        raise AsightError("no AMD GPU on this machine (/dev/kfd is missing): a rocm target is tuned on its GPU; tune "
-                          "where it is, or measure on one with --rpc HOST:PORT:KEY")
-    if kind != "cuda":
-        return
-    try:
-        local_gpus()
-    except TargetError as err:
-        why = str(err).split(": ", 1)[-1].split(";")[0]
-        raise AsightError(f"{why}: a cuda target is tuned on its GPU; tune where it is, or measure on one with "
-                          "--rpc HOST:PORT:KEY") from None
+    kind = (config.get("kind") if isinstance(config, dict) else "cuda" if text == GPU_WORD or text.startswith("nvidia/")
+            else text.split()[0])
+    if kind == "cuda" and text != GPU_WORD:     # --target gpu asked nvidia-smi in check_target
+        try:
+            local_gpus()
+        except TargetError as err:
+            why = str(err).split(": ", 1)[-1].split(";")[0]
+            raise AsightError(f"{why}: a cuda target is tuned on its GPU; tune where it is, or measure on one with "
+                              "--rpc HOST:PORT:KEY") from None
+    why = device_missing(str(kind))
+    if why:
+        device = "GPU" if kind in ("cuda", "rocm") else "device"
+        raise AsightError(f"{why}: {'an' if str(kind)[:1] in 'aeiou' else 'a'} {kind} target is tuned on its "
+                          f"{device}; tune where it is, or measure on one with --rpc HOST:PORT:KEY")
 
 
 def check_rpc(rpc: str | None) -> None:
+    """``HOST:PORT:KEY``, and a tracker that answers there: an unreachable one is refused before a run is
+    made (probe 4, F6: the job's own check left a failed run that hid the adopted one)."""
     if rpc is None:
         return
     parts = rpc.split(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not 0 < int(parts[1]) < 65536 or not parts[2]:
         raise AsightError(f"--rpc expects HOST:PORT:KEY of a TVM RPC tracker (got '{rpc}')")
+    import socket
+    try:
+        socket.create_connection((parts[0], int(parts[1])), timeout=5).close()
+    except OSError as err:
+        why = err.strerror or str(err) or type(err).__name__
+        raise AsightError(f"cannot reach the RPC tracker at {parts[0]}:{parts[1]}: {why}") from None
 
 
 # --------------------------------------------------------------------------- processes
