@@ -82,3 +82,41 @@ def test_the_default_run_passes_over_a_newer_run_refused_before_measuring(tmp_pa
     assert latest_run(store, SOURCE, selection).id == "mbr128"
     shutil.rmtree(store.runs_dir / "mbr128")   # when every run was refused, the newest is still the answer
     assert latest_run(store, SOURCE, selection).id == failed.id
+
+
+class _TraceFails:
+    """A worker whose replay of the run's trace fails as TVM's does when a block it gets is gone."""
+    python = None
+
+    def request(self, method, params, timeout=None):
+        from asight_lsp.errors import WorkerError
+        raise WorkerError("ScheduleError: An error occurred in the schedule primitive 'get-block'.", "ScheduleError")
+
+
+def test_a_renamed_block_says_the_function_changed_since_the_run_not_tvms_schedule_error(tmp_path):
+    """Probe 4, F9: after `T.sblock("C")` became "D", the code view (CLI and LSP) answered TVM's raw
+    "ScheduleError: An error occurred in the schedule primitive 'get-block'."."""
+    import json
+    import shutil
+
+    from asight_lsp.errors import AsightError, WorkerError
+    from asight_lsp.services.codeview import code_view
+    from asight_lsp.tvmscript.hashing import function_hash
+    from asight_lsp.tvmscript.outline import build_outline
+
+    store = tmp_path / ".asight"
+    shutil.copytree(RUN, store / "runs" / "mbr128")
+    source = tmp_path / "m.py"
+    source.write_text(Path(SOURCE).read_text().replace('sblock("matmul")', 'sblock("mm")'))
+    meta = json.loads((store / "runs" / "mbr128" / "run.json").read_text())
+    outline = build_outline(Path(SOURCE).read_text(), SOURCE)
+    hashes = {fn.id: function_hash(Path(SOURCE).read_text(), fn) for fn in outline.functions}
+    (store / "runs" / "mbr128" / "run.json").write_text(json.dumps({**meta, "file": str(source), "source_hashes": hashes}))
+    for level in ("scheduled", "cuda"):
+        with pytest.raises(AsightError, match=r"^the function changed since run mbr128 \(block matmul is no longer in "
+                                              r"it\): its records no longer apply to it; re-tune it, or view the run's "
+                                              r"own source \(asight code .*mbr128/source.py --run mbr128\)$"):
+            code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False, level=level)
+    source.write_text(Path(SOURCE).read_text())     # not stale: the worker's error is not reworded
+    with pytest.raises(WorkerError, match="^ScheduleError"):
+        code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False)
