@@ -34,7 +34,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     text = Path(source).read_text(encoding="utf-8")
     outline = build_outline(text, source)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "adopt")
     require_prim_func(selection, source)
     counter_text, counter_from, entries = _counters(folder, counters)
     unit = selection.unit
@@ -128,7 +128,8 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int, 
         if record is None or record["workload"] != workload:
             what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
                     if record is not None else f"record {cand} is the records file's torn last line (a write cut "
-                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}")
+                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}"
+                    if records else "the records file is empty")
             raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
         if record["latency_us"] is None:
             unused.append(f"{cand} (line {entry['line']})")

@@ -64,7 +64,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "show the code of")
     found = _find_run(path, run, selection, store_root)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
@@ -216,7 +216,8 @@ def _find_run(path: str, run: str | None, selection, store_root: str | None) -> 
 
 def _record(run: Run, records: list[dict], trial: int) -> dict:
     if trial < 0 or trial >= len(records):
-        raise AsightError(f"run {run.id} has no candidate {trial} (it has {len(records)}: 0..{len(records) - 1})")
+        has = f"it has {len(records)}: 0..{len(records) - 1}" if records else "its records file is empty"
+        raise AsightError(f"run {run.id} has no candidate {trial} ({has})")
     return records[trial]
 
 

@@ -51,7 +51,7 @@ def tuned_file(path: str, function: str | None, run: str | None, store_root: str
     text = read_text(path) if text is None else text
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "read")
     store = RunStore(store_root)
     found = store.get(run) if run else latest_run(store, path, selection)
     if found is None:

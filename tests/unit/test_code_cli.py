@@ -120,3 +120,13 @@ def test_a_renamed_block_says_the_function_changed_since_the_run_not_tvms_schedu
     source.write_text(Path(SOURCE).read_text())     # not stale: the worker's error is not reworded
     with pytest.raises(WorkerError, match="^ScheduleError"):
         code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False)
+
+
+def test_a_candidate_of_a_run_with_an_empty_records_file_says_it_is_empty(capsys, tmp_path):
+    """Probe 4, F13: "has no candidate 76 (it has 0: 0..-1)"."""
+    import shutil
+    shutil.copytree(RUN, tmp_path / "r")
+    (tmp_path / "r" / "database_tuning_record.json").write_text("")
+    assert main(["code", SOURCE, "--work-dir", str(tmp_path), "--run", str(tmp_path / "r"), "--candidate", "76"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("has no candidate 76 (its records file is empty)") and "0..-1" not in err, err
