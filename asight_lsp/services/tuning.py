@@ -12,6 +12,7 @@ it, so an interrupted run continues where it stopped and re-running a finished r
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import platform
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
+from ..engine.target_tags import TAGS, TVM_VERSION as TAGS_TVM_VERSION
 from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
                               runs_on_device, target_config)
 from ..errors import AsightError
@@ -83,6 +85,11 @@ def check_target(target: str | None) -> str:
     if kind not in TARGET_KINDS and "/" not in kind:
         raise AsightError(f"unknown target '{text}': the kind must be one of {', '.join(TARGET_KINDS)} "
                           "(or a Target JSON / tag)")
+    if "/" in kind and kind not in TAGS:   # said before the GPU check (probe 4, F13: "no NVIDIA GPU on this machine")
+        near = difflib.get_close_matches(kind, sorted(TAGS), n=3)
+        raise AsightError(f"unknown target tag '{kind}': TVM {TAGS_TVM_VERSION} has no such tag"
+                          + (f" (near: {', '.join(near)})" if near else "") + "; or name a kind (cuda, llvm, ...) "
+                          "or a Target JSON")
     if kind == "llvm" and "mcpu" not in label and "mtriple" not in label:
         return host_label()        # the job fills in the host's mcpu and num-cores
     return label

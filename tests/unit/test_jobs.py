@@ -136,6 +136,9 @@ def test_other_units_syntax_error_does_not_block(tmp_path, monkeypatch):
     ("{bad", "target JSON is not valid JSON"),
     ('{"mcpu": "znver3"}', 'target JSON needs a "kind"'),
     ("/tmp/target.json", "a file path is not a target; pass the Target JSON itself"),
+    ("nvidia/does-not-exist", r"^unknown target tag 'nvidia/does-not-exist': TVM 0.27.0.post1 has no such tag"),
+    ("nvidia/nvidia-h10", r"^unknown target tag 'nvidia/nvidia-h10': .* \(near: nvidia/nvidia-h100"),
+    ("nvidia/nope -arch=sm_90", r"^unknown target tag 'nvidia/nope'"),
 ])
 def test_bad_targets(target, message, tmp_path):
     with pytest.raises(AsightError, match=message):
