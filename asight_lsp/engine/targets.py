@@ -209,3 +209,55 @@ def require_runs_here(mtriple: str | None, machine: str | None = None) -> None:
         raise TargetError(f"the target's mtriple {mtriple!r} makes {arch} code, which this {here} machine cannot "
                           f"run: tuning and profiling time every program here (tune on {arch} hardware and "
                           "bring its work folder here with `asight adopt`)")
+
+
+# --------------------------------------------------------------------------- a device here?
+
+_VULKAN_ICD_DIRS = ("/etc/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
+                    "/usr/local/etc/vulkan/icd.d", "~/.local/share/vulkan/icd.d")
+_OPENCL_ICD_DIR = "/etc/OpenCL/vendors"
+
+
+def device_missing(kind: str, environ=None, platform: str | None = None) -> str | None:
+    """Why this machine has no ``kind`` device to measure on, as its files and environment show it
+    without TVM (cheap), or None where one may be there (the tuning job then asks TVM's
+    ``device.exist``).  Only sure answers: Linux device files and driver (ICD) files, macOS for Metal,
+    a browser for WebGPU; so a refused tune is refused before its run is made (probe 4, F6)."""
+    import glob
+    import os
+    import sys
+    env = os.environ if environ is None else environ
+    linux = (platform or sys.platform).startswith("linux")
+    if kind == "cuda":
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None and visible.split(",")[0].strip() in ("", "-1"):
+            return f"no NVIDIA GPU visible to CUDA here (CUDA_VISIBLE_DEVICES={visible!r})"
+        if linux and not glob.glob("/dev/nvidia[0-9]*") and not os.path.exists("/dev/dxg"):
+            return "no NVIDIA GPU on this machine (no /dev/nvidia0 device file, whatever nvidia-smi says)"
+    elif kind == "rocm" and linux and not os.path.exists("/dev/kfd"):
+        return "no AMD GPU on this machine (/dev/kfd is missing)"
+    elif kind == "metal" and (platform or sys.platform) != "darwin":
+        return "no Metal device on this machine (Metal is macOS's)"
+    elif kind == "webgpu":
+        return "no WebGPU device on this machine (WebGPU programs run in a browser)"
+    elif kind == "vulkan" and linux and not _drivers(env, ("VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"),
+                                                   [f"{d}/*.json" for d in _xdg_vulkan_dirs(env)]):
+        return "no Vulkan driver on this machine (no ICD file in /usr/share/vulkan/icd.d or /etc/vulkan/icd.d)"
+    elif kind == "opencl" and linux and not _drivers(env, ("OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"),
+                                                   [f"{_OPENCL_ICD_DIR}/*.icd"]):
+        return f"no OpenCL driver on this machine (no ICD file in {_OPENCL_ICD_DIR})"
+    return None
+
+
+def _drivers(env, variables: tuple, patterns: list) -> bool:
+    """A driver may be there: a variable names one, or a pattern matches an ICD file."""
+    import glob
+    import os
+    return any(env.get(v) for v in variables) or any(glob.glob(os.path.expanduser(p)) for p in patterns)
+
+
+def _xdg_vulkan_dirs(env) -> list:
+    dirs = list(_VULKAN_ICD_DIRS)
+    for var in ("XDG_DATA_DIRS", "XDG_CONFIG_DIRS"):
+        dirs += [f"{d}/vulkan/icd.d" for d in (env.get(var) or "").split(":") if d]
+    return dirs

@@ -60,9 +60,11 @@ def _counters_budget(value, default: float | None) -> float | None:
     """``countersBudget`` of asight.tune (seconds; 0 = none), else the server option."""
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise JsonRpcInvalidParams("'countersBudget' must be a number of seconds (0: no counters)")
-    return float(value) or None
+    from ..services.counters import budget_seconds  # the check asight counters and asight tune make
+    try:
+        return budget_seconds(value, "'countersBudget'") or None
+    except AsightError as err:
+        raise JsonRpcInvalidParams(f"{err} (0: no counters)") from None
 
 
 # --------------------------------------------------------------------------- tune

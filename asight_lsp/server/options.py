@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import protocol as P
+from ..errors import AsightError
 
 _KEYS = {  # protocol key -> dataclass field
     P.OPT_TRUSTED: "trusted", P.OPT_STORE_ROOT: "store_root", P.OPT_WORKER_PYTHON: "worker_python",
@@ -62,10 +63,15 @@ _BAD = object()
 
 
 def _budget(value: Any) -> Any:
-    """Seconds for counters: a positive number, or None (0, null: off); anything else ignored."""
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
+    """Seconds for counters: a positive number, or None (0, null: off); anything else (checked as
+    ``services/counters.budget_seconds`` checks the command's ``countersBudget``) ignored."""
+    from ..services.counters import budget_seconds
+    if value is None:
         return None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else _BAD
+    try:
+        return budget_seconds(value, "countersBudgetSeconds") or None
+    except AsightError:
+        return _BAD
 
 
 def _coerce(name: str, value: Any, current: Any) -> Any:

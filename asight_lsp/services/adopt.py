@@ -35,7 +35,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     text = Path(source).read_text(encoding="utf-8")
     outline = build_outline(text, source)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "adopt")
     require_prim_func(selection, source)
     counter_text, counter_from, entries = _counters(folder, counters)
     unit = selection.unit

@@ -59,7 +59,8 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int, 
         if record is None or record["workload"] != workload:
             what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
                     if record is not None else f"record {cand} is the records file's torn last line (a write cut "
-                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}")
+                    "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}"
+                    if records else "the records file is empty")
             raise AsightError(f"{where}:{entry['line']}: candidate {cand} is not a record of this function ({what})")
         if record["latency_us"] is None:
             unused.append(f"{cand} (line {entry['line']})")

@@ -20,7 +20,7 @@ from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..engine.targets import runs_on_device
-from ..errors import AsightError
+from ..errors import AsightError, WorkerError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
 from ..store.runs import Run, RunStore, read_records
@@ -64,7 +64,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     text = Path(path).read_text(encoding="utf-8", errors="replace") if text is None else text
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "show the code of")
     found = _find_run(path, run, selection, store_root)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
@@ -76,14 +76,12 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
               "kept": "dlight" if candidate is None and meta and dlight_kept(meta.measurement) else None,
               "task": task, "weights": wire.weights_beside(path)}
-    with borrowed(worker) as client:
-        if check or level == "ptx":
-            require_parsed(text, path, selection.unit, client)
-        if level != "ptx":
-            reply = client.request(wire.CODE, params, timeout=300)
-    if level == "ptx":   # nvcc is a process, which the sandboxed worker may not start (as cachegrind, docs/gpu.md)
-        with trusted(getattr(worker, "python", None), 300) as unsandboxed:
-            reply = unsandboxed.request(wire.CODE, params, timeout=300)
+    try:
+        reply = _reply(worker, params, text, path, selection, check or level == "ptx")
+    except WorkerError as err:
+        if "ScheduleError" not in f"{err.error_type} {err}" or found is None or not _stale(found, selection, text):
+            raise
+        raise AsightError(trace_gone(found, selection, [record] if record else records)) from None
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     if (reply.get("applied") or {}).get("kept") == "dlight":
         _dlight_payload(payload, meta)
@@ -164,6 +162,33 @@ def _task_note(task: str, calls: list[dict], timed: bool, profile: dict | None, 
     return "; ".join(parts)
 
 
+def _reply(worker, params: dict, text: str, path: str, selection, check: bool) -> dict:
+    """The worker's ``code`` answer (the ptx level from an unsandboxed worker)."""
+    with borrowed(worker) as client:
+        if check:
+            require_parsed(text, path, selection.unit, client)
+        if params["level"] != "ptx":
+            return client.request(wire.CODE, params, timeout=300)
+    # nvcc is a process, which the sandboxed worker may not start (as cachegrind, docs/gpu.md)
+    with trusted(getattr(worker, "python", None), 300) as unsandboxed:
+        return unsandboxed.request(wire.CODE, params, timeout=300)
+
+
+def trace_gone(run: Run, selection, records: list[dict]) -> str:
+    """Why a stale run's trace no longer applies, in the product's words: the blocks its records get
+    that the function no longer has (probe 4, F9: a renamed block answered TVM's raw "ScheduleError: An
+    error occurred in the schedule primitive 'get-block'.")."""
+    have = {b.name for fn in selection.functions for b in fn.blocks} | {"root"}
+    wanted = {inst[2][0] for r in records for inst in r.get("insts") or []
+              if isinstance(inst, list) and len(inst) > 2 and inst[0] in ("GetSBlock", "GetBlock")
+              and isinstance(inst[2], list) and inst[2] and isinstance(inst[2][0], str)}
+    gone = sorted(wanted - have)
+    what = (f" (block{'s' if len(gone) > 1 else ''} {', '.join(gone)} {'are' if len(gone) > 1 else 'is'} no longer in it)"
+            if gone else "")
+    return (f"the function changed since run {run.id}{what}: its records no longer apply to it; re-tune it, or "
+            f"view the run's own source (asight code {run.source_path} --run {run.id})")
+
+
 def _stale(run: Run, selection, text: str) -> bool:
     """Whether the selected function's source differs from what the run tuned (jobs.start_tune's hashes)."""
     meta = run.load()
@@ -191,7 +216,8 @@ def _find_run(path: str, run: str | None, selection, store_root: str | None) -> 
 
 def _record(run: Run, records: list[dict], trial: int) -> dict:
     if trial < 0 or trial >= len(records):
-        raise AsightError(f"run {run.id} has no candidate {trial} (it has {len(records)}: 0..{len(records) - 1})")
+        has = f"it has {len(records)}: 0..{len(records) - 1}" if records else "its records file is empty"
+        raise AsightError(f"run {run.id} has no candidate {trial} ({has})")
     return records[trial]
 
 

@@ -37,7 +37,7 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     function = function or meta.function
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "read")
     if profile is None:   # the run's shown profile when it is current (measured only when there is none)
         profile = profile_file(path, meta.function, str(run.path), store_root, worker, text=text, use_cache=use_cache,
                                options=ProfileOptions(by="hotspots"))

@@ -28,13 +28,11 @@ def check_run_function(run: Run, selection: Selection) -> None:
 
 
 def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
-    """The newest run of this file whose function is the selection (its label, a function id, the unit)."""
+    """The newest run of this file whose function is the selection (its label, a function id, the unit),
+    passing over runs that failed before measuring (``RunStore.latest_for``, the rule of ``latest``)."""
     names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
-    metas = [m for m in (store.latest_for(path, name) for name in names) if m is not None]
-    if not metas:
-        return None
-    newest = max(metas, key=lambda m: m.created)
-    return Run(store.runs_dir / newest.id)
+    newest = store.latest_for(path, names)
+    return Run(store.runs_dir / newest.id) if newest else None
 
 
 @dataclass
@@ -53,7 +51,7 @@ def tuned_file(path: str, function: str | None, run: str | None, store_root: str
     text = read_text(path) if text is None else text
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "read")
     store = RunStore(store_root)
     found = store.get(run) if run else latest_run(store, path, selection)
     if found is None:

@@ -71,7 +71,7 @@ def profile_file(path: str, function: str | None = None, run: str | None = None,
     text = read_text(path) if text is None else text
     outline = build_outline(text, path)
     selection = select(outline, function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "profile")
     store = RunStore(store_root)
     found = None
     if candidate is None:
@@ -91,7 +91,7 @@ def profile_run(run: Run, worker) -> dict:
     text, path = run_source(run, meta)
     outline = build_outline(text, path)
     selection = select(outline, meta.function)
-    check_selection(outline, selection)
+    check_selection(outline, selection, "profile")
     return _profile(text, path, outline, selection, run, worker, ProfileOptions(), candidate=None, use_cache=True)
 
 
@@ -258,7 +258,7 @@ def _candidate_params(path: str, worker) -> dict:
     text = read_text(path)
     outline = build_outline(text, path)
     selection = select(outline, None)  # the candidate file's only unit, holding one PrimFunc
-    check_selection(outline, selection)
+    check_selection(outline, selection, "profile")
     require_parsed(text, path, selection.unit, worker)
     return wire.source_params(text, outline, selection.unit, selection.member)
 

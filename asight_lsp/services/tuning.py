@@ -12,6 +12,7 @@ it, so an interrupted run continues where it stopped and re-running a finished r
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import platform
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
-from ..engine.targets import (GPU_WORD, TargetError, gpu_label, local_gpus, require_runs_here, runs_on_device,
-                              target_config)
+from ..engine.target_tags import TAGS, TVM_VERSION as TAGS_TVM_VERSION
+from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
+                              runs_on_device, target_config)
 from ..errors import AsightError
 from ..store.database import require_intact
 from ..store.runs import Run, RunMeta, RunStore, read_records
@@ -29,6 +31,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
+from .counters import budget_seconds
 from .guidance import plan_guidance, seed_from
 from .jobs import LIVE_STATES, TuneJob, file_size, refresh_run, spawn
 
@@ -82,6 +85,11 @@ def check_target(target: str | None) -> str:
     if kind not in TARGET_KINDS and "/" not in kind:
         raise AsightError(f"unknown target '{text}': the kind must be one of {', '.join(TARGET_KINDS)} "
                           "(or a Target JSON / tag)")
+    if "/" in kind and kind not in TAGS:   # said before the GPU check (probe 4, F13: "no NVIDIA GPU on this machine")
+        near = difflib.get_close_matches(kind, sorted(TAGS), n=3)
+        raise AsightError(f"unknown target tag '{kind}': TVM {TAGS_TVM_VERSION} has no such tag"
+                          + (f" (near: {', '.join(near)})" if near else "") + "; or name a kind (cuda, llvm, ...) "
+                          "or a Target JSON")
     if kind == "llvm" and "mcpu" not in label and "mtriple" not in label:
         return host_label()        # the job fills in the host's mcpu and num-cores
     return label
@@ -122,32 +130,43 @@ def guided_target(store: RunStore, guided_by: str, target: str | None) -> str | 
 
 
 def require_gpu_here(target: str | None, rpc: str | None) -> None:
-    """A CUDA target measures on this machine's GPU unless ``--rpc`` names one: without a GPU it is
-    refused before a run is made (no failed run left behind; outside probe F13)."""
-    if rpc or not runs_on_device(target) or (target or "").strip() == GPU_WORD:
+    """A device target measures on this machine's device unless ``--rpc`` names one: where the device's
+    absence shows without TVM (nvidia-smi, device and driver files: ``targets.device_missing``), it is
+    refused before a run is made (no failed run left behind; outside probe F13, probe 4 F6)."""
+    text = (target or "").strip()
+    if rpc or not text:
         return
-    text = target.strip()
     config = target_config(text) if text.startswith("{") else None
-    kind = config.get("kind") if isinstance(config, dict) else "cuda" if text.startswith("nvidia/") else text.split()[0]
-    if kind == "rocm" and not os.path.exists("/dev/kfd"):
-        raise AsightError("no AMD GPU on this machine (/dev/kfd is missing): a rocm target is tuned on its GPU; tune "
-                          "where it is, or measure on one with --rpc HOST:PORT:KEY")
-    if kind != "cuda":
-        return
-    try:
-        local_gpus()
-    except TargetError as err:
-        why = str(err).split(": ", 1)[-1].split(";")[0]
-        raise AsightError(f"{why}: a cuda target is tuned on its GPU; tune where it is, or measure on one with "
-                          "--rpc HOST:PORT:KEY") from None
+    kind = (config.get("kind") if isinstance(config, dict) else "cuda" if text == GPU_WORD or text.startswith("nvidia/")
+            else text.split()[0])
+    if kind == "cuda" and text != GPU_WORD:     # --target gpu asked nvidia-smi in check_target
+        try:
+            local_gpus()
+        except TargetError as err:
+            why = str(err).split(": ", 1)[-1].split(";")[0]
+            raise AsightError(f"{why}: a cuda target is tuned on its GPU; tune where it is, or measure on one with "
+                              "--rpc HOST:PORT:KEY") from None
+    why = device_missing(str(kind))
+    if why:
+        device = "GPU" if kind in ("cuda", "rocm") else "device"
+        raise AsightError(f"{why}: {'an' if str(kind)[:1] in 'aeiou' else 'a'} {kind} target is tuned on its "
+                          f"{device}; tune where it is, or measure on one with --rpc HOST:PORT:KEY")
 
 
 def check_rpc(rpc: str | None) -> None:
+    """``HOST:PORT:KEY``, and a tracker that answers there: an unreachable one is refused before a run is
+    made (probe 4, F6: the job's own check left a failed run that hid the adopted one)."""
     if rpc is None:
         return
     parts = rpc.split(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not 0 < int(parts[1]) < 65536 or not parts[2]:
         raise AsightError(f"--rpc expects HOST:PORT:KEY of a TVM RPC tracker (got '{rpc}')")
+    import socket
+    try:
+        socket.create_connection((parts[0], int(parts[1])), timeout=5).close()
+    except OSError as err:
+        why = err.strerror or str(err) or type(err).__name__
+        raise AsightError(f"cannot reach the RPC tracker at {parts[0]}:{parts[1]}: {why}") from None
 
 
 # --------------------------------------------------------------------------- processes
@@ -227,12 +246,11 @@ def start_tune(req: TuneRequest) -> TuneJob:
 
 def _counters_request(meta: RunMeta, budget_s: float | None) -> None:
     """``extra.counters_request`` for this session (``worker/tune_job.collect_counters``); a session
-    without ``--counters-budget`` asks for none (an earlier session's counters.jsonl stays)."""
+    without ``--counters-budget`` (or with 0, as the editor's setting) asks for none (an earlier session's
+    counters.jsonl stays); the budget is checked as ``asight counters --budget-s`` is (``counters.budget_seconds``)."""
     meta.extra.pop("counters_request", None)
-    if budget_s is None:
+    if budget_s is None or not budget_seconds(budget_s, "--counters-budget"):
         return
-    if not budget_s > 0:
-        raise AsightError(f"--counters-budget must be a positive number of seconds (got {budget_s})")
     meta.extra["counters_request"] = {"budget_s": float(budget_s)}
 
 

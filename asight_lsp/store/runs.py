@@ -445,20 +445,30 @@ class RunStore:
                 return run
         return None
 
-    def latest_for(self, file: str, function: str | None = None) -> RunMeta | None:
-        """Newest run (any state) of a file, optionally of one function."""
-        for meta in reversed(self.metas()):
-            if os.path.abspath(meta.file) == os.path.abspath(file) and (function is None or meta.function == function):
-                return meta
-        return None
+    def latest_for(self, file: str, functions: str | set | None = None) -> RunMeta | None:
+        """Newest run of a file, optionally of one function (a name, or a set of its names), by the rule
+        of ``get("latest")``: a run that failed before measuring is passed over unless every run is one
+        (probe 4, F6: the code view showed a refused vulkan tune instead of the adopted run beside it)."""
+        names = {functions} if isinstance(functions, str) else functions
+        mine = []
+        for run in self.all():
+            try:
+                meta = run.load()
+            except AsightError:
+                continue
+            if os.path.abspath(meta.file) == os.path.abspath(file) and (names is None or meta.function in names):
+                mine.append((run, meta))
+        if not mine:
+            return None
+        return next((meta for run, meta in reversed(mine) if not _refused(run, meta)), mine[-1][1])
 
 
-def _refused(run: Run) -> bool:
+def _refused(run: Run, meta: RunMeta | None = None) -> bool:
     """A run that failed before measuring anything (its target refused, its file refused): ``latest``
-    passes over it, as the editor does (outside probe 2, F7: `asight loops` answered "no measured
-    candidate yet" after a refused tune, for an adopted run beside it)."""
+    and ``latest_for`` pass over it, as the editor does (outside probe 2, F7: `asight loops` answered
+    "no measured candidate yet" after a refused tune, for an adopted run beside it)."""
     try:
-        meta = run.load()
+        meta = meta or run.load()
     except AsightError:
         return False
     records = run.path / DB_RECORDS

@@ -75,8 +75,9 @@ def _syntax_problem(outline: Outline, diag: dict) -> InputError:
     return InputError(f"{outline.path}:{start['line'] + 1}:{start['character'] + 1}: {diag['message']}")
 
 
-def check_selection(outline: Outline, selection: Selection) -> None:
-    """Refuse a unit with syntax errors inside it or that the safety gate would not evaluate."""
+def check_selection(outline: Outline, selection: Selection, action: str = "tune") -> None:
+    """Refuse a unit with syntax errors inside it or that the safety gate would not evaluate; ``action``
+    says what was refused ("refusing to adopt 'M'": adopt said "tune", probe 4 F13)."""
     unit = selection.unit
     for diag in outline.syntax_errors:
         if unit.start_line <= diag["range"]["start"]["line"] <= unit.end_line:
@@ -85,5 +86,5 @@ def check_selection(outline: Outline, selection: Selection) -> None:
         first = unit.problems[0]
         start = first["range"]["start"]
         more = f" (and {len(unit.problems) - 1} more)" if len(unit.problems) > 1 else ""
-        raise InputError(f"{outline.path}:{start['line'] + 1}:{start['character'] + 1}: refusing to tune "
+        raise InputError(f"{outline.path}:{start['line'] + 1}:{start['character'] + 1}: refusing to {action} "
                          f"'{unit.name}': {first['message'].split(';')[0]}{more}")

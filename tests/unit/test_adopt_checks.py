@@ -62,3 +62,22 @@ def test_a_work_folder_file_that_is_a_link_or_a_fifo_is_named_not_missing_or_ign
     with pytest.raises(AsightError, match=rf"^{target} is not a regular file"):
         _check_folder(tmp_path / "w")
         _counters(tmp_path / "w", None)
+
+
+def test_a_source_the_gate_refuses_says_adopt_not_tune_and_an_empty_records_file_says_so(tmp_path):
+    """Probe 4, F13: adopt of a source with a non-literal constant said "refusing to tune 'Matmul1024'";
+    counters of a folder whose records file is empty said "(the records file has lines 0..-1)"."""
+    from asight_lsp.errors import InputError
+    from asight_lsp.services.adopt import adopt, counter_candidates
+    from asight_lsp.store.counters import parse_counters
+    source = tmp_path / "m.py"
+    source.write_text((FIXTURES / "gpu" / "matmul1024.py").read_text().replace(
+        "\nN = 1024\n", '\nN = __import__("os").system("true") or 1024\n'))
+    assert "__import__" in source.read_text()
+    with pytest.raises(InputError, match=r"m.py:[0-9]+:[0-9]+: refusing to adopt 'Matmul1024'"):
+        adopt(str(FIXTURES / "gpu"), str(source), worker=None, store_root=str(tmp_path / ".asight"))
+    assert not (tmp_path / ".asight").exists()
+    ghost = parse_counters('{"candidate": 76, "metrics": {"a": 1}}', "c.jsonl")
+    with pytest.raises(AsightError, match=r"^c.jsonl:1: candidate 76 is not a record of this function \(the records "
+                                          r"file is empty\)$"):
+        counter_candidates(ghost, [], 0, "c.jsonl")

@@ -54,3 +54,79 @@ def test_a_diff_with_a_failed_candidate_says_that_side_failed():
     assert text[:2] == ["# M.main: R trial 76 vs R trial 0 (failed where it was tuned: no latency)",
                         "latency: 134.6 µs -> none (one side has no measured latency)"]
     assert "failed" not in render_diff(diff_payload("m.py", "M.main", [side(76, 134.6), side(3, 140.0)]))
+
+
+def test_the_default_run_passes_over_a_newer_run_refused_before_measuring(tmp_path):
+    """Probe 4, F6: after a refused `tune --target vulkan` beside an adopted run, `asight code` (newest run of
+    the function) showed the failed run ("this run's target is vulkan"); it takes the rule of `latest` now."""
+    import json
+    import os
+    import shutil
+    import time
+
+    from asight_lsp.services.lookup import latest_run
+    from asight_lsp.store.runs import RunMeta, RunStore
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.tvmscript.selection import select
+
+    store = RunStore(tmp_path / ".asight")
+    shutil.copytree(RUN, store.runs_dir / "mbr128")
+    meta = json.loads((store.runs_dir / "mbr128" / "run.json").read_text())
+    (store.runs_dir / "mbr128" / "run.json").write_text(json.dumps({**meta, "file": SOURCE}))
+    selection = select(build_outline(Path(SOURCE).read_text(), SOURCE), None)
+    failed = store.create(RunMeta(id="MatmulBiasRelu-failed", file=SOURCE, function=selection.unit.name,
+                                  state="failed", error="no vulkan device on this machine; measure on one with --rpc"))
+    later = time.time() + 5
+    os.utime(failed.meta_path, (later, later))
+    assert store.get("latest").id == "mbr128"
+    assert latest_run(store, SOURCE, selection).id == "mbr128"
+    shutil.rmtree(store.runs_dir / "mbr128")   # when every run was refused, the newest is still the answer
+    assert latest_run(store, SOURCE, selection).id == failed.id
+
+
+class _TraceFails:
+    """A worker whose replay of the run's trace fails as TVM's does when a block it gets is gone."""
+    python = None
+
+    def request(self, method, params, timeout=None):
+        from asight_lsp.errors import WorkerError
+        raise WorkerError("ScheduleError: An error occurred in the schedule primitive 'get-block'.", "ScheduleError")
+
+
+def test_a_renamed_block_says_the_function_changed_since_the_run_not_tvms_schedule_error(tmp_path):
+    """Probe 4, F9: after `T.sblock("C")` became "D", the code view (CLI and LSP) answered TVM's raw
+    "ScheduleError: An error occurred in the schedule primitive 'get-block'."."""
+    import json
+    import shutil
+
+    from asight_lsp.errors import AsightError, WorkerError
+    from asight_lsp.services.codeview import code_view
+    from asight_lsp.tvmscript.hashing import function_hash
+    from asight_lsp.tvmscript.outline import build_outline
+
+    store = tmp_path / ".asight"
+    shutil.copytree(RUN, store / "runs" / "mbr128")
+    source = tmp_path / "m.py"
+    source.write_text(Path(SOURCE).read_text().replace('sblock("matmul")', 'sblock("mm")'))
+    meta = json.loads((store / "runs" / "mbr128" / "run.json").read_text())
+    outline = build_outline(Path(SOURCE).read_text(), SOURCE)
+    hashes = {fn.id: function_hash(Path(SOURCE).read_text(), fn) for fn in outline.functions}
+    (store / "runs" / "mbr128" / "run.json").write_text(json.dumps({**meta, "file": str(source), "source_hashes": hashes}))
+    for level in ("scheduled", "cuda"):
+        with pytest.raises(AsightError, match=r"^the function changed since run mbr128 \(block matmul is no longer in "
+                                              r"it\): its records no longer apply to it; re-tune it, or view the run's "
+                                              r"own source \(asight code .*mbr128/source.py --run mbr128\)$"):
+            code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False, level=level)
+    source.write_text(Path(SOURCE).read_text())     # not stale: the worker's error is not reworded
+    with pytest.raises(WorkerError, match="^ScheduleError"):
+        code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False)
+
+
+def test_a_candidate_of_a_run_with_an_empty_records_file_says_it_is_empty(capsys, tmp_path):
+    """Probe 4, F13: "has no candidate 76 (it has 0: 0..-1)"."""
+    import shutil
+    shutil.copytree(RUN, tmp_path / "r")
+    (tmp_path / "r" / "database_tuning_record.json").write_text("")
+    assert main(["code", SOURCE, "--work-dir", str(tmp_path), "--run", str(tmp_path / "r"), "--candidate", "76"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("has no candidate 76 (its records file is empty)") and "0..-1" not in err, err

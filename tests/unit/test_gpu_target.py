@@ -64,3 +64,16 @@ def test_check_target_keeps_cuda_tags_and_json_and_refuses_gpu_here(monkeypatch)
     monkeypatch.setattr("asight_lsp.services.tuning.local_gpus", lambda: local_gpus(fake(missing=True)))
     with pytest.raises(AsightError, match="no NVIDIA GPU"):
         check_target("gpu")
+
+
+def test_a_missing_device_shows_in_files_and_environment_without_tvm():
+    """Probe 4, F6 (``engine/targets.device_missing``): only sure answers; None lets the tuning job ask TVM."""
+    from asight_lsp.engine.targets import device_missing
+    assert device_missing("cuda", {"CUDA_VISIBLE_DEVICES": ""}, "linux").startswith("no NVIDIA GPU visible to CUDA")
+    assert device_missing("cuda", {"CUDA_VISIBLE_DEVICES": "-1,0"}, "linux").startswith("no NVIDIA GPU visible")
+    assert device_missing("metal", {}, "linux") == "no Metal device on this machine (Metal is macOS's)"
+    assert device_missing("metal", {}, "darwin") is None
+    assert device_missing("webgpu", {}, "linux").startswith("no WebGPU device")
+    assert device_missing("vulkan", {"VK_ICD_FILENAMES": "/opt/icd.json"}, "linux") is None
+    assert device_missing("opencl", {"OCL_ICD_VENDORS": "/opt/vendors"}, "linux") is None
+    assert device_missing("vulkan", {}, "win32") is None and device_missing("llvm", {}, "linux") is None

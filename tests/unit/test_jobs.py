@@ -136,6 +136,9 @@ def test_other_units_syntax_error_does_not_block(tmp_path, monkeypatch):
     ("{bad", "target JSON is not valid JSON"),
     ('{"mcpu": "znver3"}', 'target JSON needs a "kind"'),
     ("/tmp/target.json", "a file path is not a target; pass the Target JSON itself"),
+    ("nvidia/does-not-exist", r"^unknown target tag 'nvidia/does-not-exist': TVM 0.27.0.post1 has no such tag"),
+    ("nvidia/nvidia-h10", r"^unknown target tag 'nvidia/nvidia-h10': .* \(near: nvidia/nvidia-h100"),
+    ("nvidia/nope -arch=sm_90", r"^unknown target tag 'nvidia/nope'"),
 ])
 def test_bad_targets(target, message, tmp_path):
     with pytest.raises(AsightError, match=message):
@@ -372,6 +375,7 @@ def test_a_guided_run_tunes_on_its_base_runs_target_and_a_gpu_target_needs_a_gpu
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["mbr128"]     # nothing was created
     spawned = fake_spawn(monkeypatch)
     monkeypatch.setattr(tuning, "local_gpus", lambda run=None: [{"name": "NVIDIA H100", "compute_cap": "9.0"}])
+    monkeypatch.setattr(tuning, "device_missing", lambda kind: None)   # and its device files
     job = start_tune(TuneRequest(**request))
     assert spawned and job.run.load().extra["target_spec"] == "nvidia/nvidia-h100"
     job.wait(10)
@@ -391,6 +395,39 @@ def test_a_rocm_target_without_an_amd_gpu_is_refused_before_a_run_is_made(tmp_pa
     monkeypatch.setattr(tuning.os.path, "exists", lambda path: False if path == "/dev/kfd" else True)
     with pytest.raises(AsightError, match=r"^no AMD GPU on this machine \(/dev/kfd is missing\)"):
         start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target="rocm", store_root=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("target, message", [
+    ("metal", r"^no Metal device on this machine \(Metal is macOS's\): a metal target is tuned on its device; tune "
+              r"where it is, or measure on one with --rpc HOST:PORT:KEY$"),
+    ("webgpu", r"^no WebGPU device on this machine"),
+    ("cuda", r"^no NVIDIA GPU visible to CUDA here \(CUDA_VISIBLE_DEVICES=''\): a cuda target is tuned on its GPU"),
+    ('{"kind": "cuda", "arch": "sm_90"}', r"^no NVIDIA GPU visible to CUDA here"),
+    ("gpu", r"^no NVIDIA GPU visible to CUDA here"),
+])
+def test_a_device_this_machine_lacks_is_refused_before_a_run_is_made(target, message, tmp_path, monkeypatch):
+    """Probe 4, F6: vulkan/opencl/metal tunes, and cuda where nvidia-smi answers but CUDA sees no device,
+    failed in the job and left a failed run (which the code view then showed instead of an adopted run)."""
+    if target == "metal" and sys.platform == "darwin":
+        pytest.skip("Metal is this machine's")
+    monkeypatch.setattr(tuning, "local_gpus", lambda run=None: [{"name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0"}])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(AsightError, match=message):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target=target, store_root=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unreachable_rpc_tracker_is_refused_before_a_run_is_made(tmp_path):
+    import socket
+    with socket.socket() as sock:       # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for rpc, message in [(f"127.0.0.1:{port}:h100", f"^cannot reach the RPC tracker at 127.0.0.1:{port}: Connection refused$"),
+                         ("127.0.0.1:99999:h100", r"^--rpc expects HOST:PORT:KEY of a TVM RPC tracker \(got '127.0.0.1:99999:h100'\)$")]:
+        with pytest.raises(AsightError, match=message):
+            start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target="nvidia/nvidia-h100", rpc=rpc,
+                                   store_root=str(tmp_path)))
     assert not (tmp_path / "runs").exists()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.errors import AsightError
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.store.runs import read_records
 
@@ -85,9 +86,9 @@ def test_tune_through_rpc_tracker(tmp_path, tracker):
     assert all(n > 0 for n in loads), loads   # and both servers took work
 
 
-def test_unreachable_tracker_is_a_clear_error(tmp_path):
-    job = start_tune(TuneRequest(file=str(FIX / "matmul64.py"), trials=8, rpc=f"127.0.0.1:{free_port()}:nokey",
-                                 store_root=str(tmp_path)))
-    meta = job.wait(120)
-    assert meta.state == "failed" and meta.error.startswith("cannot reach the RPC tracker at 127.0.0.1:")
-    assert "\n" not in meta.error
+def test_unreachable_tracker_is_a_clear_error_before_a_run_is_made(tmp_path):
+    """Probe 4, F6: the job's own check left a failed run behind (which the code view then showed)."""
+    with pytest.raises(AsightError, match="^cannot reach the RPC tracker at 127.0.0.1:[0-9]+: Connection refused$"):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), trials=8, rpc=f"127.0.0.1:{free_port()}:nokey",
+                               store_root=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
