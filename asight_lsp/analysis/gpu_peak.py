@@ -11,17 +11,22 @@ from __future__ import annotations
 
 MARGIN = 1.25
 
-# compute capability major.minor prefix -> (product, {input type: dense TFLOP/s}); "fp32" is the larger
-# of the CUDA cores' fp32 and TF32 tensor cores (a float32 program may use either).
+# compute capability major.minor prefix -> (product, {input type: dense TFLOP/s at boost clock}).  "fp32"
+# is the CUDA cores' rate: TVM's MetaSchedule has no TF32 tensor-core intrinsics, so a float32 program
+# runs on the CUDA cores (outside probe 5, N1: the TF32 figure let 5 µs on the H100 through).
+# "fp16" and "int8" are the tensor cores' (MetaSchedule's MMA intrinsics), or twice and four times
+# fp32 where an architecture has none.
 PEAKS = {
-    "7": ("V100S / Titan RTX", {"fp32": 16.4, "fp16": 130.0, "int8": 261.0}),
-    "8.0": ("A100", {"fp32": 156.0, "fp16": 312.0, "int8": 624.0}),
-    "8.6": ("RTX 3090 Ti / A40", {"fp32": 80.0, "fp16": 160.0, "int8": 320.0}),
-    "8.7": ("Jetson AGX Orin", {"fp32": 10.0, "fp16": 85.0, "int8": 170.0}),
-    "8.9": ("L40S / RTX 4090", {"fp32": 183.0, "fp16": 366.0, "int8": 733.0}),
-    "9": ("H100 SXM / H200", {"fp32": 495.0, "fp16": 990.0, "int8": 1979.0}),
-    "10": ("B200", {"fp32": 1100.0, "fp16": 2250.0, "int8": 4500.0}),
-    "12": ("RTX 5090 / RTX PRO 6000", {"fp32": 210.0, "fp16": 420.0, "int8": 840.0}),
+    "5": ("GTX Titan X (Maxwell)", {"fp32": 7.0, "fp16": 7.0, "int8": 7.0}),
+    "6": ("Titan Xp / Tesla P100", {"fp32": 12.2, "fp16": 21.2, "int8": 48.8}),
+    "7": ("Tesla V100S / Titan RTX", {"fp32": 16.4, "fp16": 130.0, "int8": 261.0}),
+    "8.0": ("A100", {"fp32": 19.5, "fp16": 312.0, "int8": 624.0}),
+    "8.6": ("RTX 3090 Ti / A40", {"fp32": 40.0, "fp16": 160.0, "int8": 320.0}),
+    "8.7": ("Jetson AGX Orin", {"fp32": 5.3, "fp16": 85.0, "int8": 170.0}),
+    "8.9": ("L40S / RTX 4090", {"fp32": 91.6, "fp16": 366.0, "int8": 733.0}),
+    "9": ("H100 SXM / H200", {"fp32": 67.0, "fp16": 990.0, "int8": 1979.0}),
+    "10": ("B200", {"fp32": 80.0, "fp16": 2250.0, "int8": 4500.0}),
+    "12": ("RTX 5090 / RTX PRO 6000", {"fp32": 126.0, "fp16": 420.0, "int8": 840.0}),
 }
 ANY = ("any NVIDIA GPU", {kind: max(p[1][kind] for p in PEAKS.values()) for kind in ("fp32", "fp16", "int8")})
 

@@ -22,8 +22,11 @@ def record(trial: int, latency_us: float | None, target=None, workload: int = 0)
 def test_a_latency_no_gpu_of_the_architecture_reaches_is_no_measurement():
     assert impossible_rate(FLOPS, 134.6, "sm_90a", ["float32"]) is None            # 16 TFLOP/s
     why = impossible_rate(FLOPS, 2.0, "sm_90a", ["float32"])                        # 1,074 TFLOP/s
-    assert why == ("2 µs for 2,147,483,648 FLOP is 1,074 TFLOP/s, above the 495 TFLOP/s fp32 peak of the fastest "
+    assert why == ("2 µs for 2,147,483,648 FLOP is 1,074 TFLOP/s, above the 67 TFLOP/s fp32 peak of the fastest "
                    "H100 SXM / H200 (×1.25 for clocks): not a measurement")
+    for us, arch in ((5.0, "sm_90a"), (10.0, "sm_90a"), (20.0, "sm_80"), (200.0, "sm_53")):   # probe 5, N1
+        assert impossible_rate(FLOPS, us, arch, ["float32"]) is not None, (us, arch)
+    assert impossible_rate(FLOPS, 30.0, "sm_90a", ["float32"]) is None                # 72 TFLOP/s: within 1.25x
     assert impossible_rate(FLOPS, 2.0, "sm_90a", ["float16"]) is None               # fp16 tensor cores: 990
     assert "A100" in impossible_rate(FLOPS, 8.0, "sm_80", ["float32"])
     assert "any NVIDIA GPU" in impossible_rate(FLOPS, 1e-6, "sm_999", ["float32"])

@@ -297,7 +297,7 @@ def test_records_of_another_target_or_faster_than_any_h100_are_refused_at_adopt(
     proc = asight("adopt", str(fast), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
     assert proc.returncode == 2 and not store.exists()
     assert proc.stderr.strip().endswith("database_tuning_record.json line 6: 2 µs for 2,147,483,648 FLOP is 1,074 "
-                                        "TFLOP/s, above the 495 TFLOP/s fp32 peak of the fastest H100 SXM / H200 "
+                                        "TFLOP/s, above the 67 TFLOP/s fp32 peak of the fastest H100 SXM / H200 "
                                         "(×1.25 for clocks): not a measurement; nothing was adopted")
 
 
