@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AsightError
-from .runs import (DB_RECORDS, DB_WORKLOADS, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
+from .runs import (DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
                    json_lines, read_json_lines)
 
 
@@ -145,6 +145,9 @@ def _bad_seconds(run_secs) -> str | None:
     for value in run_secs or []:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
             return repr(value)[:40]
+    failed = [v >= FAILED_LATENCY for v in run_secs or []]
+    if any(failed) and not all(failed):     # a mean of 3.3e9 s "measured" (outside probe 5, N5)
+        return f"{repr(list(run_secs))[:60]}, which mixes MetaSchedule's failure mark (1e10) with measured seconds"
     return None
 
 

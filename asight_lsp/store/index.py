@@ -19,7 +19,7 @@ from ..errors import AsightError
 from ..tvmscript.model import Function
 from .files import MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
 from .folders import require_plain_store
-from .runs import DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, Run, RunMeta
+from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, measured
 
 
 class _Records:
@@ -61,7 +61,7 @@ class _Records:
             return
         trial = self.count
         self.count += 1
-        if not secs or min(secs) >= FAILED_LATENCY:
+        if not measured(secs):
             return
         latency = sum(secs) / len(secs) * 1e6
         current = self.best.get(workload)

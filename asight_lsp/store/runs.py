@@ -295,11 +295,17 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
         except (TypeError, ValueError, IndexError):
             continue
         secs = [float(s) if isinstance(s, (int, float)) else math.nan for s in (run_secs or [])]
-        ok = bool(secs) and all(s > 0 for s in secs) and min(secs) < FAILED_LATENCY   # damaged (health): no best
         out.append({"trial": trial, "workload": workload, "insts": insts, "decisions": decisions,
-                    "run_secs": secs, "latency_us": (sum(secs) / len(secs) * 1e6) if ok else None,
+                    "run_secs": secs, "latency_us": (sum(secs) / len(secs) * 1e6) if measured(secs) else None,
                     "target": target, "args_info": args_info})
     return out
+
+
+def measured(secs: list) -> bool:
+    """Seconds a runner measured: every repeat positive and below the failure mark.  A failed trial
+    (``[1e10]``) has none; a damaged one (negative, NaN, a failure mark among real repeats: a "mean"
+    of 3.3e9 s; ``store/database``) is never a best."""
+    return bool(secs) and all(0 < s < FAILED_LATENCY for s in secs)
 
 
 _INSTS_START = re.compile(r"\s*\[\s*-?\d+\s*,\s*\[\s*\[\s*(?=\[)")

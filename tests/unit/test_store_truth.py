@@ -399,7 +399,9 @@ def test_blank_lines_are_skipped_without_a_list_of_every_line(run):
 
 
 @pytest.mark.parametrize("secs, shown", [([-1e-6], "-1e-06"), ([0.0], "0.0"), ([float("nan")], "nan"),
-                                         (["fast"], "'fast'")])
+                                         (["fast"], "'fast'"),
+                                         ([1e-4, 1e10, 1e-4], "[0.0001, 10000000000.0, 0.0001], which mixes "
+                                                              "MetaSchedule's failure mark")])   # probe 5, N5
 def test_a_record_whose_run_secs_are_not_positive_seconds_is_damage_and_never_the_best(run, secs, shown):
     """Outside probe 2, F1: a negative latency became "best -1.0 µs"; NaN made TVM refuse the database."""
     lines = (run.path / DB_RECORDS).read_text().splitlines()
