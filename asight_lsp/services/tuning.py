@@ -90,9 +90,23 @@ def check_target(target: str | None) -> str:
         raise AsightError(f"unknown target tag '{kind}': TVM {TAGS_TVM_VERSION} has no such tag"
                           + (f" (near: {', '.join(near)})" if near else "") + "; or name a kind (cuda, llvm, ...) "
                           "or a Target JSON")
+    _require_tunable(kind)
     if kind == "llvm" and "mcpu" not in label and "mtriple" not in label:
         return host_label()        # the job fills in the host's mcpu and num-cores
     return label
+
+
+NOT_TUNED = {"nvptx": "nvptx is TVM's LLVM back end for NVIDIA GPUs; ASight tunes an NVIDIA GPU with --target "
+                      "cuda (or gpu, or an nvidia/... tag)",
+             "hexagon": "", "ext_dev": "", "composite": "", "trn": ""}
+
+
+def _require_tunable(kind: str) -> None:
+    """Kinds TVM knows that no tuning job here measures: refused before a run is made (``tune --target
+    nvptx`` failed in the job, with words for a CPU; outside probe 5, N4)."""
+    if kind in NOT_TUNED:
+        raise AsightError(NOT_TUNED[kind] or f"ASight does not tune {kind} targets (it tunes llvm CPUs and "
+                          "cuda, rocm, vulkan, opencl and metal GPUs)")
 
 
 def host_label() -> str:

@@ -418,6 +418,19 @@ def test_a_device_this_machine_lacks_is_refused_before_a_run_is_made(target, mes
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("target, message", [
+    ("nvptx", r"^nvptx is TVM's LLVM back end for NVIDIA GPUs; ASight tunes an NVIDIA GPU with --target cuda"),
+    ('{"kind": "nvptx", "mcpu": "sm_90"}', r"^nvptx is TVM's LLVM back end"),
+    ("hexagon", r"^ASight does not tune hexagon targets \(it tunes llvm CPUs and cuda, rocm"),
+])
+def test_a_kind_tvm_knows_and_no_tuning_job_measures_is_refused_before_a_run_is_made(target, message, tmp_path):
+    """Probe 5, N4: `tune --target nvptx` failed in the job ("tune on nvptx64 hardware", a CPU's words)
+    and left a failed run; the editor answered "started"."""
+    with pytest.raises(AsightError, match=message):
+        start_tune(TuneRequest(file=str(FIX / "matmul64.py"), target=target, store_root=str(tmp_path)))
+    assert not (tmp_path / "runs").exists()
+
+
 def test_an_unreachable_rpc_tracker_is_refused_before_a_run_is_made(tmp_path):
     import socket
     with socket.socket() as sock:       # a port nothing listens on
