@@ -342,3 +342,16 @@ def ptx_links(ptx: str, cuda: list[dict], source_suffix: str = ".cu") -> list[di
         if current is not None and current in by_cuda and _ptx_instruction(text):
             links.append({"line": number, "sourceLine": by_cuda[current], "cudaLine": current})
     return links
+
+
+def ptx_failure(message: str, arch: str | None, compiler: str) -> str:
+    """One line for a PTX build that failed: the compiler's own error (TVM's message starts with the
+    CUDA source: a V100 run answered "#ifdef __CUDACC_RTC__"; outside probe 5, N9)."""
+    said = message.split("Compilation error:", 1)[-1].splitlines()
+    errors = [ln.strip() for ln in said if "error" in ln.lower() or "fatal" in ln.lower()] or ["(no message)"]
+    line = f"the ptx level compiles the run's CUDA for {arch or 'its GPU'} with {compiler} here, which failed: {errors[0][:200]}"
+    number = int("".join(ch for ch in str(arch or "") if ch.isdigit()) or 0)
+    if "unsupported gpu architecture" in errors[0].lower() and 50 <= number <= 72:
+        line += (" (CUDA 13's nvcc no longer compiles for sm_50-sm_72: use an nvcc of CUDA 12 or older for this run's "
+                 "PTX)")
+    return line + "; the cuda level shows the kernels' source"

@@ -24,6 +24,7 @@ from ..engine.wire import tag
 from ..protocol import CODE_LEVELS
 from ..engine import wire
 from .compat import Trace, ms, normalize_mod, relax, s_tir, stmt_children, stub_tensor_intrin, tirx, tvm
+from ..analysis.codelinks import ptx_failure
 from .lineage import mark_index, tie
 from .relax_pipeline import bindings
 from .parse import parse_request
@@ -221,9 +222,12 @@ def ptx_source(mod, spec) -> dict:
     target = gpu_target(spec)
     arch = str(target.attrs.get("arch", "")) or None
     from .compat import nvcc
-    with target:
-        ptx = nvcc().compile_cuda(cuda["text"], target_format="ptx", arch=arch, options=["-lineinfo"],
-                                  compiler=compiler)
+    try:
+        with target:
+            ptx = nvcc().compile_cuda(cuda["text"], target_format="ptx", arch=arch, options=["-lineinfo"],
+                                      compiler=compiler)
+    except Exception as err:  # noqa: BLE001 - TVM's message is the whole CUDA file, then the compiler's
+        raise ValueError(ptx_failure(str(err), arch, compiler)) from None   # analysis/codelinks
     return {**cuda, "text": bytes(ptx).decode("utf-8", errors="replace"), "format": "ptx", "cuda": cuda["text"],
             "compiler": compiler}
 

@@ -63,3 +63,17 @@ def test_options_for_llvm_itself_are_refused(text):
         target_config(text)
     with pytest.raises(TargetError, match="'cl-opt' is not supported"):
         check_target(text)
+
+
+def test_a_ptx_build_that_fails_says_the_compilers_error_not_the_first_line_of_the_source():
+    """Outside probe 5, N9: a V100 run's PTX level answered "#ifdef __CUDACC_RTC__" (TVM's message is the
+    CUDA file, then the compiler's error)."""
+    from asight_lsp.analysis.codelinks import ptx_failure
+    message = "#ifdef __CUDACC_RTC__\n#endif\n__global__ void k() {}\n\nCompilation error:\n" \
+              "nvcc fatal   : Unsupported gpu architecture 'sm_70'\n"
+    assert ptx_failure(message, "sm_70", "nvcc") == (
+        "the ptx level compiles the run's CUDA for sm_70 with nvcc here, which failed: nvcc fatal   : Unsupported "
+        "gpu architecture 'sm_70' (CUDA 13's nvcc no longer compiles for sm_50-sm_72: use an nvcc of CUDA 12 or "
+        "older for this run's PTX); the cuda level shows the kernels' source")
+    other = ptx_failure(message.replace("sm_70", "sm_999"), "sm_999", "nvcc")
+    assert "sm_999" in other and "CUDA 13" not in other and "#ifdef" not in other
