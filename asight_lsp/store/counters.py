@@ -85,6 +85,26 @@ def _problem(entry) -> str | None:
         bound = _bound(str(name))
         if bound and not (value <= bound[0] and (not bound[1] or float(value).is_integer())):
             return f"metric {str(name)[:80]!r} is {value!r}: {bound[2]}"
+    return _occupancy_problem(entry["metrics"])
+
+
+REGISTERS, OCCUPANCY = "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active"
+
+
+def _occupancy_problem(metrics: dict) -> str | None:
+    """Achieved occupancy no kernel with that many registers a thread reaches: an SM holds 65,536
+    registers, allocated 256 to a warp at a time, and at least 32 warp slots (outside probe 5, N2:
+    "90 % of warp slots busy" with 128 registers a thread, where 50 % is the most)."""
+    regs, occupancy = metrics.get(REGISTERS), metrics.get(OCCUPANCY)
+    if regs is not None and regs < 1:
+        return f"metric {REGISTERS!r} is {regs!r}: a kernel uses at least one register a thread"
+    if regs is None or occupancy is None:
+        return None
+    per_warp = -(-int(regs) * 32 // 256) * 256
+    most = min(100.0, 65536 // per_warp / 32 * 100)
+    if occupancy > most + 0.5:
+        return (f"achieved occupancy {occupancy:g} % with {int(regs)} registers a thread: warps that use that many "
+                f"registers fill at most {most:.0f} % of an SM's warp slots")
     return None
 
 

@@ -96,6 +96,10 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 100000}}', "metric '[^']+' is 100000: registers"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0.5}}', "metric '[^']+' is 0.5: registers"),
     ('{"candidate": 2, "metrics": {"launch__shared_mem_per_block_static": 1e9}}', "metric '[^']+' is 1000000000.0: sh"),
+    ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0}}', "metric '[^']+' is 0: a kernel uses at least"),
+    ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 128, '            # probe 5, N2
+     '"sm__warps_active.avg.pct_of_peak_sustained_active": 90}}',
+     "achieved occupancy 90 % with 128 registers a thread: warps that use that many registers fill at most 50 %"),
 ])
 def test_a_bad_counters_line_is_refused_with_its_number(line, message):
     with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
