@@ -6,6 +6,7 @@ latency no GPU reaches, counters of another run are refused with their line, nev
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -39,6 +40,10 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
                           "failed where it was tuned; nothing was adopted")
     target = mine[0]["target"]
     if isinstance(target, dict) and target.get("kind") == "cuda":
+        arch = target.get("arch")
+        if arch is not None and not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?", str(arch)):
+            raise AsightError(f"{where}: the records' target arch {str(arch)[:40]!r} is no NVIDIA architecture (sm_XY, "
+                              "e.g. sm_90a); nothing was adopted")
         for record in measured:
             why = impossible_rate(reply.get("flops"), record["latency_us"], target.get("arch"), reply.get("dtypes") or [])
             if why:

@@ -42,6 +42,7 @@ def test_a_latency_no_gpu_of_the_architecture_reaches_is_no_measurement():
      r"the records of M.main were tuned for 2 targets \(cuda sm_90a: 2; llvm znver4: 1; line 2 is llvm znver4\)"),
     ([record(0, 130.0), record(1, 130.0, {"kind": "cuda", "arch": "sm_80"})], r"2 targets \(cuda sm_90a: 1; cuda sm_80"),
     ([record(0, 130.0), record(5, 2.0)], r"database_tuning_record.json line 6: 2 µs for 2,147,483,648 FLOP"),
+    ([record(0, 130.0, {"kind": "cuda", "arch": "sm_9x"})], r"the records' target arch 'sm_9x' is no NVIDIA "),
 ])
 def test_records_that_cannot_make_a_run_are_refused_before_anything_is_written(records, message):
     with pytest.raises(AsightError, match=message + ".*nothing was adopted$"):
