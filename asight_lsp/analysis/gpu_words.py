@@ -68,12 +68,19 @@ LAUNCH_WORDS = [(cn.REGISTERS, "registers a thread", lambda v: f"{v:.0f} registe
 NO_COUNTERS = "registers, occupancy, limiting factor: not measured (no counters for this candidate)"
 
 
-def measured_lines(metrics: dict | None) -> list[str]:
+def refused_counters(why: str) -> str:
+    """The candidate line of a run whose counters.jsonl was refused (its bad line): the file has
+    counters, they are not used (outside probe 5, N3)."""
+    return f"registers, occupancy, limiting factor: not measured (the run's counters.jsonl is not used: {why})"
+
+
+def measured_lines(metrics: dict | None, refused: str | None = None) -> list[str]:
     """The measured launch figures and the limiting factor of one candidate, in words, each figure
     the counters lack said with the metric it needs (an ncu run with fewer ``--metrics``); the loop
-    view, the report and the hover all say these lines."""
+    view, the report and the hover all say these lines.  ``refused``: why the run's counters file
+    is not used."""
     if not metrics:
-        return [NO_COUNTERS]
+        return [refused_counters(refused) if refused else NO_COUNTERS]
     lines = []
     have = [say(metrics[name]) for name, _, say in LAUNCH_WORDS if metrics.get(name) is not None]
     lack = [(name, word) for name, word, _ in LAUNCH_WORDS if metrics.get(name) is None]
@@ -98,7 +105,8 @@ def short_words(metrics: dict | None) -> str:
     return f"occupancy {occupancy:.0f} %" if occupancy is not None else ""
 
 
-def gpu_words(rows: np.ndarray | None, buffers: list[str], metrics: dict | None = None) -> dict | None:
+def gpu_words(rows: np.ndarray | None, buffers: list[str], metrics: dict | None = None,
+              refused: str | None = None) -> dict | None:
     """The words for one candidate (None for a CPU program): ``{binding, axes, threads_per_block,
     blocks, shared, local, registers, occupancy_pct, shared_bytes, limiter, lines, sources}``."""
     axes = launch(rows)
@@ -118,7 +126,7 @@ def gpu_words(rows: np.ndarray | None, buffers: list[str], metrics: dict | None 
         out.update(registers=metrics.get(cn.REGISTERS), occupancy_pct=metrics.get(cn.OCCUPANCY),
                    shared_bytes=metrics.get(cn.SHARED), limiter=cn.limiter(metrics))
         out["sources"]["launch"] = "measured counters (counters.jsonl)"
-    measured = measured_lines(metrics)
+    measured = measured_lines(metrics, refused)
     out["not_measured"] = [line for line in measured if ": not measured" in line]
     out["lines"] = lines + measured
     return out

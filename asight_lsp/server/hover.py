@@ -4,7 +4,9 @@ The markdown builders are pure functions of the outline entry and a ``FunctionRe
 """
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from lsprotocol import types
 
@@ -145,29 +147,60 @@ def best_counters(result: FunctionResult) -> dict | None:
     """The measured counters of the run's best candidate (``store/counters.py``): its metrics, {} when
     the run has counters but none for it, None without a (usable) counters file."""
     from ..analysis.counters import by_candidate
-    from ..errors import AsightError
-    from ..store.counters import read_counters
     if result.best is None:
         return None
-    try:
-        entries = read_counters(result.run_dir)
-    except AsightError:
-        return None
+    entries, _ = run_counters_of(result)
     if not entries:
         return None
     return by_candidate(entries)[0].get(int(result.best["trial"])) or {}
 
 
+_CHECKED: dict = {}     # (run folder, counters and records file stamps) -> (entries, why refused)
+
+
+def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
+    """The run's counters checked as adopt and the views check them (``adopt_checks.run_counters``),
+    cached while neither file changes: ``(entries, None)``, ``(None, why)`` for a refused file."""
+    from ..errors import AsightError
+    from ..services.adopt_checks import run_counters
+    from ..store.counters import COUNTERS
+    from ..store.runs import DB_RECORDS, read_records
+    run_dir = Path(result.run_dir)
+    key = (str(run_dir), _stamp(run_dir / COUNTERS), _stamp(run_dir / DB_RECORDS))
+    if key[1] is None:
+        return None, None
+    if key not in _CHECKED:
+        workload = ((result.meta.extra or {}).get("adopted") or {}).get("workload")
+        try:
+            found = run_counters(run_dir, read_records(run_dir), workload), None
+        except AsightError as err:
+            found = None, str(err).replace(f"{run_dir}{os.sep}", "")
+        if len(_CHECKED) >= 16:
+            _CHECKED.clear()
+        _CHECKED[key] = found
+    return _CHECKED[key]
+
+
+def _stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def gpu_lines(result: FunctionResult, metrics: dict | None = None) -> list[str]:
     """The best candidate's measured GPU words, as the loop view says them (``gpu_words.measured_lines``:
     launch figures, limiting factor, each figure the counters lack said); [] for a run with neither
-    counters nor a GPU target.  ``metrics``: ``best_counters(result)`` when the caller has them."""
+    counters nor a GPU target.  ``metrics``: ``best_counters(result)`` when the caller has them.  A
+    refused counters file is said with its bad line (outside probe 5, N3)."""
     from ..analysis.gpu_words import measured_lines
     from ..engine.targets import runs_on_device
     metrics = best_counters(result) if metrics is None else metrics
-    if result.best is None or (metrics is None and not runs_on_device(result.meta.target)):
+    refused = run_counters_of(result)[1] if not metrics and result.best is not None else None
+    if result.best is None or (metrics is None and not refused and not runs_on_device(result.meta.target)):
         return []
-    lines = measured_lines(metrics)
+    lines = measured_lines(metrics, refused)
     if not metrics:
         return [f"- GPU (trial {result.best['trial']}): {lines[0]}"]
     return [f"- GPU (measured counters of trial {result.best['trial']}):"] + [f"  - {line}" for line in lines]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..analysis.gpu_peak import impossible_rate
 from ..errors import AsightError
+from ..store.counters import COUNTERS, read_counters
 from ..store.runs import DB_RECORDS
 
 DURATION = "gpu__time_duration.sum"     # ns, Nsight Compute's kernel time
@@ -50,10 +51,21 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
                 raise AsightError(f"{where} line {record['trial'] + 1}: {why}; nothing was adopted")
 
 
-def counter_candidates(entries: list[dict], records: list[dict], workload: int, where: str | None,
+def run_counters(run_dir, records: list[dict], workload: int | None = None) -> list[dict] | None:
+    """A run's own ``counters.jsonl`` as the views use it, checked as adopt checked it (one bad line
+    refuses the whole file, AsightError naming it): a line edited, torn or appended after adopt was
+    shown as measured, or made every view drop all lines silently (outside probe 5, N3).  None: no file."""
+    entries = read_counters(run_dir)
+    if entries:
+        counter_candidates(entries, records, workload, str(Path(run_dir) / COUNTERS))
+    return entries
+
+
+def counter_candidates(entries: list[dict], records: list[dict], workload: int | None, where: str | None,
                        torn: bool = False) -> str | None:
-    """Refuse a counters line naming a candidate the adopted function has no record for; say which
-    lines name a record without a measured latency (a failed build: its counters are not used)."""
+    """Refuse a counters line naming a candidate the adopted function has no record for (``workload``
+    None: a record of any workload, a tuned run of several tasks); say which lines name a record
+    without a measured latency (a failed build: its counters are not used)."""
     by_trial = {r["trial"]: r for r in records}
     unused = []
     for entry in entries:
@@ -61,7 +73,7 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int, 
         if cand == "baseline":
             continue
         record = by_trial.get(cand)
-        if record is None or record["workload"] != workload:
+        if record is None or workload is not None and record["workload"] != workload:
             what = (f"that record is of workload {record['workload']}, not the adopted function's {workload}"
                     if record is not None else f"record {cand} is the records file's torn last line (a write cut "
                     "short)" if torn and cand == len(records) else f"the records file has lines 0..{len(records) - 1}"

@@ -8,6 +8,7 @@ one-call entry point of the language server and reports.
 """
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Callable
@@ -171,23 +172,23 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    counters = _counters(run, notes)
+    counters, refused = _counters(run, meta, records, notes)
     chosen = (meta.measurement or {}).get("chosen")
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
-                   on_device=runs_on_device(meta.target))
+                   counters_refused=refused, on_device=runs_on_device(meta.target))
 
 
-def _counters(run: Run, notes: list[str]) -> list | None:
-    """The run's measured counters (``store/counters.py``); a bad file is a note, and the views fall
-    back to the model."""
-    from ..store.counters import read_counters
+def _counters(run: Run, meta: RunMeta, records: list[dict], notes: list[str]) -> tuple[list | None, str | None]:
+    """The run's measured counters, checked as adopt checks them (``adopt_checks.run_counters``), and
+    why a file there is not used: a bad file is one note, and the views fall back to the model."""
+    from .adopt_checks import run_counters
     try:
-        return read_counters(run.path)
+        return run_counters(run.path, records, ((meta.extra or {}).get("adopted") or {}).get("workload")), None
     except AsightError as err:
         notes.append(f"counters not used: {err}")
-        return None
+        return None, str(err).replace(f"{run.path}{os.sep}", "")
 
 
 def _task_blocks(run: Run, workload: int | None, function: Function | None, text: str | None,

@@ -26,6 +26,7 @@ class RunData:
     tasks: list[str] = field(default_factory=list)
     text: str | None = None                      # the source text the function was read from
     counters: list | None = None                 # the run's counters.jsonl entries (store/counters.py), if any
+    counters_refused: str | None = None          # why the run's counters.jsonl is not used (its bad line), if so
     on_device: bool = False                      # its target runs on a GPU (engine.targets.runs_on_device)
 
 

@@ -40,7 +40,7 @@ def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
     if index is None:
         return None
     metrics = by_candidate(data.counters)[0].get(int(data.table.trials[index])) if data.counters else None
-    words = gpu_words(data.table.rows[index], data.table.stores[index], metrics)
+    words = gpu_words(data.table.rows[index], data.table.stores[index], metrics, data.counters_refused)
     if words is not None:
         words["trial"] = int(data.table.trials[index])
         kept = dlight_kept(data.meta.measurement)

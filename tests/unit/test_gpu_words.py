@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +67,8 @@ def test_hover_lines_read_the_runs_counters_for_its_best_trial():
 
 def with_counters(tmp_path: Path, keep) -> Path:
     """A run folder whose counters.jsonl keeps, on each line, only the metrics ``keep`` names (an ncu
-    run with fewer ``--metrics``)."""
+    run with fewer ``--metrics``), beside the run's records (the views check counters against them)."""
+    shutil.copy(GPU / "database_tuning_record.json", tmp_path / "database_tuning_record.json")
     lines = []
     for line in (GPU / "counters.jsonl").read_text().splitlines():
         entry = json.loads(line)
