@@ -4,7 +4,6 @@ The markdown builders are pure functions of the outline entry and a ``FunctionRe
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -161,8 +160,7 @@ _CHECKED: dict = {}     # (run folder, counters and records file stamps) -> (ent
 def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
     """The run's counters checked as adopt and the views check them (``adopt_checks.run_counters``),
     cached while neither file changes: ``(entries, None)``, ``(None, why)`` for a refused file."""
-    from ..errors import AsightError
-    from ..services.adopt_checks import run_counters
+    from ..services.adopt_checks import checked_counters
     from ..store.counters import COUNTERS
     from ..store.runs import DB_RECORDS, read_records
     run_dir = Path(result.run_dir)
@@ -171,10 +169,7 @@ def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
         return None, None
     if key not in _CHECKED:
         workload = ((result.meta.extra or {}).get("adopted") or {}).get("workload")
-        try:
-            found = run_counters(run_dir, read_records(run_dir), workload), None
-        except AsightError as err:
-            found = None, str(err).replace(f"{run_dir}{os.sep}", "")
+        found = checked_counters(run_dir, read_records(run_dir), workload)
         if len(_CHECKED) >= 16:
             _CHECKED.clear()
         _CHECKED[key] = found

@@ -6,6 +6,7 @@ latency no GPU reaches, counters of another run are refused with their line, nev
 """
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -59,6 +60,15 @@ def run_counters(run_dir, records: list[dict], workload: int | None = None) -> l
     if entries:
         counter_candidates(entries, records, workload, str(Path(run_dir) / COUNTERS))
     return entries
+
+
+def checked_counters(run_dir, records: list[dict], workload: int | None = None) -> tuple[list | None, str | None]:
+    """``run_counters`` for a view: ``(entries, None)``, or ``(None, why)`` when the file is refused,
+    ``why`` naming the file by its name in the run folder ("counters.jsonl:1: ...")."""
+    try:
+        return run_counters(run_dir, records, workload), None
+    except AsightError as err:
+        return None, str(err).replace(f"{Path(run_dir)}{os.sep}", "")
 
 
 def counter_candidates(entries: list[dict], records: list[dict], workload: int | None, where: str | None,

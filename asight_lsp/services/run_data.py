@@ -8,7 +8,6 @@ one-call entry point of the language server and reports.
 """
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Callable
@@ -183,12 +182,11 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
 def _counters(run: Run, meta: RunMeta, records: list[dict], notes: list[str]) -> tuple[list | None, str | None]:
     """The run's measured counters, checked as adopt checks them (``adopt_checks.run_counters``), and
     why a file there is not used: a bad file is one note, and the views fall back to the model."""
-    from .adopt_checks import run_counters
-    try:
-        return run_counters(run.path, records, ((meta.extra or {}).get("adopted") or {}).get("workload")), None
-    except AsightError as err:
-        notes.append(f"counters not used: {err}")
-        return None, str(err).replace(f"{run.path}{os.sep}", "")
+    from .adopt_checks import checked_counters
+    entries, why = checked_counters(run.path, records, ((meta.extra or {}).get("adopted") or {}).get("workload"))
+    if why:
+        notes.append(f"counters not used: {run.path / why}")
+    return entries, why
 
 
 def _task_blocks(run: Run, workload: int | None, function: Function | None, text: str | None,
