@@ -18,6 +18,7 @@ from ..errors import AsightError
 from ..store.runs import Run
 from ..services.compare import compare_payload
 from . import custom
+from .options import target_text
 from .actions import ScheduleUnavailable, compute_schedule_edit
 from ..views.text import format_latency, measurement_text
 from ..views.runs import run_summary
@@ -78,7 +79,10 @@ async def tune(ls, *args):
     doc = ls.doc(_required(a, "uri"))
     state: ServerState = ls.state
     from ..services.tuning import TuneRequest, start_tune  # TVM-free; imported on first use to keep start-up fast
-    req = TuneRequest(file=doc.path, function=a.get("function"), target=a.get("target") or state.options.target,
+    target = target_text(a.get("target"), None)
+    if a.get("target") is not None and target is None:
+        raise JsonRpcInvalidParams("'target' must be a target text or a Target JSON object")
+    req = TuneRequest(file=doc.path, function=a.get("function"), target=target or state.options.target,
                       trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
                       rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
                       resume=bool(a.get("resume", True)), space=a.get("space"),

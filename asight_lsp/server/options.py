@@ -2,6 +2,8 @@
 and ``workspace/didChangeConfiguration`` (section ``asight``), in that order of precedence."""
 from __future__ import annotations
 
+import json
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,4 +85,15 @@ def _coerce(name: str, value: Any, current: Any) -> Any:
         return [str(v) for v in value] if isinstance(value, list) else _BAD
     if name == "counters_budget_s":
         return _budget(value)
+    if name == "target":
+        return target_text(value, _BAD)
     return str(value) if value is not None else None
+
+
+def target_text(value: Any, bad: Any) -> Any:
+    """A target as the tuning service reads it: text as given, a Target JSON object as JSON text (an
+    object was "not valid JSON" in the settings and an internal error in the Tune command: outside
+    probe 6, N4); ``bad`` for anything else."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, dict) else bad

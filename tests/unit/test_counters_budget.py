@@ -50,3 +50,16 @@ def test_the_editor_takes_what_the_cli_takes():
         with pytest.raises(JsonRpcInvalidParams, match="'countersBudget' must be a finite number of seconds >= 0"):
             _counters_budget(bad, None)
         assert ServerOptions(counters_budget_s=30.0).updated({"countersBudgetSeconds": bad}).counters_budget_s == 30.0
+
+
+def test_a_target_json_object_in_the_settings_or_the_tune_command_is_json_text():
+    """Outside probe 6, N4: a Target JSON object was "not valid JSON" in the settings (Python's repr) and
+    "internal error: AttributeError: 'dict' object has no attribute 'strip'" in the Tune command."""
+    import json
+    from asight_lsp import protocol as P
+    from asight_lsp.server.options import ServerOptions, target_text
+    options = ServerOptions().updated({P.OPT_TARGET: {"kind": "cuda", "arch": "sm_90a"}})
+    assert json.loads(options.target) == {"kind": "cuda", "arch": "sm_90a"}
+    assert ServerOptions().updated({P.OPT_TARGET: "llvm"}).target == "llvm"
+    assert ServerOptions().updated({P.OPT_TARGET: 42}).target is None          # ignored, as other bad types
+    assert target_text(["cuda"], "bad") == "bad" and target_text(None, "bad") is None
