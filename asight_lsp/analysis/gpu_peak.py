@@ -28,18 +28,38 @@ PEAKS = {
     "10": ("B200", {"fp32": 80.0, "fp16": 2250.0, "int8": 4500.0}),
     "12": ("RTX 5090 / RTX PRO 6000", {"fp32": 126.0, "fp16": 420.0, "int8": 840.0}),
 }
+# warp slots an SM holds, by compute capability (CUDA C Programming Guide, "Technical Specifications
+# per Compute Capability"): 64, except Turing's 32 and the consumer Ampere/Ada/Blackwell parts' 48.
+WARP_SLOTS = {"7.5": 32, "8.6": 48, "8.7": 48, "8.9": 48, "12": 48}
+
+
+def warp_slots(arch: str | None) -> int | None:
+    """Warp slots an SM of ``arch`` (``sm_90a``) holds; None for an arch not known here."""
+    key = _key(arch)
+    if key is None:
+        return None
+    return WARP_SLOTS.get(key) or WARP_SLOTS.get(key.split(".")[0]) or 64
+
+
 ANY = ("any NVIDIA GPU", {kind: max(p[1][kind] for p in PEAKS.values()) for kind in ("fp32", "fp16", "int8")})
+
+
+def _key(arch: str | None) -> str | None:
+    """``sm_90a`` -> "9.0": its compute capability, where PEAKS has it or its major; None when unknown."""
+    digits = "".join(ch for ch in str(arch or "").removeprefix("sm_") if ch.isdigit())
+    if len(digits) >= 2:
+        major, minor = digits[:-1], digits[-1]
+        if f"{major}.{minor}" in PEAKS or major in PEAKS:
+            return f"{major}.{minor}"
+    return None
 
 
 def _architecture(arch: str | None) -> tuple[str, dict]:
     """``sm_90a`` -> the row of compute capability 9.0 (major.minor first, then major); unknown -> ANY."""
-    digits = "".join(ch for ch in str(arch or "").removeprefix("sm_") if ch.isdigit())
-    if len(digits) >= 2:
-        major, minor = digits[:-1], digits[-1]
-        for key in (f"{major}.{minor}", major):
-            if key in PEAKS:
-                return PEAKS[key]
-    return ANY
+    key = _key(arch)
+    if key is None:
+        return ANY
+    return PEAKS.get(key) or PEAKS[key.split(".")[0]]
 
 
 def input_kind(dtypes: list[str]) -> str:

@@ -11,9 +11,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..analysis.gpu_peak import impossible_rate
+from ..analysis.gpu_peak import impossible_rate, warp_slots
 from ..errors import AsightError
-from ..store.counters import COUNTERS, read_counters
+from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
 from ..store.runs import DB_RECORDS
 
 DURATION = "gpu__time_duration.sum"     # ns, Nsight Compute's kernel time
@@ -93,6 +93,7 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int |
             unused.append(f"{cand} (line {entry['line']})")
         else:
             _require_same_kernel(entry, record, where)
+            _require_possible_occupancy(entry, record, where)
     if not unused:
         return None
     return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
@@ -113,6 +114,22 @@ def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
         raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
                           f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({ratio:,.0f}× apart; Nsight Compute "
                           f"reads within {APART:g}× of the runner): these are counters of another program")
+
+
+def _require_possible_occupancy(entry: dict, record: dict, where: str | None) -> None:
+    """Achieved occupancy above what the record's GPU holds for warps of that many registers: 45 % with
+    128 registers a thread on an H100 (64 warp slots: at most 25 %) was shown as measured (outside
+    probe 5, N2; probe 6, N3).  ``store/counters`` bounds it for any SM; this, for the record's."""
+    target = record.get("target")
+    slots = warp_slots(target.get("arch")) if isinstance(target, dict) and target.get("kind") == "cuda" else None
+    regs, occupancy = entry["metrics"].get(REGISTERS), entry["metrics"].get(OCCUPANCY)
+    if slots is None or regs is None or occupancy is None:
+        return
+    most = max_occupancy(regs, slots)
+    if occupancy > most + 0.5:
+        raise AsightError(f"{where}:{entry['line']}: achieved occupancy {occupancy:g} % with {int(regs)} registers a "
+                          f"thread: on {target['arch']} ({slots} warp slots an SM) warps that use that many registers "
+                          f"fill at most {most:.0f} %; these counters are not this candidate's")
 
 
 def target_label(target) -> str:

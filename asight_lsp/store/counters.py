@@ -100,12 +100,18 @@ def _occupancy_problem(metrics: dict) -> str | None:
         return f"metric {REGISTERS!r} is {regs!r}: a kernel uses at least one register a thread"
     if regs is None or occupancy is None:
         return None
-    per_warp = -(-int(regs) * 32 // 256) * 256
-    most = min(100.0, 65536 // per_warp / 32 * 100)
+    most = max_occupancy(regs, 32)
     if occupancy > most + 0.5:
         return (f"achieved occupancy {occupancy:g} % with {int(regs)} registers a thread: warps that use that many "
-                f"registers fill at most {most:.0f} % of an SM's warp slots")
+                f"registers fill at most {most:.0f} % of the warp slots of any NVIDIA SM (32 or more)")
     return None
+
+
+def max_occupancy(regs: float, warp_slots: int) -> float:
+    """The largest share (%) of an SM's ``warp_slots`` that warps using ``regs`` registers a thread can
+    fill: 65,536 registers an SM, allocated 256 to a warp at a time."""
+    per_warp = -(-int(regs) * 32 // 256) * 256
+    return min(100.0, 65536 // per_warp / warp_slots * 100)
 
 
 def _bound(name: str) -> tuple | None:

@@ -62,3 +62,17 @@ def test_counters_whose_kernel_time_is_far_from_the_record_are_another_programs(
     with pytest.raises(AsightError, match=r"^c.jsonl:3: candidate 0's counters time its kernel at 16,495.6 µs, its "
                                           r"record at 134.6 µs \(123× apart"):
         counter_candidates(swapped, records, 0, "c.jsonl")
+
+
+def test_occupancy_above_what_the_records_gpu_holds_for_those_registers_is_refused():
+    """Probe 6, N3: 45 % with 128 registers a thread passed on an H100 (64 warp slots: at most 25 %)."""
+    from asight_lsp.analysis.gpu_peak import warp_slots
+    assert [warp_slots(a) for a in ("sm_90a", "sm_75", "sm_86", "sm_120", "sm_999")] == [64, 32, 48, 48, None]
+    entry = lambda occ: [{"candidate": 0, "line": 2, "metrics": {"launch__registers_per_thread": 128,  # noqa: E731
+                                                                 "sm__warps_active.avg.pct_of_peak_sustained_active": occ}}]
+    assert counter_candidates(entry(24.9), [record(0, 134.6)], 0, "c.jsonl") is None
+    with pytest.raises(AsightError, match=r"^c.jsonl:2: achieved occupancy 45 % with 128 registers a thread: on "
+                                          r"sm_90a \(64 warp slots an SM\) .* fill at most 25 %"):
+        counter_candidates(entry(45), [record(0, 134.6)], 0, "c.jsonl")
+    other = {"kind": "cuda", "arch": "sm_75"}                      # Turing: 32 slots, so 45 % can be
+    assert counter_candidates(entry(45), [record(0, 134.6, other)], 0, "c.jsonl") is None

@@ -99,7 +99,7 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0}}', "metric '[^']+' is 0: a kernel uses at least"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 128, '            # probe 5, N2
      '"sm__warps_active.avg.pct_of_peak_sustained_active": 90}}',
-     "achieved occupancy 90 % with 128 registers a thread: warps that use that many registers fill at most 50 %"),
+     "achieved occupancy 90 % with 128 registers a thread: warps that use that many registers fill at most 50 % of the warp slots of any NVIDIA SM"),
 ])
 def test_a_bad_counters_line_is_refused_with_its_number(line, message):
     with pytest.raises(AsightError, match=f"f.jsonl:2: {message}"):
