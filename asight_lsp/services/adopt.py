@@ -66,13 +66,18 @@ def _note_lacking(run: Run, entries: list[dict]) -> None:
     """One note naming the metrics the GPU views use that the counters file has on no line (an ncu
     run with fewer ``--metrics``): the views then say those figures are not measured."""
     from ..analysis.counters import VIEW_METRICS, lacking
+    from .adopt_checks import DURATION
     lack = lacking(entries) if entries else []
-    if not lack:
+    untimed = sum(1 for e in entries if e["candidate"] != "baseline" and DURATION not in e["metrics"])
+    if not lack and not untimed:
         return
+    said = [f"the counters lack {len(lack)} of the {len(VIEW_METRICS)} metrics the GPU views use: {', '.join(lack)} "
+            "(the views say those figures are not measured)"] if lack else []
+    if untimed:        # outside probe 6, N5: another kernel's counters then passed unchecked
+        said.append(f"{untimed} counters line{'s' * (untimed > 1)} without {DURATION}: not checked against "
+                    "their records' latencies (counters of another program would not be caught)")
     meta = run.load()
-    meta.extra["adopted"]["counters_lack"] = (
-        f"the counters lack {len(lack)} of the {len(VIEW_METRICS)} metrics the GPU views use: {', '.join(lack)} "
-        "(the views say those figures are not measured)")
+    meta.extra["adopted"]["counters_lack"] = "; ".join(said)
     run.save(meta)
 
 

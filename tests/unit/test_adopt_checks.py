@@ -81,3 +81,22 @@ def test_a_source_the_gate_refuses_says_adopt_not_tune_and_an_empty_records_file
     with pytest.raises(AsightError, match=r"^c.jsonl:1: candidate 76 is not a record of this function \(the records "
                                           r"file is empty\)$"):
         counter_candidates(ghost, [], 0, "c.jsonl")
+
+
+def test_counters_without_a_kernel_time_are_said_unchecked_at_adopt(tmp_path):
+    """Outside probe 6, N5: without gpu__time_duration.sum, the check against the record's latency was
+    skipped without a word, and another kernel's counters were shown as the candidate's."""
+    import shutil
+    from asight_lsp.services.adopt import _note_lacking
+    from asight_lsp.store.runs import Run
+    shutil.copytree(FIXTURES / "runs" / "mbr128", tmp_path / "r")
+    run = Run(tmp_path / "r")
+    meta = run.load()
+    meta.extra["adopted"] = {}
+    run.save(meta)
+    timed = {"gpu__time_duration.sum": 1.0, "launch__registers_per_thread": 32}
+    _note_lacking(run, [{"candidate": 1, "metrics": timed}, {"candidate": 2, "metrics": {"a": 1}},
+                        {"candidate": 3, "metrics": {"a": 1}}, {"candidate": "baseline", "metrics": {"a": 1}}])
+    said = run.load().extra["adopted"]["counters_lack"]
+    assert said.endswith("; 2 counters lines without gpu__time_duration.sum: not checked against their records' "
+                         "latencies (counters of another program would not be caught)")
