@@ -23,6 +23,12 @@ APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shar
 def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str) -> None:
     """AsightError (one line) when the function's records cannot make a run: none, none measured,
     several targets, a latency faster than any GPU of the target's architecture computes."""
+    if reply.get("also"):
+        lines = ", ".join(str(i + 1) for i in [reply["workload"], *reply["also"]])
+        raise AsightError(f"{folder / 'database_workload.json'} lists {label} {len(reply['also']) + 1} times (lines "
+                          f"{lines}: the same function under other hash strings, as a TVM whose structural hash "
+                          "differs writes it): a run is one workload's records; put each copy's records in a work "
+                          "folder of its own; nothing was adopted")
     mine = [r for r in records if r["workload"] == reply["workload"]]
     where = folder / DB_RECORDS
     if not mine:

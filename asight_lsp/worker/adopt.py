@@ -51,6 +51,8 @@ def match(params: dict, emit=None) -> dict:
     buffers' ``dtypes``: what a claimed latency is checked against (``analysis.gpu_peak``)."""
     func = _function(parse_request(params), params.get("member"))
     found = _match(func, params)
+    if found["workload"] is not None:
+        found["also"] = _copies(func, params, found["workload"], found["hashes"])
     return {**found, "bad": unloadable(params["work_dir"]) if found["workload"] is not None else None,
             "flops": estimate_flops(tvm.IRModule({"main": func})), "dtypes": sorted({str(p.dtype) for p in func.params})}
 
@@ -77,6 +79,27 @@ def _why(err: Exception) -> str:
     if lines:
         return lines[-1][:200]
     return f"{type(err).__name__}: a schedule step does not apply to this workload"
+
+
+def _copies(func, params: dict, index: int, ours: list[str]) -> list[int]:
+    """Other workload lines that are the same function (another hash string: a TVM whose structural
+    hash differs tuned into the folder too): the code view read their records, unchecked (outside
+    probe 6, N2)."""
+    rows = [row for row in read_json_lines(Path(params["work_dir"]) / "database_workload.json")]
+    found = []
+    for other, row in enumerate(rows):
+        if other == index:
+            continue
+        if isinstance(row, list) and row and str(row[0]) in ours:
+            found.append(other)
+            continue
+        try:
+            workload = ms.database.Workload.from_json(row)
+        except Exception:  # noqa: BLE001 - an unreadable workload is no copy
+            continue
+        if _same_ir(workload.mod, func):
+            found.append(other)
+    return found
 
 
 def _match(func, params: dict) -> dict:

@@ -325,3 +325,17 @@ def test_counters_with_some_of_the_metrics_are_noted_at_adopt_and_the_loop_view_
             "  limiting factor: not measured (the counters lack sm__throughput.avg.pct_of_peak_sustained_elapsed, "
             "dram__throughput.avg.pct_of_peak_sustained_elapsed)\n") in loops.stdout
     assert "blockIdx.x 256 · vthread 8 · threadIdx.x 64" in loops.stdout      # the best schedule's line, with extents
+
+
+def test_a_folder_listing_the_function_twice_is_refused(tmp_path):
+    """Outside probe 6, N2: a second workload line (the same module under another hash string) with its own
+    records: adopt checked one copy and the code view showed the other copy's unchecked 2 µs record."""
+    folder = _copy_of_the_run(tmp_path / "dup", lambda lines: lines)
+    first = json.loads((folder / "database_workload.json").read_text().splitlines()[0])
+    with (folder / "database_workload.json").open("a") as out:
+        out.write(json.dumps(["1" + str(first[0])[1:], first[1]]) + "\n")
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(folder), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 2 and not store.exists()
+    assert "database_workload.json lists Matmul1024 2 times (lines 1, 2: the same function under other hash " \
+           "strings" in proc.stderr
