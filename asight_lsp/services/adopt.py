@@ -159,7 +159,8 @@ def _meta(store: RunStore, folder: Path, source: str, text: str, outline, select
                    tasks=[{"name": name, "weight": 1.0, "functions": [name], "workload_hash": str(workload_hash)}],
                    extra={"selection": {"unit": selection.unit.name, "member": selection.member},
                           "constants": outline.constants, "target_spec": target_spec(target),
-                          "adopted": {"from": str(folder), "how": reply["how"], "workload": reply["workload"]}})
+                          "adopted": {"from": str(folder), "how": reply["how"], "workload": reply["workload"],
+                                      "flops": reply.get("flops"), "dtypes": reply.get("dtypes")}})
 
 
 def target_spec(target) -> str | None:

@@ -20,7 +20,8 @@ DURATION = "gpu__time_duration.sum"     # ns, Nsight Compute's kernel time
 APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
 
 
-def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str) -> None:
+def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str,
+                      tail: str = "nothing was adopted") -> None:
     """AsightError (one line) when the function's records cannot make a run: none, none measured,
     several targets, a latency faster than any GPU of the target's architecture computes."""
     if reply.get("also"):
@@ -28,12 +29,12 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
         raise AsightError(f"{folder / 'database_workload.json'} lists {label} {len(reply['also']) + 1} times (lines "
                           f"{lines}: the same function under other hash strings, as a TVM whose structural hash "
                           "differs writes it): a run is one workload's records; put each copy's records in a work "
-                          "folder of its own; nothing was adopted")
+                          f"folder of its own; {tail}")
     mine = [r for r in records if r["workload"] == reply["workload"]]
     where = folder / DB_RECORDS
     if not mine:
         raise AsightError(f"{where} holds no record of {label} ({len(records)} records in all): nothing was tuned "
-                          "there yet; nothing was adopted")
+                          f"there yet; {tail}")
     targets = Counter(target_label(r["target"]) for r in mine)
     if len(targets) > 1:
         (main, _), *others = targets.most_common()
@@ -41,21 +42,38 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
         listed = "; ".join(f"{t}: {n}" for t, n in targets.most_common())
         raise AsightError(f"{where}: the records of {label} were tuned for {len(targets)} targets ({listed}; line "
                           f"{first['trial'] + 1} is {target_label(first['target'])}): a run has one target; put each "
-                          "target's records in a work folder of its own; nothing was adopted")
+                          f"target's records in a work folder of its own; {tail}")
     measured = [r for r in mine if r["latency_us"] is not None]
     if not measured:
         raise AsightError(f"{where}: none of the {len(mine)} records of {label} has a latency: every build or run "
-                          "failed where it was tuned; nothing was adopted")
+                          f"failed where it was tuned; {tail}")
     target = mine[0]["target"]
     if isinstance(target, dict) and target.get("kind") == "cuda":
         arch = target.get("arch")
         if arch is not None and not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?", str(arch)):
             raise AsightError(f"{where}: the records' target arch {str(arch)[:40]!r} is no NVIDIA architecture (sm_XY, "
-                              "e.g. sm_90a); nothing was adopted")
+                              f"e.g. sm_90a); {tail}")
         for record in measured:
             why = impossible_rate(reply.get("flops"), record["latency_us"], target.get("arch"), reply.get("dtypes") or [])
             if why:
-                raise AsightError(f"{where} line {record['trial'] + 1}: {why}; nothing was adopted")
+                raise AsightError(f"{where} line {record['trial'] + 1}: {why}; {tail}")
+
+
+def require_adopted_records(run, meta, records: list[dict]) -> None:
+    """An adopted run's records and headline as adopt checked them: its records file edited after
+    adopt (a 2 µs trial, another target's record) or run.json's best changed were shown in every view
+    (outside probe 6, N1).  AsightError (one line) naming the run."""
+    adopted = (meta.extra or {}).get("adopted")
+    if not isinstance(adopted, dict) or meta.state in ("queued", "running"):
+        return
+    reply = {"workload": adopted.get("workload"), "flops": adopted.get("flops"), "dtypes": adopted.get("dtypes")}
+    tail = f"run {meta.id}'s records changed after adopt: adopt the work folder again"
+    require_adoptable(records, reply, Path(run.path), meta.function, tail)
+    best = min(r["latency_us"] for r in records if r["workload"] == reply["workload"] and r["latency_us"] is not None)
+    remeasured = bool((meta.measurement or {}).get("tuned"))      # then best_us is the re-measurement's
+    if meta.best_us is not None and not remeasured and abs(meta.best_us - best) > 1e-3 * best:
+        raise AsightError(f"run {meta.id}: run.json's best ({meta.best_us:,.1f} µs) is not its records' "
+                          f"({best:,.1f} µs): run.json was edited; adopt the work folder again")
 
 
 def run_counters(run_dir, records: list[dict], workload: int | None = None) -> list[dict] | None:

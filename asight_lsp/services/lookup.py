@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..store.database import require_records_target
-from ..store.runs import Run, RunMeta, RunStore
+from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
@@ -66,6 +66,9 @@ def prepare_run(run: Run) -> RunMeta:
     if meta.state not in LIVE_STATES:
         require_records_target(run, meta)
         run.repair_db()
+        if (meta.extra or {}).get("adopted"):
+            from .adopt_checks import require_adopted_records
+            require_adopted_records(run, meta, read_records(run.path))
     return meta
 
 

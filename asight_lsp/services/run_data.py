@@ -20,6 +20,7 @@ from ..engine.targets import runs_on_device
 from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
 from ..store.database import require_records_target
+from .adopt_checks import require_adopted_records
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..tvmscript.outline import build_outline
@@ -154,6 +155,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
+    require_adopted_records(run, meta, records)
     shown, names, only = _task(run, meta, task, records)
     if all_tasks and task is None:
         shown, only = None, None

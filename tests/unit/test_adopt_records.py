@@ -76,3 +76,40 @@ def test_occupancy_above_what_the_records_gpu_holds_for_those_registers_is_refus
         counter_candidates(entry(45), [record(0, 134.6)], 0, "c.jsonl")
     other = {"kind": "cuda", "arch": "sm_75"}                      # Turing: 32 slots, so 45 % can be
     assert counter_candidates(entry(45), [record(0, 134.6, other)], 0, "c.jsonl") is None
+
+
+def test_an_adopted_runs_records_and_best_are_checked_again_where_the_views_read_them(tmp_path):
+    """Outside probe 6, N1: a trial of the run folder's records edited to 2 µs after adopt, or run.json's
+    best_us, were shown as "best 2.0 µs"; the views now meet adopt's checks first (services/lookup,
+    services/run_data)."""
+    import json
+    import shutil
+    from asight_lsp.services.lookup import prepare_run
+    from asight_lsp.store.runs import DB_RECORDS, Run, read_records
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mbr128", tmp_path / "r")
+    run = Run(tmp_path / "r")
+    meta = run.load()
+    best = min(r["latency_us"] for r in read_records(run.path) if r["latency_us"] is not None)
+    meta.extra["adopted"] = {"workload": 0, "flops": None, "dtypes": ["float32"]}
+    meta.best_us, meta.measurement = best, None
+    run.save(meta)
+    assert prepare_run(run).best_us == best
+    meta.best_us = 2.0
+    run.save(meta)
+    with pytest.raises(AsightError, match=r"^run r: run.json's best \(2.0 µs\) is not its records' \("):
+        prepare_run(run)
+    meta.best_us = best
+    run.save(meta)
+    lines = (run.path / DB_RECORDS).read_text().splitlines()
+    row = json.loads(lines[3])
+    row[1][2] = {"kind": "cuda", "arch": "sm_90a"}
+    (run.path / DB_RECORDS).write_text("\n".join(lines[:3] + [json.dumps(row)] + lines[4:]) + "\n")
+    with pytest.raises(AsightError, match=r"tuned for 2 targets .*; run r's records changed after adopt: adopt "
+                                          r"the work folder again$"):
+        prepare_run(run)
+    lines[3] = json.dumps(json.loads(lines[3]))       # the record as it was; a re-measured best is the record's
+    (run.path / DB_RECORDS).write_text("\n".join(lines) + "\n")
+    from tests.conftest import measured
+    meta.best_us, meta.measurement = 2.0, measured(2438.0, 2.0)
+    run.save(meta)
+    assert prepare_run(run).best_us == 2.0
