@@ -41,7 +41,7 @@ def warp_slots(arch: str | None) -> int | None:
     return WARP_SLOTS.get(key) or WARP_SLOTS.get(key.split(".")[0]) or 64
 
 
-ANY = ("any NVIDIA GPU", {kind: max(p[1][kind] for p in PEAKS.values()) for kind in ("fp32", "fp16", "int8")})
+ANY = ("NVIDIA GPU of any architecture", {kind: max(p[1][kind] for p in PEAKS.values()) for kind in ("fp32", "fp16", "int8")})
 
 
 def _key(arch: str | None) -> str | None:

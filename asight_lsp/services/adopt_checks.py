@@ -135,8 +135,9 @@ def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
     ncu_us, latency = duration / 1e3, record["latency_us"]
     ratio = max(ncu_us / latency, latency / ncu_us) if ncu_us > 0 else float("inf")
     if ratio > APART:
+        apart = f"{ratio:,.0f}× apart" if ncu_us > 0 else "no kernel takes 0 µs"
         raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
-                          f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({ratio:,.0f}× apart; Nsight Compute "
+                          f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({apart}; Nsight Compute "
                           f"reads within {APART:g}× of the runner): these are counters of another program")
 
 

@@ -123,6 +123,8 @@ def _bound(name: str) -> tuple | None:
         return 150.0, False, "a percentage this far above 100 is not a measurement"
     if name.startswith("launch__registers_per_thread"):
         return 255.0, True, "registers a thread are a whole number, at most 255 on NVIDIA GPUs"
+    if name.startswith("launch__shared_mem_per_block_static"):     # 60,000 B was shown (outside probe 6, N6)
+        return float(48 << 10), True, "static shared memory a block is whole bytes, at most 48 KiB on NVIDIA GPUs"
     if name.startswith("launch__shared_mem_per_block"):
         return float(1 << 20), True, "shared memory a block is whole bytes, at most 1 MiB"
     return None
@@ -141,8 +143,10 @@ def _plain_number(value) -> bool:
 def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
     """The run's counters (None when it has no counters file)."""
     path = Path(run_dir) / COUNTERS
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
+    if not path.is_symlink() and not path.is_file():     # a folder there was "no counters" (outside probe 6, N9)
+        raise AsightError(f"{path} is not a regular file (a folder, a FIFO or a device)")
     return parse_counters(counters_text(path), str(path))
 
 

@@ -29,7 +29,7 @@ def test_a_latency_no_gpu_of_the_architecture_reaches_is_no_measurement():
     assert impossible_rate(FLOPS, 30.0, "sm_90a", ["float32"]) is None                # 72 TFLOP/s: within 1.25x
     assert impossible_rate(FLOPS, 2.0, "sm_90a", ["float16"]) is None               # fp16 tensor cores: 990
     assert "A100" in impossible_rate(FLOPS, 8.0, "sm_80", ["float32"])
-    assert "any NVIDIA GPU" in impossible_rate(FLOPS, 1e-6, "sm_999", ["float32"])
+    assert "peak of the fastest NVIDIA GPU of any architecture" in impossible_rate(FLOPS, 1e-6, "sm_999", ["float32"])
     assert impossible_rate(None, 1e-6, "sm_90a", ["float32"]) is None                # FLOPs unknown: not judged
     assert [input_kind(d) for d in (["float32"], ["float16", "float32"], ["bfloat16"], ["int8", "int32"],
                                     ["int32"])] == ["fp32", "fp16", "fp16", "int8", "fp32"]

@@ -95,7 +95,9 @@ def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded
     ('{"candidate": 2, "metrics": {"a": 1}, "candidate": 3}', "the key 'candidate' appears twice in one object"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 100000}}', "metric '[^']+' is 100000: registers"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0.5}}', "metric '[^']+' is 0.5: registers"),
-    ('{"candidate": 2, "metrics": {"launch__shared_mem_per_block_static": 1e9}}', "metric '[^']+' is 1000000000.0: sh"),
+    ('{"candidate": 2, "metrics": {"launch__shared_mem_per_block_static": 1e9}}', "metric '[^']+' is 1000000000.0: st"),
+    ('{"candidate": 2, "metrics": {"launch__shared_mem_per_block_static": 60000}}',          # probe 6, N6
+     "metric '[^']+' is 60000: static shared memory a block is whole bytes, at most 48 KiB"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 0}}', "metric '[^']+' is 0: a kernel uses at least"),
     ('{"candidate": 2, "metrics": {"launch__registers_per_thread": 128, '            # probe 5, N2
      '"sm__warps_active.avg.pct_of_peak_sustained_active": 90}}',
@@ -181,3 +183,12 @@ def test_an_l2_hit_rate_over_100_and_a_rounded_full_peak_are_measurements():
     entries = parse_counters('{"candidate": 1, "metrics": {"lts__t_sector_hit_rate.pct": 102.89, '
                              '"sm__throughput.avg.pct_of_peak_sustained_elapsed": 100.3}}', "f.jsonl")
     assert entries[0]["metrics"]["lts__t_sector_hit_rate.pct"] == 102.89
+
+
+def test_a_counters_path_that_is_a_folder_is_said_not_taken_for_no_counters(tmp_path):
+    """Outside probe 6, N9: a folder named counters.jsonl made the views say "no counters for this candidate"."""
+    from asight_lsp.store.counters import read_counters
+    assert read_counters(tmp_path) is None
+    (tmp_path / "counters.jsonl").mkdir()
+    with pytest.raises(AsightError, match=r"counters.jsonl is not a regular file \(a folder, a FIFO"):
+        read_counters(tmp_path)
