@@ -71,6 +71,8 @@ def require_records_target(run: Run, meta: RunMeta) -> None:
     kinds = {k for k in database_health(run.path).target_kinds if isinstance(k, str)}
     if meta.state in ("queued", "running") or kind == "a tag" or not kinds or kind in kinds:
         return
+    if kind is None and kinds == {"llvm"}:      # no target named: the host CPU, as its records say
+        return
     raise AsightError(f"run {run.id}: run.json says target {kind or 'none'}, but its records were tuned for "
                       f"{', '.join(sorted(kinds))}: run.json was edited or damaged (`asight adopt` or "
                       "`asight tune --new` makes a run whose target is its records')")
