@@ -66,7 +66,7 @@ def _note_lacking(run: Run, entries: list[dict]) -> None:
     """One note naming the metrics the GPU views use that the counters file has on no line (an ncu
     run with fewer ``--metrics``): the views then say those figures are not measured."""
     from ..analysis.counters import VIEW_METRICS, lacking
-    from .adopt_checks import DURATION
+    from ..analysis.ncu import DURATION
     lack = lacking(entries) if entries else []
     untimed = sum(1 for e in entries if e["candidate"] != "baseline" and DURATION not in e["metrics"])
     if not lack and not untimed:

@@ -12,11 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 from ..analysis.gpu_peak import impossible_rate, warp_slots
+from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
 from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
 from ..store.runs import DB_RECORDS
 
-DURATION = "gpu__time_duration.sum"     # ns, Nsight Compute's kernel time
 APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
 
 
