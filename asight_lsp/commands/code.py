@@ -67,6 +67,8 @@ def render(result: dict) -> str:
     what = (f"trial {cand['trial']}" if cand.get("trial") is not None else
             "DLight's default schedule, kept" if cand.get("kept") == "dlight" else "best record") if cand else "untuned"
     lat = f", {cand['latencyUs']:.1f} µs" if cand.get("latencyUs") else ""
+    if cand.get("trial") is not None and cand.get("latencyUs") is None:
+        lat = ": failed where it was tuned, no latency"      # said at the top, not only in the note at the end
     name = f"task {result['task']} of {result['function']}" if result.get("task") else result["function"]
     head = [f"# {result['level']} code of {name} ({result['run'] or 'no run'}, {what}{lat})",
             "# src  share" + (" instr" if result.get("lineShareSource") else "") + " | generated"]

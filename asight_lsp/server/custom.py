@@ -43,7 +43,8 @@ def runs_request(req: PayloadRequest) -> dict:
         metas = list(reversed(index.for_file(req.file)))
     else:
         metas = list(reversed(index.metas()))
-    return runs_payload(metas, req.function, req.text, index.problems())
+    refusal = req.state.results.refusal
+    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas})
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:

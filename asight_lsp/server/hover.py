@@ -101,6 +101,8 @@ def loop_facts(fn: Function, loop: Loop) -> list[str]:
 
 def run_line(result: FunctionResult) -> str:
     m = result.meta
+    if result.refused:
+        return f"**run `{m.id}`** ({m.state}) ⚠ not used: {result.refused}"
     when = relative_time(m.finished or m.started or m.created)
     record = result.measurement
     if record.get("tuned"):

@@ -56,13 +56,16 @@ def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
     """The run's result (or live progress: a click cancels it), with how it was measured as tooltip."""
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
     command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
+    if result.refused:      # an adopted run edited since: no figure of it (outside probe 6, N1)
+        return (line, f"⚠ run {result.meta.id} not used: its files changed after adopt", command, arg, result.refused)
     return (line, result_lens_title(result), command, arg, result_lens_tooltip(result))
 
 
 def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
     """``Re-tune with principles`` once a finished, current run has enough trials to mine them."""
     meta = result.meta
-    if result.running or result.stale or meta.state != "done" or meta.trials_done < RETUNE_MIN_TRIALS:
+    if (result.running or result.stale or result.refused or meta.state != "done"
+            or meta.trials_done < RETUNE_MIN_TRIALS):
         return None
     arg = {"uri": uri, "function": fn.id, "guidedBy": meta.id, "trials": max(meta.trials_done // 2, 8)}
     return (line, "Re-tune with principles", P.CMD_TUNE, arg)
@@ -70,7 +73,7 @@ def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
 
 def scheduled_code_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
     """``Scheduled code`` (the run's best record, linked to the source) once the run has a record."""
-    if result.running or not result.meta.best_us:
+    if result.running or result.refused or not result.meta.best_us:
         return None
     return (line, "Scheduled code", P.CMD_SHOW_CODE, {"uri": uri, "function": fn.id, "run": result.meta.id})
 

@@ -15,7 +15,8 @@ from ..analysis.gpu_peak import impossible_rate, warp_slots
 from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
 from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
-from ..store.runs import DB_RECORDS
+from ..store.database import require_records_target
+from ..store.runs import DB_RECORDS, read_records
 
 APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
 
@@ -74,6 +75,20 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
     if meta.best_us is not None and not remeasured and abs(meta.best_us - best) > 1e-3 * best:
         raise AsightError(f"run {meta.id}: run.json's best ({meta.best_us:,.1f} µs) is not its records' "
                           f"({best:,.1f} µs): run.json was edited; adopt the work folder again")
+
+
+def adopted_problem(run, meta) -> str | None:
+    """Why an adopted run is not used (its records or run.json changed after adopt: the checks of
+    ``require_adopted_records``), None when it holds or was not adopted.  The editor's lens, hover and
+    run list read run.json through the index, and showed an edited best (outside probe 6, N1)."""
+    if not isinstance((meta.extra or {}).get("adopted"), dict) or meta.state in ("queued", "running"):
+        return None
+    try:
+        require_records_target(run, meta)
+        require_adopted_records(run, meta, read_records(run.path))
+    except AsightError as err:
+        return str(err)
+    return None
 
 
 def run_counters(run_dir, records: list[dict], workload: int | None = None) -> list[dict] | None:
@@ -136,6 +151,8 @@ def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
     ratio = max(ncu_us / latency, latency / ncu_us) if ncu_us > 0 else float("inf")
     if ratio > APART:
         apart = f"{ratio:,.0f}× apart" if ncu_us > 0 else "no kernel takes 0 µs"
+        if 300 < latency / max(ncu_us, 1e-30) < 3000:      # written in µs: ncu's is in ns
+            apart += f"; {DURATION} is in nanoseconds, and this one reads like microseconds"
         raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
                           f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({apart}; Nsight Compute "
                           f"reads within {APART:g}× of the runner): these are counters of another program")

@@ -13,6 +13,7 @@ from ..store.runs import Run
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.runs import run_summary
+from .adopt_checks import adopted_problem
 from .run_data import source_text
 
 
@@ -23,6 +24,9 @@ def compare_payload(index: RunIndex, ids: list[str]) -> dict:
         meta = index.get(run_id)
         if meta is None:
             raise AsightError(f"no run '{run_id}'")
+        refused = adopted_problem(Run(index.run_dir(run_id)), meta)
+        if refused:                      # an adopted run edited since: its figures are not compared
+            raise AsightError(refused)
         metas.append(meta)
     blocks: dict[str, list] = {}
     for k, meta in enumerate(metas):

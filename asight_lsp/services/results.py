@@ -18,9 +18,10 @@ from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.index import RunIndex
-from ..store.runs import Run, RunMeta
+from ..store.runs import DB_RECORDS, Run, RunMeta
 from ..tvmscript.hashing import constants_hold
 from ..tvmscript.model import Function
+from .adopt_checks import adopted_problem
 from .jobs import LIVE_STATES
 
 
@@ -35,6 +36,7 @@ class FunctionResult:
     summary: dict | None = None       # trace_summary.summarize_trace(...) of ``best``
     profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
     calls: list | None = None         # Relax: each kernel call of the profiled build with its bindings
+    refused: str | None = None        # why the run's records are not used (an adopted run edited since)
 
     @property
     def running(self) -> bool:
@@ -77,6 +79,7 @@ class Results:
         self.index = index
         self._summaries: dict[tuple, dict] = {}
         self._profiles: dict[str, tuple[int, dict | None]] = {}
+        self._refusals: dict[str, tuple[tuple, str | None]] = {}
         self.lock = threading.RLock()   # payload builders ask from worker threads
 
     def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True,
@@ -98,10 +101,22 @@ class Results:
                   or next((m for m in useful if fresh(m)), None)
                   or next((m for m in useful), None)
                   or runs[0])
-        result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen))
-        if with_details:
+        result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen),
+                                refused=self.refusal(chosen))
+        if with_details and not result.refused:
             self.fill_details(result, fn)
         return result
+
+    def refusal(self, meta: RunMeta) -> str | None:
+        """Why a run's records are not used (``adopt_checks.adopted_problem``), cached per run.json and
+        records file: the lens, hover and run list say it instead of run.json's figures."""
+        run_dir = self.index.run_dir(meta.id)
+        key = tuple(_stamp(run_dir / name) for name in ("run.json", DB_RECORDS))
+        with self.lock:
+            cached = self._refusals.get(meta.id)
+            if cached is None or cached[0] != key:
+                cached = self._refusals[meta.id] = (key, adopted_problem(Run(run_dir), meta))
+            return cached[1]
 
     def fill_details(self, result: FunctionResult, fn: Function) -> None:
         """The best record of the function's workload and its trace summary."""
@@ -151,6 +166,14 @@ class Results:
             profile = load_profile(Run(self.index.run_dir(run_id)))
             cached = self._profiles[run_id] = (mtime, profile)
         return cached[1]
+
+
+def _stamp(path: Path) -> tuple | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
 def _blocks_key(fn: Function) -> tuple:

@@ -165,7 +165,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
         if shown is not None else None
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
                                    workload=only, records=records, blocks=blocks)
-    if shown is not None:
+    if shown is not None and len(names) > 1:
         notes.append(f"task {shown} of {len(names)} (pick another with --task: "
                      f"{', '.join(ordered_tasks(meta.tasks or [], names, records, (meta.measurement or {}).get('chosen')))})")
     if function is None:

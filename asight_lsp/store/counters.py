@@ -158,7 +158,7 @@ def counters_text(path: Path) -> str:
     except (NotPlainFile, OSError) as err:
         raise AsightError(str(err) if str(path) in str(err) else f"{path}: {err}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")        # a byte-order mark (an editor on Windows) is no line's
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise AsightError(f"{path}:{line}: not UTF-8 text") from None

@@ -10,8 +10,9 @@ from .measured import measurement_stamp
 from .text import headline_text
 
 
-def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
-    """``protocol.RunSummary`` of a run: its figures are the measurement record's (docs/measurement.md)."""
+def run_summary(meta: RunMeta, stale: bool | None = None, refused: str | None = None) -> dict:
+    """``protocol.RunSummary`` of a run: its figures are the measurement record's (docs/measurement.md);
+    ``refused``: why the run's records are not used (an adopted run edited since): no figure of it."""
     record = meta.measurement if (meta.measurement or {}).get("untuned") else {}
     speedup = record.get("speedup") or {}
     out = {"id": meta.id, "file": meta.file, "function": meta.function, "state": meta.state,
@@ -26,6 +27,9 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
                         for g in meta.extra.get("failures") or []],
            "shortfall": (meta.extra.get("shortfall") or {}).get("text"),
            "measurement": measurement_stamp(record)}
+    if refused:
+        out.update(bestUs=None, baselineUs=None, speedup=None, speedupCi=None, error=refused,
+                   headline=f"not used: {refused}")
     if meta.kind == "relax":     # per-task views and the code view pick one of these
         out["tasks"] = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict) and t.get("name")]
     if stale is not None:
@@ -34,9 +38,10 @@ def run_summary(meta: RunMeta, stale: bool | None = None) -> dict:
 
 
 def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None,
-                 notes: list[str] | None = None) -> dict:
+                 notes: list[str] | None = None, refused: dict[str, str | None] | None = None) -> dict:
     """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it;
-    ``notes``: why other runs are not shown (``RunIndex.problems``)."""
+    ``notes``: why other runs are not shown (``RunIndex.problems``); ``refused``: why a run's records
+    are not used, by run id."""
     current = {function.id: function_hash(text, function)} if function is not None and text is not None else {}
     used = (constants_used(build_outline(text).constants, function_text(text, function))
             if function is not None and text is not None else {})
@@ -46,7 +51,7 @@ def runs_payload(metas: list[RunMeta], function: Function | None = None, text: s
         if function is not None and function.id in (meta.source_hashes or {}):
             stale = (meta.source_hashes[function.id] != current.get(function.id)
                      or not constants_hold((meta.extra or {}).get("constants"), used))
-        runs.append(run_summary(meta, stale))
+        runs.append(run_summary(meta, stale, (refused or {}).get(meta.id)))
     payload = {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
     if notes:
         payload["notes"] = notes[:5]

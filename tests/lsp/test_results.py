@@ -207,3 +207,29 @@ async def test_runs_the_editor_cannot_show_are_said_not_dropped(client, workspac
     await asyncio.sleep(0.6)                              # the run index re-scans at most every 0.5 s
     runs = await request(client, P.REQ_RUNS, {"uri": uri})
     assert runs["runs"] == [] and len(runs["notes"]) == 1 and "is a symbolic link" in runs["notes"][0]
+
+
+async def test_an_adopted_run_edited_after_adopt_shows_no_figure_in_lens_hover_or_runs(client, workspace, tuned):
+    """Outside probe 6, N1: run.json's best_us edited to 2 µs after adopt was "best 2.0 µs" in the lens,
+    the hover and asight/runs (the index reads run.json), while the code and space views refused."""
+    import json
+    path = workspace / ".asight" / "runs" / "mbr128" / "run.json"
+    meta = json.loads(path.read_text())
+    best = min(json.loads(line)[1][1][0] * 1e6 for line in
+               (path.parent / "database_tuning_record.json").read_text().splitlines())
+    meta.update(best_us=best, measurement=None)
+    meta.setdefault("extra", {})["adopted"] = {"workload": 0, "flops": None, "dtypes": ["float32"]}
+    path.write_text(json.dumps(meta))
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    assert "adopted, not re-measured" in [lens.command.title for lens in await lenses(client, uri)][4]
+    path.write_text(json.dumps({**meta, "best_us": 2.0}))
+    await asyncio.sleep(0.6)                              # the run index re-scans at most every 0.5 s
+    found = await lenses(client, uri)
+    assert found[4].command.title == "⚠ run mbr128 not used: its files changed after adopt"
+    assert found[4].command.tooltip.startswith("run mbr128: run.json's best (2.0 µs) is not its records' (")
+    assert "Scheduled code" not in [lens.command.title for lens in found]
+    text = (await hover(client, uri, MATMUL_BLOCK)).contents.value
+    assert "⚠ not used: run mbr128: run.json's best (2.0 µs)" in text and "best 2.0 µs" not in text
+    runs = (await request(client, P.REQ_RUNS, {"uri": uri}))["runs"]
+    assert runs[0]["bestUs"] is None and runs[0]["headline"].startswith("not used: run mbr128: run.json's best")

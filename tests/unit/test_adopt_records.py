@@ -62,6 +62,21 @@ def test_counters_whose_kernel_time_is_far_from_the_record_are_another_programs(
     with pytest.raises(AsightError, match=r"^c.jsonl:3: candidate 0's counters time its kernel at 16,495.6 µs, its "
                                           r"record at 134.6 µs \(123× apart"):
         counter_candidates(swapped, records, 0, "c.jsonl")
+    in_us = [{"candidate": 0, "line": 2, "metrics": {"gpu__time_duration.sum": 216.8}}]      # probe 6, N8
+    with pytest.raises(AsightError, match=r"621× apart; gpu__time_duration.sum is in nanoseconds, and this one "
+                                          r"reads like microseconds; "):
+        counter_candidates(in_us, records, 0, "c.jsonl")
+    with pytest.raises(AsightError, match=r"16,495.6 µs, its record at 134.6 µs \(123× apart; Nsight"):
+        counter_candidates(swapped, records, 0, "c.jsonl")      # no unit hint where it does not fit
+
+
+def test_a_counters_file_that_starts_with_a_byte_order_mark_is_read(tmp_path):
+    """Probe 6, N8: a counters.jsonl saved with a UTF-8 BOM was "not JSON (Unexpected UTF-8 BOM (decode
+    using utf-8-sig))", Python's advice to a programmer; the mark is no line's."""
+    from asight_lsp.store.counters import counters_text
+    line = '{"candidate": 0, "tool": "ncu", "metrics": {"gpu__time_duration.sum": 216768.0}}\n'
+    (tmp_path / "c.jsonl").write_bytes(b"\xef\xbb\xbf" + line.encode())
+    assert counters_text(tmp_path / "c.jsonl") == line
 
 
 def test_occupancy_above_what_the_records_gpu_holds_for_those_registers_is_refused():

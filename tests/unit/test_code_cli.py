@@ -56,6 +56,16 @@ def test_a_diff_with_a_failed_candidate_says_that_side_failed():
     assert "failed" not in render_diff(diff_payload("m.py", "M.main", [side(76, 134.6), side(3, 140.0)]))
 
 
+def test_the_code_of_a_trial_that_failed_where_it_was_tuned_says_so_at_the_top():
+    """Outside probe 6, N7: `asight code --candidate 0` (run_secs 1e10 on the H100) headed its kernel
+    "(R, trial 0)"; the failure was in the note after the last line only."""
+    from asight_lsp.commands.code import render
+    view = lambda us: {"level": "cuda", "function": "M.main", "run": "R", "text": "k\n", "links": [],  # noqa: E731
+                       "candidate": {"trial": 0, "latencyUs": us}}
+    assert render(view(None)).splitlines()[0] == "# cuda code of M.main (R, trial 0: failed where it was tuned, no latency)"
+    assert render(view(134.6)).splitlines()[0] == "# cuda code of M.main (R, trial 0, 134.6 µs)"
+
+
 def test_the_default_run_passes_over_a_newer_run_refused_before_measuring(tmp_path):
     """Probe 4, F6: after a refused `tune --target vulkan` beside an adopted run, `asight code` (newest run of
     the function) showed the failed run ("this run's target is vulkan"); it takes the rule of `latest` now."""

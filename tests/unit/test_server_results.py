@@ -158,3 +158,34 @@ def test_profile_blocks_prefers_the_tuned_program():
     assert blocks == {"C": {"us": 6.0, "share": 1.0, "program": "tuned", "source": "tuned program, rdtsc"}}
     assert (change["before_us"], change["after_us"], change["slower"]) == (100.0, 6.0, False)   # untuned → tuned
     assert profile_blocks({"kernels": []}, fn) is None and profile_blocks(None, fn) is None
+
+
+def test_an_adopted_run_edited_since_shows_no_figure_in_lens_hover_or_run_list(store):
+    """Outside probe 6, N1: run.json's best_us edited to 2 µs after adopt was the lens's, the hover's and
+    asight/runs' "best 2.0 µs" (the index reads run.json); the code, space and report views refused."""
+    from asight_lsp.server.hover import run_line
+    from asight_lsp.server.lens import result_lens, scheduled_code_lens
+    from asight_lsp.views.runs import runs_payload
+    root, source, text, fn = store
+    run = add_run(root, "adopted", source, fn.id, function_hash(text, fn))
+    meta = run.load()
+    best = min(json.loads(line)[1][1][0] * 1e6 for line in
+               (run.path / "database_tuning_record.json").read_text().splitlines())
+    meta.best_us, meta.extra["adopted"] = best, {"workload": 0, "flops": None, "dtypes": ["float32"]}
+    run.save(meta)
+    results = Results(RunIndex(root, min_interval=0))
+    held = results.result(str(source), fn, function_hash(text, fn))
+    assert held.refused is None and held.best["latency_us"] == pytest.approx(best)
+    assert "adopted, not re-measured" in result_lens_title(held)
+    meta.best_us = 2.0
+    time.sleep(0.01)
+    run.save(meta)
+    edited = results.result(str(source), fn, function_hash(text, fn))
+    assert edited.refused.startswith("run adopted: run.json's best (2.0 µs) is not its records'")
+    assert edited.best is None and edited.summary is None
+    title, tooltip = result_lens(str(source), fn, edited, 0)[1], result_lens(str(source), fn, edited, 0)[4]
+    assert title == "⚠ run adopted not used: its files changed after adopt" and tooltip == edited.refused
+    assert scheduled_code_lens(str(source), fn, edited, 0) is None
+    assert "2.0 µs" not in run_line(edited).split("not used")[0] and "not used: run adopted: run.json's best" in run_line(edited)
+    listed = runs_payload([edited.meta], fn, text, None, {"adopted": results.refusal(edited.meta)})["runs"][0]
+    assert listed["bestUs"] is None and listed["headline"].startswith("not used: run adopted: run.json's best")
