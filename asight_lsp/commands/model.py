@@ -29,13 +29,14 @@ def rounds(text: str) -> int:
 
 def run(args) -> int:
     from ..engine.client import WorkerClient
-    from ..services.profiling import profile_file
+    from ..services.profiling import ProfileOptions, profile_file
     from ..services.levers import compare_onnx, run_extra
     from ..views.model import model_view
     from ..store.caches import archived_profiles
     from ..store.runs import Run
     with WorkerClient(args.python, default_timeout=3600) as worker:
-        profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker)
+        profile = profile_file(args.file, args.func, args.run_ref, args.work_dir, worker,
+                               ProfileOptions(by="asight model"))
         run_dir = (profile.get("run") or {}).get("dir")
         kept = [e["profile"] for e in archived_profiles(Run(run_dir))] if run_dir else []
         view = model_view(profile, profile.get("run"), kept, tuning=run_extra(profile.get("run"), args.work_dir))
@@ -68,7 +69,7 @@ def render(p: dict) -> str:
              f"{'task':<34} {'calls':>5} {'untuned':>10} {'tuned':>10} {'share':>6} {'trials':>6} {'failed':>6}"]
     cell = _table_unit(p)
     if not p["tasks"] and not p.get("run"):
-        lines.append(f"(no tasks yet: this model has no tuning run; `asight tune FILE` tunes and lists its tasks, "
+        lines.append("(no tasks yet: this model has no tuning run; `asight tune FILE` tunes and lists its tasks, "
                      "this is its untuned time alone)")
     for t in p["tasks"]:
         share = f"{t['share'] * 100:.0f}%" if t["share"] is not None else "-"

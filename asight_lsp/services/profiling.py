@@ -102,7 +102,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
              options: ProfileOptions, candidate: str | None, use_cache: bool) -> dict:
     meta = prepare_run(run) if run is not None else None
     if meta is not None and candidate is None and runs_on_device(meta.target):
-        raise AsightError(device_run_refusal(meta))
+        raise AsightError(device_run_refusal(meta, options.by))
     fresh = meta is not None and candidate is None and _fresh(meta, text, selection)
     record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
     measure = record is None or options.remeasure
@@ -136,15 +136,20 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     return _with_build(profile, meta)
 
 
-def device_run_refusal(meta: RunMeta) -> str:
-    """Why a GPU run has no profile or hotspots, and where its measured facts are: the profile times
-    programs on this machine's CPU (docs/profiling.md); a kernel's time on its GPU is the tuning's."""
+def device_run_refusal(meta: RunMeta, by: str = "asight profile") -> str:
+    """Why a GPU run has no profile or hotspots (or, ``by`` ``asight model``, no per-task table), and
+    where its measured facts are: the profile times programs on this machine's CPU
+    (docs/profiling.md); a kernel's time on its GPU is the tuning's."""
     kind = (meta.target or {}).get("kind", "gpu") if isinstance(meta.target, dict) else "gpu"
     best = f" ({meta.best_us:,.1f} µs on the machine that tuned it)" if meta.best_us else ""
     tasks = [t.get("name") for t in meta.tasks or [] if t.get("name")]
     code = (f"its kernels at `asight code --task TASK --level cuda` (tasks: {', '.join(tasks[:6])}"
             f"{', …' if len(tasks) > 6 else ''})" if meta.kind == "relax" else "its kernel at `asight code --level cuda`")
-    return (f"run {meta.id} is a {kind} run: profile and hotspots time programs on this machine's CPU, not on "
+    what = ("the model view's per-task table times the model's kernels" if by == "asight model" and meta.kind == "relax"
+            else f"asight model shows a tuned Relax model's tasks, and this run tuned the TIR function {meta.function}; "
+            "its per-kernel times would come from a profile, which times programs" if by == "asight model"
+            else "profile and hotspots time programs")
+    return (f"run {meta.id} is a {kind} run: {what} on this machine's CPU, not on "
             f"a GPU; its measured time is the tuning's{best}, its counters are in `asight space` and "
             f"`asight loops`, {code}")
 

@@ -128,3 +128,16 @@ def test_an_adopted_runs_records_and_best_are_checked_again_where_the_views_read
     meta.best_us, meta.measurement = 2.0, measured(2438.0, 2.0)
     run.save(meta)
     assert prepare_run(run).best_us == 2.0
+
+
+def test_asight_model_on_a_tir_gpu_run_says_what_the_model_view_is_not_what_profile_is():
+    """Probe 6, N8: `asight model` on the adopted TIR cuda run answered with profile's sentence."""
+    from asight_lsp.services.profiling import device_run_refusal
+    from asight_lsp.store.runs import RunMeta
+    meta = RunMeta(id="R", file="m.py", function="Matmul1024.main", target={"kind": "cuda", "arch": "sm_90a"},
+                   best_us=134.6)
+    said = device_run_refusal(meta, "asight model")
+    assert said.startswith("run R is a cuda run: asight model shows a tuned Relax model's tasks, and this run tuned "
+                           "the TIR function Matmul1024.main; ") and "profile and hotspots" not in said
+    assert device_run_refusal(meta).startswith("run R is a cuda run: profile and hotspots time programs on this "
+                                               "machine's CPU, not on a GPU")
