@@ -24,7 +24,7 @@ from ..store.runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, read_
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
-from .adopt_checks import counter_candidates, require_adoptable, target_label
+from .adopt_checks import faster_counters, counter_candidates, require_adoptable, target_label
 
 
 def adopt(work_dir: str, source: str, worker, function: str | None = None, counters: str | None = None,
@@ -58,24 +58,26 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
         shutil.rmtree(run.path, ignore_errors=True)
         raise AsightError(f"cannot write the adopted run: {err}") from None
     _finish(run, reply["workload"], counter_from, unused, earlier)
-    _note_lacking(run, entries)
+    _note_lacking(run, entries, faster_counters(entries, read_records(folder)) if entries else None)
     return run
 
 
-def _note_lacking(run: Run, entries: list[dict]) -> None:
+def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> None:
     """One note naming the metrics the GPU views use that the counters file has on no line (an ncu
-    run with fewer ``--metrics``): the views then say those figures are not measured."""
+    run with fewer ``--metrics``): the views then say those figures are not measured; the lines not
+    checked for want of a kernel time; ``faster`` (``faster_counters``)."""
     from ..analysis.counters import VIEW_METRICS, lacking
     from ..analysis.ncu import DURATION
     lack = lacking(entries) if entries else []
     untimed = sum(1 for e in entries if e["candidate"] != "baseline" and DURATION not in e["metrics"])
-    if not lack and not untimed:
+    if not lack and not untimed and not faster:
         return
     said = [f"the counters lack {len(lack)} of the {len(VIEW_METRICS)} metrics the GPU views use: {', '.join(lack)} "
             "(the views say those figures are not measured)"] if lack else []
     if untimed:        # outside probe 6, N5: another kernel's counters then passed unchecked
         said.append(f"{untimed} counters line{'s' * (untimed > 1)} without {DURATION}: not checked against "
                     "their records' latencies (counters of another program would not be caught)")
+    said += [faster] if faster else []
     meta = run.load()
     meta.extra["adopted"]["counters_lack"] = "; ".join(said)
     run.save(meta)

@@ -18,6 +18,7 @@ from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read
 from ..store.database import require_records_target
 from ..store.runs import DB_RECORDS, read_records
 
+FASTER = 2.0                            # ncu faster than the runner by more: said at adopt
 APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
 
 
@@ -156,6 +157,22 @@ def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
         raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
                           f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({apart}; Nsight Compute "
                           f"reads within {APART:g}× of the runner): these are counters of another program")
+
+
+def faster_counters(entries: list[dict], records: list[dict]) -> str | None:
+    """Counters lines whose kernel time is more than ``FASTER``x below their record's latency: within
+    ``APART`` (not refused) but the wrong way, as Nsight Compute locks the clocks and reads slower than
+    the runner; said at adopt (outside probe 5, N2: 4.5x faster was adopted without a word)."""
+    latency = {r["trial"]: r["latency_us"] for r in records if r["latency_us"]}
+    fast = [(e["candidate"], e["metrics"][DURATION] / 1e3) for e in entries if e["candidate"] in latency
+            and e["metrics"].get(DURATION) and e["metrics"][DURATION] / 1e3 * FASTER < latency[e["candidate"]]]
+    if not fast:
+        return None
+    cand, ncu_us = fast[0]
+    return (f"{len(fast)} counters line{'s' * (len(fast) > 1)} time{'s' * (len(fast) == 1)} the kernel more than "
+            f"{FASTER:g}× faster than the record (candidate {cand}: {ncu_us:,.1f} µs against {latency[cand]:,.1f} "
+            "µs), where Nsight Compute, which locks the clocks, reads 1.1-1.6× slower than the runner: check that "
+            "they are this run's counters")
 
 
 def _require_possible_occupancy(entry: dict, record: dict, where: str | None) -> None:

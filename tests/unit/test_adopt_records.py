@@ -141,3 +141,16 @@ def test_asight_model_on_a_tir_gpu_run_says_what_the_model_view_is_not_what_prof
                            "the TIR function Matmul1024.main; ") and "profile and hotspots" not in said
     assert device_run_refusal(meta).startswith("run R is a cuda run: profile and hotspots time programs on this "
                                                "machine's CPU, not on a GPU")
+
+
+def test_counters_timing_the_kernel_far_faster_than_its_record_are_said_at_adopt():
+    """Probe 5, N2: ncu 4.5x faster than the runner was adopted without a word (ncu locks the clocks and
+    reads 1.14-1.83x slower on the recorded H100 run: none of its 41 lines is said)."""
+    from asight_lsp.services.adopt_checks import faster_counters
+    records = [record(0, 134.6), record(1, 140.0), record(2, None)]
+    line = lambda cand, ns: {"candidate": cand, "line": 1, "metrics": {"gpu__time_duration.sum": ns}}  # noqa: E731
+    assert faster_counters([line(0, 216_768.0), line(1, 72_000.0), line(2, 1.0), line("baseline", 5.0)], records) is None
+    assert faster_counters([line(0, 29_900.0), line(1, 30_000.0)], records) == (
+        "2 counters lines time the kernel more than 2× faster than the record (candidate 0: 29.9 µs against 134.6 µs), "
+        "where Nsight Compute, which locks the clocks, reads 1.1-1.6× slower than the runner: check that they are "
+        "this run's counters")
