@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, RECORD_KEY, levers_off
 from ..engine.target_tags import TAGS, TVM_VERSION as TAGS_TVM_VERSION
+from ..engine.rpc import parse_rpc, reach_tracker
 from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
                               runs_on_device, target_config)
 from ..errors import AsightError
@@ -172,15 +173,11 @@ def check_rpc(rpc: str | None) -> None:
     made (probe 4, F6: the job's own check left a failed run that hid the adopted one)."""
     if rpc is None:
         return
-    parts = rpc.split(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not 0 < int(parts[1]) < 65536 or not parts[2]:
-        raise AsightError(f"--rpc expects HOST:PORT:KEY of a TVM RPC tracker (got '{rpc}')")
-    import socket
     try:
-        socket.create_connection((parts[0], int(parts[1])), timeout=5).close()
-    except OSError as err:
-        why = err.strerror or str(err) or type(err).__name__
-        raise AsightError(f"cannot reach the RPC tracker at {parts[0]}:{parts[1]}: {why}") from None
+        host, port, _key = parse_rpc(rpc)
+        reach_tracker(host, port)
+    except (ValueError, ConnectionError) as err:
+        raise AsightError(str(err)) from None
 
 
 # --------------------------------------------------------------------------- processes

@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..engine.targets import DEVICE_KINDS, GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
+from ..engine.rpc import parse_rpc, reach_tracker
 from .compat import (derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .builder import cores, make_builder
@@ -41,14 +42,6 @@ GPU_KINDS = DEVICE_KINDS
 def evaluator_config():
     return ms.runner.EvaluatorConfig(number=NUMBER, repeat=REPEAT, min_repeat_ms=MIN_REPEAT_MS,
                                      enable_cpu_cache_flush=False)
-
-
-def parse_rpc(spec: str) -> tuple[str, int, str]:
-    """``HOST:PORT:KEY`` -> (host, port, key); the key may itself contain colons."""
-    parts = spec.split(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
-        raise ValueError(f"--rpc expects HOST:PORT:KEY (got {spec!r})")
-    return parts[0], int(parts[1]), parts[2]
 
 
 def make_runner(rpc: str | None = None, timeout_sec: float = 30.0, contained: bool = True):
@@ -74,11 +67,7 @@ def rpc_servers(host: str, port: int, key: str) -> int:
 
     Raises a one-line ConnectionError when the tracker cannot be reached.
     """
-    import socket
-    try:   # TVM's own connect retries for 60 s; a refused port should fail at once
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as err:
-        raise ConnectionError(f"cannot reach the RPC tracker at {host}:{port}: {err.strerror or err}") from None
+    reach_tracker(host, port)
     try:
         summary = tvm_rpc.connect_tracker(host, port).summary()
     except Exception as err:  # noqa: BLE001  socket errors come wrapped in TVM errors
