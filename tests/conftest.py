@@ -45,6 +45,30 @@ def worker():
     client.close()
 
 
+@pytest.fixture(scope="session")
+def cli_tuned_tiny_resnet(tmp_path_factory):
+    """The tiny ResNet imported, tuned and profiled by the CLI once per session (tests/tuned_models.py);
+    a module takes its own copy, at the same path, with ``.checkout()``."""
+    from tests.tuned_models import Pristine, cli_tuned_tiny_resnet
+    return Pristine(tmp_path_factory.mktemp("tiny-resnet-cli"), cli_tuned_tiny_resnet)
+
+
+@pytest.fixture(scope="session")
+def job_tuned_tiny_resnet(tmp_path_factory):
+    """The tiny ResNet imported and tuned by a tuning job once per session (tests/tuned_models.py);
+    a module takes its own copy, at the same path, with ``.checkout()``."""
+    from tests.tuned_models import Pristine, job_tuned_tiny_resnet
+    return Pristine(tmp_path_factory.mktemp("tiny-resnet-job"), job_tuned_tiny_resnet)
+
+
+@pytest.fixture(scope="session")
+def cli_tuned_matmul64(tmp_path_factory):
+    """matmul64.py tuned by the CLI (16 trials, seed 0) once per session (tests/tuned_models.py); a module
+    takes its own copy, at the same path, with ``.checkout()``; ``.made``: the command's JSON reply."""
+    from tests.tuned_models import Pristine, cli_tuned_matmul64
+    return Pristine(tmp_path_factory.mktemp("matmul64-cli"), cli_tuned_matmul64)
+
+
 def _has_cuda() -> bool:
     """An NVIDIA GPU with a working driver (nvidia-smi lists one); TVM's CUDA runtime is checked by the tests."""
     import shutil

@@ -84,23 +84,19 @@ def code_server(vsix, tmp_path_factory):
     yield from _serve(vsix, d, ws)
 
 
-@pytest.fixture(scope="session")
-def model_code_server(vsix, tmp_path_factory):
+@pytest.fixture(scope="module")
+def model_code_server_dir(tmp_path_factory) -> Path:
+    """code-server's own folder for the model drive (user settings, extensions, logs)."""
+    return tmp_path_factory.mktemp("code-server-model")
+
+
+@pytest.fixture(scope="module")
+def model_code_server(vsix, model_code_server_dir, cli_tuned_tiny_resnet):
     """code-server on a workspace with the tiny model imported (`asight import`), tuned by the CLI
-    (12 trials: the run recorded before the editor opens) and its calls profiled (`asight model`)."""
-    d = tmp_path_factory.mktemp("code-server-model")
-    ws = d / "ws"
-    ws.mkdir()
-    sys.path.insert(0, str(ROOT / "fixtures" / "models"))
-    import onnx_build
-    onnx_build.save(onnx_build.tiny_resnet(seed=1, size=8, width=4), ws / "tiny.onnx")
-    env = dict(os.environ, TVM_NUM_THREADS="2", ASIGHT_TRIALS_PER_ITER="1")   # one per batch: all 6 kernels get a
-    for argv in (["import", "tiny.onnx"], ["tune", "tiny_relax.py", "--func", "Module", "--trials", "12"],  # record
-                 ["model", "tiny_relax.py"]):
-        done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=ws, capture_output=True, text=True,
-                              timeout=900, env=env)
-        assert done.returncode == 0, done.stderr
-    yield from _serve(vsix, d, ws)
+    (12 trials: the run recorded before the editor opens) and its calls profiled (`asight model`):
+    the session's copy (tests/tuned_models.py), which tests/lsp/test_model.py reads too.  Module-scoped:
+    the editor is closed before another module takes the workspace."""
+    yield from _serve(vsix, model_code_server_dir, cli_tuned_tiny_resnet.checkout())
 
 
 def _serve(vsix: Path, d: Path, ws: Path):
@@ -171,10 +167,10 @@ def session(code_server) -> dict:
     return _drive(code_server, "drive.mjs", "", CRASH="1")
 
 
-@pytest.fixture(scope="session")
-def model_session(model_code_server) -> dict:
+@pytest.fixture(scope="module")
+def model_session(model_code_server, model_code_server_dir) -> dict:
     """Facts from the model drive (drive_model.mjs): Model panel, task click, per-task view, export."""
-    settings = model_code_server[1].parent / "user" / "User" / "settings.json"   # the drive switches themes in it
+    settings = model_code_server_dir / "user" / "User" / "settings.json"   # the drive switches themes in it
     facts = _drive(model_code_server, "drive_model.mjs", "model-", limit=1100, SETTINGS_FILE=str(settings))
     facts["workspace"] = str(model_code_server[1])
     return facts

@@ -5,7 +5,6 @@ CLI (module fixture): the Model lens and panel payload, per-task views and code 
 and the export command (progress, library, applied records, load snippet, clear errors)."""
 from __future__ import annotations
 
-import os
 import shutil
 import re
 import subprocess
@@ -41,16 +40,11 @@ def _import(workspace) -> str:
 
 
 @pytest.fixture(scope="module")
-def tuned_model(tmp_path_factory) -> Path:
+def tuned_model(cli_tuned_tiny_resnet) -> Path:
     """The tiny model imported and tuned by the CLI (12 trials, one per batch: each of its 6 kernels
-    gets one, so the export has a record for every kernel), its calls profiled (``asight model``)."""
-    base = tmp_path_factory.mktemp("tuned_model")
-    script = _import(base)
-    for argv in (["tune", str(script), "--func", "Module", "--trials", "12"], ["model", str(script)]):
-        done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=base, capture_output=True, text=True,
-                              timeout=900, env={**os.environ, "TVM_NUM_THREADS": "2", "ASIGHT_TRIALS_PER_ITER": "1"})
-        assert done.returncode == 0, done.stderr
-    return script
+    gets one, so the export has a record for every kernel), its calls profiled (``asight model``): the
+    session's copy (tests/tuned_models.py), as the CLI left it, for this module."""
+    return cli_tuned_tiny_resnet.checkout() / "tiny_relax.py"
 
 
 async def _open_tuned(client, script: Path, options: dict | None = None) -> str:
