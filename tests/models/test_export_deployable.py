@@ -52,9 +52,12 @@ def encoder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def resnet(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        return _tuned(tmp_path_factory.mktemp("resnet"), onnx_build.tiny_resnet(seed=3, size=8, width=4), 12, mp)
+def resnet(job_tuned_tiny_resnet):
+    """The tiny ResNet (seed 3) through `asight import` and a 12-trial tuning job as ``_tuned`` does it
+    (store ``store`` beside the script): the session's copy (tests/tuned_models.py) for this module."""
+    from tests.tuned_models import latest_run
+    base = job_tuned_tiny_resnet.checkout()
+    return base / "tiny_relax.py", latest_run(base / "store")
 
 
 def _tasks_with_a_record(meta) -> set[str]:

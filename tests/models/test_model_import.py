@@ -114,19 +114,24 @@ def test_each_call_of_a_repeated_kernel_has_its_own_bindings(imported):
     assert len(every) == len(set(every))        # no binding claimed by two calls
 
 
+@pytest.fixture(scope="module")
+def tuned_run(job_tuned_tiny_resnet):
+    """The model of ``imported`` (the tiny ResNet, seed 3) imported and tuned by a tuning job (12
+    trials, one per batch, seed 0): the session's copy (tests/tuned_models.py) for this module."""
+    from tests.tuned_models import latest_run
+    base = job_tuned_tiny_resnet.checkout()
+    return base / "tiny_relax.py", base / "store", latest_run(base / "store")
+
+
 @pytest.mark.slow
-def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
+def test_tuned_model_profile_maps_every_call(tuned_run):
     from asight_lsp.services.profiling import profile_file
-    from asight_lsp.services.tuning import TuneRequest, start_tune
-    monkeypatch.setenv("ASIGHT_TRIALS_PER_ITER", "1")
-    script = imported[0] / "tiny_relax.py"
-    job = start_tune(TuneRequest(file=str(script), function=None, trials=12, store_root=str(tmp_path), seed=0))
-    meta = job.wait(900)
+    script, store, meta = tuned_run
     assert meta.state == "done", meta.error
     check = meta.measurement.get("check")     # none when every kernel kept its default schedule
     assert check["ok"] is True if meta.measurement["chosen"] else check is None
-    profile = profile_file(str(script), run=meta.id, store_root=str(tmp_path))
-    assert profile["options"]["weights"] == str(imported[0] / "tiny_relax.weights.npz")
+    profile = profile_file(str(script), run=meta.id, store_root=str(store))
+    assert profile["options"]["weights"] == str(script.parent / "tiny_relax.weights.npz")
     tuned = profile["relax"]["tasks"]["tuned"]["tasks"]
     calls: dict[str, list] = {}
     for call in tuned:
@@ -136,10 +141,10 @@ def test_tuned_model_profile_maps_every_call(imported, tmp_path, monkeypatch):
     for first, second, *_ in repeated:
         assert first["lines"] != second["lines"] and not set(first["vars"]) & set(second["vars"])
     _model_view_has_every_call(profile)
-    _hotspots_map_every_call(script, meta.id, tmp_path, repeated)
-    _export_runs(script, meta.id, tmp_path)
-    _code_of_a_task(script, meta.id, tmp_path, repeated[0])
-    _views_are_per_task(meta, tmp_path)
+    _hotspots_map_every_call(script, meta.id, store, repeated)
+    _export_runs(script, meta.id, store)
+    _code_of_a_task(script, meta.id, store, repeated[0])
+    _views_are_per_task(meta, store)
 
 
 def _views_are_per_task(meta, store: Path):
