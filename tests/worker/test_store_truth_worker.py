@@ -46,15 +46,12 @@ def scheduled(mod, trace):
 
 
 @pytest.fixture(scope="module")
-def resumed(tmp_path_factory):
-    """16 trials of the 64^3 matmul, a torn line appended (a job killed mid-write), resumed to 40."""
-    work = tmp_path_factory.mktemp("resume")
+def resumed(cli_tuned_matmul64):
+    """16 trials of the 64^3 matmul (`asight tune FILE --trials 16 --seed 0 --json`: the session's copy,
+    tests/tuned_models.py), a torn line appended (a job killed mid-write), resumed to 40."""
+    work = cli_tuned_matmul64.checkout()
     source = work / "matmul64.py"
-    shutil.copy(FIX / "matmul64.py", source)
-    first = asight("tune", str(source), "--trials", "16", "--seed", "0", "--work-dir", str(work / ".asight"), "--json",
-                   cwd=work)
-    assert first.returncode == 0, first.stderr
-    run = Run(json.loads(first.stdout)["run_dir"])
+    run = Run(cli_tuned_matmul64.made["run_dir"])
     with run.records_path.open("a") as out:
         out.write(TORN)
     second = asight("tune", str(source), "--trials", "40", "--work-dir", str(work / ".asight"), cwd=work,

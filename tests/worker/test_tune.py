@@ -26,15 +26,12 @@ def asight(*args: str, cwd: Path | None = None, timeout: float = 300) -> subproc
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
-    """One 16-trial CLI run of the 64^3 matmul (the file copied into a scratch workspace)."""
-    work = tmp_path_factory.mktemp("tune")
-    src = work / "matmul64.py"
-    src.write_text((FIX / "matmul64.py").read_text())
-    proc = asight("tune", str(src), "--trials", "16", "--work-dir", str(work / ".asight"), "--seed", "0", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    return work, src, data
+def tuned(cli_tuned_matmul64):
+    """One 16-trial CLI run of the 64^3 matmul (the file copied into a scratch workspace; `asight tune
+    FILE --trials 16 --seed 0 --work-dir WS/.asight --json`): the session's copy (tests/tuned_models.py)
+    for this module, and the command's JSON reply."""
+    work = cli_tuned_matmul64.checkout()
+    return work, work / "matmul64.py", cli_tuned_matmul64.made
 
 
 def test_cli_tunes_and_records(tuned):
