@@ -64,6 +64,29 @@ def make_builder(max_workers: int | None = None, timeout_sec: float = 30.0, pool
     return ms.builder.LocalBuilder(max_workers=max_workers or cores(), timeout_sec=timeout_sec, f_build=fast_build)
 
 
+def remove_orphan_roots(tmp: str) -> list[str]:
+    """Remove builders' folders (``asight-builds-<pid>-*``) of processes that are gone: a job killed
+    with SIGKILL runs no atexit and left its last batch's libraries in /tmp.  Returns those removed."""
+    import shutil
+    removed = []
+    for entry in os.scandir(tmp):
+        parts = entry.name.split("-")
+        if len(parts) < 4 or parts[:2] != ["asight", "builds"] or not parts[2].isdigit():
+            continue
+        if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+            continue                             # its process lives (or another user's: not ours to judge)
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
 @derived_object
 class PooledBuilder(ms.builder.PyBuilder):
     """``LocalBuilder`` with ``fast_build`` whose worker processes live across batches.
@@ -82,7 +105,8 @@ class PooledBuilder(ms.builder.PyBuilder):
         if self.root is None:
             import atexit
             import tempfile
-            self.root = tempfile.mkdtemp(prefix="asight-builds-")
+            remove_orphan_roots(tempfile.gettempdir())
+            self.root = tempfile.mkdtemp(prefix=f"asight-builds-{os.getpid()}-")
             if not _BUILD_ROOTS:
                 atexit.register(remove_build_roots)
             _BUILD_ROOTS.add(self.root)

@@ -68,11 +68,16 @@ def test_cancel_mid_run_keeps_records(tmp_path, small_batches, monkeypatch):
     assert [p for p in temp.iterdir() if p.name.startswith("asight-")] == []   # and their libraries and folders
 
 
-def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches):
+def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))            # the job's temporary files, where the test sees them
     job = start_and_wait_for_progress(tmp_path)
     os.kill(job.pid, signal.SIGKILL)
     meta = job.wait(10)
     assert meta.state == "failed" and "signal 9" in meta.error
+    orphans = [p for p in temp.iterdir() if p.name.startswith(f"asight-builds-{job.pid}-")]
+    assert len(orphans) == 1                           # no atexit ran: the next job's builder removes it
     kept = read_records(job.run.path)
     assert len(kept) >= 8 and meta.trials_done == len(kept)
     assert group_members(job.pid) == []
@@ -86,6 +91,7 @@ def test_kill9_leaves_readable_failed_run_that_resumes(tmp_path, small_batches):
     assert meta.state == "done", meta.error
     assert len(read_records(job.run.path)) == len(kept) + 8 == meta.trials_done
     assert [s["state"] for s in meta.sessions] == ["failed", "done"]
+    assert [p for p in temp.iterdir() if p.name.startswith("asight-builds-")] == []
 
 
 def test_ctrl_c_in_cli_cancels_within_2s(tmp_path, small_batches):
