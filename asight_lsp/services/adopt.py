@@ -85,11 +85,17 @@ def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> N
 
 def adopted_before(store: RunStore, folder: Path) -> str | None:
     """The newest run adopted from the same folder with the same records file (said: a second adopt
-    makes a second, identical run; outside probe F13)."""
+    makes a second, identical run; outside probe F13).  The size is the folder's at adopt (a torn last
+    line is set aside in the run)."""
     size = (folder / DB_RECORDS).stat().st_size
+
+    def from_size(meta) -> int | None:
+        kept = meta.extra["adopted"].get("from_size")
+        path = store.runs_dir / meta.id / DB_RECORDS
+        return kept if kept is not None else path.stat().st_size if path.is_file() else None
+
     same = [m for m in store.metas() if ((m.extra or {}).get("adopted") or {}).get("from") == str(folder)
-            and (store.runs_dir / m.id / DB_RECORDS).is_file()
-            and (store.runs_dir / m.id / DB_RECORDS).stat().st_size == size]
+            and from_size(m) == size]
     return max(same, key=lambda m: m.created).id if same else None
 
 
@@ -161,7 +167,8 @@ def _meta(store: RunStore, folder: Path, source: str, text: str, outline, select
                    tasks=[{"name": name, "weight": 1.0, "functions": [name], "workload_hash": str(workload_hash)}],
                    extra={"selection": {"unit": selection.unit.name, "member": selection.member},
                           "constants": outline.constants, "target_spec": target_spec(target),
-                          "adopted": {"from": str(folder), "how": reply["how"], "workload": reply["workload"],
+                          "adopted": {"from": str(folder), "from_size": (folder / DB_RECORDS).stat().st_size,
+                                      "how": reply["how"], "workload": reply["workload"],
                                       "flops": reply.get("flops"), "dtypes": reply.get("dtypes")}})
 
 
@@ -184,6 +191,7 @@ def _fill(run: Run, folder: Path, text: str, counter_text: str | None) -> None:
 
 
 def _finish(run: Run, workload: int, counter_from: str | None, unused: str | None, earlier: str | None) -> None:
+    run.repair_db()                 # a torn last line set aside now, and said: the digest is of what views read
     records = [r for r in read_records(run.path) if r["workload"] == workload]
     ok = [r["latency_us"] for r in records if r.get("latency_us") is not None]
     meta = run.load()
@@ -194,7 +202,9 @@ def _finish(run: Run, workload: int, counter_from: str | None, unused: str | Non
                                   "counters_note": f"{counter_from} is empty: no counters adopted" if empty else unused,
                                   "note": records_note(run, meta),
                                   "earlier": f"{earlier} was adopted from this folder before (same records file "
-                                             "size): this is a second run of it" if earlier else None})
+                                             "size): this is a second run of it" if earlier else None,
+                                  "digest": run.database_digest(),
+                                  "set_aside": int(meta.extra.get("set_aside_records") or 0)})
     if empty:
         meta.extra["adopted"]["counters"] = None
     meta.extra["tuning"] = {"best_us": meta.best_us, "failed": len(records) - len(ok),

@@ -15,8 +15,8 @@ from ..analysis.gpu_peak import impossible_rate, warp_slots
 from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
 from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
-from ..store.database import require_records_target
-from ..store.runs import DB_RECORDS, read_records
+from ..store.database import database_health, require_records_target
+from ..store.runs import DB_RECORDS, SET_ASIDE, read_records
 
 FASTER = 2.0                            # ncu faster than the runner by more: said at adopt
 APART = 5.0                             # ncu reads 1.1-1.6x the runner (../shared/gpu/README.md); 5x is another run
@@ -37,14 +37,15 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
     if not mine:
         raise AsightError(f"{where} holds no record of {label} ({len(records)} records in all): nothing was tuned "
                           f"there yet; {tail}")
-    targets = Counter(target_label(r["target"]) for r in mine)
+    targets = Counter(target_label(r["target"], tagged=False) for r in mine)    # a tag is a name (probe 7, F9)
     if len(targets) > 1:
         (main, _), *others = targets.most_common()
-        first = next(r for r in mine if target_label(r["target"]) != main)
+        first = next(r for r in mine if target_label(r["target"], tagged=False) != main)
         listed = "; ".join(f"{t}: {n}" for t, n in targets.most_common())
+        other = target_label(first["target"], tagged=False)
         raise AsightError(f"{where}: the records of {label} were tuned for {len(targets)} targets ({listed}; line "
-                          f"{first['trial'] + 1} is {target_label(first['target'])}): a run has one target; put each "
-                          f"target's records in a work folder of its own; {tail}")
+                          f"{first['trial'] + 1} is {other}): a run has one target; put each target's records in a "
+                          f"work folder of its own; {tail}")
     measured = [r for r in mine if r["latency_us"] is not None]
     if not measured:
         raise AsightError(f"{where}: none of the {len(mine)} records of {label} has a latency: every build or run "
@@ -64,18 +65,41 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
 def require_adopted_records(run, meta, records: list[dict]) -> None:
     """An adopted run's records and headline as adopt checked them: its records file edited after
     adopt (a 2 µs trial, another target's record) or run.json's best changed were shown in every view
-    (outside probe 6, N1).  AsightError (one line) naming the run."""
+    (outside probe 6, N1); a change no check names (another GPU's arch, a copy of the workload, a trace
+    that does not replay) is caught by the files' digests (outside probe 7, F2, F5, F6).  AsightError
+    (one line) naming the run and, where a check names one, the line."""
     adopted = (meta.extra or {}).get("adopted")
     if not isinstance(adopted, dict) or meta.state in ("queued", "running"):
         return
-    reply = {"workload": adopted.get("workload"), "flops": adopted.get("flops"), "dtypes": adopted.get("dtypes")}
     tail = f"run {meta.id}'s records changed after adopt: adopt the work folder again"
+    health = database_health(run.path)
+    if health.problems:
+        raise AsightError(f"run {meta.id}: {health.problems[0]}: its records changed after adopt; adopt the work "
+                          "folder again")
+    reply = {"workload": adopted.get("workload"), "flops": adopted.get("flops"), "dtypes": adopted.get("dtypes")}
     require_adoptable(records, reply, Path(run.path), meta.function, tail)
+    _require_unchanged(run, meta.id, adopted)
     best = min(r["latency_us"] for r in records if r["workload"] == reply["workload"] and r["latency_us"] is not None)
     remeasured = bool((meta.measurement or {}).get("tuned"))      # then best_us is the re-measurement's
     if meta.best_us is not None and not remeasured and abs(meta.best_us - best) > 1e-3 * best:
         raise AsightError(f"run {meta.id}: run.json's best ({meta.best_us:,.1f} µs) is not its records' "
                           f"({best:,.1f} µs): run.json was edited; adopt the work folder again")
+
+
+def _require_unchanged(run, run_id: str, adopted: dict) -> None:
+    """The run's database files are the ones adopt checked (runs adopted before the digest: not checked)."""
+    digest = adopted.get("digest")
+    if not isinstance(digest, dict):
+        return
+    now = run.database_digest()
+    changed = [name for name in sorted(digest) if now.get(name) != digest[name]]
+    if not changed:
+        return
+    aside = int(run.load().extra.get("set_aside_records") or 0) > int(adopted.get("set_aside") or 0)
+    torn = f" (its last line was torn, a write cut short, and is set aside in {DB_RECORDS}{SET_ASIDE})" if aside else ""
+    raise AsightError(f"run {run_id}: {' and '.join(changed)} changed after adopt checked "
+                      f"{'them' if len(changed) > 1 else 'it'}{torn}: the views show only what adopt checked; "
+                      "adopt the work folder again")
 
 
 def adopted_problem(run, meta) -> str | None:
@@ -185,17 +209,17 @@ def _require_possible_occupancy(entry: dict, record: dict, where: str | None) ->
     if slots is None or regs is None or occupancy is None:
         return
     most = max_occupancy(regs, slots)
-    if occupancy > most + 0.5:
+    if occupancy > most + 0.05:        # ncu gives two decimals; 25.5 % over a 25 % ceiling was shown (probe 7, F7)
         raise AsightError(f"{where}:{entry['line']}: achieved occupancy {occupancy:g} % with {int(regs)} registers a "
                           f"thread: on {target['arch']} ({slots} warp slots an SM) warps that use that many registers "
                           f"fill at most {most:.0f} %; these counters are not this candidate's")
 
 
-def target_label(target) -> str:
-    """``cuda sm_90a`` from a record's Target JSON (its tag when it has one)."""
+def target_label(target, tagged: bool = True) -> str:
+    """``cuda sm_90a`` from a record's Target JSON (its tag when it has one and ``tagged``)."""
     if not isinstance(target, dict):
         return str(target or "")
-    if target.get("tag"):
+    if tagged and target.get("tag"):
         return str(target["tag"])
     parts = [str(target.get("kind", "?"))] + [str(target[k]) for k in ("arch", "mcpu") if target.get(k)]
     return " ".join(parts)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AsightError
+from .files import NotPlainFile, first_blank_line, read_plain
 from .runs import (DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
                    json_lines, read_json_lines)
 
@@ -115,6 +116,10 @@ def _health(run_dir: Path) -> DatabaseHealth:
             health.unreadable = 1
         else:
             health.problems.append(f"{DB_RECORDS} line {number} of {len(records)} is not a record")
+    for name in (DB_RECORDS, DB_WORKLOADS):
+        blank = _blank_line(run_dir / name)
+        if blank is not None:
+            health.problems.append(f"{name} line {blank} is blank: TVM's loader crashes on a blank line (remove it)")
     for index in bad_workloads:
         if index == len(workloads) - 1 and index not in named:
             health.torn_workload = True
@@ -131,6 +136,13 @@ def _health(run_dir: Path) -> DatabaseHealth:
                          f"; {_cannot(health.problems)} (its {health.records} readable records stay in {run_dir}; "
                          "`asight tune --new` starts a fresh run)")
     return health
+
+
+def _blank_line(path: Path) -> int | None:
+    try:
+        return first_blank_line(read_plain(path))
+    except (OSError, NotPlainFile):
+        return None
 
 
 def _cannot(problems: list) -> str:

@@ -196,6 +196,19 @@ class Run:
             self.save(meta)
         return dropped
 
+    def database_digest(self) -> dict[str, str]:
+        """SHA-256 of each of the run's two database files as they are now (a missing one as empty):
+        what adopt checked, kept in ``extra.adopted.digest``, so that no view shows records changed since."""
+        import hashlib
+        out = {}
+        for name in (DB_WORKLOADS, DB_RECORDS):
+            try:
+                data = read_plain(self.path / name)
+            except FileNotFoundError:
+                data = b""
+            out[name] = hashlib.sha256(data).hexdigest()
+        return out
+
     @property
     def source_path(self) -> Path:
         """Snapshot of the source text the run tuned (written by ``jobs.start_tune``)."""

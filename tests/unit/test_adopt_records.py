@@ -154,3 +154,79 @@ def test_counters_timing_the_kernel_far_faster_than_its_record_are_said_at_adopt
         "2 counters lines time the kernel more than 2× faster than the record (candidate 0: 29.9 µs against 134.6 µs), "
         "where Nsight Compute, which locks the clocks, reads 1.1-1.6× slower than the runner: check that they are "
         "this run's counters")
+
+
+def _adopted_copy(tmp_path):
+    """fixtures/runs/mbr128 as adopt leaves a run: its records' best, the workload, the files' digests."""
+    import shutil
+    from asight_lsp.store.runs import Run, read_records
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mbr128", tmp_path / "r")
+    run = Run(tmp_path / "r")
+    meta = run.load()
+    meta.best_us = min(r["latency_us"] for r in read_records(run.path) if r["latency_us"] is not None)
+    meta.measurement = None
+    meta.extra["adopted"] = {"workload": 0, "flops": None, "dtypes": ["float32"], "digest": run.database_digest(),
+                             "set_aside": 0}
+    run.save(meta)
+    return run
+
+
+def _edit_records(run, edit) -> None:
+    import json
+    from asight_lsp.store.runs import DB_RECORDS
+    rows = [json.loads(line) for line in (run.path / DB_RECORDS).read_text().splitlines()]
+    edit(rows)
+    (run.path / DB_RECORDS).write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+@pytest.mark.parametrize("edit, message", [
+    # every record's CPU changed (probe 7, F5: sm_80 over the sm_90a run): one target, a plausible time
+    (lambda rows: [row[1][2].update(mcpu="skylake") for row in rows],
+     r"^run r: database_tuning_record.json changed after adopt checked it: the views show only what adopt "
+     r"checked; adopt the work folder again$"),
+    # a bad latency names its line, not run.json (probe 7, F4)
+    (lambda rows: rows[3][1].__setitem__(1, [-1.0]),
+     r"^run r: database_tuning_record.json line 4: run_secs must be positive seconds, not -1.0: its records "
+     r"changed after adopt; adopt the work folder again$"),
+])
+def test_an_adopted_runs_database_changed_since_adopt_is_not_shown(tmp_path, edit, message):
+    from asight_lsp.services.lookup import prepare_run
+    run = _adopted_copy(tmp_path)
+    assert prepare_run(run).extra["adopted"]["digest"] == run.database_digest()
+    _edit_records(run, edit)
+    with pytest.raises(AsightError, match=message):
+        prepare_run(run)
+
+
+def test_a_workload_added_or_a_torn_line_after_adopt_is_said_and_a_blank_line_is_damage(tmp_path):
+    """Probe 7, F2: the function's workload copied in the run after adopt (its records 2 µs) made the
+    code view's best; F8: a torn last line was dropped without a word; F3: a blank line crashed TVM."""
+    from asight_lsp.services.lookup import prepare_run
+    from asight_lsp.store.runs import DB_RECORDS, DB_WORKLOADS
+    run = _adopted_copy(tmp_path)
+    workloads = (run.path / DB_WORKLOADS).read_text()
+    (run.path / DB_WORKLOADS).write_text(workloads + workloads.splitlines()[0].replace('["', '["9', 1) + "\n")
+    with pytest.raises(AsightError, match=r"^run r: database_workload.json changed after adopt checked it: "):
+        prepare_run(run)
+    (run.path / DB_WORKLOADS).write_text(workloads)
+    records = (run.path / DB_RECORDS).read_text()
+    (run.path / DB_RECORDS).write_text(records + records.splitlines()[0][:80])      # a torn line appended:
+    prepare_run(run)
+    assert run.load().extra["set_aside_records"] == 1              # set aside, and the records are adopt's again
+    (run.path / DB_RECORDS).write_text(records[:-80])                                 # the last record torn
+    with pytest.raises(AsightError, match=r"changed after adopt checked it \(its last line was torn, a write cut "
+                                          r"short, and is set aside in database_tuning_record.json.unreadable\)"):
+        prepare_run(run)
+    (run.path / DB_RECORDS).write_text(records + "\n")
+    with pytest.raises(AsightError, match=r"^run r: database_tuning_record.json line 41 is blank: TVM's loader "
+                                          r"crashes on a blank line \(remove it\): its records changed after adopt"):
+        prepare_run(run)
+
+
+def test_one_gpu_written_as_its_tag_and_as_its_attributes_is_one_target():
+    """Probe 7, F9: records carrying tag nvidia/nvidia-h100 beside the same sm_90a without it were
+    refused as "tuned for 2 targets"."""
+    tagged = {**H100, "tag": "nvidia/nvidia-h100"}
+    require_adoptable([record(0, 134.6), record(1, 140.0, tagged)], REPLY, Path("f"), "M")
+    with pytest.raises(AsightError, match=r"tuned for 2 targets \(cuda sm_90a: 1; cuda sm_80: 1; line 2 is cuda sm_80\)"):
+        require_adoptable([record(0, 134.6), record(1, 140.0, {**tagged, "arch": "sm_80"})], REPLY, Path("f"), "M")

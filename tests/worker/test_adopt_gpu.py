@@ -231,8 +231,8 @@ def test_a_record_tvm_cannot_replay_is_refused_at_adopt_with_its_line_and_a_torn
     proc = asight("adopt", str(torn), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
     assert proc.returncode == 0, proc.stderr
     assert "adopted  127 records" in proc.stdout
-    assert ("note     the last line of database_tuning_record.json is unreadable (a write cut short); the 127 "
-            "readable records are kept") in proc.stdout
+    assert ("note     1 torn line of database_tuning_record.json (a write cut short) set aside in "
+            "database_tuning_record.json.unreadable; the 127 readable records are kept") in proc.stdout
     first = RunStore(str(store)).get("latest").id
     again = asight("adopt", str(torn), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
     assert again.returncode == 0 and (f"note     {first} was adopted from this folder before (same records file "
@@ -339,3 +339,31 @@ def test_a_folder_listing_the_function_twice_is_refused(tmp_path):
     assert proc.returncode == 2 and not store.exists()
     assert "database_workload.json lists Matmul1024 2 times (lines 1, 2: the same function under other hash " \
            "strings" in proc.stderr
+
+
+def test_a_blank_line_is_refused_at_adopt_and_a_workload_copied_in_after_adopt_is_shown_by_no_view(tmp_path):
+    """Outside probe 7, F3: a blank records line was adopted and TVM's loader then crashed the worker in
+    every code view (exit -11); F2: the function's workload copied into the run after adopt, its records
+    at 2 µs, was the code view's best."""
+    blank = _copy_of_the_run(tmp_path / "blank", lambda lines: lines + ["\n"])
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(blank), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 2 and not store.exists()
+    assert "database_tuning_record.json line 129 is blank: TVM's loader crashes on a blank line" in proc.stderr
+    proc = asight("adopt", str(GPU), "--file", str(GPU / "matmul1024.py"), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    run = RunStore(str(store)).get("latest")
+    workloads = (run.path / "database_workload.json").read_text()
+    row = json.loads(workloads)
+    (run.path / "database_workload.json").write_text(workloads + json.dumps(["1" + row[0], row[1]]) + "\n")
+    fast = []
+    for line in (run.path / "database_tuning_record.json").read_text().splitlines():
+        record = json.loads(line)
+        record[0], record[1][1] = 1, [2e-6] if min(record[1][1]) < 1 else record[1][1]
+        fast.append(json.dumps(record) + "\n")
+    with (run.path / "database_tuning_record.json").open("a") as out:
+        out.writelines(fast)
+    for view in (["code", str(GPU / "matmul1024.py"), "--level", "cuda"], ["space"], ["loops"]):
+        proc = asight(*view, "--run", run.id, "--work-dir", str(store))
+        assert proc.returncode == 2 and "2.0 µs" not in proc.stdout, (view, proc.stdout)
+        assert "changed after adopt" in proc.stderr and "adopt the work folder again" in proc.stderr, (view, proc.stderr)
