@@ -96,7 +96,8 @@ def _require_unchanged(run, run_id: str, adopted: dict) -> None:
     if not changed:
         return
     aside = int(run.load().extra.get("set_aside_records") or 0) > int(adopted.get("set_aside") or 0)
-    torn = f" (its last line was torn, a write cut short, and is set aside in {DB_RECORDS}{SET_ASIDE})" if aside else ""
+    torn = (f" (its last line was torn, a write cut short, and is set aside in {DB_RECORDS}{SET_ASIDE})" if aside
+            else " (its last line is torn: a write cut short)" if database_health(run.path).unreadable else "")
     raise AsightError(f"run {run_id}: {' and '.join(changed)} changed after adopt checked "
                       f"{'them' if len(changed) > 1 else 'it'}{torn}: the views show only what adopt checked; "
                       "adopt the work folder again")
