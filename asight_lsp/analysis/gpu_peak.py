@@ -83,3 +83,28 @@ def impossible_rate(flops: float | None, latency_us: float, arch: str | None, dt
         return None
     return (f"{latency_us:.3g} µs for {flops:,.0f} FLOP is {rate:,.0f} TFLOP/s, above the {peaks[kind]:,.0f} "
             f"TFLOP/s {kind} peak of the fastest {product} (×{MARGIN} for clocks): not a measurement")
+
+
+# A CPU record adopted from elsewhere (outside probe 8, F3: 1 ps for a 524,288-FLOP matmul became "best
+# 0.0 µs"): no CPU core computes more than 2 x 512-bit FMA (64 fp32 FLOP) a cycle at 6.5 GHz; AMX
+# tiles (Sapphire Rapids) do 16x that in bf16 and 32x in int8.  The cores are the target's
+# ``num-cores`` (or 1,024 where it names none): a bound no real program reaches, not a peak.
+CPU_CORE_FP32_TFLOPS = 64 * 6.5e9 / 1e12
+CPU_KIND_SCALE = {"fp32": 1, "fp16": 16, "int8": 32}
+CPU_CORES_UNKNOWN = 1024
+
+
+def cpu_impossible_rate(flops: float | None, latency_us: float, cores, dtypes: list[str]) -> str | None:
+    """Why ``latency_us`` for ``flops`` cannot have been measured on a CPU of ``cores`` cores (None: it can)."""
+    if not flops or not latency_us or latency_us <= 0:
+        return None
+    count = int(cores) if isinstance(cores, (int, float)) and not isinstance(cores, bool) and 0 < cores < 1 << 20 \
+        else CPU_CORES_UNKNOWN
+    kind = input_kind(dtypes)
+    ceiling = CPU_CORE_FP32_TFLOPS * CPU_KIND_SCALE[kind] * count * MARGIN
+    rate = flops / (latency_us * 1e-6) / 1e12
+    if rate <= ceiling:
+        return None
+    return (f"{latency_us:.3g} µs for {flops:,.0f} FLOP is {rate:,.3g} TFLOP/s, above what {count:,} CPU cores "
+            f"compute at {kind} ({ceiling:,.3g} TFLOP/s: 2 x 512-bit FMA{' and AMX' if kind != 'fp32' else ''} at "
+            f"6.5 GHz, ×{MARGIN} for clocks): not a measurement")

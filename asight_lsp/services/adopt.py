@@ -162,7 +162,7 @@ def _meta(store: RunStore, folder: Path, source: str, text: str, outline, select
     workload_hash = json.loads((folder / DB_WORKLOADS).read_text().splitlines()[reply["workload"]])[0]
     name = selection.member or (selection.functions[0].name if selection.functions else "main")
     return RunMeta(id=store.new_run_id(selection.label), file=os.path.abspath(source), function=selection.label,
-                   kind="tir", source_hashes=hashes, target=target, target_label=target_label(target),
+                   kind="tir", source_hashes=hashes, target=target, target_label=target_label(target, tagged=False),
                    state="done", created=time.time(), started=time.time(), finished=time.time(),
                    tasks=[{"name": name, "weight": 1.0, "functions": [name], "workload_hash": str(workload_hash)}],
                    extra={"selection": {"unit": selection.unit.name, "member": selection.member},

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..analysis.gpu_peak import impossible_rate, warp_slots
+from ..analysis.gpu_peak import cpu_impossible_rate, impossible_rate, warp_slots
 from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
 from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
@@ -50,16 +50,44 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
     if not measured:
         raise AsightError(f"{where}: none of the {len(mine)} records of {label} has a latency: every build or run "
                           f"failed where it was tuned; {tail}")
-    target = mine[0]["target"]
-    if isinstance(target, dict) and target.get("kind") == "cuda":
-        arch = target.get("arch")
-        if arch is not None and not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?", str(arch)):
-            raise AsightError(f"{where}: the records' target arch {str(arch)[:40]!r} is no NVIDIA architecture (sm_XY, "
-                              f"e.g. sm_90a); {tail}")
-        for record in measured:
-            why = impossible_rate(reply.get("flops"), record["latency_us"], target.get("arch"), reply.get("dtypes") or [])
-            if why:
-                raise AsightError(f"{where} line {record['trial'] + 1}: {why}; {tail}")
+    _require_plain_target(mine[0]["target"], where, tail)
+    _require_possible_latencies(measured, mine[0]["target"], reply, where, tail)
+
+
+def _require_plain_target(target, where: Path, tail: str) -> None:
+    """The target's names the views print (kind, arch, mcpu, mtriple, tag) are short printable text: a
+    tag holding ESC sequences or a newline reached the terminal (outside probe 8, F5); an NVIDIA arch
+    is sm_XY."""
+    if not isinstance(target, dict):
+        return
+    for key in ("kind", "arch", "mcpu", "mtriple", "tag"):
+        value = target.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > 80
+                                  or any(not ch.isprintable() for ch in value)):
+            raise AsightError(f"{where}: the records' target {key} {str(value)[:40]!r} is not a name (short printable "
+                              f"text); {tail}")
+    arch = target.get("arch")
+    if target.get("kind") == "cuda" and arch is not None and not re.fullmatch(r"sm_[0-9]{2,3}[a-z]?", str(arch)):
+        raise AsightError(f"{where}: the records' target arch {str(arch)[:40]!r} is no NVIDIA architecture (sm_XY, "
+                          f"e.g. sm_90a); {tail}")
+
+
+def _require_possible_latencies(measured: list[dict], target, reply: dict, where: Path, tail: str) -> None:
+    """No latency below a nanosecond (any target), none faster than the target computes: a GPU of the
+    records' architecture (``gpu_peak.impossible_rate``) or the CPU cores (``cpu_impossible_rate``;
+    outside probe 8, F3: 1 ps on a CPU record became "best 0.0 µs")."""
+    tiny = next((r for r in measured if r["latency_us"] < 1e-3), None)
+    if tiny is not None:
+        raise AsightError(f"{where} line {tiny['trial'] + 1}: a latency of {tiny['latency_us'] * 1e3:.3g} ns is below a "
+                          f"nanosecond, faster than any kernel launch or call: not a measurement; {tail}")
+    if not isinstance(target, dict) or target.get("kind") not in ("llvm", "cuda"):
+        return
+    flops, dtypes = reply.get("flops"), reply.get("dtypes") or []
+    for record in measured:
+        why = (cpu_impossible_rate(flops, record["latency_us"], target.get("num-cores"), dtypes)
+               if target["kind"] == "llvm" else impossible_rate(flops, record["latency_us"], target.get("arch"), dtypes))
+        if why:
+            raise AsightError(f"{where} line {record['trial'] + 1}: {why}; {tail}")
 
 
 def require_adopted_records(run, meta, records: list[dict]) -> None:
@@ -177,11 +205,21 @@ def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
     ratio = max(ncu_us / latency, latency / ncu_us) if ncu_us > 0 else float("inf")
     if ratio > APART:
         apart = f"{ratio:,.0f}× apart" if ncu_us > 0 else "no kernel takes 0 µs"
-        if 300 < latency / max(ncu_us, 1e-30) < 3000:      # written in µs: ncu's is in ns
-            apart += f"; {DURATION} is in nanoseconds, and this one reads like microseconds"
+        unit = _unit_slip(latency / max(ncu_us, 1e-30))
+        apart += f"; {DURATION} is in nanoseconds, and this one reads like {unit}" if unit else ""
+        what = "these counters are in another unit" if unit else "these are counters of another program"
+        shown = f"{ncu_us:,.1f}" if ncu_us >= 0.1 or ncu_us == 0 else f"{ncu_us:.3g}"
         raise AsightError(f"{where}:{entry['line']}: candidate {entry['candidate']}'s counters time its kernel at "
-                          f"{ncu_us:,.1f} µs, its record at {latency:,.1f} µs ({apart}; Nsight Compute "
-                          f"reads within {APART:g}× of the runner): these are counters of another program")
+                          f"{shown} µs, its record at {latency:,.1f} µs ({apart}; Nsight Compute "
+                          f"reads within {APART:g}× of the runner): {what}")
+
+
+def _unit_slip(ratio: float) -> str | None:
+    """The unit a kernel time reads in when the record is ~10³, 10⁶ or 10⁹ times it (ncu's is ns)."""
+    for scale, unit in ((1e3, "microseconds"), (1e6, "milliseconds"), (1e9, "seconds")):
+        if scale * 0.3 < ratio < scale * 3:
+            return unit
+    return None
 
 
 def faster_counters(entries: list[dict], records: list[dict]) -> str | None:
@@ -207,7 +245,13 @@ def _require_possible_occupancy(entry: dict, record: dict, where: str | None) ->
     target = record.get("target")
     slots = warp_slots(target.get("arch")) if isinstance(target, dict) and target.get("kind") == "cuda" else None
     regs, occupancy = entry["metrics"].get(REGISTERS), entry["metrics"].get(OCCUPANCY)
-    if slots is None or regs is None or occupancy is None:
+    if slots is None or occupancy is None:
+        return
+    if occupancy < 100 / slots - 0.05:
+        raise AsightError(f"{where}:{entry['line']}: achieved occupancy {occupancy:g} % is below one warp of the "
+                          f"{slots} warp slots of an {target['arch']} SM ({100 / slots:.2f} %), and an active SM holds "
+                          "at least one: not a measurement (percentages written as fractions?)")
+    if regs is None:
         return
     most = max_occupancy(regs, slots)
     if occupancy > most + 0.05:        # ncu gives two decimals; 25.5 % over a 25 % ceiling was shown (probe 7, F7)

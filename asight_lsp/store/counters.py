@@ -79,13 +79,35 @@ def _problem(entry) -> str | None:
         return f"candidate must be a record's line index (0, 1, ...) or \"baseline\", not {cand!r}"
     if not isinstance(entry.get("metrics"), dict) or not entry["metrics"]:
         return "metrics must be a non-empty object {name: number}"
+    named = [("tool", entry.get("tool"))] + [("a metric name", name) for name in entry["metrics"]]
+    for what, text in named:
+        if text is not None and (not isinstance(text, str) or _unprintable(text)):
+            return f"{what} {str(text)[:60]!r} is not one line of printable text (the views show it)"
     for name, value in entry["metrics"].items():
         if not _plain_number(value):
-            return f"metric {str(name)[:80]!r} must be a finite number ≥ 0, not {str(value)[:40]!r}"
+            return f"metric {str(name)[:80]!r} must be a finite number ≥ 0, not {_json_words(value)}"
         bound = _bound(str(name))
         if bound and not (value <= bound[0] and (not bound[1] or float(value).is_integer())):
             return f"metric {str(name)[:80]!r} is {value!r}: {bound[2]}"
     return _occupancy_problem(entry["metrics"])
+
+
+def _unprintable(text: str) -> bool:
+    """Control characters (a newline, ESC, BEL: a terminal runs them) or bidirectional overrides, or
+    over 200 characters: a counters file comes from another machine (outside probe 8, F5)."""
+    return len(text) > 200 or any(not ch.isprintable() or "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069"
+                                  for ch in text)
+
+
+def _json_words(value) -> str:
+    """A JSON value as JSON names it: null, the text "1.16", true (Python's 'None' read as a value)."""
+    if value is None:
+        return "null (no value: ncu's n/a?)"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)[:40]
 
 
 REGISTERS, OCCUPANCY = "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active"
@@ -98,6 +120,10 @@ def _occupancy_problem(metrics: dict) -> str | None:
     regs, occupancy = metrics.get(REGISTERS), metrics.get(OCCUPANCY)
     if regs is not None and regs < 1:
         return f"metric {REGISTERS!r} is {regs!r}: a kernel uses at least one register a thread"
+    if occupancy is not None and occupancy < 100 / 64 - 0.05:
+        return (f"achieved occupancy {occupancy:g} % is below one warp of an SM's warp slots (1 of at most 64: "
+                "1.56 %), and an active SM holds at least one: not a measurement (percentages written as "
+                "fractions?)")
     if regs is None or occupancy is None:
         return None
     most = max_occupancy(regs, 32)

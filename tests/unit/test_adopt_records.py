@@ -2,6 +2,7 @@
 GPU peak a claimed latency is checked against (analysis/gpu_peak.py)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,18 @@ def test_records_that_cannot_make_a_run_are_refused_before_anything_is_written(r
 
 def test_another_workloads_records_and_a_cpu_run_are_not_judged_by_a_gpu_peak():
     require_adoptable([record(0, 134.6), record(1, 1e-3, {"kind": "llvm"}, workload=1)], REPLY, Path("w"), "M.main")
-    require_adoptable([record(0, 1e-3, {"kind": "llvm", "mcpu": "znver4"})], REPLY, Path("w"), "M.main")
+    require_adoptable([record(0, 134.6, {"kind": "llvm", "mcpu": "znver4", "num-cores": 64})], REPLY, Path("w"), "M.main")
+
+
+def test_a_cpu_record_faster_than_its_cores_compute_or_below_a_nanosecond_is_no_measurement():
+    """Outside probe 8, F3: 1 ps on an adopted CPU record became "best 0.0 µs" in every view."""
+    cpu = {"kind": "llvm", "mcpu": "znver4", "num-cores": 2}
+    with pytest.raises(AsightError, match=r"^w/database_tuning_record.json line 1: 30 µs for 2,147,483,648 FLOP is "
+                                          r"71.6 TFLOP/s, above what 2 CPU cores compute at fp32 \(1.04 TFLOP/s: "):
+        require_adoptable([record(0, 30.0, cpu)], REPLY, Path("w"), "M.main")
+    require_adoptable([record(0, 30_000.0, cpu)], REPLY, Path("w"), "M.main")          # 72 GFLOP/s: plausible
+    with pytest.raises(AsightError, match=r"line 1: a latency of 0.001 ns is below a nanosecond"):
+        require_adoptable([record(0, 1e-6, cpu)], {**REPLY, "flops": None}, Path("w"), "M.main")
 
 
 def test_counters_whose_kernel_time_is_far_from_the_record_are_another_programs():
@@ -230,3 +242,44 @@ def test_one_gpu_written_as_its_tag_and_as_its_attributes_is_one_target():
     require_adoptable([record(0, 134.6), record(1, 140.0, tagged)], REPLY, Path("f"), "M")
     with pytest.raises(AsightError, match=r"tuned for 2 targets \(cuda sm_90a: 1; cuda sm_80: 1; line 2 is cuda sm_80\)"):
         require_adoptable([record(0, 134.6), record(1, 140.0, {**tagged, "arch": "sm_80"})], REPLY, Path("f"), "M")
+
+
+def test_names_from_another_machine_are_one_printable_line_and_values_are_named_as_json():
+    """Outside probe 8, F5: a counters `tool` or a records tag holding a newline or ESC sequences printed
+    a fabricated "best: trial 0 … 2.0 µs" line and cleared the terminal; F7: null read as 'None'."""
+    from asight_lsp.store.counters import parse_counters
+    line = lambda **kw: json.dumps({"candidate": 0, "tool": "ncu", "metrics": {"gpu__time_duration.sum": 2e5}, **kw})  # noqa: E731
+    for tool in ("ncu\nbest: trial 0 (fastest while tuning: 2.0 µs)", "\x1b[2J\x1b]0;pwned\x07", "x" * 201, "a\u202eb"):
+        with pytest.raises(AsightError, match=r"^c:1: tool .* is not one line of printable text"):
+            parse_counters(line(tool=tool), "c")
+    with pytest.raises(AsightError, match=r"^c:1: a metric name .* is not one line of printable text"):
+        parse_counters(json.dumps({"candidate": 0, "metrics": {"dram\n": 1.0}}), "c")
+    with pytest.raises(AsightError, match=r"must be a finite number ≥ 0, not null \(no value: ncu's n/a\?\)$"):
+        parse_counters(line(metrics={"dram": None}), "c")
+    with pytest.raises(AsightError, match=r"must be a finite number ≥ 0, not the text '1.16'$"):
+        parse_counters(line(metrics={"dram": "1.16"}), "c")
+    assert parse_counters(line(tool="ncu (Nsight Compute 2025.3)"), "c")[0]["tool"] == "ncu (Nsight Compute 2025.3)"
+    tagged = {**H100, "tag": "nvidia/h100\x1b]0;pwned\x07"}
+    with pytest.raises(AsightError, match=r"^f/database_tuning_record.json: the records' target tag .* is not a name"):
+        require_adoptable([record(0, 134.6, tagged)], REPLY, Path("f"), "M")
+
+
+def test_occupancy_below_one_warp_and_kernel_times_in_ms_are_said_for_what_they_are():
+    """Outside probe 8, F2: 1 % (or every percentage written as a fraction) was shown as "latency-bound:
+    0 % of warp slots busy": an active SM holds at least one of its 64 warp slots (1.56 %; the H100
+    run's lowest is 1.56); F7: a kernel time in ms was "0.0 µs … another program"."""
+    from asight_lsp.store.counters import parse_counters
+    occupancy = "sm__warps_active.avg.pct_of_peak_sustained_active"
+    with pytest.raises(AsightError, match=r"achieved occupancy 0.0606 % is below one warp .* \(percentages written "
+                                          r"as fractions\?\)"):
+        parse_counters(json.dumps({"candidate": 0, "metrics": {occupancy: 0.0606}}), "c")
+    assert parse_counters(json.dumps({"candidate": 0, "metrics": {occupancy: 1.56}}), "c")
+    turing = {"kind": "cuda", "arch": "sm_75"}                              # 32 slots: one warp is 3.1 %
+    entry = {"candidate": 0, "line": 4, "metrics": {occupancy: 2.0}}
+    with pytest.raises(AsightError, match=r"^c:4: achieved occupancy 2 % is below one warp of the 32 warp slots of an "
+                                          r"sm_75 SM \(3.12 %\)"):
+        counter_candidates([entry], [record(0, 134.6, turing)], 0, "c")
+    in_ms = [{"candidate": 0, "line": 1, "metrics": {"gpu__time_duration.sum": 0.2168}}]
+    with pytest.raises(AsightError, match=r"time its kernel at 0.000217 µs, .* reads like milliseconds; .*: these "
+                                          r"counters are in another unit$"):
+        counter_candidates(in_ms, [record(0, 134.6)], 0, "c")
