@@ -51,6 +51,8 @@ def _cost(node: dict) -> str:
 
 
 def render(view: dict, graph: dict) -> str:
+    from ..views.text import best_trial_text
+
     task = f" task {view['run']['task']}" if view["run"].get("task") else ""
     lines = [f"loop view of {view['function']}{task} (run {view['run']['id']}, {view['run']['measured']} candidates)"]
     for st in view["stages"]:
@@ -64,7 +66,8 @@ def render(view: dict, graph: dict) -> str:
         if st["loop_share"]:
             lines.append("  share of loops: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in st["loop_share"].items()))
         if st.get("best"):
-            lines.append(f"  best schedule: {st['best']['headline'] or '-'}")
+            which = best_trial_text(st["best"])
+            lines.append(f"  best schedule{f' ({which})' if which else ''}: {st['best']['headline'] or '-'}")
     if view.get("gpu"):
         lines.append(f"GPU (best, trial {view['gpu']['trial']}):")
         lines += [f"  {line}" for line in view["gpu"]["lines"]]

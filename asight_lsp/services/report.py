@@ -17,6 +17,7 @@ from ..store.runs import RunStore
 from ..views.loops import loop_view, stage_graph
 from ..views.principles import principles
 from ..views.searchspace import search_space
+from ..views.context import best_candidate
 from ..views.loops import best_summary
 from ..views.report import report_html
 from .guidance import compare_with_plain
@@ -28,10 +29,7 @@ from .run_data import load_run
 def best_schedule(data) -> dict | None:
     """The best candidate (the one the run's measurement chose, else the fastest while tuning): trial,
     latency, per-block steps and its trace as text."""
-    chosen = (data.meta.measurement or {}).get("chosen") or []
-    trials = [int(r["trial"]) for r in data.table.records]
-    best = trials.index(chosen[0]["trial"]) if len(chosen) == 1 and chosen[0]["trial"] in trials \
-        else data.table.best_index()
+    best, _ = best_candidate(data)
     if best is None:
         return None
     rec = data.table.records[best]

@@ -22,6 +22,15 @@ from .folders import require_plain_store
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, measured
 
 
+def chosen_entry(chosen: list | None, workload: int) -> dict | None:
+    """The entry of a run's measurement ``chosen`` (``[{workload, trial, task?, ...}]``) for one
+    workload: the record re-measurement chose for that task, or None (no measurement, or it chose
+    none for it).  The one rule of a run's best record: this index (hover, code view) and every
+    view of a run's candidates (``views.context.best_candidate``) follow it, else the fastest while tuning."""
+    return next((c for c in chosen or [] if isinstance(c, dict) and isinstance(c.get("trial"), int)
+                 and c.get("workload") == workload), None)
+
+
 class _Records:
     """Incremental reader of one run's records: best record per workload."""
 
@@ -177,7 +186,7 @@ class RunIndex:
         re-measurement when there is one, else the fastest while tuning."""
         with self.lock:
             best = self._best_record(run_id, fn)
-            pick = next((c for c in chosen or [] if best is not None and c.get("workload") == best["workload"]), None)
+            pick = chosen_entry(chosen, best["workload"]) if best is not None else None
             return self._trial_record(run_id, int(pick["trial"])) or best if pick else best
 
     def _trial_record(self, run_id: str, trial: int) -> dict | None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.candidates import CandidateTable
+from ..store.index import chosen_entry
 from ..store.runs import Run, RunMeta
 from ..tvmscript.model import Function
 from .measured import measurement_stamp
@@ -52,6 +53,33 @@ def run_info(data: RunData) -> dict:
                                for g in m.extra.get("failures") or []] or None,
                   "shortfall": (m.extra.get("shortfall") or {}).get("text"),
                   "measurement": measurement_stamp(record)})
+
+
+def best_candidate(data: RunData) -> tuple[int | None, dict | None]:
+    """(index in ``data.table``, the measurement's ``chosen`` entry or None) of the run's best
+    candidate: the record its measurement chose by re-measurement for the workload shown
+    (``store.index.chosen_entry``, the rule hovers and the code view follow), else the fastest while
+    tuning (entry None).  (None, None) when nothing was measured."""
+    table = data.table
+    fastest = table.best_index()
+    if fastest is None:
+        return None, None
+    entry = chosen_entry((data.meta.measurement or {}).get("chosen"), int(table.workload[fastest]))
+    picked = np.flatnonzero((table.trials == entry["trial"]) & table.valid) if entry else []
+    return (int(picked[0]), entry) if len(picked) else (fastest, None)
+
+
+def best_words(data: RunData, index: int | None, entry: dict | None) -> dict:
+    """Which trial is the run's best and how it was picked; the fastest while tuning named apart
+    when it is another trial (``trial``, ``chosen_by``, ``fastest_trial``)."""
+    if index is None:
+        return {}
+    out = {"trial": int(data.table.trials[index]),
+           "chosen_by": "re-measurement" if entry else "fastest while tuning"}
+    fastest = data.table.best_index()
+    if entry and fastest != index:
+        out["fastest_trial"] = int(data.table.trials[fastest])
+    return out
 
 
 def clean(value: Any, digits: int = 6) -> Any:

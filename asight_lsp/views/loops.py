@@ -9,7 +9,7 @@ from ..analysis.stagegraph import (build_graph, layered_positions, model_graph, 
 from ..store.caches import load_profile
 from ..analysis.trace_summary import block_headline, summarize_trace
 from ..analysis.trace_replay import SourceBlock, source_blocks
-from .context import RunData, clean, run_info
+from .context import RunData, best_candidate, best_words, clean, run_info
 
 LOOP_VIEW_SCHEMA = "asight.loopView/1"
 STAGE_GRAPH_SCHEMA = "asight.stageGraph/1"
@@ -17,8 +17,9 @@ STAGE_GRAPH_SCHEMA = "asight.stageGraph/1"
 
 def best_summary(data: RunData, function=None) -> dict:
     """Per block: what the best candidate's schedule did (``trace_summary``), or {}; ``function``:
-    the blocks to name (default: the run's function)."""
-    best = data.table.best_index()
+    the blocks to name (default: the run's function).  The best candidate is the run's best
+    (``best_candidate``: the record its measurement chose, else the fastest while tuning)."""
+    best, _ = best_candidate(data)
     if best is None:
         return {}
     rec = data.table.records[best]
@@ -31,12 +32,12 @@ def best_summary(data: RunData, function=None) -> dict:
 
 
 def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
-    """GPU words for the best candidate (or ``index``): binding, memory, measured launch figures and
+    """GPU words for the run's best candidate (``best_candidate``; or ``index``): binding, memory, measured launch figures and
     the limiting factor (``analysis/gpu_words.py``); None for a CPU run."""
     from ..analysis.counters import by_candidate
     from ..analysis.default_candidate import dlight_kept
     from ..analysis.gpu_words import gpu_words
-    index = data.table.best_index() if index is None else index
+    index = best_candidate(data)[0] if index is None else index
     if index is None:
         return None
     metrics = by_candidate(data.counters)[0].get(int(data.table.trials[index])) if data.counters else None
@@ -56,10 +57,11 @@ def loop_view(data: RunData) -> dict:
     if not data.table.valid.any():
         return {**base, "status": "unavailable", "message": "the run has no measured candidate yet"}
     stages = compute_loop_view(data.table, data.function)
-    best = best_summary(data)
+    best, which = best_summary(data), best_words(data, *best_candidate(data))
     for stage in stages:
         summary = best.get(stage["block"])
-        stage["best"] = {"headline": block_headline(summary), "steps": summary.get("steps", [])} if summary else None
+        stage["best"] = {"headline": block_headline(summary), "steps": summary.get("steps", []), **which} \
+            if summary else None
         if data.function is not None:
             blk = next((b for b in data.function.blocks if b.name == stage["block"]), None)
             stage["range"] = blk.range if blk else None

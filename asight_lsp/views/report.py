@@ -17,7 +17,7 @@ from ..analysis.measurement import how_text
 from .glossary import TERMS, linked_by
 from ..analysis.attribution import SLOWER_RATIO
 from .report_svg import _fmt_us, _scale_svg, category_numbers, honeycomb_svg, label_ink, stage_graph_svg  # noqa: F401
-from .text import measurement_text, ratio_text, slowed_lines
+from .text import best_trial_text, measurement_text, ratio_text, slowed_lines
 
 E = html.escape  # every piece of text below goes through this
 
@@ -174,7 +174,8 @@ def _loop_section(view: dict | None) -> str:
             parts.append('<p class="note">share of loops: ' + E(", ".join(
                 f"{SHARE_WORDS.get(k, k.replace('_', ' '))} {v * 100:.0f}%" for k, v in st["loop_share"].items())) + "</p>")
         if st.get("best") and st["best"].get("headline"):
-            parts.append(f'<p>best schedule: <b>{E(st["best"]["headline"])}</b></p>')
+            which = best_trial_text(st["best"])
+            parts.append(f'<p>best schedule{E(f" ({which})" if which else "")}: <b>{E(st["best"]["headline"])}</b></p>')
     parts.append(_gpu_part(view.get("gpu")))
     parts.append("</section>")
     return "\n".join(parts)

@@ -14,7 +14,7 @@ from ..analysis import contour as ct
 from ..analysis import counters as cn
 from ..analysis import honeycomb as hc
 from ..analysis.vectors import feature_matrix, standardise
-from .context import RunData, clean, run_info
+from .context import RunData, best_candidate, clean, run_info
 
 SCHEMA = "asight.searchSpace/1"
 # Three-colour sequential scale, light = fast, dark = slow.
@@ -120,7 +120,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
                           "a cell holds at most `capacity` candidates"},
         "category_by": "sketch (design space of origin: non-sampling instructions before post-processing)",
         "categories": categories, "cells": cells, "boundaries": [[round(v, 4) for v in b] for b in boundaries],
-        "color_scale": stats["scale"], "best": _best(lay, lat, cats, trials, data.meta.measurement),
+        "color_scale": stats["scale"], "best": _best(lay, lat, cats, idx, data),
         "candidates": {"trial": trials.tolist(), "cell": lay.cell_of.tolist(), "x": column(lay.xy[:, 0]),
                        "y": column(lay.xy[:, 1]), "pca_x": column(lay.pca_xy[:, 0]),
                        "pca_y": column(lay.pca_xy[:, 1]), "latency_us": column(lat, 3), "category": cats.tolist(),
@@ -231,18 +231,21 @@ def _cell(c: int, lay, s: dict, lat: np.ndarray, trials: np.ndarray) -> dict:
     return cell
 
 
-def _best(lay, lat: np.ndarray, cats: np.ndarray, trials: np.ndarray, measurement: dict | None) -> dict:
-    """The run's best candidate: the one its measurement chose by re-measurement (one workload), else
-    the fastest while tuning.  ``latency_us`` is its in-tuning latency, as the cells' colours are."""
-    chosen = (measurement or {}).get("chosen") or []
-    picked = np.flatnonzero(trials == chosen[0]["trial"]) if len(chosen) == 1 else []
-    bi = int(picked[0]) if len(picked) else int(np.argmin(lat))
+def _best(lay, lat: np.ndarray, cats: np.ndarray, idx: np.ndarray, data: RunData) -> dict:
+    """The run's best candidate (``best_candidate``: the one its measurement chose by re-measurement
+    for the workload shown, else the fastest while tuning), among the drawn ones (``idx``).
+    ``latency_us`` is its in-tuning latency, as the cells' colours are; ``measured_us`` its re-measured one."""
+    index, entry = best_candidate(data)
+    bi = int(np.flatnonzero(idx == index)[0])
     cell = int(lay.cell_of[bi])
-    out = {"trial": int(trials[bi]), "cell": cell, "latency_us": round(float(lat[bi]), 3),
+    out = {"trial": int(data.table.trials[index]), "cell": cell, "latency_us": round(float(lat[bi]), 3),
            "x": round(float(lay.cells_xy[cell, 0]), 4), "y": round(float(lay.cells_xy[cell, 1]), 4),
-           "category": int(cats[bi]), "chosen_by": "re-measurement" if len(picked) else "fastest while tuning"}
-    if len(picked) and measurement.get("tuned"):
-        out["measured_us"] = round(float(measurement["tuned"]["median_us"]), 3)
+           "category": int(cats[bi]), "chosen_by": "re-measurement" if entry else "fastest while tuning"}
+    measurement = data.meta.measurement or {}
+    if entry and len(measurement.get("chosen") or []) == 1 and measurement.get("tuned"):
+        out["measured_us"] = round(float(measurement["tuned"]["median_us"]), 3)      # the run's headline
+    elif entry and isinstance(entry.get("measured_us"), (int, float)):
+        out["measured_us"] = round(float(entry["measured_us"]), 3)                   # one task's
     return out
 
 

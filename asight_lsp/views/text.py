@@ -76,6 +76,19 @@ def tuning_best_text(best_us: float, extra: dict | None = None) -> str:
     return f"best {format_latency(best_us)} while tuning (not re-measured)"
 
 
+def best_trial_text(best: dict | None) -> str:
+    """Which trial a view's best schedule is and how it was picked: ``trial 0, chosen by
+    re-measurement; trial 1 was the fastest while tuning`` (a loop view's ``stages[i].best``);
+    '' when the payload does not say."""
+    if not best or best.get("trial") is None:
+        return ""
+    text = f"trial {best['trial']}, " + ("chosen by re-measurement" if best.get("chosen_by") == "re-measurement"
+                                         else "the fastest while tuning")
+    if best.get("fastest_trial") is not None:
+        text += f"; trial {best['fastest_trial']} was the fastest while tuning"
+    return text
+
+
 def trials_text(trials_done: int, extra: dict | None = None) -> str:
     """``128 trials``; an adopted run's says how many were measured where it was tuned ("66 of 128
     trials measured": 62 never built on the H100 run, and the lens said "128 trials")."""

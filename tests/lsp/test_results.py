@@ -143,10 +143,17 @@ async def test_code_actions_and_payloads(client, workspace, tuned):
     runs = await request(client, P.REQ_RUNS, {"uri": uri, "function": "MatmulBiasRelu.main"})
     assert runs["schema"] == P.SCHEMA_RUNS and [r["id"] for r in runs["runs"]] == ["mbr128"]
     assert runs["runs"][0]["stale"] is False and runs["runs"][0]["trialsDone"] == 40
+    payloads = {}
     for method in (P.REQ_SEARCH_SPACE, P.REQ_LOOP_VIEW, P.REQ_STAGE_GRAPH, P.REQ_PRINCIPLES):
-        payload = await request(client, method, {"uri": uri, "run": "mbr128"})
+        payload = payloads[method] = await request(client, method, {"uri": uri, "run": "mbr128"})
         assert payload["schema"] == P.REQUEST_SCHEMAS[method] and payload["status"] == P.STATUS_OK, payload
         assert payload["run"]["id"] == "mbr128"
+    # one best per run: the trial the run's measurement chose (7), not the fastest while tuning (36),
+    # in the search space, the loop view and the hover alike
+    assert payloads[P.REQ_SEARCH_SPACE]["best"]["trial"] == 7
+    best = payloads[P.REQ_LOOP_VIEW]["stages"][0]["best"]
+    assert (best["trial"], best["chosen_by"], best["fastest_trial"]) == (7, "re-measurement", 36)
+    assert "best schedule (trial 7," in (await hover(client, uri, MATMUL_BLOCK, 16)).contents.value
     # the stage graph exists before any run; a view that needs a run says so
     plain64 = open_doc(client, copy_fixture("matmul64.py", workspace))
     graph = await request(client, P.REQ_STAGE_GRAPH, {"uri": plain64, "function": "matmul64"})

@@ -225,3 +225,53 @@ def test_relax_bindings_get_the_cost_of_the_kernel_call_that_runs_them():
     rest = [n for n in names if n not in fused and n != alone]
     assert rest and all(costs[n] == {"us": None, "share": None, "source": NO_MEASUREMENT} for n in rest)
     assert all(c["us"] is None for c in stage_costs(None, fn).values())
+
+
+def _fixture_copy(tmp_path: Path) -> Path:
+    import shutil
+    run_dir = tmp_path / "runs" / "mbr128"
+    shutil.copytree(RUN, run_dir)
+    return run_dir
+
+
+def test_loop_views_best_is_the_record_the_measurement_chose_as_the_index_and_space_say(tmp_path):
+    """mbr128's re-measurement chose trial 7 (159 µs while tuning); trial 36 was the fastest while
+    tuning (116 µs).  The loop view's best schedule is trial 7's, the record the index gives hovers
+    and the code view (``RunIndex.best_record``) and the search space marks; the CLI says which is which."""
+    from dataclasses import replace
+
+    from asight_lsp.analysis.trace_summary import block_headline, summarize_trace
+    from asight_lsp.analysis.trace_replay import source_blocks
+    from asight_lsp.commands.loops import render
+    from asight_lsp.store.index import RunIndex
+    from asight_lsp.views.context import best_candidate
+
+    run_dir = _fixture_copy(tmp_path)
+    data = load_run(Run(run_dir), extract=False)
+    chosen = data.meta.measurement["chosen"]
+    fastest = int(data.table.trials[data.table.best_index()])
+    assert [c["trial"] for c in chosen] == [7] and fastest == 36
+    assert RunIndex(tmp_path, min_interval=0).best_record("mbr128", data.function, chosen)["trial"] == 7
+    assert data.table.trials[best_candidate(data)[0]] == 7
+
+    record = next(r for r in data.table.records if r["trial"] == 7)
+    want = summarize_trace(record["insts"], record["decisions"], source_blocks(data.function))["blocks"]
+    p = loop_view_payload(data)
+    for stage in p["stages"]:
+        assert stage["best"]["headline"] == block_headline(want[stage["block"]])
+        assert stage["best"]["steps"] == want[stage["block"]]["steps"]
+        assert (stage["best"]["trial"], stage["best"]["chosen_by"], stage["best"]["fastest_trial"]) == \
+            (7, "re-measurement", 36)
+    assert p["stages"][0]["best"]["headline"] == "parallel 8 · vector 8 · unroll 16"
+    assert "best schedule (trial 7, chosen by re-measurement; trial 36 was the fastest while tuning): " \
+           "parallel 8 · vector 8 · unroll 16" in render(p, stage_graph(data))
+
+    # no measurement, or one that chose for another workload only: the fastest while tuning, said so
+    for measurement in (None, {**data.meta.measurement, "chosen": [{**chosen[0], "workload": 1}]}):
+        other = replace(data, meta=replace(data.meta, measurement=measurement))
+        best = loop_view_payload(other)["stages"][0]["best"]
+        assert (best["trial"], best["chosen_by"]) == (36, "fastest while tuning") and "fastest_trial" not in best
+        record = next(r for r in data.table.records if r["trial"] == 36)
+        assert best["headline"] == block_headline(
+            summarize_trace(record["insts"], record["decisions"], source_blocks(data.function))["blocks"]["matmul"])
+        assert best["headline"] != p["stages"][0]["best"]["headline"]

@@ -151,7 +151,9 @@ export interface Stage {
   strategies?: Record<string, ValueCount[] | Record<string, ValueCount[] | ValueCount[][]>>;
   loop_share?: Record<string, number>;
   mean_loops?: number;
-  best?: { headline?: string; steps?: string[] } | null;
+  /** The run's best schedule: the record its measurement chose (chosen_by "re-measurement"), else the fastest
+   *  while tuning; fastest_trial: the fastest while tuning when that is another trial. */
+  best?: { headline?: string; steps?: string[]; trial?: number; chosen_by?: string; fastest_trial?: number } | null;
   range?: LspRange | null;
 }
 

@@ -75,6 +75,14 @@ function strategySection(key: string, value: unknown): HTMLElement | null {
       distribution(arr<ValueCount>(perLoop[loop])))));
 }
 
+/** ` (trial 7, chosen by re-measurement; trial 36 was the fastest while tuning)`, as `asight loops` says it. */
+function bestWhich(best: NonNullable<Stage["best"]>): string {
+  if (num(best.trial) === null) return "";
+  let text = `trial ${best.trial}, ${best.chosen_by === "re-measurement" ? "chosen by re-measurement" : "the fastest while tuning"}`;
+  if (num(best.fastest_trial) !== null) text += `; trial ${best.fastest_trial} was the fastest while tuning`;
+  return ` (${text})`;
+}
+
 function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
   const shares = obj(stage.loop_share);
   const shareRows = Object.entries(shares).filter(([, v]) => typeof v === "number")
@@ -83,7 +91,7 @@ function stageCard(stage: Stage, msg: ShowMessage): HTMLElement {
     h("h2", {}, sourceLink(str(stage.block, "?"), stage.range, msg),
       h("span", { class: "dim", title: TERMS["S / R (iterators)"] }, ` ${str(stage.iter_kinds)} · ${stage.candidates ?? 0} candidates` +
         (num(stage.mean_loops) !== null ? ` · ${stage.mean_loops!.toFixed(1)} loops on average` : ""))),
-    stage.best?.headline ? h("p", { class: "best-schedule" }, `best schedule: ${str(stage.best.headline)}`) : null,
+    stage.best?.headline ? h("p", { class: "best-schedule" }, `best schedule${bestWhich(stage.best)}: ${str(stage.best.headline)}`) : null,
     stage.best?.steps?.length ? h("details", {}, h("summary", {}, "steps of the best schedule"),
       h("ol", {}, ...arr<string>(stage.best.steps).map((x) => h("li", {}, str(x))))) : null,
     shareRows.length ? h("div", { class: "strategy", "data-strategy": "loop_share" }, h("h4", { title: "over all candidates: the share of this block's loops of each kind" }, "Share of loops"), ...shareRows) : null,
