@@ -197,15 +197,50 @@ def architecture(name: str) -> str:
     return _ARCH.get(arch, arch)
 
 
+def foreign_arch(mtriple: str | None, machine: str | None = None) -> str | None:
+    """The architecture an LLVM triple makes code for when it is not this machine's (``aarch64`` for
+    ``aarch64-linux-gnu`` on an x86_64 machine), else None: such code builds here (LLVM emits for
+    it) but cannot run here."""
+    if not mtriple:
+        return None
+    import platform
+    arch, here = architecture(mtriple), architecture(machine or platform.machine())
+    return arch if arch and here and arch != here else None
+
+
+def foreign_cpu(target, machine: str | None = None) -> str | None:
+    """A run's LLVM target (its target JSON, host included) whose code is for another CPU
+    architecture: that architecture, else None (a GPU run's device code is ``runs_on_device``'s)."""
+    if not isinstance(target, dict):
+        return None
+    host = target.get("host")
+    for part in (target, host if isinstance(host, dict) else None):
+        if part is not None and part.get("kind") == "llvm":
+            arch = foreign_arch(str(part.get("mtriple") or ""), machine)
+            if arch:
+                return arch
+    return None
+
+
+def runs_here(target, machine: str | None = None) -> bool:
+    """Can a run's programs be timed on this machine's CPU (a profile, hotspots)?  Not a GPU run's,
+    nor those of a CPU run tuned for another architecture (an adopted aarch64 folder on x86_64)."""
+    return not runs_on_device(target) and foreign_cpu(target, machine) is None
+
+
+def machine_arch() -> str:
+    """This machine's CPU architecture, as ``architecture`` names it."""
+    import platform
+    return architecture(platform.machine())
+
+
 def require_runs_here(mtriple: str | None, machine: str | None = None) -> None:
     """Tuning, profiling and export time every program on this machine's CPU: a target whose code is
     for another architecture (``-mtriple=aarch64-linux-gnu`` on an x86_64 machine) cannot run here.
     Said before anything is built (TVM's own failure named an unregistered NEON intrinsic)."""
-    if not mtriple:
-        return
-    import platform
-    arch, here = architecture(mtriple), architecture(machine or platform.machine())
-    if arch and here and arch != here:
+    arch = foreign_arch(mtriple, machine)
+    if arch:
+        here = architecture(machine) if machine else machine_arch()
         raise TargetError(f"the target's mtriple {mtriple!r} makes {arch} code, which this {here} machine cannot "
                           f"run: tuning and profiling time every program here (tune on {arch} hardware and "
                           "bring its work folder here with `asight adopt`)")

@@ -31,7 +31,8 @@ def lens_line(fn: Function, lines: list[str]) -> int:
 def static_lenses(uri: str, fn: Function, line: int, profile: bool = True,
                   target: str | None = None) -> list[tuple[int, str, str, dict]]:
     """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``.  Where the
-    function's run is a GPU run (``profiles`` false): no Profile, and Tune tunes its target
+    function's run cannot be profiled here (``profiles`` false: a GPU run, an adopted run tuned for
+    another CPU architecture): no Profile; a GPU run's Tune tunes its target
     (``target``; it clicked into a CPU tune of a 1024³ matmul before: outside probe 3, F3)."""
     arg = {"uri": uri, "function": fn.id}
     tune = {**arg, "target": target} if target else arg
@@ -41,14 +42,15 @@ def static_lenses(uri: str, fn: Function, line: int, profile: bool = True,
 
 def device_target(result: FunctionResult | None) -> str | None:
     """The target a GPU run tuned (what its Tune lens tunes again), None for a CPU run."""
-    if result is None or result.profiles_here:
+    if result is None or not result.on_device:
         return None
     return (result.meta.extra or {}).get("target_spec") or None
 
 
 def profiles(result: FunctionResult | None) -> bool:
     """Can the function's run be profiled here?  A profile times programs on this machine's CPU, so a
-    GPU run's cannot (``services/profiling.device_run_refusal`` says so to who asks anyway)."""
+    GPU run's cannot, nor an adopted run tuned for another CPU architecture (``services/profiling``'s
+    ``device_run_refusal`` and ``foreign_run_refusal`` say so to who asks anyway)."""
     return result is None or result.profiles_here
 
 

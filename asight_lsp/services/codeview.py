@@ -19,7 +19,7 @@ from ..analysis.codelinks import (task_links, asm_links, attach_line_counts, att
 from ..analysis.traces import block_infos, format_trace, parse_decisions
 from ..engine import wire
 from ..engine.client import borrowed, trusted
-from ..engine.targets import runs_on_device
+from ..engine.targets import foreign_cpu, runs_on_device
 from ..errors import AsightError, WorkerError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
@@ -327,6 +327,10 @@ def _note(run: Run | None, best: bool, shares: list, record: dict | None) -> str
                 "failed or timed out); this is the code it would have run")
     if not shares and runs_on_device(run.load().target):
         return "no per-line latency shares: they come from a profile on this machine's CPU, and this is a GPU run"
+    arch = foreign_cpu(run.load().target) if not shares else None
+    if arch:
+        return (f"no per-line latency shares: they come from a profile on this machine's CPU, and this run's "
+                f"programs are {arch} code (built here, not run)")
     if not best:
         return "latency shares are measured for the best record only; this candidate has none"
     if not shares:

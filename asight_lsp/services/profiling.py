@@ -16,7 +16,7 @@ from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
 from ..errors import AsightError
-from ..engine.targets import runs_on_device
+from ..engine.targets import foreign_cpu, machine_arch, runs_on_device
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
@@ -103,6 +103,8 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     meta = prepare_run(run) if run is not None else None
     if meta is not None and candidate is None and runs_on_device(meta.target):
         raise AsightError(device_run_refusal(meta, options.by))
+    if meta is not None and candidate is None and foreign_cpu(meta.target):
+        raise AsightError(foreign_run_refusal(meta, foreign_cpu(meta.target), options.by))
     fresh = meta is not None and candidate is None and _fresh(meta, text, selection)
     record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
     measure = record is None or options.remeasure
@@ -152,6 +154,17 @@ def device_run_refusal(meta: RunMeta, by: str = "asight profile") -> str:
     return (f"run {meta.id} is a {kind} run: {what} on this machine's CPU, not on "
             f"a GPU; its measured time is the tuning's{best}, its counters are in `asight space` and "
             f"`asight loops`, {code}")
+
+
+def foreign_run_refusal(meta: RunMeta, arch: str, by: str = "asight profile") -> str:
+    """Why a CPU run tuned for another architecture (an adopted aarch64 folder here on x86_64) has no
+    profile or hotspots: they time programs on this machine's CPU, and its programs are that CPU's code.
+    Not ``require_runs_here``'s advice to adopt: the run is the adopted folder."""
+    best = f" ({meta.best_us:,.1f} µs there)" if meta.best_us else ""
+    what = "per-task times" if by == "asight model" else "profile and hotspots"
+    return (f"run {meta.id} was tuned on {arch} and its programs are {arch} code, which cannot run on this "
+            f"{machine_arch()} machine: {what} time programs here; its measured time is the tuning's{best}, "
+            "its candidates are in `asight space` and `asight loops`, its code at `asight code --level asm`")
 
 
 def _with_build(profile: dict, meta: RunMeta | None) -> dict:

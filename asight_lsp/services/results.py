@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.trace_replay import source_blocks
-from ..engine.targets import runs_on_device
+from ..engine.targets import runs_here, runs_on_device
 from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
@@ -45,8 +45,14 @@ class FunctionResult:
     @property
     def profiles_here(self) -> bool:
         """A profile times programs on this machine's CPU: a GPU run has none
-        (``services/profiling.device_run_refusal``)."""
-        return not runs_on_device(self.meta.target)
+        (``services/profiling.device_run_refusal``), nor a CPU run tuned for another architecture
+        (``services/profiling.foreign_run_refusal``; an adopted aarch64 folder on x86_64)."""
+        return runs_here(self.meta.target)
+
+    @property
+    def on_device(self) -> bool:
+        """A GPU run (its Tune lens tunes its target again)."""
+        return runs_on_device(self.meta.target)
 
     @property
     def measurement(self) -> dict:

@@ -39,7 +39,7 @@ def _relax_task(parsed, params: dict):
     from .relax_pipeline import deployable, fuse
     from .relax_profile import block_names, call_sites
     stub_tensor_intrin()
-    target = measuring_target(params.get("target"), device=True)    # a GPU model's tasks need no device
+    target = measuring_target(params.get("target"), device=True, build_only=True)   # tasks need no device
     entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
     built, _ = deployable(parsed, entry, params.get("weights"))     # the tasks the run tuned
     tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target), target)}
@@ -186,10 +186,11 @@ def code(params: dict, emit=None) -> dict:
 
 
 def _level_target(spec, level: str):
-    """The target a ``lowered``/``llvm``/``asm`` view is built for: the run's.  A CUDA run's lowered
+    """The target a ``lowered``/``llvm``/``asm`` view is built for: the run's, whatever CPU it is for
+    (nothing runs: an adopted aarch64 run's code is built here by LLVM's AArch64 backend).  A CUDA run's lowered
     TIR needs no device (TVM's pipeline runs here); its LLVM IR and assembly would be the host's
     launch stubs only, so those two levels are refused with the levels that show its kernels."""
-    target = measuring_target(spec, device=True)
+    target = measuring_target(spec, device=True, build_only=True)
     if target.kind.name != "cuda":
         return target
     if level == "lowered":

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 
-from ..engine.targets import require_no_compiler_options, require_runs_here
+from ..engine.targets import foreign_arch, require_no_compiler_options, require_runs_here
 from .compat import host_target, relax, s_tir, tirx, tvm
 
 SOURCE_FLOPS = "tvm.s_tir.analysis.estimate_tir_flops of the untuned program"
 
 
-def measuring_target(spec, device: bool = False):
+def measuring_target(spec, device: bool = False, build_only: bool = False):
     """The measuring target: the run's target (JSON dict/text or string) or the host CPU; ``device``:
-    a CUDA target is one too (a model built for a GPU: ``asight export``), with an LLVM host."""
+    a CUDA target is one too (a model built for a GPU: ``asight export``), with an LLVM host;
+    ``build_only``: nothing will run (the code view), so code for another CPU architecture is fine
+    (an adopted aarch64 run on x86_64), where this TVM's LLVM can emit it (``require_emits``)."""
     if spec in (None, "", "host"):
         return host_target()
     if isinstance(spec, str) and spec.strip().startswith("{"):
@@ -24,11 +26,29 @@ def measuring_target(spec, device: bool = False):
         raise ValueError(f"a target host of kind {target.host.kind.name!r} is not supported (the host code is LLVM's)")
     for part in (target, target.host):
         if part is not None and part.kind.name == "llvm":
-            require_runs_here(str(part.attrs.get("mtriple") or ""))
+            mtriple = str(part.attrs.get("mtriple") or "")
+            require_emits(mtriple) if build_only else require_runs_here(mtriple)
     for part in (target, target.host):     # a run.json's target is data: checked as a user's would be
         if part is not None:
             require_no_compiler_options(part.attrs)
     return target
+
+
+def require_emits(mtriple: str) -> None:
+    """Code for another architecture is built by LLVM's backend for it: refused in one sentence where
+    this TVM's LLVM has none (a wheel's LLVM usually has AArch64, RISC-V, ...: ``llvm_get_targets``)."""
+    arch = foreign_arch(mtriple)
+    if not arch:
+        return
+    try:
+        known = {str(name) for name in tvm.target.codegen.llvm_get_targets()}
+    except Exception:  # noqa: BLE001 - an older TVM without the query: the build says it
+        return
+    names = {mtriple.strip().lower().split("-")[0], arch, "i386" if arch == "x86" else arch}   # arm64, i686
+    if not names & known:
+        raise ValueError(f"this run's target (mtriple {mtriple!r}) makes {arch} code, and the LLVM in this "
+                         f"machine's TVM has no {arch} backend, so its code cannot be built here (the "
+                         "scheduled level shows it)")
 
 
 def target_label(target) -> str:
