@@ -23,10 +23,11 @@ def run(args) -> int:
     from ..engine.client import WorkerClient
     read_source(args.file)  # a missing file is a one-line error before anything starts
     if args.no_extract:
-        out = write_report(args.file, args.run_ref, args.output, args.work_dir, None, not args.no_hotspots, args.seed)
+        out = write_report(args.file, args.run_ref, args.output, args.work_dir, None, not args.no_hotspots, args.seed,
+                           task=args.task)
     else:
         with WorkerClient(args.python, default_timeout=600) as worker:
             out = write_report(args.file, args.run_ref, args.output, args.work_dir, worker, not args.no_hotspots,
-                               args.seed)
+                               args.seed, task=args.task)
     print(out)
     return 0

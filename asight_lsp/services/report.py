@@ -39,10 +39,11 @@ def best_schedule(data) -> dict | None:
 
 
 def build_report(file: str, run_ref: str, store_root: str | None = None, worker=None, text: str | None = None,
-                 hotspots: bool = True, seed: int = 0) -> str:
-    """The report page of a run.  Without a worker: cached features only, no hotspots."""
+                 hotspots: bool = True, seed: int = 0, task: str | None = None) -> str:
+    """The report page of a run (of one of its tasks: ``task``, else the default one; `--task` was
+    ignored: outside probe 9, F1).  Without a worker: cached features only, no hotspots."""
     text = read_text(file) if text is None else text
-    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text)
+    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text, task=task)
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
     payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
@@ -62,9 +63,9 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
 
 
 def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,
-                 hotspots: bool = True, seed: int = 0) -> Path:
+                 hotspots: bool = True, seed: int = 0, task: str | None = None) -> Path:
     """Build the report and write it atomically to ``output`` (what ``asight demo`` can call)."""
-    page = build_report(file, run_ref, store_root, worker, hotspots=hotspots, seed=seed)
+    page = build_report(file, run_ref, store_root, worker, hotspots=hotspots, seed=seed, task=task)
     out = Path(output)
     try:
         write_atomic(out, page)

@@ -143,11 +143,13 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
 
 def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
              text: str | None = None, on_event: Callable[[dict], None] | None = None,
-             task: str | None = None, all_tasks: bool = False) -> RunData:
+             task: str | None = None, all_tasks: bool = False, for_function: str | None = None) -> RunData:
     """The data of one run (see module doc).  ``text``: the source to use instead of the file.
 
-    A run of several tasks (a Relax model) is viewed one task at a time: ``task``, else the one
-    taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.
+    A run of several tasks (a Relax model, a module of PrimFuncs) is viewed one task at a time:
+    ``task``, else the task of ``for_function`` (the function the editor asked for), else the one
+    taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.  A
+    PrimFunc task is shown as its own function (its source blocks), not the module's first.
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
@@ -156,13 +158,16 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
     require_adopted_records(run, meta, records)
+    task = task or task_of_function(meta, for_function)
     shown, names, only = _task(run, meta, task, records)
     if all_tasks and task is None:
         shown, only = None, None
     if text is None and function is None and shown is not None:
         text = source_text(meta, run.path)
+    own = _task_function(meta, shown, text) if shown is not None else None
+    function = own or function
     blocks = _task_blocks(run, only, function or source_function(meta, run.path, text), text, shown) \
-        if shown is not None else None
+        if shown is not None and own is None else None
     table, notes = load_candidates(run, worker=worker, function=function, extract=extract, on_event=on_event,
                                    workload=only, records=records, blocks=blocks)
     if shown is not None and len(names) > 1:
@@ -214,6 +219,29 @@ def _task_blocks(run: Run, workload: int | None, function: Function | None, text
             for name, loop_vars in block_loop_vars(graph).items()}
 
 
+def task_of_function(meta: RunMeta, function_id: str | None) -> str | None:
+    """The task of a run of several PrimFuncs that tuned ``function_id`` (``Module.mm_tall`` ->
+    ``mm_tall``), None for another run or function: the editor's Loop view and Search space lenses
+    name the function, and showed the module's largest task under its name (outside probe 9, F1)."""
+    tasks = [t for t in meta.tasks or [] if isinstance(t, dict)]
+    if not function_id or meta.kind == "relax" or len(tasks) < 2:
+        return None
+    member = function_id.rsplit(".", 1)[-1]
+    return next((t.get("name") for t in tasks if member in (t.get("functions") or [])), None)
+
+
+def _task_function(meta: RunMeta, task: str, text: str | None) -> Function | None:
+    """The PrimFunc a task of a module run tuned, in the run's source (None for a Relax task or when
+    the source does not hold it): its blocks name the loop view, not the module's first function's."""
+    entry = next((t for t in meta.tasks or [] if isinstance(t, dict) and t.get("name") == task), None)
+    names = (entry or {}).get("functions") or []
+    if meta.kind == "relax" or len(names) != 1 or text is None:
+        return None
+    outline = build_outline(text, meta.file or "<run>")
+    fn = outline.function(f"{meta.function}.{names[0]}") or outline.function(names[0])
+    return fn if fn is not None and fn.kind == "prim_func" else None
+
+
 def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:
     """(task shown or None, task -> workload index, workload to keep or None)."""
     chosen = (meta.measurement or {}).get("chosen")
@@ -258,13 +286,13 @@ def _import_analysis() -> None:
 
 
 def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0,
-               task: str | None = None) -> dict:
+               task: str | None = None, for_function: str | None = None) -> dict:
     """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run
-    (of one of its tasks: ``task``, else the default one)."""
+    (of one of its tasks: ``task``, else ``for_function``'s, else the default one)."""
     if kind == "searchSpace":
         warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
     data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task,
-                    all_tasks=kind == "stageGraph")
+                    all_tasks=kind == "stageGraph", for_function=for_function)
     if kind == "stageGraph" and task is not None and data.function is not None and data.function.kind != "prim_func":
         return task_stage_graph(data, worker)
     builder = BUILDERS[kind]

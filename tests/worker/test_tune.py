@@ -166,3 +166,16 @@ def test_a_run_never_measures_more_than_its_budget(tmp_path):
     parts = record["parts"]
     assert record["untuned"]["median_us"] == pytest.approx(
         sum(parts[f"untuned {n}"]["median_us"] for n in ("mm_square", "mm_tall", "mm_wide")), rel=0.25)
+    # each function's Loop view and Search space lens (they name the function) shows that function's task,
+    # titled by it, its best the record the measurement chose for it (outside probe 9, F1, F2: every lens
+    # showed the largest task's best under the first function's name)
+    from asight_lsp.services.run_data import build_view
+    for pick in record["chosen"]:
+        function = f"ThreeKernels.{pick['task']}"
+        view = build_view("loopView", job.run.path, for_function=function)
+        assert view["function"] == function and view["run"]["task"] == pick["task"], (view["function"], view["run"])
+        assert {stage["best"]["trial"] for stage in view["stages"] if stage.get("best")} == {pick["trial"]}
+        assert build_view("searchSpace", job.run.path, for_function=function)["best"]["trial"] == pick["trial"]
+    from asight_lsp.services.report import build_report
+    page = build_report(str(FIX / "three_kernels.py"), str(job.run.path), hotspots=False, task="mm_tall")
+    assert "Loop view — ThreeKernels.mm_tall" in page and "Loop view — ThreeKernels.mm_square" not in page
