@@ -249,6 +249,20 @@ def test_a_workload_added_or_a_torn_line_after_adopt_is_said_and_a_blank_line_is
         prepare_run(run)
 
 
+def test_a_counters_line_splits_at_newlines_only():
+    """Outside probe 9, F6: a raw U+2028 inside a JSON string (JSON allows it) split the line, which was
+    then "not JSON"; it is one line, refused for its tool's text.  CRLF lines still read."""
+    from asight_lsp.store.counters import parse_counters
+    entry = {"candidate": 0, "tool": "ncu\u2028best: trial 0 (2.0 µs)", "metrics": {"gpu__time_duration.sum": 2e5}}
+    raw = json.dumps(entry, ensure_ascii=False)
+    assert "\u2028" in raw and len(raw.splitlines()) == 2
+    with pytest.raises(AsightError, match=r"^c:1: tool '.*' is not one line of printable text"):
+        parse_counters(raw + "\n", "c")
+    ok = {**entry, "tool": "ncu"}
+    two = parse_counters(json.dumps(ok) + "\r\n\r\n" + json.dumps({**ok, "candidate": 1}) + "\r\n", "c")
+    assert [(e["line"], e["candidate"], e["tool"]) for e in two] == [(1, 0, "ncu"), (3, 1, "ncu")]
+
+
 def test_one_gpu_written_as_its_tag_and_as_its_attributes_is_one_target():
     """Probe 7, F9: records carrying tag nvidia/nvidia-h100 beside the same sm_90a without it were
     refused as "tuned for 2 targets"."""
