@@ -197,35 +197,69 @@ def architecture(name: str) -> str:
     return _ARCH.get(arch, arch)
 
 
-def foreign_arch(mtriple: str | None, machine: str | None = None) -> str | None:
-    """The architecture an LLVM triple makes code for when it is not this machine's (``aarch64`` for
-    ``aarch64-linux-gnu`` on an x86_64 machine), else None: such code builds here (LLVM emits for
-    it) but cannot run here."""
+# The OS an LLVM triple's parts name (``x86_64-pc-windows-msvc``: Windows), as ``platform.system()`` says it.
+_SYSTEMS = (("linux", "Linux"), ("windows", "Windows"), ("win32", "Windows"), ("mingw", "Windows"),
+            ("cygwin", "Windows"), ("darwin", "Darwin"), ("macos", "Darwin"), ("ios", "Darwin"),
+            ("apple", "Darwin"), ("freebsd", "FreeBSD"), ("netbsd", "NetBSD"), ("openbsd", "OpenBSD"))
+
+
+def triple_system(mtriple: str | None) -> str | None:
+    """The OS an LLVM triple names (``Linux``, ``Windows``, ``Darwin``, ...), else None (none named)."""
+    for part in (mtriple or "").strip().lower().split("-")[1:]:
+        for prefix, system in _SYSTEMS:
+            if part.startswith(prefix):
+                return system
+    return None
+
+
+def foreign_arch(mtriple: str | None, machine: str | None = None, system: str | None = None) -> str | None:
+    """What makes an LLVM triple's code unable to run here, else None: its architecture where it is not
+    this machine's (``aarch64`` for ``aarch64-linux-gnu`` on x86_64), or the whole triple where it names
+    another OS than this machine's ``platform.system()`` or the msvc environment off Windows
+    (``x86_64-pc-windows-msvc`` on Linux: loading its library killed the worker, outside probe 9, F4).
+    Such code builds here (LLVM emits for it) but cannot run here.  No OS named: runs here."""
     if not mtriple:
         return None
     import platform
     arch, here = architecture(mtriple), architecture(machine or platform.machine())
-    return arch if arch and here and arch != here else None
+    if arch and here and arch != here:
+        return arch
+    here_system = system or platform.system()
+    named = triple_system(mtriple)
+    msvc = any(part.startswith("msvc") for part in mtriple.strip().lower().split("-")[1:])
+    if (named and here_system and named != here_system) or (msvc and here_system != "Windows"):
+        return mtriple.strip()[:80]
+    return None
 
 
-def foreign_cpu(target, machine: str | None = None) -> str | None:
-    """A run's LLVM target (its target JSON, host included) whose code is for another CPU
-    architecture: that architecture, else None (a GPU run's device code is ``runs_on_device``'s)."""
+def foreign_words(foreign: str) -> str:
+    """``foreign_arch``'s answer as the refusals say it: ``tuned on aarch64 and its programs are aarch64
+    code`` or ``tuned for x86_64-pc-windows-msvc and its programs are that system's code``."""
+    if "-" in foreign:
+        return f"tuned for {foreign} and its programs are that system's code"
+    return f"tuned on {foreign} and its programs are {foreign} code"
+
+
+def foreign_cpu(target, machine: str | None = None, system: str | None = None) -> str | None:
+    """A run's LLVM target (its target JSON, host included) whose code cannot run here (another CPU
+    architecture, or another OS): ``foreign_arch``'s answer, else None (a GPU run's device code is
+    ``runs_on_device``'s)."""
     if not isinstance(target, dict):
         return None
     host = target.get("host")
     for part in (target, host if isinstance(host, dict) else None):
         if part is not None and part.get("kind") == "llvm":
-            arch = foreign_arch(str(part.get("mtriple") or ""), machine)
+            arch = foreign_arch(str(part.get("mtriple") or ""), machine, system)
             if arch:
                 return arch
     return None
 
 
-def runs_here(target, machine: str | None = None) -> bool:
+def runs_here(target, machine: str | None = None, system: str | None = None) -> bool:
     """Can a run's programs be timed on this machine's CPU (a profile, hotspots)?  Not a GPU run's,
-    nor those of a CPU run tuned for another architecture (an adopted aarch64 folder on x86_64)."""
-    return not runs_on_device(target) and foreign_cpu(target, machine) is None
+    nor those of a CPU run tuned for another architecture (an adopted aarch64 folder on x86_64) or
+    another OS (an adopted ``x86_64-pc-windows-msvc`` folder on Linux)."""
+    return not runs_on_device(target) and foreign_cpu(target, machine, system) is None
 
 
 def machine_arch() -> str:
@@ -239,6 +273,11 @@ def require_runs_here(mtriple: str | None, machine: str | None = None) -> None:
     for another architecture (``-mtriple=aarch64-linux-gnu`` on an x86_64 machine) cannot run here.
     Said before anything is built (TVM's own failure named an unregistered NEON intrinsic)."""
     arch = foreign_arch(mtriple, machine)
+    if arch and "-" in arch:
+        import platform
+        raise TargetError(f"the target's mtriple {mtriple!r} makes code for another system, which this "
+                          f"{platform.system()} machine cannot run: tuning and profiling time every program here "
+                          "(tune on that system and bring its work folder here with `asight adopt`)")
     if arch:
         here = architecture(machine) if machine else machine_arch()
         raise TargetError(f"the target's mtriple {mtriple!r} makes {arch} code, which this {here} machine cannot "

@@ -9,6 +9,7 @@ reports reuse it.  Decisions: docs/profiling.md.
 from __future__ import annotations
 
 import os
+import platform
 import time
 from dataclasses import asdict, dataclass
 
@@ -16,7 +17,7 @@ from ..analysis.attribution import PROFILE_SCHEMA, finish_profile
 from ..analysis.measurement import comparison_record, is_current, load_of, noisier_than, spread_of
 from ..engine import wire
 from ..errors import AsightError
-from ..engine.targets import foreign_cpu, machine_arch, runs_on_device
+from ..engine.targets import foreign_cpu, foreign_words, machine_arch, runs_on_device
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
@@ -157,13 +158,15 @@ def device_run_refusal(meta: RunMeta, by: str = "asight profile") -> str:
 
 
 def foreign_run_refusal(meta: RunMeta, arch: str, by: str = "asight profile") -> str:
-    """Why a CPU run tuned for another architecture (an adopted aarch64 folder here on x86_64) has no
-    profile or hotspots: they time programs on this machine's CPU, and its programs are that CPU's code.
+    """Why a CPU run tuned for another architecture (an adopted aarch64 folder here on x86_64) or OS (an
+    ``x86_64-pc-windows-msvc`` folder on Linux, outside probe 9, F4) has no profile or hotspots: they
+    time programs on this machine's CPU, and its programs are that CPU's or that system's code.
     Not ``require_runs_here``'s advice to adopt: the run is the adopted folder."""
     best = f" ({meta.best_us:,.1f} µs there)" if meta.best_us else ""
     what = "per-task times" if by == "asight model" else "profile and hotspots"
-    return (f"run {meta.id} was tuned on {arch} and its programs are {arch} code, which cannot run on this "
-            f"{machine_arch()} machine: {what} time programs here; its measured time is the tuning's{best}, "
+    here = platform.system() if "-" in arch else machine_arch()       # another OS's triple, or another CPU
+    return (f"run {meta.id} was {foreign_words(arch)}, which cannot run on this {here} machine: {what} time "
+            f"programs here; its measured time is the tuning's{best}, "
             "its candidates are in `asight space` and `asight loops`, its code at `asight code --level asm`")
 
 

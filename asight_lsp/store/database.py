@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AsightError
-from .files import NotPlainFile, first_blank_line, read_plain
+from .files import NotPlainFile, first_blank_line, first_unicode_escape, read_plain
 from .runs import (DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
                    json_lines, read_json_lines)
 
@@ -117,9 +117,7 @@ def _health(run_dir: Path) -> DatabaseHealth:
         else:
             health.problems.append(f"{DB_RECORDS} line {number} of {len(records)} is not a record")
     for name in (DB_RECORDS, DB_WORKLOADS):
-        blank = _blank_line(run_dir / name)
-        if blank is not None:
-            health.problems.append(f"{name} line {blank} is blank: TVM's loader crashes on a blank line (remove it)")
+        health.problems.extend(_unloadable_text(run_dir / name, name))
     for index in bad_workloads:
         if index == len(workloads) - 1 and index not in named:
             health.torn_workload = True
@@ -138,11 +136,20 @@ def _health(run_dir: Path) -> DatabaseHealth:
     return health
 
 
-def _blank_line(path: Path) -> int | None:
+def _unloadable_text(path: Path, name: str) -> list[str]:
+    """What in a database file's text TVM's JSON loader cannot read though Python's can: a blank line
+    (it crashes), a ``\\uXXXX`` escape (it refuses "Unsupported escape sequence: \\u"; Python's
+    ``json.dumps`` writes one for a non-ASCII annotation key, outside probe 9, F5)."""
     try:
-        return first_blank_line(read_plain(path))
+        raw = read_plain(path)
     except (OSError, NotPlainFile):
-        return None
+        return []
+    problems, blank, escape = [], first_blank_line(raw), first_unicode_escape(raw)
+    if blank is not None:
+        problems.append(f"{name} line {blank} is blank: TVM's loader crashes on a blank line (remove it)")
+    if escape is not None:
+        problems.append(f"{name} line {escape} has a \\uXXXX escape, which TVM's JSON reader cannot read")
+    return problems
 
 
 def _cannot(problems: list) -> str:

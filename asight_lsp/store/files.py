@@ -96,6 +96,18 @@ def first_blank_line(raw: bytes) -> int | None:
     return None
 
 
+# A JSON ``\uXXXX`` escape: a ``u`` after an odd number of backslashes (``\\u`` is an escaped backslash
+# and a letter u).  TVM's JSON reader refuses it ("Unsupported escape sequence: \u"), and Python's
+# ``json.dumps`` writes one for every non-ASCII character (outside probe 9, F5).
+_UNICODE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u")
+
+
+def first_unicode_escape(raw: bytes) -> int | None:
+    """The 1-based number of the first line of a file's bytes holding a JSON ``\\uXXXX`` escape, or None."""
+    match = _UNICODE_ESCAPE.search(raw)
+    return None if match is None else raw.count(b"\n", 0, match.start()) + 1
+
+
 def file_lines(raw: bytes) -> Iterator[bytes]:
     """The non-blank lines of a file's bytes, one at a time: ``splitlines()`` built a list of every line
     first, and 128 MiB of newlines (218 KiB in git) became 134 million entries, ~1 GB in the untrusted

@@ -66,6 +66,20 @@ def test_a_cpu_record_faster_than_its_cores_compute_or_below_a_nanosecond_is_no_
         require_adoptable([record(0, 1e-6, cpu)], {**REPLY, "flops": None}, Path("w"), "M.main")
 
 
+def test_a_cpu_call_under_a_microsecond_is_bounded_by_a_few_cores_whatever_num_cores_says():
+    """Outside probe 9, F3: a plain ``llvm`` target (no ``num-cores``) was bounded by 1,024 cores, so 5 ns
+    for a 524,288-FLOP matmul (105 TFLOP/s) was adopted as "best 0.0 µs"."""
+    matmul64 = {**REPLY, "flops": 2 * 64 ** 3}
+    plain = {"keys": ["cpu"], "kind": "llvm", "tag": ""}
+    for target in (plain, {**plain, "num-cores": 64}):
+        with pytest.raises(AsightError, match=r"^w/database_tuning_record.json line 2: 0.005 µs for 524,288 FLOP is "
+                                              r"105 TFLOP/s, above what 4 CPU cores \(a call under 1 µs is a few "
+                                              r"cores' work: .*nothing was adopted$"):
+            require_adoptable([record(0, 20.0, target), record(1, 0.005, target)], matmul64, Path("w"), "M.main")
+    for us, target in ((20.0, {**plain, "num-cores": 2}), (1.0, plain), (0.5, plain), (20.0, plain)):
+        require_adoptable([record(0, us, target)], matmul64, Path("w"), "M.main")
+
+
 def test_counters_whose_kernel_time_is_far_from_the_record_are_another_programs():
     records = [record(0, 134.6), record(1, 16495.6)]
     ok = [{"candidate": 0, "line": 1, "metrics": {"gpu__time_duration.sum": 216_768.0}}]      # 1.6x: ncu's usual
@@ -233,6 +247,20 @@ def test_a_workload_added_or_a_torn_line_after_adopt_is_said_and_a_blank_line_is
     with pytest.raises(AsightError, match=r"^run r: database_tuning_record.json line 41 is blank: TVM's loader "
                                           r"crashes on a blank line \(remove it\): its records changed after adopt"):
         prepare_run(run)
+
+
+def test_a_counters_line_splits_at_newlines_only():
+    """Outside probe 9, F6: a raw U+2028 inside a JSON string (JSON allows it) split the line, which was
+    then "not JSON"; it is one line, refused for its tool's text.  CRLF lines still read."""
+    from asight_lsp.store.counters import parse_counters
+    entry = {"candidate": 0, "tool": "ncu\u2028best: trial 0 (2.0 µs)", "metrics": {"gpu__time_duration.sum": 2e5}}
+    raw = json.dumps(entry, ensure_ascii=False)
+    assert "\u2028" in raw and len(raw.splitlines()) == 2
+    with pytest.raises(AsightError, match=r"^c:1: tool '.*' is not one line of printable text"):
+        parse_counters(raw + "\n", "c")
+    ok = {**entry, "tool": "ncu"}
+    two = parse_counters(json.dumps(ok) + "\r\n\r\n" + json.dumps({**ok, "candidate": 1}) + "\r\n", "c")
+    assert [(e["line"], e["candidate"], e["tool"]) for e in two] == [(1, 0, "ncu"), (3, 1, "ncu")]
 
 
 def test_one_gpu_written_as_its_tag_and_as_its_attributes_is_one_target():

@@ -55,6 +55,30 @@ def test_a_torn_last_line_is_counted_set_aside_and_said(run):
                                  f"{DB_RECORDS}.unreadable; the 40 readable records are kept")
 
 
+def test_a_unicode_escape_tvms_json_reader_refuses_is_damage_naming_its_line(run):
+    """Outside probe 9, F5: an annotation key "café" written by Python's json.dumps as ``caf\\u00e9`` was
+    accepted at adopt, and TVM's loader then refused it ("Unsupported escape sequence: \\u") in the code view."""
+    records = lines(run.records_path)
+    rows = [json.loads(line) for line in records]
+    insts = rows[4][1][0][0]                         # [workload, [[instructions, decisions], run_secs, ...]]
+    insts.insert(1, ["Annotate", ["b0", 1], ["café"], []])
+    assert "caf\\u00e9" in json.dumps(rows[4])
+    run.records_path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    health = database_health(run.path)
+    assert health.problems == [f"{DB_RECORDS} line 5 has a \\uXXXX escape, which TVM's JSON reader cannot read"]
+    assert health.damage.startswith(f"{DB_RECORDS} line 5 has a \\uXXXX escape")
+    assert "TVM cannot load it" in health.damage
+    insts[1][2] = ["caf\\u00e9"]                      # an escaped backslash and a letter u: TVM reads it
+    run.records_path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert '"caf\\\\u00e9"' in run.records_path.read_text() and database_health(run.path).damage is None
+
+
+def test_the_recorded_databases_hold_no_unicode_escape():
+    from asight_lsp.store.files import first_unicode_escape
+    files = [*FIX.glob("runs/*/database_*.json"), *FIX.glob("gpu/**/database_*.json")]
+    assert files and all(first_unicode_escape(path.read_bytes()) is None for path in files)
+
+
 def test_a_line_that_is_json_but_no_record_counts_as_torn(run):
     with run.records_path.open("a") as out:
         out.write("[0, 1]\n")

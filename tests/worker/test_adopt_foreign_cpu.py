@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "fixtures"
 ARM = {"keys": ["arm_cpu", "cpu"], "kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "neoverse-v1",
        "num-cores": 64, "tag": ""}
+WIN = {"keys": ["cpu"], "kind": "llvm", "mtriple": "x86_64-pc-windows-msvc", "mcpu": "skylake", "num-cores": 8,
+       "tag": ""}
 
 
 def asight(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -30,21 +32,31 @@ def asight(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    base = tmp_path_factory.mktemp("arm")
-    folder, ws = base / "cpu_arm", base / "ws"
+def adopted(base: Path, target: dict) -> Path:
+    folder, ws = base / "cpu_folder", base / "ws"
     folder.mkdir(), ws.mkdir()
     shutil.copy(FIX / "runs" / "mbr128" / "database_workload.json", folder)
     rows = [json.loads(line) for line in (FIX / "runs" / "mbr128" / "database_tuning_record.json").read_text().splitlines()]
     for row in rows:
-        row[1][2] = ARM
+        row[1][2] = target
     (folder / "database_tuning_record.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     shutil.copy(FIX / "matmul_bias_relu.py", ws)
     proc = asight("adopt", str(folder), "--file", "matmul_bias_relu.py", cwd=ws)
     assert proc.returncode == 0, proc.stderr
-    assert "target   llvm neoverse-v1" in proc.stdout
+    assert f"target   llvm {target['mcpu']}" in proc.stdout
     return ws
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    return adopted(tmp_path_factory.mktemp("arm"), ARM)
+
+
+@pytest.fixture(scope="module")
+def windows(tmp_path_factory):
+    if platform.system() == "Windows":
+        pytest.skip("Windows is this machine's")
+    return adopted(tmp_path_factory.mktemp("win"), WIN)
 
 
 def code(ws: Path, level: str) -> dict:
@@ -74,6 +86,22 @@ def test_profile_and_hotspots_say_the_run_was_tuned_on_aarch64(workspace):
         assert (f"was tuned on aarch64 and its programs are aarch64 code, which cannot run on this {here} machine"
                 in proc.stderr), proc.stderr
         assert "adopt" not in proc.stderr
+
+
+def test_a_windows_run_builds_its_code_here_and_profile_says_it_was_tuned_for_windows(windows):
+    """Outside probe 9, F4: an x86_64-pc-windows-msvc folder was "runs here" (same CPU), and profile and
+    hotspots segfaulted the worker loading its Windows library."""
+    lowered = code(windows, "lowered")
+    assert '"mtriple": "x86_64-pc-windows-msvc"' in lowered["text"]
+    llvm = code(windows, "llvm")
+    assert 'target triple = "x86_64-pc-windows-msvc"' in llvm["text"]
+    asm = code(windows, "asm")
+    assert "x86_64-pc-windows-msvc code (built here, not run)" in asm["note"]
+    for args in (("profile", "matmul_bias_relu.py"), ("hotspots", "matmul_bias_relu.py", "--run", "latest")):
+        proc = asight(*args, cwd=windows)
+        assert proc.returncode != 0 and "Segfault" not in proc.stderr
+        assert (f"was tuned for x86_64-pc-windows-msvc and its programs are that system's code, which cannot run "
+                f"on this {platform.system()} machine" in proc.stderr), proc.stderr
 
 
 def test_a_triple_this_tvms_llvm_cannot_emit_is_one_sentence(monkeypatch):
