@@ -108,6 +108,8 @@ def run_line(result: FunctionResult) -> str:
     if record.get("tuned"):
         figures = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
                    f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}")
+        if record.get("scope") == "module":
+            figures += " (the module: the sum of its PrimFuncs)"
         if (record.get("load") or {}).get("busy"):
             figures += " (measured on a busy machine: noisy)"
     else:

@@ -13,7 +13,8 @@ from .convert import RawJSON
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
-from ..views.text import format_latency, relative_time, result_parts, trials_text, tuning_best_text
+from ..views.text import (format_latency, member_parts, relative_time, result_parts, trials_text,
+                          tuning_best_text)
 from .state import document_spaces, off_loop_if_big, space_result_of
 
 
@@ -283,7 +284,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
         return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
     record = result.measurement
     if record.get("tuned"):
-        parts = result_parts(record)
+        parts = member_parts(record, result.function_id.rsplit(".", 1)[-1]) or result_parts(record)
         if (record.get("load") or {}).get("busy"):
             parts.append("noisy")
         parts.append(build_mark(result.build))

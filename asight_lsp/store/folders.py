@@ -43,6 +43,12 @@ def require_meta_types(meta: dict) -> None:
         value = meta.get(name)
         if name in meta and (not isinstance(value, kinds) or isinstance(value, bool)):
             raise ValueError(f"its {name} is {json.dumps(value)[:60]}, not what asight writes there")
+    extra = meta.get("extra") if isinstance(meta.get("extra"), dict) else {}
+    adopted = extra.get("adopted")
+    if adopted is not None and not (isinstance(adopted, dict) and isinstance(adopted.get("workload"), int)
+                                    and not isinstance(adopted.get("workload"), bool)):
+        raise ValueError(f"its extra.adopted is {json.dumps(adopted)[:60]}, not what `asight adopt` writes there "
+                         "(adopt the work folder again)")      # outside probe 10, F3: an internal error
     target = meta.get("target")
     readable = target is None or (isinstance(target, str) and 0 < len(target) <= 4096) or \
         (isinstance(target, dict) and isinstance(target.get("kind"), str))

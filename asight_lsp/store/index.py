@@ -215,12 +215,23 @@ class RunIndex:
         records.update()
         if not records.best:
             return None
+        adopted = self._adopted_workload(run_id)
+        if adopted is not None:         # adopt matched the function to this workload (outside probe 10, F1)
+            return records.best.get(adopted)
         if len(records.best) == 1:
             return next(iter(records.best.values()))
         index = self.workload_of(run_id, fn) if fn is not None else None
         if index is None:
             return None
         return records.best.get(index)
+
+    def _adopted_workload(self, run_id: str) -> int | None:
+        """The workload adopt matched an adopted run's function to (a run of one function), else None:
+        by names, a folder holding a second kernel left the hover without a best."""
+        meta = self.get(run_id)
+        adopted = (meta.extra or {}).get("adopted") if meta is not None else None
+        workload = adopted.get("workload") if isinstance(adopted, dict) else None
+        return workload if isinstance(workload, int) and not isinstance(workload, bool) else None
 
     def workload_of(self, run_id: str, fn: Function) -> int | None:
         """The workload (task) of a function in a multi-workload run, by the names it contains."""

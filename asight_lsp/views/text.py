@@ -68,6 +68,20 @@ def result_parts(record: dict) -> list[str]:
     return [format_latency(record["tuned"]["median_us"]), short_speedup(record)]
 
 
+def member_parts(record: dict, member: str) -> list[str] | None:
+    """A lens over one PrimFunc of a run tuned as a module: its own medians from the measurement's
+    ``parts``, then the module's sum named as such (``18 µs · 3.4× vs untuned · module 56 µs``); the
+    module's total read as each function's figure (outside probe 10, F4).  None for another record."""
+    parts = record.get("parts") or {}
+    tuned, untuned = parts.get(f"tuned {member}"), parts.get(f"untuned {member}")
+    if record.get("scope") != "module" or not isinstance(tuned, dict) or not tuned.get("median_us"):
+        return None
+    own = [format_latency(tuned["median_us"])]
+    if isinstance(untuned, dict) and untuned.get("median_us"):
+        own.append(f"{untuned['median_us'] / tuned['median_us']:.1f}× vs untuned (medians)")
+    return own + [f"module {format_latency(record['tuned']['median_us'])}"]
+
+
 def tuning_best_text(best_us: float, extra: dict | None = None) -> str:
     """The best MetaSchedule's runner saw, said as such, and where: an adopted run's was seen on the
     machine that tuned it (an H100's 0.13 ms read like this CPU's; outside probe 3, F9)."""

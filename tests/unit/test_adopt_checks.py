@@ -92,7 +92,7 @@ def test_counters_without_a_kernel_time_are_said_unchecked_at_adopt(tmp_path):
     shutil.copytree(FIXTURES / "runs" / "mbr128", tmp_path / "r")
     run = Run(tmp_path / "r")
     meta = run.load()
-    meta.extra["adopted"] = {}
+    meta.extra["adopted"] = {"workload": 0}
     run.save(meta)
     timed = {"gpu__time_duration.sum": 1.0, "launch__registers_per_thread": 32}
     _note_lacking(run, [{"candidate": 1, "metrics": timed}, {"candidate": 2, "metrics": {"a": 1}},
