@@ -81,9 +81,11 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     try:
         reply = _reply(worker, params, text, path, selection, check or level == "ptx")
     except WorkerError as err:
-        if "ScheduleError" not in f"{err.error_type} {err}" or found is None or not _stale(found, selection, text):
+        why = trace_gone(found, selection, [record] if record else records, _stale(found, selection, text)) \
+            if "ScheduleError" in f"{err.error_type} {err}" and found is not None else None
+        if why is None:
             raise
-        raise AsightError(trace_gone(found, selection, [record] if record else records)) from None
+        raise AsightError(why) from None
     payload, record = _payload(path, selection, found, records, record, reply, chosen_records(meta))
     if (reply.get("applied") or {}).get("kept") == "dlight":
         _dlight_payload(payload, meta)
@@ -176,17 +178,26 @@ def _reply(worker, params: dict, text: str, path: str, selection, check: bool) -
         return unsandboxed.request(wire.CODE, params, timeout=300)
 
 
-def trace_gone(run: Run, selection, records: list[dict]) -> str:
-    """Why a stale run's trace no longer applies, in the product's words: the blocks its records get
-    that the function no longer has (probe 4, F9: a renamed block answered TVM's raw "ScheduleError: An
-    error occurred in the schedule primitive 'get-block'.")."""
+def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> str | None:
+    """Why a run's trace does not apply, in the product's words: the blocks its records get that the
+    function no longer has (probe 4, F9: a renamed block answered TVM's raw "ScheduleError: An error
+    occurred in the schedule primitive 'get-block'."); not ``stale``: the source was never edited, but
+    its blocks are named otherwise than in the records adopted for it (outside probe 11, F1); None when
+    not ``stale`` and every block the records get is there (another ScheduleError: TVM's own words)."""
     have = {b.name for fn in selection.functions for b in fn.blocks} | {"root"}
     wanted = {inst[2][0] for r in records for inst in r.get("insts") or []
               if isinstance(inst, list) and len(inst) > 2 and inst[0] in ("GetSBlock", "GetBlock")
               and isinstance(inst[2], list) and inst[2] and isinstance(inst[2][0], str)}
     gone = sorted(wanted - have)
+    if not stale and not gone:
+        return None
     what = (f" (block{'s' if len(gone) > 1 else ''} {', '.join(gone)} {'are' if len(gone) > 1 else 'is'} no longer in it)"
             if gone else "")
+    if not stale:
+        named = f"the records of run {run.id} get block{'s' * (len(gone) > 1)} {', '.join(gone)}"
+        return (f"{named}, which this function does not have (the same computation with its blocks named "
+                "otherwise: structural matching ignores names): rename the blocks as the records name them, or "
+                "re-tune it here")
     return (f"the function changed since run {run.id}{what}: its records no longer apply to it; re-tune it, or "
             f"view the run's own source (asight code {run.source_path} --run {run.id})")
 

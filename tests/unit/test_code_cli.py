@@ -130,6 +130,15 @@ def test_a_renamed_block_says_the_function_changed_since_the_run_not_tvms_schedu
     source.write_text(Path(SOURCE).read_text())     # not stale: the worker's error is not reworded
     with pytest.raises(WorkerError, match="^ScheduleError"):
         code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False)
+    # the run made for the renamed source (adopt matches by structure, which ignores block names): no
+    # edit to blame, the records' block named (outside probe 11, F1)
+    renamed = Path(SOURCE).read_text().replace('sblock("matmul")', 'sblock("mm")')
+    source.write_text(renamed)
+    hashes = {fn.id: function_hash(renamed, fn) for fn in build_outline(renamed, str(source)).functions}
+    (store / "runs" / "mbr128" / "run.json").write_text(json.dumps({**meta, "file": str(source), "source_hashes": hashes}))
+    with pytest.raises(AsightError, match=r"^the records of run mbr128 get block matmul, which this function does not "
+                                          r"have \(the same computation with its blocks named otherwise"):
+        code_view(str(source), store_root=str(store), worker=_TraceFails(), check=False)
 
 
 def test_a_candidate_of_a_run_with_an_empty_records_file_says_it_is_empty(capsys, tmp_path):
