@@ -71,7 +71,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     records = read_records(found.path) if found else []
     record = _record(found, records, candidate) if candidate is not None else None
     meta = prepare_run(found) if found else None
-    if record is None and candidate is None:
+    if record is None and candidate is None and chosen_records(meta) is None:    # no re-measurement chose one
         record = adopted_best(meta, records)
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
