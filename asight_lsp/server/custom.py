@@ -16,6 +16,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..errors import AsightError
+from ..services.lookup import unreadable_note
 from ..store.runs import RunMeta
 from ..tvmscript.model import Function
 from ..views.runs import runs_payload
@@ -225,6 +226,12 @@ async def build_request(ls, params: dict) -> PayloadRequest:
     return PayloadRequest(params, run, state.index.run_dir(run.id) if run else None, file, text, fn, state)
 
 
+def no_run_message(req: PayloadRequest) -> str:
+    """Why a panel has no run: the function's unreadable run named (outside probe 11, F2), else none yet."""
+    unreadable = req.state.index.unreadable_for(req.file, req.function) if req.function is not None and req.file else []
+    return unreadable_note(*unreadable[-1]) if unreadable else "no run yet: tune the function first"
+
+
 async def dispatch(ls, method: str, params: Any) -> dict:
     """Answer one custom request with its payload (or ``unavailable``)."""
     schema = P.REQUEST_SCHEMAS[method]
@@ -233,7 +240,7 @@ async def dispatch(ls, method: str, params: Any) -> dict:
     if builder is None:
         return P.unavailable(schema, f"{method} is not available in this version of the server yet")
     if method in NEEDS_RUN and req.run is None:
-        return P.unavailable(schema, "no run yet: tune the function first")
+        return P.unavailable(schema, no_run_message(req))
     return await asyncio.to_thread(builder, req)
 
 

@@ -10,6 +10,7 @@ from lsprotocol import types
 from .. import protocol as P
 from ..tvmscript.model import Function, Outline
 from .convert import RawJSON
+from ..services.lookup import unreadable_note
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
@@ -62,6 +63,17 @@ def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
     if result.refused:      # an adopted run edited since: no figure of it (outside probe 6, N1)
         return (line, f"⚠ run {result.meta.id} not used: its files changed after adopt", command, arg, result.refused)
     return (line, result_lens_title(result), command, arg, result_lens_tooltip(result))
+
+
+def unreadable_lenses(uri: str, fn: Function, unreadable: list[tuple[str, str]], line: int) -> list[tuple]:
+    """A function whose only runs cannot be read: "⚠ run R not shown: run.json is unreadable", the
+    reason in its tooltip; a click opens the search space, which says it again (outside probe 11, F2:
+    the editor showed the function as never tuned)."""
+    if not unreadable:
+        return []
+    run_id, why = unreadable[-1]
+    return [(line, f"⚠ run {run_id} not shown: run.json is unreadable", P.CMD_SHOW_SEARCH_SPACE,
+             {"uri": uri, "function": fn.id}, unreadable_note(run_id, why))]
 
 
 def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:
@@ -272,6 +284,9 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))
+        else:
+            parts.append(code_lens_json(unreadable_lenses(doc.uri, fn, ls.state.index.unreadable_for(doc.path, fn),
+                                                          line)))
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
 
 

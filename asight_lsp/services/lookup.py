@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..store.database import require_records_target
+from ..store.folders import claimed_owner, claims
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
@@ -32,7 +33,37 @@ def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
     passing over runs that failed before measuring (``RunStore.latest_for``, the rule of ``latest``)."""
     names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
     newest = store.latest_for(path, names)
+    if newest is None:
+        require_no_unreadable(store, path, names)
     return Run(store.runs_dir / newest.id) if newest else None
+
+
+def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str]]:
+    """``(run id, why)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
+    it still holds, else by its id), oldest first."""
+    out = []
+    for run in store.all():
+        try:
+            run.load()
+        except AsightError as err:
+            if claims(claimed_owner(run.meta_path), run.id, path, names, store.run_id_prefix):
+                out.append((run.id, str(err)))
+    return out
+
+
+def require_no_unreadable(store: RunStore, path: str, names: set[str]) -> None:
+    """A function whose only runs are unreadable is not "never tuned": AsightError naming the newest
+    (outside probe 11, F2: the code view said "this function has no run")."""
+    unreadable = unreadable_runs(store, path, names)
+    if unreadable:
+        run_id, why = unreadable[-1]
+        raise AsightError(f"{unreadable_note(run_id, why)}")
+
+
+def unreadable_note(run_id: str, why: str) -> str:
+    """One sentence for a function's run that is not shown (the CLI's error, the editor's lens tooltip)."""
+    return (f"{why}; it is this function's run, not shown while its run.json cannot be read: adopt or tune "
+            f"again, or move {run_id} away")
 
 
 @dataclass

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from ..errors import AsightError
+from .files import read_plain
 
 
 MAX_META_BYTES = 4 << 20      # run.json: metadata (a tiny model's is 19 KB), never more
@@ -55,6 +56,30 @@ def require_meta_types(meta: dict) -> None:
     if not readable:
         raise ValueError(f"its target {json.dumps(target)[:60]} is not a target (a text such as \"llvm\", or "
                          "TVM's target JSON with a \"kind\")")
+
+
+def claimed_owner(meta_path: Path) -> tuple[str | None, str | None]:
+    """The file (absolute) and function an unreadable ``run.json`` still names as plain strings, else
+    None for each: the editor and the CLI say which function's run they do not show, instead of "no
+    run yet" (outside probe 11, F2).  Nothing of it is used but to match names."""
+    try:
+        data = json.loads(read_plain(meta_path, MAX_META_BYTES))
+    except (OSError, ValueError, RecursionError, AsightError):   # a link, too large, not JSON
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    file, function = data.get("file"), data.get("function")
+    plain = isinstance(file, str) and 0 < len(file) <= 4096 and "\0" not in file
+    return (os.path.abspath(file) if plain else None), (function if isinstance(function, str) else None)
+
+
+def claims(owner: tuple[str | None, str | None], run_id: str, file: str, names: set[str], prefix) -> bool:
+    """Is an unreadable run (``owner``: ``claimed_owner``) one of ``names``' runs in ``file``?  By the
+    names run.json still holds, else by its id (``prefix(name)``: how a function's run ids begin)."""
+    owner_file, owner_function = owner
+    if owner_file is not None and owner_function is not None:
+        return owner_file == os.path.abspath(file) and owner_function in names
+    return any(run_id.startswith(prefix(name)) for name in names)
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes

@@ -18,8 +18,8 @@ from pathlib import Path
 from ..errors import AsightError
 from ..tvmscript.model import Function
 from .files import MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
-from .folders import require_plain_store
-from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, measured
+from .folders import claimed_owner, claims, require_plain_store
+from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
 
 
 def chosen_entry(chosen: list | None, workload: int) -> dict | None:
@@ -94,6 +94,7 @@ class RunIndex:
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self._refused: dict[str, str] = {}      # why the store, or a run in it, is not shown ("" -> the store)
+        self._unreadable: dict[str, tuple] = {}  # run id -> (mtime, claimed_owner of its run.json, why not read)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
 
@@ -146,10 +147,10 @@ class RunIndex:
             try:
                 meta = Run(entry.path).load()
             except AsightError as err:
-                self._refused[entry.name] = f"not shown: {err}"
-                self._metas.pop(entry.name, None)
+                changed = self._refuse(entry, mtime, err) or changed
                 continue
             self._refused.pop(entry.name, None)
+            self._unreadable.pop(entry.name, None)
             self._metas[entry.name] = (mtime, meta)
             changed = True
         for gone in set(self._metas) - seen:
@@ -157,7 +158,26 @@ class RunIndex:
             changed = True
         for gone in set(self._refused) - seen - {""}:
             del self._refused[gone]
+            self._unreadable.pop(gone, None)
         return changed
+
+    def _refuse(self, entry: os.DirEntry, mtime: int, err: AsightError) -> bool:
+        """Keep why a run is not shown and whose run it says it is; True when that is news (a run
+        that was shown, or another reason: the lenses are drawn again)."""
+        news = self._metas.pop(entry.name, None) is not None or self._unreadable.get(entry.name, (0, 0, ""))[2] != str(err)
+        self._refused[entry.name] = f"not shown: {err}"
+        self._unreadable[entry.name] = (mtime, claimed_owner(Path(entry.path) / "run.json"), str(err))
+        return news
+
+    def unreadable_for(self, file: str, function: Function) -> list[tuple[str, str]]:
+        """``(run id, why)`` of the function's runs whose run.json cannot be read (by the names it
+        still holds, else by its id), oldest first: the editor names them instead of "no run yet"."""
+        names = {name for name in (function.id, function.unit) if name}
+        with self.lock:
+            self._metas_locked()
+            found = sorted((mtime, run_id, why) for run_id, (mtime, owner, why) in self._unreadable.items()
+                           if claims(owner, run_id, file, names, RunStore.run_id_prefix))
+            return [(run_id, why) for _, run_id, why in found]
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id

@@ -240,3 +240,26 @@ async def test_an_adopted_run_edited_after_adopt_shows_no_figure_in_lens_hover_o
     assert "⚠ not used: run mbr128: run.json's best (2.0 µs)" in text and "best 2.0 µs" not in text
     runs = (await request(client, P.REQ_RUNS, {"uri": uri}))["runs"]
     assert runs[0]["bestUs"] is None and runs[0]["headline"].startswith("not used: run mbr128: run.json's best")
+
+
+async def test_a_run_json_made_unreadable_names_the_run_in_the_lens_and_the_panels(client, workspace, tuned):
+    """Outside probe 11, F2: run.json's extra.adopted edited to "yes": the CLI refused in one line, but
+    the editor offered Profile and said "no run yet: tune the function first" in every panel."""
+    import json
+    path = workspace / ".asight" / "runs" / "mbr128" / "run.json"
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    assert len(await lenses(client, uri)) == 7
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "extra": {**meta.get("extra", {}), "adopted": "yes"}}))
+    await asyncio.sleep(0.6)                              # the run index re-scans at most every 0.5 s
+    found = await lenses(client, uri)
+    assert [lens.command.title for lens in found][4:] == ["⚠ run mbr128 not shown: run.json is unreadable"]
+    assert found[4].command.tooltip.startswith('run mbr128: run.json is unreadable (its extra.adopted is "yes"')
+    assert "it is this function's run" in found[4].command.tooltip
+    for method in (P.REQ_LOOP_VIEW, P.REQ_SEARCH_SPACE):
+        answer = await request(client, method, {"uri": uri, "function": "MatmulBiasRelu.main"})
+        assert answer["status"] == "unavailable" and answer["message"] == found[4].command.tooltip
+    path.write_text(json.dumps(meta))                     # mended: the run is shown again
+    await asyncio.sleep(0.6)
+    assert "70× vs untuned" in [lens.command.title for lens in await lenses(client, uri)][4]

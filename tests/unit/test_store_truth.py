@@ -436,3 +436,28 @@ def test_a_record_whose_run_secs_are_not_positive_seconds_is_damage_and_never_th
     assert database_health(run.path).damage.startswith(
         f"{DB_RECORDS} line 6: run_secs must be positive seconds, not {shown}")
     assert read_records(run.path)[5]["latency_us"] is None
+
+
+def test_an_unreadable_run_is_named_for_its_function_by_the_names_it_holds_else_by_its_id(tmp_path):
+    """Outside probe 11, F2: the editor and the code view said "no run" of a function whose run.json
+    could not be read; they name it now (``lookup.require_no_unreadable``, ``RunIndex.unreadable_for``)."""
+    from asight_lsp.services.lookup import require_no_unreadable, unreadable_runs
+    from asight_lsp.store.index import RunIndex
+    from asight_lsp.tvmscript.model import Function
+    store = RunStore(tmp_path)
+    named = store.runs_dir / "x-20260101-000000-0000"      # names its file and function, one field bad
+    named.mkdir(parents=True)
+    (named / "run.json").write_text(json.dumps({"file": "/w/m.py", "function": "M.main", "target": 42}))
+    torn = store.runs_dir / "M.main-20260101-000000-0001"   # no JSON: its id says whose it is
+    torn.mkdir()
+    (torn / "run.json").write_text("{")
+    assert [rid for rid, _ in unreadable_runs(store, "/w/m.py", {"M.main"})] == [named.name, torn.name]
+    assert [rid for rid, _ in unreadable_runs(store, "/w/other.py", {"M.main"})] == [torn.name]
+    assert unreadable_runs(store, "/w/m.py", {"M.small"}) == []
+    with pytest.raises(AsightError, match=f"run {torn.name}: run.json is unreadable.*this function's run"):
+        require_no_unreadable(store, "/w/m.py", {"M.main"})
+    index = RunIndex(tmp_path, min_interval=0)
+    fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
+    assert [rid for rid, _ in index.unreadable_for("/w/m.py", fn)] == [named.name, torn.name]
+    shutil.rmtree(named)
+    assert [rid for rid, _ in index.unreadable_for("/w/m.py", fn)] == [torn.name]
