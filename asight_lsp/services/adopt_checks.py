@@ -106,7 +106,15 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
         raise AsightError(f"run {meta.id}: {health.problems[0]}: its records changed after adopt; adopt the work "
                           "folder again")
     reply = {"workload": adopted.get("workload"), "flops": adopted.get("flops"), "dtypes": adopted.get("dtypes")}
-    require_adoptable(records, reply, Path(run.path), meta.function, tail)
+    try:
+        require_adoptable(records, reply, Path(run.path), meta.function, tail)
+    except AsightError as err:
+        if _changed_files(run, adopted) == []:     # the files are adopt's: run.json's fields were edited
+            why = str(err).removesuffix(f"; {tail}").replace(f"{Path(run.path)}{os.sep}", "")
+            raise AsightError(f"run {meta.id}: run.json was edited after adopt: its extra.adopted (workload "
+                              f"{reply['workload']}) does not fit the database files adopt checked, which are "
+                              f"unchanged ({why}); adopt the work folder again") from None
+        raise
     _require_unchanged(run, meta.id, adopted)
     best = min(r["latency_us"] for r in records if r["workload"] == reply["workload"] and r["latency_us"] is not None)
     remeasured = bool((meta.measurement or {}).get("tuned"))      # then best_us is the re-measurement's
@@ -117,11 +125,7 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
 
 def _require_unchanged(run, run_id: str, adopted: dict) -> None:
     """The run's database files are the ones adopt checked (runs adopted before the digest: not checked)."""
-    digest = adopted.get("digest")
-    if not isinstance(digest, dict):
-        return
-    now = run.database_digest()
-    changed = [name for name in sorted(digest) if now.get(name) != digest[name]]
+    changed = _changed_files(run, adopted)
     if not changed:
         return
     aside = int(run.load().extra.get("set_aside_records") or 0) > int(adopted.get("set_aside") or 0)
@@ -130,6 +134,15 @@ def _require_unchanged(run, run_id: str, adopted: dict) -> None:
     raise AsightError(f"run {run_id}: {' and '.join(changed)} changed after adopt checked "
                       f"{'them' if len(changed) > 1 else 'it'}{torn}: the views show only what adopt checked; "
                       "adopt the work folder again")
+
+
+def _changed_files(run, adopted: dict) -> list[str] | None:
+    """The database files whose digest is not the one adopt kept; None for a run adopted before the digest."""
+    digest = adopted.get("digest")
+    if not isinstance(digest, dict):
+        return None
+    now = run.database_digest()
+    return [name for name in sorted(digest) if now.get(name) != digest[name]]
 
 
 def adopted_problem(run, meta) -> str | None:

@@ -46,10 +46,13 @@ def require_meta_types(meta: dict) -> None:
             raise ValueError(f"its {name} is {json.dumps(value)[:60]}, not what asight writes there")
     extra = meta.get("extra") if isinstance(meta.get("extra"), dict) else {}
     adopted = extra.get("adopted")
-    if adopted is not None and not (isinstance(adopted, dict) and isinstance(adopted.get("workload"), int)
-                                    and not isinstance(adopted.get("workload"), bool)):
+    if adopted is not None and not isinstance(adopted, dict):
         raise ValueError(f"its extra.adopted is {json.dumps(adopted)[:60]}, not what `asight adopt` writes there "
                          "(adopt the work folder again)")      # outside probe 10, F3: an internal error
+    workload = (adopted or {}).get("workload")
+    if adopted is not None and (not isinstance(workload, int) or isinstance(workload, bool)):
+        raise ValueError(f"its extra.adopted.workload is {json.dumps(workload)[:60]}, not what `asight adopt` writes "
+                         "there (a workload's line index; adopt the work folder again)")   # probe 11, F3: cut off
     target = meta.get("target")
     readable = target is None or (isinstance(target, str) and 0 < len(target) <= 4096) or \
         (isinstance(target, dict) and isinstance(target.get("kind"), str))

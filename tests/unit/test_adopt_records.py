@@ -311,3 +311,21 @@ def test_occupancy_below_one_warp_and_kernel_times_in_ms_are_said_for_what_they_
     with pytest.raises(AsightError, match=r"time its kernel at 0.000217 µs, .* reads like milliseconds; .*: these "
                                           r"counters are in another unit$"):
         counter_candidates(in_ms, [record(0, 134.6)], 0, "c")
+
+
+@pytest.mark.parametrize("workload, message", [
+    (1, r"^run r: run.json was edited after adopt: its extra.adopted \(workload 1\) does not fit the database files "
+        r"adopt checked, which are unchanged \(database_tuning_record.json holds no record of MatmulBiasRelu.main"),
+    (True, r"^run r: run.json is unreadable \(its extra.adopted.workload is true, not what `asight adopt` writes"),
+])
+def test_an_edited_extra_adopted_is_blamed_on_run_json_not_on_the_records(tmp_path, workload, message):
+    """Outside probe 11, F3: "workload": 1 edited into run.json was "the records changed after adopt"
+    and "nothing was tuned there yet"; "workload": true was quoted cut off before the bad field."""
+    import json
+    from asight_lsp.services.lookup import prepare_run
+    run = _adopted_copy(tmp_path)
+    data = json.loads(run.meta_path.read_text())
+    data["extra"]["adopted"]["workload"] = workload
+    run.meta_path.write_text(json.dumps(data))
+    with pytest.raises(AsightError, match=message):
+        prepare_run(run)
