@@ -16,6 +16,8 @@ worker reports is used and named: measured chain, cpufreq ``scaling_max_freq``, 
 """
 from __future__ import annotations
 
+from .gpu_peak import MARGIN, input_kind
+
 # fp32 FLOP per cycle per core = FMA pipes x lanes x 2.  Sources: Agner Fog, "The microarchitecture
 # of Intel, AMD and VIA CPUs" (2024), and the vendors' optimization manuals named per row.
 MICROARCHITECTURES = (
@@ -109,3 +111,39 @@ def peak_figures(host: dict) -> dict:
     return {"gflops": best["gflops"] if best else None, "source": best["source"] if best else "unknown",
             "measured": measured, "formula": formula,
             "note": "peak = the larger of the measured reference and the formula at the clock the cores reach"}
+
+
+# A CPU record adopted from elsewhere (outside probe 8, F3: 1 ps for a 524,288-FLOP matmul became "best
+# 0.0 µs"): no CPU core computes more than 2 x 512-bit FMA (64 fp32 FLOP) a cycle at 6.5 GHz; AMX
+# tiles (Sapphire Rapids) do 16x that in bf16 and 32x in int8.  The cores are the target's
+# ``num-cores`` (or 1,024 where it names none): a bound no real program reaches, not a peak.  A call
+# under 1 µs is bounded by a few cores' work whatever ``num-cores`` says: TVM's parallel launch (waking
+# its thread pool) takes longer than that, so such a call ran on at most 4 cores (outside probe 9, F3:
+# 5 ns for 524,288 FLOP on a target without ``num-cores`` was adopted as "best 0.0 µs").
+CPU_CORE_FP32_TFLOPS = 64 * 6.5e9 / 1e12
+CPU_KIND_SCALE = {"fp32": 1, "fp16": 16, "int8": 32}
+CPU_CORES_UNKNOWN = 1024
+CPU_SHORT_CALL_US = 1.0
+CPU_SHORT_CALL_CORES = 4
+
+
+def cpu_impossible_rate(flops: float | None, latency_us: float, cores, dtypes: list[str]) -> str | None:
+    """Why ``latency_us`` for ``flops`` cannot have been measured on a CPU of ``cores`` cores (None: it can).
+    The cores are ``cores`` (1,024 where it is none), but at most 4 for a call under 1 µs: waking TVM's
+    thread pool for a parallel launch takes longer than that, so a shorter call is a few cores' work."""
+    if not flops or not latency_us or latency_us <= 0:
+        return None
+    count = int(cores) if isinstance(cores, (int, float)) and not isinstance(cores, bool) and 0 < cores < 1 << 20 \
+        else CPU_CORES_UNKNOWN
+    short = latency_us < CPU_SHORT_CALL_US and count > CPU_SHORT_CALL_CORES
+    count = CPU_SHORT_CALL_CORES if short else count
+    kind = input_kind(dtypes)
+    ceiling = CPU_CORE_FP32_TFLOPS * CPU_KIND_SCALE[kind] * count * MARGIN
+    rate = flops / (latency_us * 1e-6) / 1e12
+    if rate <= ceiling:
+        return None
+    cores_words = (f"{count:,} CPU cores (a call under 1 µs is a few cores' work: waking TVM's thread pool "
+                   f"takes longer)" if short else f"{count:,} CPU cores")
+    return (f"{latency_us:.3g} µs for {flops:,.0f} FLOP is {rate:,.3g} TFLOP/s, above what {cores_words} "
+            f"compute at {kind} ({ceiling:,.3g} TFLOP/s: 2 x 512-bit FMA{' and AMX' if kind != 'fp32' else ''} at "
+            f"6.5 GHz, ×{MARGIN} for clocks): not a measurement")

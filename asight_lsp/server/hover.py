@@ -166,9 +166,10 @@ def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
     cached while neither file changes: ``(entries, None)``, ``(None, why)`` for a refused file."""
     from ..services.adopt_checks import checked_counters
     from ..store.counters import COUNTERS
+    from ..store.files import stamp
     from ..store.runs import DB_RECORDS, read_records
     run_dir = Path(result.run_dir)
-    key = (str(run_dir), _stamp(run_dir / COUNTERS), _stamp(run_dir / DB_RECORDS))
+    key = (str(run_dir), stamp(run_dir / COUNTERS), stamp(run_dir / DB_RECORDS))
     if key[1] is None:
         return None, None
     if key not in _CHECKED:
@@ -178,14 +179,6 @@ def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
             _CHECKED.clear()
         _CHECKED[key] = found
     return _CHECKED[key]
-
-
-def _stamp(path: Path) -> tuple | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
 
 
 def gpu_lines(result: FunctionResult, metrics: dict | None = None) -> list[str]:

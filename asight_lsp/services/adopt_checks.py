@@ -11,11 +11,13 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..analysis.gpu_peak import cpu_impossible_rate, impossible_rate, warp_slots
+from ..analysis.gpu_peak import impossible_rate, warp_slots
+from ..analysis.peak import cpu_impossible_rate
 from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
 from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
 from ..store.database import database_health, require_records_target
+from ..store.files import printable_name
 from ..store.runs import DB_RECORDS, SET_ASIDE, read_records
 
 FASTER = 2.0                            # ncu faster than the runner by more: said at adopt
@@ -62,8 +64,7 @@ def _require_plain_target(target, where: Path, tail: str) -> None:
         return
     for key in ("kind", "arch", "mcpu", "mtriple", "tag"):
         value = target.get(key)
-        if value is not None and (not isinstance(value, str) or len(value) > 80
-                                  or any(not ch.isprintable() for ch in value)):
+        if value is not None and not printable_name(value, 80):
             raise AsightError(f"{where}: the records' target {key} {str(value)[:40]!r} is not a name (short printable "
                               f"text); {tail}")
     arch = target.get("arch")

@@ -17,6 +17,7 @@ from ..engine.targets import runs_here, runs_on_device
 from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
 from ..store.caches import PROFILE_FILE, load_profile
+from ..store.files import stamp
 from ..store.index import RunIndex
 from ..store.runs import DB_RECORDS, Run, RunMeta
 from ..tvmscript.hashing import constants_hold
@@ -117,7 +118,7 @@ class Results:
         """Why a run's records are not used (``adopt_checks.adopted_problem``), cached per run.json and
         records file: the lens, hover and run list say it instead of run.json's figures."""
         run_dir = self.index.run_dir(meta.id)
-        key = tuple(_stamp(run_dir / name) for name in ("run.json", DB_RECORDS))
+        key = tuple(stamp(run_dir / name) for name in ("run.json", DB_RECORDS))
         with self.lock:
             cached = self._refusals.get(meta.id)
             if cached is None or cached[0] != key:
@@ -172,14 +173,6 @@ class Results:
             profile = load_profile(Run(self.index.run_dir(run_id)))
             cached = self._profiles[run_id] = (mtime, profile)
         return cached[1]
-
-
-def _stamp(path: Path) -> tuple | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
 def _blocks_key(fn: Function) -> tuple:

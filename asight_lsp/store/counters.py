@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from ..errors import AsightError
-from .files import NotPlainFile, read_plain
+from .files import NotPlainFile, printable_name, read_plain
 
 COUNTERS = "counters.jsonl"
 COUNTERS_LIMIT = 8 << 20     # bytes (the H100 run's: 28 KB)
@@ -83,7 +83,7 @@ def _problem(entry) -> str | None:
         return "metrics must be a non-empty object {name: number}"
     named = [("tool", entry.get("tool"))] + [("a metric name", name) for name in entry["metrics"]]
     for what, text in named:
-        if text is not None and (not isinstance(text, str) or _unprintable(text)):
+        if text is not None and not printable_name(text, 200):
             return f"{what} {str(text)[:60]!r} is not one line of printable text (the views show it)"
     for name, value in entry["metrics"].items():
         if not _plain_number(value):
@@ -92,13 +92,6 @@ def _problem(entry) -> str | None:
         if bound and not (value <= bound[0] and (not bound[1] or float(value).is_integer())):
             return f"metric {str(name)[:80]!r} is {value!r}: {bound[2]}"
     return _occupancy_problem(entry["metrics"])
-
-
-def _unprintable(text: str) -> bool:
-    """Control characters (a newline, ESC, BEL: a terminal runs them) or bidirectional overrides, or
-    over 200 characters: a counters file comes from another machine (outside probe 8, F5)."""
-    return len(text) > 200 or any(not ch.isprintable() or "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069"
-                                  for ch in text)
 
 
 def _json_words(value) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AsightError
-from .files import NotPlainFile, first_blank_line, first_unicode_escape, read_plain
+from .files import NotPlainFile, first_blank_line, first_unicode_escape, read_plain, stamp
 from .runs import (DB_RECORDS, DB_WORKLOADS, FAILED_LATENCY, SET_ASIDE, UNREADABLE, DamagedDatabase, Run, RunMeta, is_record_row,
                    json_lines, read_json_lines)
 
@@ -48,7 +48,7 @@ _CACHE: dict = {}
 def database_health(run_dir: str | os.PathLike) -> DatabaseHealth:
     """The health of a run directory's JSON database (cached by the files' sizes and times)."""
     run_dir = Path(run_dir)
-    key = (str(run_dir.resolve()), _stamp(run_dir / DB_RECORDS), _stamp(run_dir / DB_WORKLOADS))
+    key = (str(run_dir.resolve()), stamp(run_dir / DB_RECORDS), stamp(run_dir / DB_WORKLOADS))
     if key not in _CACHE:
         if len(_CACHE) > 64:
             _CACHE.clear()
@@ -86,14 +86,6 @@ def _kind(target) -> str | None:
         return target.get("kind")
     text = target.split()[0] if isinstance(target, str) and target.strip() else None
     return "a tag" if text and "/" in text else text
-
-
-def _stamp(path: Path):
-    try:
-        stat = path.stat()
-        return stat.st_size, stat.st_mtime_ns
-    except FileNotFoundError:
-        return None
 
 
 def _health(run_dir: Path) -> DatabaseHealth:

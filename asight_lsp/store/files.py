@@ -116,3 +116,20 @@ def file_lines(raw: bytes) -> Iterator[bytes]:
     for match in _LINE.finditer(raw):
         yield match.group(0)
 
+
+def stamp(path: str | os.PathLike) -> tuple | None:
+    """A file's size, mtime and inode (a rewrite of the same size within one mtime tick, by rename, is
+    another inode): the key of a cache of what was read from it; None when it is not there."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ino
+
+
+def printable_name(text, limit: int) -> bool:
+    """One short line of printable text: a name from another machine that the views print (a tool, a
+    metric, a target's tag).  Control characters reach a terminal (a newline, ESC, BEL), and format
+    characters (``Cf``: bidirectional overrides) reorder what is shown; ``isprintable`` rejects both
+    (outside probe 8, F5)."""
+    return isinstance(text, str) and len(text) <= limit and text.isprintable()
