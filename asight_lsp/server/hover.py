@@ -173,8 +173,7 @@ def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
     if key[1] is None:
         return None, None
     if key not in _CHECKED:
-        workload = ((result.meta.extra or {}).get("adopted") or {}).get("workload")
-        found = checked_counters(run_dir, read_records(run_dir), workload)
+        found = checked_counters(run_dir, read_records(run_dir), (result.meta.extra or {}).get("adopted"))
         if len(_CHECKED) >= 16:
             _CHECKED.clear()
         _CHECKED[key] = found

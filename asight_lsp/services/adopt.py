@@ -48,7 +48,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     _refuse_unloadable(folder, reply.get("bad"))
     require_adoptable(read_records(folder), reply, folder, selection.label)
     unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from,
-                                torn=database_health(folder).unreadable > 0)
+                                torn=database_health(folder).unreadable > 0, work=reply)
     store = RunStore(store_root)
     earlier = adopted_before(store, folder)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))

@@ -160,35 +160,41 @@ def adopted_problem(run, meta) -> str | None:
     return None
 
 
-def run_counters(run_dir, records: list[dict], workload: int | None = None) -> list[dict] | None:
+def run_counters(run_dir, records: list[dict], adopted: dict | None = None) -> list[dict] | None:
     """A run's own ``counters.jsonl`` as the views use it, checked as adopt checked it (one bad line
     refuses the whole file, AsightError naming it): a line edited, torn or appended after adopt was
-    shown as measured, or made every view drop all lines silently (outside probe 5, N3).  None: no file."""
+    shown as measured, or made every view drop all lines silently (outside probe 5, N3).  ``adopted``:
+    run.json's ``extra.adopted`` (its workload, FLOPs and types), if any.  None: no file."""
     entries = read_counters(run_dir)
     if entries:
-        counter_candidates(entries, records, workload, str(Path(run_dir) / COUNTERS))
+        adopted = adopted or {}
+        counter_candidates(entries, records, adopted.get("workload"), str(Path(run_dir) / COUNTERS),
+                           work=adopted)
     return entries
 
 
-def checked_counters(run_dir, records: list[dict], workload: int | None = None) -> tuple[list | None, str | None]:
+def checked_counters(run_dir, records: list[dict], adopted: dict | None = None) -> tuple[list | None, str | None]:
     """``run_counters`` for a view: ``(entries, None)``, or ``(None, why)`` when the file is refused,
     ``why`` naming the file by its name in the run folder ("counters.jsonl:1: ...")."""
     try:
-        return run_counters(run_dir, records, workload), None
+        return run_counters(run_dir, records, adopted), None
     except AsightError as err:
         return None, str(err).replace(f"{Path(run_dir)}{os.sep}", "")
 
 
 def counter_candidates(entries: list[dict], records: list[dict], workload: int | None, where: str | None,
-                       torn: bool = False) -> str | None:
+                       torn: bool = False, work: dict | None = None) -> str | None:
     """Refuse a counters line naming a candidate the adopted function has no record for (``workload``
     None: a record of any workload, a tuned run of several tasks); say which lines name a record
-    without a measured latency (a failed build: its counters are not used)."""
+    without a measured latency (a failed build: its counters are not used).  ``work``: the function's
+    ``flops`` and ``dtypes`` (adopt's match), for the baseline line's kernel time."""
     by_trial = {r["trial"]: r for r in records}
     unused = []
     for entry in entries:
         cand = entry["candidate"]
         if cand == "baseline":
+            _require_possible_baseline(entry, [r for r in records if workload is None or r["workload"] == workload],
+                                       where, work or {})
             continue
         record = by_trial.get(cand)
         if record is None or workload is not None and record["workload"] != workload:
@@ -207,6 +213,24 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int |
     return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
             f"{f' and {len(unused) - 5} more' if len(unused) > 5 else ''} not used: no measured latency there "
             "(a failed build or run)")
+
+
+def _require_possible_baseline(entry: dict, records: list[dict], where: str | None, work: dict) -> None:
+    """The baseline line (the untuned program's counters) judged as a candidate's is where it can be: its
+    occupancy on the records' GPU, its kernel time against the architecture's peak for the function's
+    FLOPs.  Every contour is a gain over it: a baseline at 1 ns made every candidate a loss."""
+    target = records[0]["target"] if records else None
+    if not (isinstance(target, dict) and target.get("kind") == "cuda"):
+        return
+    _require_possible_occupancy(entry, {"target": target}, where)
+    duration = entry["metrics"].get(DURATION)
+    if duration is None:
+        return
+    why = ("no kernel takes 0 µs" if duration <= 0 else
+           impossible_rate(work.get("flops"), duration / 1e3, target.get("arch"), work.get("dtypes") or []))
+    if why:
+        raise AsightError(f"{where}:{entry['line']}: the baseline's counters time its kernel at "
+                          f"{duration / 1e3:,.3g} µs: {why}")
 
 
 def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:

@@ -190,7 +190,7 @@ def _counters(run: Run, meta: RunMeta, records: list[dict], notes: list[str]) ->
     """The run's measured counters, checked as adopt checks them (``adopt_checks.run_counters``), and
     why a file there is not used: a bad file is one note, and the views fall back to the model."""
     from .adopt_checks import checked_counters
-    entries, why = checked_counters(run.path, records, ((meta.extra or {}).get("adopted") or {}).get("workload"))
+    entries, why = checked_counters(run.path, records, (meta.extra or {}).get("adopted"))
     if why:
         notes.append(f"counters not used: {run.path / why}")
     return entries, why

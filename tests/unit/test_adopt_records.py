@@ -329,3 +329,24 @@ def test_an_edited_extra_adopted_is_blamed_on_run_json_not_on_the_records(tmp_pa
     run.meta_path.write_text(json.dumps(data))
     with pytest.raises(AsightError, match=message):
         prepare_run(run)
+
+
+def test_the_baseline_line_is_judged_as_a_candidates_where_it_can_be():
+    """The baseline's counters were never checked: every contour is a gain over them, and a baseline of
+    1 ns or an occupancy no H100 reaches would have been drawn as measured."""
+    def baseline(ns, occupancy=6.0):
+        return [{"candidate": "baseline", "line": 1, "metrics": {
+            "gpu__time_duration.sum": ns, "launch__registers_per_thread": 128,
+            "sm__warps_active.avg.pct_of_peak_sustained_active": occupancy}}]
+    records = [record(0, 134.6)]
+    assert counter_candidates(baseline(250_000.0), records, 0, "c.jsonl", work=REPLY) is None   # 250 µs
+    with pytest.raises(AsightError, match=r"^c.jsonl:1: the baseline's counters time its kernel at 2 µs: 2 µs for "
+                                          r"2,147,483,648 FLOP is 1,074 TFLOP/s, above the 67 TFLOP/s fp32 peak"):
+        counter_candidates(baseline(2_000.0), records, 0, "c.jsonl", work=REPLY)
+    with pytest.raises(AsightError, match=r"^c.jsonl:1: the baseline's counters time its kernel at 0 µs: no kernel"):
+        counter_candidates(baseline(0.0), records, 0, "c.jsonl")
+    with pytest.raises(AsightError, match=r"^c.jsonl:1: achieved occupancy 45 % with 128 registers a thread"):
+        counter_candidates(baseline(250_000.0, 45.0), records, 0, "c.jsonl")
+    assert counter_candidates(baseline(2_000.0), records, 0, "c.jsonl") is None    # no FLOPs known: no bound
+    cpu = [record(0, 134.6, {"kind": "llvm"})]
+    assert counter_candidates(baseline(0.0, 45.0), cpu, 0, "c.jsonl") is None     # a CPU run's lines: not judged
