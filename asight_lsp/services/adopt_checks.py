@@ -188,6 +188,7 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int |
     None: a record of any workload, a tuned run of several tasks); say which lines name a record
     without a measured latency (a failed build: its counters are not used).  ``work``: the function's
     ``flops`` and ``dtypes`` (adopt's match), for the baseline line's kernel time."""
+    _require_gpu_records(entries, [r for r in records if workload is None or r["workload"] == workload], where)
     by_trial = {r["trial"]: r for r in records}
     unused = []
     for entry in entries:
@@ -213,6 +214,18 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int |
     return (f"counters of candidate{'s' * (len(unused) > 1)} {', '.join(unused[:5])}"
             f"{f' and {len(unused) - 5} more' if len(unused) > 5 else ''} not used: no measured latency there "
             "(a failed build or run)")
+
+
+def _require_gpu_records(entries: list[dict], records: list[dict], where: str | None) -> None:
+    """Counters are Nsight Compute's, of programs on a CUDA GPU: an llvm run adopted with them showed its
+    CPU program's "measured (Nsight Compute)" DRAM / SM / GPU contour (outside probe 12, F2), where
+    ``asight counters`` refuses the same run."""
+    target = records[0]["target"] if records else None
+    kind = target.get("kind") if isinstance(target, dict) else None
+    if entries and kind is not None and kind != "cuda":
+        raise AsightError(f"{where}: counters are Nsight Compute's, measured on a CUDA GPU; these records are for "
+                          f"{target_label(target, tagged=False)}: they cannot be its programs' counters (adopt the "
+                          "folder without them)")
 
 
 def _require_possible_baseline(entry: dict, records: list[dict], where: str | None, work: dict) -> None:

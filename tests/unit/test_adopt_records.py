@@ -348,5 +348,14 @@ def test_the_baseline_line_is_judged_as_a_candidates_where_it_can_be():
     with pytest.raises(AsightError, match=r"^c.jsonl:1: achieved occupancy 45 % with 128 registers a thread"):
         counter_candidates(baseline(250_000.0, 45.0), records, 0, "c.jsonl")
     assert counter_candidates(baseline(2_000.0), records, 0, "c.jsonl") is None    # no FLOPs known: no bound
-    cpu = [record(0, 134.6, {"kind": "llvm"})]
-    assert counter_candidates(baseline(0.0, 45.0), cpu, 0, "c.jsonl") is None     # a CPU run's lines: not judged
+
+
+def test_nsight_compute_counters_on_a_cpu_runs_records_are_refused():
+    """Outside probe 12, F2: an llvm run adopted with ncu lines showed a "measured (Nsight Compute)" contour."""
+    line = [{"candidate": 0, "line": 1, "metrics": {"gpu__time_duration.sum": 134_600.0}}]
+    cpu = [record(0, 134.6, {"kind": "llvm", "mcpu": "znver4"})]
+    with pytest.raises(AsightError, match=r"^c.jsonl: counters are Nsight Compute's, measured on a CUDA GPU; these "
+                                          r"records are for llvm znver4: they cannot be its programs' counters"):
+        counter_candidates(line, cpu, 0, "c.jsonl")
+    assert counter_candidates([], cpu, 0, "c.jsonl") is None
+    assert counter_candidates(line, [record(0, 134.6)], 0, "c.jsonl") is None
