@@ -25,6 +25,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from .adopt_checks import faster_counters, counter_candidates, require_adoptable, target_label
+from .lookup import read_text
 
 
 def adopt(work_dir: str, source: str, worker, function: str | None = None, counters: str | None = None,
@@ -32,7 +33,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     """The new run (see module doc); AsightError (one line) for a folder, source or counters file
     that cannot be used — nothing is written then."""
     folder = _check_folder(Path(work_dir))
-    text = Path(source).read_text(encoding="utf-8")
+    text = read_text(source)      # bounded, undecodable bytes replaced, as every command reads a source
     outline = build_outline(text, source)
     selection = select(outline, function)
     check_selection(outline, selection, "adopt")

@@ -367,3 +367,16 @@ def test_a_blank_line_is_refused_at_adopt_and_a_workload_copied_in_after_adopt_i
         proc = asight(*view, "--run", run.id, "--work-dir", str(store))
         assert proc.returncode == 2 and "2.0 µs" not in proc.stdout, (view, proc.stdout)
         assert "changed after adopt" in proc.stderr and "adopt the work folder again" in proc.stderr, (view, proc.stderr)
+
+
+def test_a_source_with_a_byte_that_is_not_utf8_is_adopted_as_other_commands_read_it(tmp_path):
+    """Outside probe 12, F5: a Latin-1 "é" in a comment passed `check` and `code`, and adopt answered
+    "internal error: UnicodeDecodeError"; a binary file gets check's sentence."""
+    source = tmp_path / "latin1.py"
+    source.write_bytes((GPU / "matmul1024.py").read_bytes() + "# café\n".encode("latin-1"))
+    proc = asight("adopt", str(GPU), "--file", str(source), "--work-dir", str(tmp_path / ".asight"))
+    assert proc.returncode == 0 and "matched by structural hash" in proc.stdout, proc.stderr
+    binary = tmp_path / "bin.py"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\xd0")
+    proc = asight("adopt", str(GPU), "--file", str(binary), "--work-dir", str(tmp_path / ".asight"))
+    assert proc.returncode == 2 and "the file contains NUL bytes" in proc.stderr and "internal" not in proc.stderr
