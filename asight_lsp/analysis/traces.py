@@ -368,3 +368,23 @@ def parse_trace_json(value: str | list) -> tuple[list, list]:
         trace = data[1][0]  # a database line: [workload, [[insts, decisions], run_secs, ...]]
         return trace[0], trace[1]
     raise ValueError("not a MetaSchedule trace")
+
+
+def blocks_got(traces: Iterable[list]) -> set[str]:
+    """The block names ``traces`` (each a record's ``insts``) get by name (``GetSBlock``)."""
+    return {inst[2][0] for insts in traces for inst in insts or []
+            if isinstance(inst, list) and len(inst) > 2 and inst[0] in ("GetSBlock", "GetBlock")
+            and isinstance(inst[2], list) and inst[2] and isinstance(inst[2][0], str)}
+
+
+def blocks_gone(traces: Iterable[list], names: Iterable[str]) -> list[str]:
+    """The blocks ``traces`` get that are not among ``names`` (a function's blocks), sorted."""
+    return sorted(blocks_got(traces) - set(names) - {"root"})
+
+
+def blocks_named_otherwise(run_id: str, gone: list[str]) -> str:
+    """Why a fresh run's trace does not apply to its function: the blocks ``gone`` that its records get
+    are named otherwise in the source (structural matching ignores names; outside probe 11, F1)."""
+    named = f"the records of run {run_id} get block{'s' * (len(gone) > 1)} {', '.join(gone)}"
+    return (f"{named}, which this function does not have (the same computation with its blocks named otherwise: "
+            "structural matching ignores names): rename the blocks as the records name them, or re-tune it here")

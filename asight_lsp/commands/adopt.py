@@ -39,7 +39,7 @@ def run(args) -> int:
     print(f"run      {meta.id}  ({new.path})")
     print(f"adopted  {info['records']} records ({info['measured']} measured) of {meta.function} from {info['from']}"
           f" [matched by {info['how']}]")
-    for key in ("note", "earlier"):
+    for key in ("note", "earlier", "blocks_note"):
         if info.get(key):
             print(f"note     {info[key]}")
     print(f"target   {meta.target_label}")

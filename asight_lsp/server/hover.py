@@ -126,8 +126,10 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     if prof and prof.get("us") is not None:
         lines.extend(latency_lines(blk.name, prof, summary))
 
+    if result.unmatched(blk.name):     # the records name it otherwise (outside probe 12, F3)
+        lines.append(f"- ⚠ {result.named_otherwise}")
     if summary is None:
-        if result.best is not None:
+        if result.best is not None and not result.unmatched(blk.name):
             lines.append("- the best schedule did not change this block")
         return lines
     head = block_headline(summary)

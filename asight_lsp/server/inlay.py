@@ -41,7 +41,9 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
                          + f"{format_latency(change['before_us'])} → {format_latency(change['after_us'])}")
         summary = result.block(blk.name)
         head = block_headline(summary) if summary else ""
-        if head:
+        if result.unmatched(blk.name):    # the records name it otherwise: said, not left blank (probe 12, F3)
+            parts.append(f"⚠ not in the run's records (they get {', '.join(result.blocks_gone)})")
+        elif head:
             parts.append(head)
         on_grid = any(b["thread"].startswith("blockIdx") for b in (summary or {}).get("bind", []))
         if on_grid and short_words(metrics):
@@ -49,7 +51,8 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
         if parts:
             flagged = slowed_lines([change], {blk.name: block_verbs(summary)}) if change.get("slower") else []
             gpu = [line.lstrip(" -") for line in gpu_lines(result, metrics)] if on_grid else []
-            tip = "\n".join(flagged + (summary["steps"] if summary else []) + gpu)
+            said = [result.named_otherwise] if result.unmatched(blk.name) else summary["steps"] if summary else []
+            tip = "\n".join(flagged + said + gpu)
             out.append((blk.range["start"]["line"], " · ".join(parts), tip))
     return out
 

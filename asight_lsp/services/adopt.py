@@ -16,6 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..analysis.traces import blocks_gone, blocks_named_otherwise
 from ..engine import wire
 from ..errors import AsightError
 from ..store.counters import COUNTERS, counters_text, parse_counters
@@ -51,7 +52,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
     unused = counter_candidates(entries, read_records(folder), reply["workload"], counter_from,
                                 torn=database_health(folder).unreadable > 0, work=reply)
     store = RunStore(store_root)
-    earlier = adopted_before(store, folder)
+    earlier = adopted_before(store, folder, selection.label)
     run = store.create(_meta(store, folder, source, text, outline, selection, reply))
     try:
         _fill(run, folder, text, counter_text)
@@ -59,8 +60,20 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
         shutil.rmtree(run.path, ignore_errors=True)
         raise AsightError(f"cannot write the adopted run: {err}") from None
     _finish(run, reply["workload"], counter_from, unused, earlier)
+    _note_named_otherwise(run, selection, reply["workload"])
     _note_lacking(run, entries, faster_counters(entries, read_records(folder)) if entries else None)
     return run
+
+
+def _note_named_otherwise(run: Run, selection, workload: int) -> None:
+    """The records get blocks the function names otherwise (matching ignores names): the views cannot
+    show the schedule on them, said at adopt (outside probe 12, F3; the code view says it too)."""
+    gone = blocks_gone((r["insts"] for r in read_records(run.path) if r["workload"] == workload),
+                       (b.name for fn in selection.functions for b in fn.blocks))
+    if gone:
+        meta = run.load()
+        meta.extra["adopted"]["blocks_note"] = blocks_named_otherwise(run.id, gone)
+        run.save(meta)
 
 
 def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> None:
@@ -84,10 +97,11 @@ def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> N
     run.save(meta)
 
 
-def adopted_before(store: RunStore, folder: Path) -> str | None:
-    """The newest run adopted from the same folder with the same records file (said: a second adopt
-    makes a second, identical run; outside probe F13).  The size is the folder's at adopt (a torn last
-    line is set aside in the run)."""
+def adopted_before(store: RunStore, folder: Path, function: str) -> str | None:
+    """The newest run of ``function`` adopted from the same folder with the same records file (said: a
+    second adopt makes a second, identical run; outside probe F13; another function's run from a folder
+    of several is no copy: probe 12, F7).  The size is the folder's at adopt (a torn last line is set
+    aside in the run)."""
     size = (folder / DB_RECORDS).stat().st_size
 
     def from_size(meta) -> int | None:
@@ -96,7 +110,7 @@ def adopted_before(store: RunStore, folder: Path) -> str | None:
         return kept if kept is not None else path.stat().st_size if path.is_file() else None
 
     same = [m for m in store.metas() if ((m.extra or {}).get("adopted") or {}).get("from") == str(folder)
-            and from_size(m) == size]
+            and m.function == function and from_size(m) == size]
     return max(same, key=lambda m: m.created).id if same else None
 
 

@@ -16,7 +16,7 @@ from .results import profile_blocks
 from ..analysis.codelinks import (task_links, asm_links, attach_line_counts, attach_shares, by_source, cuda_links,
                                   derived_in_text, drop_parallel,
                                   label_links, llvm_links, ptx_links, strip_tags)
-from ..analysis.traces import block_infos, format_trace, parse_decisions
+from ..analysis.traces import block_infos, blocks_gone, blocks_named_otherwise, format_trace, parse_decisions
 from ..engine import wire
 from ..engine.client import borrowed, trusted
 from ..engine.targets import foreign_cpu, runs_on_device
@@ -65,6 +65,9 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection, "show the code of")
+    if task is not None and not any(fn.kind == "relax_function" for fn in selection.functions):
+        raise AsightError(f"--task picks one task of a Relax model's run; {selection.label} is a TIR function, whose "
+                          "code is shown whole (pick a PrimFunc of a module with --func)")   # probe 12, F7: ignored
     found = _find_run(path, run, selection, store_root)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
@@ -185,19 +188,13 @@ def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> 
     its blocks are named otherwise than in the records adopted for it (outside probe 11, F1); None when
     not ``stale`` and every block the records get is there (another ScheduleError: TVM's own words)."""
     have = {b.name for fn in selection.functions for b in fn.blocks} | {"root"}
-    wanted = {inst[2][0] for r in records for inst in r.get("insts") or []
-              if isinstance(inst, list) and len(inst) > 2 and inst[0] in ("GetSBlock", "GetBlock")
-              and isinstance(inst[2], list) and inst[2] and isinstance(inst[2][0], str)}
-    gone = sorted(wanted - have)
+    gone = blocks_gone((r.get("insts") for r in records), have)
     if not stale and not gone:
         return None
     what = (f" (block{'s' if len(gone) > 1 else ''} {', '.join(gone)} {'are' if len(gone) > 1 else 'is'} no longer in it)"
             if gone else "")
     if not stale:
-        named = f"the records of run {run.id} get block{'s' * (len(gone) > 1)} {', '.join(gone)}"
-        return (f"{named}, which this function does not have (the same computation with its blocks named "
-                "otherwise: structural matching ignores names): rename the blocks as the records name them, or "
-                "re-tune it here")
+        return blocks_named_otherwise(run.id, gone)
     return (f"the function changed since run {run.id}{what}: its records no longer apply to it; re-tune it, or "
             f"view the run's own source (asight code {run.source_path} --run {run.id})")
 

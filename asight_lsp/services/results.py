@@ -16,6 +16,7 @@ from ..analysis.trace_replay import source_blocks
 from ..engine.targets import runs_here, runs_on_device
 from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
+from ..analysis.traces import blocks_gone, blocks_got, blocks_named_otherwise
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.files import stamp
 from ..store.index import RunIndex
@@ -38,6 +39,8 @@ class FunctionResult:
     profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
     calls: list | None = None         # Relax: each kernel call of the profiled build with its bindings
     refused: str | None = None        # why the run's records are not used (an adopted run edited since)
+    blocks_gone: list | None = None   # blocks the fresh run's best record gets that the function names otherwise
+    record_blocks: set | None = None  # the blocks the best record gets by name
 
     @property
     def running(self) -> bool:
@@ -74,6 +77,16 @@ class FunctionResult:
     def speedup(self) -> float | None:
         """Untuned / tuned as the measurement record has it (None before a measurement)."""
         return (self.measurement.get("speedup") or {}).get("estimate")
+
+    @property
+    def named_otherwise(self) -> str | None:
+        """Why the best schedule is not shown on the function's blocks: its records name them otherwise
+        (an adopted folder whose source renamed a block; outside probe 12, F3), None when they agree."""
+        return blocks_named_otherwise(self.meta.id, self.blocks_gone) if self.blocks_gone else None
+
+    def unmatched(self, name: str) -> bool:
+        """A block of the function the best record does not get, while it gets blocks the function lacks."""
+        return bool(self.blocks_gone) and name not in (self.record_blocks or ())
 
     def block(self, name: str) -> dict | None:
         return (self.summary or {}).get("blocks", {}).get(name)
@@ -138,6 +151,9 @@ class Results:
             if key not in self._summaries:
                 self._summaries[key] = summarize_trace(best["insts"], best["decisions"], source_blocks(fn))
             result.summary = self._summaries[key]
+            result.record_blocks = blocks_got([best["insts"]])
+            gone = blocks_gone([best["insts"]], (b.name for b in fn.blocks))
+            result.blocks_gone = gone if gone and not result.stale else None
         result.profile = self.block_profile(result.meta.id, fn)
         if fn.kind == "relax_function":
             result.calls = profile_calls(self._cached_profile(result.meta.id), fn)

@@ -15,6 +15,7 @@ from typing import Callable
 from ..analysis import featurelayout as fl
 from ..analysis.candidates import CandidateTable, build_candidates, view_records
 from ..analysis.tasks import ordered_tasks, pick_task, task_workloads
+from ..analysis.traces import blocks_gone, blocks_named_otherwise
 from ..engine import wire
 from ..engine.targets import runs_on_device
 from ..errors import AsightError, WorkerError
@@ -178,12 +179,23 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
             function = source_function(meta, run.path)
         except OSError:
             function = None
+    notes.extend(_named_otherwise(meta, function, records))
     counters, refused = _counters(run, meta, records, notes)
     chosen = (meta.measurement or {}).get("chosen")
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
                    counters_refused=refused, on_device=runs_on_device(meta.target))
+
+
+def _named_otherwise(meta: RunMeta, function: Function | None, records: list[dict]) -> list[str]:
+    """An adopted run whose records get blocks the function names otherwise: the loop view had no best
+    schedule line and said nothing (outside probe 12, F3); the note says why."""
+    workload = ((meta.extra or {}).get("adopted") or {}).get("workload")
+    if workload is None or function is None or function.kind != "prim_func":
+        return []
+    gone = blocks_gone((r["insts"] for r in records if r["workload"] == workload), (b.name for b in function.blocks))
+    return [blocks_named_otherwise(meta.id, gone)] if gone else []
 
 
 def _counters(run: Run, meta: RunMeta, records: list[dict], notes: list[str]) -> tuple[list | None, str | None]:

@@ -76,3 +76,19 @@ def test_a_module_runs_lens_over_one_function_shows_its_own_figure_and_names_the
     title = lambda fid: result_lens_title(FunctionResult(fid, meta, Path("/w"), stale=False))  # noqa: E731
     assert title("ThreeKernels.mm_square").startswith("18 µs · 3.4× vs untuned (medians) · module 56 µs · 24 trials")
     assert title("ThreeKernels").startswith("56 µs · 21× vs untuned · 24 trials")
+
+
+def test_a_second_adopt_is_said_only_for_the_same_function(tmp_path):
+    """Outside probe 12, F7: adopting the folder's other kernel said "… was adopted from this folder
+    before: this is a second run of it", naming the first kernel's run."""
+    from asight_lsp.services.adopt import adopted_before
+    from asight_lsp.store.runs import RunStore
+    run = _two_workload_run(tmp_path)
+    folder = tmp_path / "work"
+    shutil.copytree(run.path, folder)
+    meta = run.load()
+    meta.extra["adopted"].update({"from": str(folder), "from_size": (folder / "database_tuning_record.json").stat().st_size})
+    run.save(meta)
+    store = RunStore(tmp_path / ".asight")
+    assert adopted_before(store, folder, meta.function) == "r"
+    assert adopted_before(store, folder, "Other.main") is None

@@ -189,3 +189,27 @@ def test_an_adopted_run_edited_since_shows_no_figure_in_lens_hover_or_run_list(s
     assert "2.0 µs" not in run_line(edited).split("not used")[0] and "not used: run adopted: run.json's best" in run_line(edited)
     listed = runs_payload([edited.meta], fn, text, None, {"adopted": results.refusal(edited.meta)})["runs"][0]
     assert listed["bestUs"] is None and listed["headline"].startswith("not used: run adopted: run.json's best")
+
+
+def test_a_block_named_otherwise_than_in_the_records_is_said_in_hover_and_hint_not_left_blank(store):
+    """Outside probe 12, F3: a block renamed before adopt (structural matching ignores names): the hover
+    said "the best schedule did not change this block", the inlay hint was empty."""
+    from asight_lsp.server.hover import block_run_lines
+    from asight_lsp.server.inlay import block_hints
+    root, source, text, _ = store
+    renamed = text.replace('T.sblock("matmul")', 'T.sblock("mm")')
+    source.write_text(renamed)
+    fn = build_outline(renamed, str(source)).functions[0]
+    add_run(root, "adopted", source, fn.id, function_hash(renamed, fn))
+    result = Results(RunIndex(root, min_interval=0)).result(str(source), fn, function_hash(renamed, fn))
+    assert result.blocks_gone == ["matmul"] and not result.stale
+    said = ("the records of run adopted get block matmul, which this function does not have (the same computation "
+            "with its blocks named otherwise: structural matching ignores names)")
+    mm = next(b for b in fn.blocks if b.name == "mm")
+    lines = block_run_lines(result, mm)
+    assert any(line.startswith(f"- ⚠ {said}") for line in lines)
+    assert "- the best schedule did not change this block" not in lines
+    hint = next(h for h in block_hints(fn, result) if h[0] == mm.range["start"]["line"])
+    assert hint[1] == "⚠ not in the run's records (they get matmul)" and hint[2].startswith(said)
+    untouched = build_outline(text, str(source)).functions[0]       # the records' names: nothing to say
+    assert Results(RunIndex(root, min_interval=0)).result(str(source), untouched, "x" * 16).blocks_gone is None

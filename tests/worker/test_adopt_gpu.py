@@ -380,3 +380,20 @@ def test_a_source_with_a_byte_that_is_not_utf8_is_adopted_as_other_commands_read
     binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\xd0")
     proc = asight("adopt", str(GPU), "--file", str(binary), "--work-dir", str(tmp_path / ".asight"))
     assert proc.returncode == 2 and "the file contains NUL bytes" in proc.stderr and "internal" not in proc.stderr
+
+
+def test_a_block_named_otherwise_before_adopt_is_said_at_adopt_and_in_the_loop_view(tmp_path):
+    """Outside probe 12, F3: the H100 matmul with its block "C" named "S" was adopted without a word
+    (structural matching ignores names), and the loop view lost its best-schedule line silently."""
+    source = tmp_path / "matmul_s.py"
+    source.write_text((GPU / "matmul1024.py").read_text().replace('T.sblock("C")', 'T.sblock("S")'))
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(source), "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    said = "get block C, which this function does not have (the same computation with its blocks named otherwise"
+    assert any(line.startswith("note     the records of run") and said in line for line in proc.stdout.splitlines())
+    run = RunStore(str(store)).get("latest")
+    loops = asight("loops", "--run", run.id, "--work-dir", str(store), "--json")
+    assert loops.returncode == 0, loops.stderr
+    assert any(said in note for note in json.loads(loops.stdout)["loopView"]["notes"])
+    assert f"asight: note: the records of run {run.id} {said}" in loops.stderr
