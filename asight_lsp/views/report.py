@@ -113,11 +113,11 @@ def _search_section(space: dict | None) -> str:
     cats = "".join(f"<li value=\"{numbers[c['id']]}\">{E(c['label'])} — {c['count']} candidate{'s' if c['count'] != 1 else ''}</li>"
                    for c in space["categories"] if c["id"] in numbers)
     contour = space["contour"]
-    metrics = "".join(f"<li><b>{E(c['label'])}</b>: {E(c['source'])}</li>" for c in contour.get("categories", []))
+    metrics = _legend_items(contour)
     measured = contour.get("measured") or {}
     if measured.get("available"):
         metrics += f"<li><b>{E(measured['label'])}</b> (per cell, not in z): {E(measured['source'])}</li>"
-    note = E(contour.get("note", "")) if not contour.get("lines") else ""
+    note = E(contour.get("note", "")) if not contour.get("lines") and not contour.get("legend") else ""
     return f"""<section id="search-space"><h2>Search space</h2>
 <p>Each hexagon holds up to {space['hex']['capacity']} candidates whose schedules look alike (similar candidates
 share or neighbour a cell); its colour is their mean latency, darker = slower, and its number is their category
@@ -132,6 +132,15 @@ from each cluster centre, nearest candidates first.</p>
 <h3>Categories (the design space each candidate came from)</h3><ol>{cats}</ol>
 <h3>Contour: {E(contour['metric'])}</h3><p class="note">{E(contour['unit'])}. {E(contour['direction'])}. {note}</p>
 <ul>{metrics}</ul></div></div></section>"""
+
+
+def _legend_items(contour: dict) -> str:
+    """The contour's legend as the panel and the PNG have it (``searchspace.legend_lines``: its agreement
+    with latency, the ⚠ of a group that goes against speed; outside probe 12, F4), else its groups."""
+    legend = contour.get("legend")
+    if legend:
+        return "".join(f"<li>{E(line)}</li>" for line in legend)
+    return "".join(f"<li><b>{E(c['label'])}</b>: {E(c['source'])}</li>" for c in contour.get("categories", []))
 
 
 # --------------------------------------------------------------------------- loop view, stage graph

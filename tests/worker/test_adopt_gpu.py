@@ -91,6 +91,11 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     assert "target cuda sm_90a" in html and "GPU — best candidate (trial 76)" in html
     assert "measured (Nsight Compute)" in html
     assert "builders loading the cores" not in html and "machine that tuned" in html
+    # the legend as the panel and the PNG say it: its agreement with latency, the group that goes against
+    # speed (outside probe 12, F4: only in the page's embedded JSON)
+    section = html.split('<section id="search-space">', 1)[1].split("</section>", 1)[0]
+    assert "<li>The measured (Nsight Compute) counters agree with the latencies: Spearman ρ = +0.89" in section
+    assert "<li>⚠ GPU goes against speed (ρ = -0.80)" in section
 
 
 def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
