@@ -261,7 +261,8 @@ def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict
     measured counters the layer is theirs (``origin: measured``), tested against latency the same way."""
     origin = s["origin"]
     measured = origin["origin"] == "measured"
-    metric = (f"{origin['label']} gain: per cell, the max over DRAM / SM / GPU of the mean log2 gain of the "
+    groups = " / ".join(c["label"] for c in s["gain_cats"]) or "DRAM / SM / GPU"     # those drawn (probe 12, F1)
+    metric = (f"{origin['label']} gain: per cell, the max over {groups} of the mean log2 gain of the "
               f"counters against {origin['against']} ({origin['profiled']} of {origin['candidates']} candidates "
               "profiled; cells without counters have none)" if measured else
               "modelled gain over the untuned program: per cell, the max over hardware-metric "
@@ -280,7 +281,7 @@ def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict
     if measured:
         contour["agreement"]["message"] = cn.agreement_message(contour["agreement"], origin["label"])
         contour["agreement"]["method"] = ("Spearman rank correlation between each profiled candidate's measured "
-                                          "counter gain (max over DRAM / SM / GPU) and its speed (−latency)")
+                                          f"counter gain (max over {groups}) and its speed (−latency)")
     contour["draw"] = contour["agreement"]["draw"]
     if contour["draw"] != "none":
         smooth = ct.neighbour_smooth(s["z"], hc.adjacent_pairs(lay.cells_qr), s["count"])

@@ -402,3 +402,23 @@ def test_a_block_named_otherwise_before_adopt_is_said_at_adopt_and_in_the_loop_v
     assert loops.returncode == 0, loops.stderr
     assert any(said in note for note in json.loads(loops.stdout)["loopView"]["notes"])
     assert f"asight: note: the records of run {run.id} {said}" in loops.stderr
+
+
+def test_a_baseline_line_with_fewer_metrics_keeps_every_group_measured_and_says_its_reference(tmp_path):
+    """Outside probe 12, F1: a baseline line with only a kernel time made the contour the model ("none of
+    the metrics is one the contour uses"); with DRAM alone, SM and GPU vanished without a word."""
+    counters = tmp_path / "c.jsonl"
+    baseline = {"candidate": "baseline", "tool": "ncu (Nsight Compute 2025.3)",
+                "metrics": {"gpu__time_duration.sum": 250_000.0, "dram__throughput.avg.pct_of_peak_sustained_elapsed": 5.0}}
+    counters.write_text((GPU / "counters.jsonl").read_text() + json.dumps(baseline) + "\n")
+    store = tmp_path / ".asight"
+    proc = asight("adopt", str(GPU), "--file", str(GPU / "matmul1024.py"), "--counters", str(counters),
+                  "--work-dir", str(store))
+    assert proc.returncode == 0, proc.stderr
+    space = asight("space", "--work-dir", str(store), "--json")
+    assert space.returncode == 0, space.stderr
+    contour = json.loads(space.stdout)["contour"]
+    assert contour["origin"]["origin"] == "measured" and [c["id"] for c in contour["categories"]] == ["dram", "sm", "gpu"]
+    assert contour["origin"]["against"].startswith("the baseline's counters, and the median profiled candidate for "
+                                                   "the 7 metrics its line lacks (l1tex__t_sector_hit_rate.pct, ")
+    assert "the max over DRAM / SM / GPU" in contour["metric"]
