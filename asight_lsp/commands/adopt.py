@@ -6,6 +6,7 @@ Makes a run of a MetaSchedule work folder tuned elsewhere, so that ``space``, ``
 from __future__ import annotations
 
 from ..errors import AsightError
+from ..views.text import gpu_unmeasured
 from .common import print_json
 
 
@@ -44,6 +45,9 @@ def run(args) -> int:
             print(f"note     {info[key]}")
     print(f"target   {meta.target_label}")
     print(f"best     {best} [MetaSchedule's runner on the machine that tuned]")
+    unmeasured = gpu_unmeasured(meta.target_label, meta.measurement)
+    if unmeasured:
+        print(f"note     {unmeasured}")
     print(f"counters {info['counters'] or 'none (views use the model, labelled as a model)'}")
     for key in ("counters_note", "counters_lack"):
         if info.get(key):

@@ -17,7 +17,7 @@ from ..analysis.measurement import how_text
 from .glossary import TERMS, linked_by
 from ..analysis.attribution import SLOWER_RATIO
 from .report_svg import _fmt_us, _scale_svg, category_numbers, honeycomb_svg, label_ink, stage_graph_svg  # noqa: F401
-from .text import best_trial_text, measurement_text, ratio_text, slowed_lines
+from .text import best_trial_text, gpu_unmeasured, measurement_text, ratio_text, slowed_lines
 
 E = html.escape  # every piece of text below goes through this
 
@@ -335,7 +335,9 @@ def report_html(payloads: dict, best: dict | None = None, hotspots: dict | None 
             + (f"<br><span class=\"how\">measured {E(how_text(measurement))}</span>" if (measurement or {}).get("untuned")
                else "")
             + (f"<br>fastest seen while tuning: {E(_fmt_us(run['tuning_best_us']))} ({E(_tuning_source(run))})"
-               if run.get("tuning_best_us") else ""))
+               if run.get("tuning_best_us") else "")
+            + (f"<br><span class=\"note\">{E(why)}</span>" if (why := gpu_unmeasured(run.get("target", ""), measurement))
+               else ""))
     notes = "".join(f"<li>{E(n)}</li>" for n in dict.fromkeys(
         n for p in payloads.values() if p for n in p.get("notes", [])))     # each view carries the run's notes
     data = {k: v for k, v in payloads.items() if v is not None}

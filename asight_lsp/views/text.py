@@ -127,6 +127,19 @@ def headline_text(measurement: dict | None, tuning_best_us: float | None = None,
     return ""
 
 
+GPU_UNMEASURED = ("the headline (tuned against DLight's default schedule, what TVM gives without tuning, with "
+                  "cuBLAS/cuDNN through PyTorch as a third line) is measured on the GPU by `asight tune` there; "
+                  "a run adopted here keeps the records of the machine that tuned it")
+
+
+def gpu_unmeasured(target_label: str, measurement: dict | None) -> str | None:
+    """Why a GPU run shows no baseline or vendor-library line, and where they come from (outside probe 12,
+    F6: "not measured" alone read as a missing feature); None for a measured or a CPU run."""
+    if (measurement or {}).get("untuned") or not str(target_label).startswith("cuda"):
+        return None
+    return GPU_UNMEASURED
+
+
 def measurement_text(measurement: dict | None) -> str:
     """``untuned 2.52 ms → tuned 61 µs: 41× faster (95% CI 40×–43×)`` (what a notification says)."""
     record = measurement or {}

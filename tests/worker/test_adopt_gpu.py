@@ -50,6 +50,7 @@ def test_adopt_matches_the_workload_and_takes_the_target_from_the_records(adopte
     assert (run.path / "counters.jsonl").read_bytes() == (GPU / "counters.jsonl").read_bytes()
     assert (run.path / "database_tuning_record.json").read_bytes() == (GPU / "database_tuning_record.json").read_bytes()
     assert "matched by structural hash" in out and "target   cuda sm_90a" in out
+    assert "note     the headline (tuned against DLight's default schedule" in out     # probe 12, F6
     assert "counters lack" not in out      # the recorded file has every metric the views use
 
 
@@ -96,6 +97,7 @@ def test_space_loops_principles_and_report_work_on_the_cuda_run(adopted, tmp_pat
     section = html.split('<section id="search-space">', 1)[1].split("</section>", 1)[0]
     assert "<li>The measured (Nsight Compute) counters agree with the latencies: Spearman ρ = +0.89" in section
     assert "<li>⚠ GPU goes against speed (ρ = -0.80)" in section
+    assert "with cuBLAS/cuDNN through PyTorch as a third line) is measured on the GPU by `asight tune` there" in html
 
 
 def test_adopt_refuses_a_function_the_database_does_not_hold(tmp_path):
