@@ -182,7 +182,8 @@ def test_symbols_and_lenses_as_json_text_match_lsprotocol_after_edits(seed):
 def test_lenses_from_line_free_templates_are_the_lenses_written_afresh_after_edits(seed):
     """``lens_list_json`` keeps each function's static lenses as a template across edits (an Enter
     moves every function below it): the answer is the one written from scratch for every text."""
-    ls = SimpleNamespace(state=SimpleNamespace(result=lambda *args, **kwargs: None, index=None))
+    ls = SimpleNamespace(state=SimpleNamespace(result=lambda *args, **kwargs: None,
+                                               index=SimpleNamespace(unreadable_for=lambda *args: [])))
     cache, doc = OutlineCache(), SimpleNamespace(uri="file:///-7770777077 doc.py", memo={}, text="", path="doc.py")
     for text in edits(seed, 80):
         docout = cache.build(text, "doc.py")
