@@ -71,9 +71,9 @@ def unreadable_lenses(uri: str, fn: Function, unreadable: list[tuple[str, str]],
     the editor showed the function as never tuned)."""
     if not unreadable:
         return []
-    run_id, why = unreadable[-1]
+    run_id = unreadable[-1][0]
     return [(line, f"⚠ run {run_id} not shown: run.json is unreadable", P.CMD_SHOW_SEARCH_SPACE,
-             {"uri": uri, "function": fn.id}, unreadable_note(run_id, why))]
+             {"uri": uri, "function": fn.id}, unreadable_note(*unreadable[-1]))]
 
 
 def retune_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tuple[int, str, str, dict] | None:

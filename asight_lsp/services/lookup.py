@@ -39,15 +39,16 @@ def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
 
 
 def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str]]:
-    """``(run id, why)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
+    """``(run id, why, whose)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
     it still holds, else by its id), oldest first."""
     out = []
     for run in store.all():
         try:
             run.load()
         except AsightError as err:
-            if claims(claimed_owner(run.meta_path), run.id, path, names, store.run_id_prefix):
-                out.append((run.id, str(err)))
+            whose = claims(claimed_owner(run.meta_path), run.id, path, names, store.run_id_prefix)
+            if whose:
+                out.append((run.id, str(err), whose))
     return out
 
 
@@ -56,14 +57,12 @@ def require_no_unreadable(store: RunStore, path: str, names: set[str]) -> None:
     (outside probe 11, F2: the code view said "this function has no run")."""
     unreadable = unreadable_runs(store, path, names)
     if unreadable:
-        run_id, why = unreadable[-1]
-        raise AsightError(f"{unreadable_note(run_id, why)}")
+        raise AsightError(unreadable_note(*unreadable[-1]))
 
 
-def unreadable_note(run_id: str, why: str) -> str:
+def unreadable_note(run_id: str, why: str, whose: str) -> str:
     """One sentence for a function's run that is not shown (the CLI's error, the editor's lens tooltip)."""
-    return (f"{why}; it is this function's run, not shown while its run.json cannot be read: adopt or tune "
-            f"again, or move {run_id} away")
+    return f"{why}; {whose}, not shown while its run.json cannot be read: adopt or tune again, or move {run_id} away"
 
 
 @dataclass

@@ -76,13 +76,17 @@ def claimed_owner(meta_path: Path) -> tuple[str | None, str | None]:
     return (os.path.abspath(file) if plain else None), (function if isinstance(function, str) else None)
 
 
-def claims(owner: tuple[str | None, str | None], run_id: str, file: str, names: set[str], prefix) -> bool:
+def claims(owner: tuple[str | None, str | None], run_id: str, file: str, names: set[str], prefix) -> str | None:
     """Is an unreadable run (``owner``: ``claimed_owner``) one of ``names``' runs in ``file``?  By the
-    names run.json still holds, else by its id (``prefix(name)``: how a function's run ids begin)."""
+    names run.json still holds, else by its id (``prefix(name)``: how a function's run ids begin):
+    the sentence that says which, None when it is not."""
     owner_file, owner_function = owner
     if owner_file is not None and owner_function is not None:
-        return owner_file == os.path.abspath(file) and owner_function in names
-    return any(run_id.startswith(prefix(name)) for name in names)
+        mine = owner_file == os.path.abspath(file) and owner_function in names
+        return "it is this function's run (its run.json names this file and function)" if mine else None
+    if any(run_id.startswith(prefix(name)) for name in names):
+        return "it may be this function's run (its id begins as this function's runs do)"
+    return None
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id`` makes

@@ -170,14 +170,14 @@ class RunIndex:
         return news
 
     def unreadable_for(self, file: str, function: Function) -> list[tuple[str, str]]:
-        """``(run id, why)`` of the function's runs whose run.json cannot be read (by the names it
+        """``(run id, why, whose)`` of the function's runs whose run.json cannot be read (by the names it
         still holds, else by its id), oldest first: the editor names them instead of "no run yet"."""
         names = {name for name in (function.id, function.unit) if name}
         with self.lock:
             self._metas_locked()
-            found = sorted((mtime, run_id, why) for run_id, (mtime, owner, why) in self._unreadable.items()
-                           if claims(owner, run_id, file, names, RunStore.run_id_prefix))
-            return [(run_id, why) for _, run_id, why in found]
+            found = sorted((mtime, run_id, why, whose) for run_id, (mtime, owner, why) in self._unreadable.items()
+                           if (whose := claims(owner, run_id, file, names, RunStore.run_id_prefix)))
+            return [(run_id, why, whose) for _, run_id, why, whose in found]
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id

@@ -451,13 +451,16 @@ def test_an_unreadable_run_is_named_for_its_function_by_the_names_it_holds_else_
     torn = store.runs_dir / "M.main-20260101-000000-0001"   # no JSON: its id says whose it is
     torn.mkdir()
     (torn / "run.json").write_text("{")
-    assert [rid for rid, _ in unreadable_runs(store, "/w/m.py", {"M.main"})] == [named.name, torn.name]
-    assert [rid for rid, _ in unreadable_runs(store, "/w/other.py", {"M.main"})] == [torn.name]
+    assert [rid for rid, *_ in unreadable_runs(store, "/w/m.py", {"M.main"})] == [named.name, torn.name]
+    assert [rid for rid, *_ in unreadable_runs(store, "/w/other.py", {"M.main"})] == [torn.name]
     assert unreadable_runs(store, "/w/m.py", {"M.small"}) == []
-    with pytest.raises(AsightError, match=f"run {torn.name}: run.json is unreadable.*this function's run"):
+    assert [whose for *_, whose in unreadable_runs(store, "/w/m.py", {"M.main"})] == [
+        "it is this function's run (its run.json names this file and function)",
+        "it may be this function's run (its id begins as this function's runs do)"]
+    with pytest.raises(AsightError, match=f"run {torn.name}: run.json is unreadable.*it may be this function's run"):
         require_no_unreadable(store, "/w/m.py", {"M.main"})
     index = RunIndex(tmp_path, min_interval=0)
     fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
-    assert [rid for rid, _ in index.unreadable_for("/w/m.py", fn)] == [named.name, torn.name]
+    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [named.name, torn.name]
     shutil.rmtree(named)
-    assert [rid for rid, _ in index.unreadable_for("/w/m.py", fn)] == [torn.name]
+    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [torn.name]
