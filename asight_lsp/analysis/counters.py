@@ -66,20 +66,25 @@ def by_candidate(entries: list[dict]) -> tuple[dict, dict | None, str]:
     return cands, baseline, tool
 
 
-def reference(cands: dict, baseline: dict | None) -> tuple[dict, str]:
-    """The metrics gains are taken against, and what they are: the baseline's line, and for each gain
-    metric it lacks the median profiled candidate (a baseline timed alone made the whole contour the
-    model, one with DRAM alone dropped SM and GPU: outside probe 12, F1)."""
+MEDIAN = "the median profiled candidate"
+BASELINE = "the baseline's counters"
+
+
+def reference(cands: dict, baseline: dict | None) -> tuple[dict, str, set]:
+    """The metrics gains are taken against, what they are, and the gain metrics taken against the
+    median profiled candidate although the file has a baseline line (it lacks them: a baseline timed
+    alone made the whole contour the model, one with DRAM alone dropped SM and GPU; outside probe 12, F1)."""
     names = sorted({k for m in cands.values() for k in m})
     median = {k: float(np.median([m[k] for m in cands.values() if k in m])) for k in names}
     if not baseline:
-        return median, "the median profiled candidate (no baseline counters in the file)"
-    lacking = [k for k in names if k not in baseline and metric_group(k) and direction(k)]
+        return median, f"{MEDIAN} (no baseline counters in the file)", set()
+    gains = {k for k in names if metric_group(k) and direction(k)}
+    lacking = {k for k in gains if k not in baseline}
     if not lacking:
-        return baseline, "the baseline's counters"
-    shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-    return {**median, **baseline}, (f"the baseline's counters, and the median profiled candidate for the "
-                                    f"{len(lacking)} metric{'s' * (len(lacking) > 1)} its line lacks ({shown})")
+        return baseline, "the baseline's counters", set()
+    if lacking == gains:          # the baseline gives none of them: the contour is the median's (probe 13, F2)
+        return median, f"{MEDIAN} (the baseline's line has none of the metrics the contour uses)", set()
+    return {**median, **baseline}, f"the baseline's counters ({MEDIAN} for the metrics its line lacks)", lacking
 
 
 def metric_gain(value: float, ref: float, sign: int) -> float:
@@ -91,7 +96,7 @@ def metric_gain(value: float, ref: float, sign: int) -> float:
 def group_gains(cands: dict, baseline: dict | None, trials: np.ndarray) -> tuple[dict, dict]:
     """Per group, the log2 gain of each trial in ``trials`` (NaN: not profiled) and what was used:
     ``({group: array}, {group: [metric names]})``."""
-    ref, _ = reference(cands, baseline)
+    ref, _, _ = reference(cands, baseline)
     used: dict = {g["id"]: set() for g in GROUPS}
     gains = {g["id"]: np.full(len(trials), np.nan) for g in GROUPS}
     for k, trial in enumerate(trials):
@@ -111,16 +116,27 @@ def group_gains(cands: dict, baseline: dict | None, trials: np.ndarray) -> tuple
     return gains, {g: sorted(v) for g, v in used.items()}
 
 
-def categories(used: dict, tool: str, against: str) -> list[dict]:
-    """The contour's measured categories (those with at least one metric), each with its source."""
+def categories(used: dict, tool: str, against: str, lacking: set | None = None) -> list[dict]:
+    """The contour's measured categories (those with at least one metric), each with its source: its
+    metrics under the reference each was taken against (``lacking``: against the median)."""
     out = []
     for g in GROUPS:
         names = used.get(g["id"]) or []
         if names:
             out.append({"id": g["id"], "label": g["label"], "origin": "measured",
-                        "source": f"measured: {tool or 'counters'} — mean log2 gain of {', '.join(names)} "
-                                  f"against {against}"})
+                        "source": f"measured: {tool or 'counters'} — mean log2 gain of "
+                                  f"{_gain_sources(names, against, lacking or set())}"})
     return out
+
+
+def _gain_sources(names: list[str], against: str, lacking: set) -> str:
+    """``a, b against the baseline's counters; of c against the median profiled candidate (…)``."""
+    own = [n for n in names if n not in lacking]
+    other = [n for n in names if n in lacking]
+    if not other:
+        return f"{', '.join(own)} against {BASELINE if lacking else against}"
+    tail = f"{', '.join(other)} against {MEDIAN} (the baseline's line lacks {'them' if len(other) > 1 else 'it'})"
+    return f"{', '.join(own)} against {BASELINE}; of {tail}" if own else tail
 
 
 def agreement_message(agreement: dict, label: str) -> str:

@@ -168,9 +168,9 @@ def _gains(table, idx: np.ndarray, target: tuple, counters: list | None) -> tupl
         cands = {t: m for t, m in cands.items() if t in measured}
         gains, used = cn.group_gains(cands, baseline, table.trials[idx])
         if any(np.isfinite(v).any() for v in gains.values()):
-            _, against = cn.reference(cands, baseline)
+            _, against, lacking = cn.reference(cands, baseline)
             profiled = int(np.isfinite(np.stack(list(gains.values()))).any(axis=0).sum())
-            cats = cn.categories(used, tool, against)
+            cats = cn.categories(used, tool, against, lacking)
             return {c["id"]: gains[c["id"]] for c in cats}, cats, {
                 "origin": "measured", "label": f"measured ({_tool_name(tool)})", "tool": tool, "against": against,
                 "profiled": profiled, "candidates": int(len(idx))}

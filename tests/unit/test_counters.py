@@ -56,15 +56,23 @@ def test_gains_are_taken_against_the_baseline_when_the_file_has_one():
                              '{"candidate": 3, "tool": "ncu", "metrics": {"dram__throughput.avg.pct": 40, '
                              '"smsp__stall.pct": 20}}\n')
     cands, baseline, _ = cn.by_candidate(entries)
-    gains, _ = cn.group_gains(cands, baseline, np.array([3, 4]))
+    gains, used = cn.group_gains(cands, baseline, np.array([3, 4]))
     assert gains["dram"][0] == pytest.approx(2.0) and np.isnan(gains["dram"][1])
     # a metric the baseline line lacks is taken against the median profiled candidate, said (it was
     # dropped: a baseline timed alone made the contour the model; outside probe 12, F1)
     assert gains["sm"][0] == pytest.approx(0.0)
-    assert cn.reference(cands, baseline)[1] == ("the baseline's counters, and the median profiled candidate for the "
-                                                "1 metric its line lacks (smsp__stall.pct)")
+    _, against, lacking = cn.reference(cands, baseline)
+    assert against == "the baseline's counters (the median profiled candidate for the metrics its line lacks)"
+    assert lacking == {"smsp__stall.pct"}
+    [sm] = [c for c in cn.categories(used, "ncu", against, lacking) if c["id"] == "sm"]
+    assert sm["source"] == ("measured: ncu — mean log2 gain of smsp__stall.pct against the median profiled candidate "
+                            "(the baseline's line lacks it)")
     full = {"dram__throughput.avg.pct": 10, "smsp__stall.pct": 5}
-    assert cn.reference(cands, full)[1] == "the baseline's counters"
+    assert cn.reference(cands, full)[1:] == ("the baseline's counters", set())
+    # a baseline with none of the contour's metrics (a time alone): the median's contour, said so (probe 13, F2)
+    timed = {"gpu__time_duration.sum": 25000.0}
+    assert cn.reference(cands, timed)[1:] == ("the median profiled candidate (the baseline's line has none of the "
+                                              "metrics the contour uses)", set())
 
 
 def test_the_fastest_recorded_candidate_is_latency_bound_in_plain_words(recorded):
