@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from ..analysis.counters import metric_group
 from ..analysis.gpu_peak import impossible_rate, warp_slots
 from ..analysis.peak import cpu_impossible_rate
 from ..analysis.ncu import DURATION                    # ns, Nsight Compute's kernel time
@@ -222,10 +223,16 @@ def _require_gpu_records(entries: list[dict], records: list[dict], where: str | 
     ``asight counters`` refuses the same run."""
     target = records[0]["target"] if records else None
     kind = target.get("kind") if isinstance(target, dict) else None
-    if entries and kind is not None and kind != "cuda":
+    if not entries or kind is None or kind == "cuda":
+        return
+    where_from = (f"{target_label(target, tagged=False)}: they cannot be its programs' counters (adopt the folder "
+                  "without them)")
+    if any(metric_group(name) or name.startswith("launch__") for e in entries for name in e["metrics"]):
         raise AsightError(f"{where}: counters are Nsight Compute's, measured on a CUDA GPU; these records are for "
-                          f"{target_label(target, tagged=False)}: they cannot be its programs' counters (adopt the "
-                          "folder without them)")
+                          f"{where_from}")
+    tool = next((e.get("tool") for e in entries if e.get("tool")), None)
+    raise AsightError(f"{where}: holds no Nsight Compute metric{f' (tool {tool})' if tool else ''}: the measured contour "
+                      f"reads Nsight Compute counters of a CUDA run, and these records are for {where_from}")
 
 
 def _require_possible_baseline(entry: dict, records: list[dict], where: str | None, work: dict) -> None:

@@ -164,7 +164,8 @@ class RunIndex:
     def _refuse(self, entry: os.DirEntry, mtime: int, err: AsightError) -> bool:
         """Keep why a run is not shown and whose run it says it is; True when that is news (a run
         that was shown, or another reason: the lenses are drawn again)."""
-        news = self._metas.pop(entry.name, None) is not None or self._unreadable.get(entry.name, (0, 0, ""))[2] != str(err)
+        shown = self._metas.pop(entry.name, None) is not None
+        news = shown or self._unreadable.get(entry.name, (0, 0, ""))[2] != str(err)
         self._refused[entry.name] = f"not shown: {err}"
         self._unreadable[entry.name] = (mtime, claimed_owner(Path(entry.path) / "run.json"), str(err))
         return news

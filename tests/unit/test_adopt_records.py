@@ -357,5 +357,10 @@ def test_nsight_compute_counters_on_a_cpu_runs_records_are_refused():
     with pytest.raises(AsightError, match=r"^c.jsonl: counters are Nsight Compute's, measured on a CUDA GPU; these "
                                           r"records are for llvm znver4: they cannot be its programs' counters"):
         counter_candidates(line, cpu, 0, "c.jsonl")
+    perf = [{"candidate": 0, "line": 1, "tool": "perf 6.8", "metrics": {"cycles": 1e6, "cache-misses": 10.0}}]
+    with pytest.raises(AsightError, match=r"^c.jsonl: holds no Nsight Compute metric \(tool perf 6.8\): the measured "
+                                          r"contour reads Nsight Compute counters of a CUDA run, and these records are "
+                                          r"for llvm znver4"):       # not "Nsight Compute's" (outside probe 13, F3)
+        counter_candidates(perf, cpu, 0, "c.jsonl")
     assert counter_candidates([], cpu, 0, "c.jsonl") is None
     assert counter_candidates(line, [record(0, 134.6)], 0, "c.jsonl") is None
