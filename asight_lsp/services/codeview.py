@@ -65,15 +65,14 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection, "show the code of")
-    if task is not None and not any(fn.kind == "relax_function" for fn in selection.functions):
-        raise AsightError(f"--task picks one task of a Relax model's run; {selection.label} is a TIR function, whose "
-                          "code is shown whole (pick a PrimFunc of a module with --func)")   # probe 12, F7: ignored
     found = _find_run(path, run, selection, store_root)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
     records = read_records(found.path) if found else []
     record = _record(found, records, candidate) if candidate is not None else None
     meta = prepare_run(found) if found else None
+    if task is not None and not any(fn.kind == "relax_function" for fn in selection.functions):
+        _require_tir_task(meta, task)
     if record is None and candidate is None and chosen_records(meta) is None:    # no re-measurement chose one
         record = adopted_best(meta, records)
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
@@ -111,6 +110,14 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
                                                  "their line info; its latency is not measured.", payload["note"]]))
     return payload, record
+
+
+def _require_tir_task(meta, task: str) -> None:
+    """``--task`` on a TIR run names one of its tasks, as ``space`` and ``loops`` take it (the PrimFunc's code
+    is that task's); another name was ignored (outside probe 12, F7; probe 13, F4: one rule)."""
+    names = [t.get("name") for t in (meta.tasks if meta else None) or [] if isinstance(t, dict)]
+    if task not in names:
+        raise AsightError(f"no task '{task}' in this run (tasks: {', '.join(map(str, names)) or 'none'})")
 
 
 def _dlight_payload(payload: dict, meta) -> None:
