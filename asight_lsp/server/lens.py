@@ -66,9 +66,9 @@ def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
 
 
 def unreadable_lenses(uri: str, fn: Function, unreadable: list[tuple[str, str]], line: int) -> list[tuple]:
-    """A function whose only runs cannot be read: "⚠ run R not shown: run.json is unreadable", the
-    reason in its tooltip; a click opens the search space, which says it again (outside probe 11, F2:
-    the editor showed the function as never tuned)."""
+    """A function's run that cannot be read: "⚠ run R not shown: run.json is unreadable", the reason in
+    its tooltip; a click opens the search space, which says it again (outside probe 11, F2: the editor
+    showed the function as never tuned; probe 13, F1: or its other run, without a word)."""
     if not unreadable:
         return []
     run_id = unreadable[-1][0]
@@ -284,9 +284,9 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))
-        else:
-            parts.append(code_lens_json(unreadable_lenses(doc.uri, fn, ls.state.index.unreadable_for(doc.path, fn),
-                                                          line)))
+        shown = result.meta.id if result is not None else None
+        unreadable = [u for u in ls.state.index.unreadable_for(doc.path, fn) if u[0] != shown]
+        parts.append(code_lens_json(unreadable_lenses(doc.uri, fn, unreadable, line)))   # beside another run too
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
 
 

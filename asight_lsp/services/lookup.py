@@ -33,8 +33,7 @@ def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
     passing over runs that failed before measuring (``RunStore.latest_for``, the rule of ``latest``)."""
     names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
     newest = store.latest_for(path, names)
-    if newest is None:
-        require_no_unreadable(store, path, names)
+    require_no_unreadable(store, path, names, newest)
     return Run(store.runs_dir / newest.id) if newest else None
 
 
@@ -52,12 +51,26 @@ def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[s
     return out
 
 
-def require_no_unreadable(store: RunStore, path: str, names: set[str]) -> None:
-    """A function whose only runs are unreadable is not "never tuned": AsightError naming the newest
-    (outside probe 11, F2: the code view said "this function has no run")."""
+def require_no_unreadable(store: RunStore, path: str, names: set[str], shown: RunMeta | None = None) -> None:
+    """A function whose only runs are unreadable is not "never tuned", and one whose run.json written
+    last is unreadable is not its older run: AsightError naming the newest, as ``get("latest")`` (space,
+    loops) refuses it (outside probe 11, F2: "this function has no run"; probe 13, F1: the code view
+    showed the older run while space and loops refused)."""
     unreadable = unreadable_runs(store, path, names)
+    if shown is not None:
+        after = _written(store, shown.id)
+        unreadable = [u for u in unreadable if _written(store, u[0]) > after]
     if unreadable:
-        raise AsightError(unreadable_note(*unreadable[-1]))
+        older = f" (run {shown.id}, written before it, can be read: pass --run {shown.id})" if shown else ""
+        raise AsightError(unreadable_note(*unreadable[-1]) + older)
+
+
+def _written(store: RunStore, run_id: str) -> float:
+    """When a run's run.json was last written (0 when it is gone)."""
+    try:
+        return (store.runs_dir / run_id / "run.json").stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def unreadable_note(run_id: str, why: str, whose: str) -> str:

@@ -263,3 +263,21 @@ async def test_a_run_json_made_unreadable_names_the_run_in_the_lens_and_the_pane
     path.write_text(json.dumps(meta))                     # mended: the run is shown again
     await asyncio.sleep(0.6)
     assert "70× vs untuned" in [lens.command.title for lens in await lenses(client, uri)][4]
+
+
+async def test_an_unreadable_run_beside_a_readable_one_is_named_in_the_lens_and_the_panels(client, workspace, tuned):
+    """Outside probe 13, F1: with a second run of the function, the editor showed the readable one as if
+    it were the latest, with no word of the run whose run.json could not be read."""
+    import json
+    import shutil
+    runs = workspace / ".asight" / "runs"
+    shutil.copytree(runs / "mbr128", runs / "mbr128b")
+    meta = json.loads((runs / "mbr128b" / "run.json").read_text())
+    (runs / "mbr128b" / "run.json").write_text(json.dumps({**meta, "target": 42}))
+    await initialize(client, "vscode", workspace, OPTIONS)
+    uri = open_doc(client, tuned)
+    titles = [lens.command.title for lens in await lenses(client, uri)]
+    assert "70× vs untuned" in titles[4] and titles[-1] == "⚠ run mbr128b not shown: run.json is unreadable"
+    view = await request(client, P.REQ_LOOP_VIEW, {"uri": uri, "function": "MatmulBiasRelu.main"})
+    assert view["run"]["id"] == "mbr128" and view["notes"][0].startswith("⚠ run mbr128b: run.json is unreadable (its "
+                                                                         "target 42 is not a target")

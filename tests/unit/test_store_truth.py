@@ -464,3 +464,23 @@ def test_an_unreadable_run_is_named_for_its_function_by_the_names_it_holds_else_
     assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [named.name, torn.name]
     shutil.rmtree(named)
     assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [torn.name]
+
+
+def test_an_unreadable_run_written_after_the_functions_readable_run_is_refused_not_passed_over(tmp_path):
+    """Outside probe 13, F1: with the newer run.json unreadable, `asight code` showed the older run while
+    `space` and `loops` (the latest by mtime) refused on the newer one."""
+    from asight_lsp.services.lookup import require_no_unreadable
+    source = tmp_path / "matmul64.py"
+    shutil.copy(FIX / "matmul64.py", source)
+    store = RunStore(tmp_path / ".asight")
+    older = resumable_run(tmp_path / ".asight", source, "matmul64-20260101-000000-0000")
+    newer = store.runs_dir / "matmul64-20260102-000000-0000"
+    newer.mkdir()
+    (newer / "run.json").write_text(json.dumps({"file": str(source), "function": "matmul64", "target": 42}))
+    os.utime(older.meta_path, (1_000_000, 1_000_000))
+    shown = older.load()
+    with pytest.raises(AsightError, match=r"run matmul64-20260102-000000-0000: run.json is unreadable .* \(run "
+                                          r"matmul64-20260101-000000-0000, written before it, can be read: pass --run"):
+        require_no_unreadable(store, str(source), {"matmul64"}, shown)
+    os.utime(newer / "run.json", (500_000, 500_000))          # the unreadable one is the older: the other is shown
+    require_no_unreadable(store, str(source), {"matmul64"}, shown)
