@@ -22,7 +22,8 @@ from ..views.loops import best_summary
 from ..views.report import report_html
 from .guidance import compare_with_plain
 from .hotspots import collect
-from .lookup import read_text
+from ..tvmscript.outline import build_outline
+from .lookup import read_text, require_no_unreadable
 from .run_data import load_run
 
 
@@ -43,6 +44,8 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
     """The report page of a run (of one of its tasks: ``task``, else the default one; `--task` was
     ignored: outside probe 9, F1).  Without a worker: cached features only, no hotspots."""
     text = read_text(file) if text is None else text
+    if run_ref == "latest":
+        run_ref = latest_of_file(file, text, store_root)
     data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text, task=task)
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
@@ -60,6 +63,21 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
     guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
     return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided,
                        measurement=data.run.load().measurement)
+
+
+def latest_of_file(file: str, text: str, store_root: str | None) -> str:
+    """The newest run of ``file``'s functions, by the rule of the code view (``lookup.latest_run``): the
+    store's newest run was reported under this file's name even when another file tuned it, and another
+    function's unreadable run refused this file's report (outside probe 14, F1)."""
+    store = RunStore(store_root)
+    outline = build_outline(text, file)
+    names = {fn.id for fn in outline.functions} | {unit.name for unit in outline.units}
+    newest = store.latest_for(file, names)
+    require_no_unreadable(store, file, names, newest)
+    if newest is None:
+        raise AsightError(f"no run of {file} in {store.runs_dir}: tune it first (asight tune {file}), or name a run "
+                          "with --run")
+    return newest.id
 
 
 def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,

@@ -113,16 +113,16 @@ class Run:
         return self.meta_path.exists()
 
     def load(self) -> RunMeta:
-        """``run.json``, after ``require_plain_folder`` (a run folder is data a repository can ship); its
-        ``id`` is the folder's name (the core builds paths from it: an id of "../../x" led outside)."""
+        """``run.json`` after ``require_plain_folder`` (shipped data); ``id``: the folder's name ("../../x" led out)"""
         try:
             require_run_name(self.path.name)
             require_plain_folder(self.path)
             meta = RunMeta.from_dict(meta_json(read_plain(self.meta_path, MAX_META_BYTES)))
         except FileNotFoundError:
             raise AsightError(f"run {self.id} has no run.json (not a run directory: {self.path})") from None
-        except (ValueError, TypeError, RecursionError, AttributeError, NotPlainFile) as err:
-            raise AsightError(f"run {self.id}: run.json is unreadable ({str(err)[:200]})") from None
+        except (ValueError, TypeError, RecursionError, AttributeError, NotPlainFile, OSError) as err:
+            why = getattr(err, "strerror", None) or str(err)
+            raise AsightError(f"run {self.id}: run.json is unreadable ({why[:200]})") from None
         meta.id = self.id       # the folder's name, whatever run.json says (a copied run; "../../x")
         return meta
 

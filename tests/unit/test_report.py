@@ -84,6 +84,27 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_the_default_run_of_a_report_is_the_files_own(tmp_path, capsys):
+    """Outside probe 14, F1: `asight report FILE` reported the store's newest run, another file's function."""
+    from asight_lsp.services.report import latest_of_file
+    store = tmp_path / ".asight"
+    own = store / "runs" / "mbr128"
+    shutil.copytree(RUN, own)
+    meta = json.loads((own / "run.json").read_text())
+    (own / "run.json").write_text(json.dumps({**meta, "file": str(SOURCE), "created": 1000.0}))
+    other = store / "runs" / "other-20260101-000000-0000"
+    shutil.copytree(RUN, other)
+    (other / "run.json").write_text(json.dumps({**meta, "file": str(tmp_path / "other.py"), "created": 2000.0}))
+    assert latest_of_file(str(SOURCE), SOURCE.read_text(), str(store)) == "mbr128"
+    code = main(["report", str(tmp_path / "other.py"), "-o", str(tmp_path / "r.html"), "--no-extract",
+                 "--no-hotspots", "--work-dir", str(store)])
+    assert code == 2 and "no such file" in capsys.readouterr().err
+    (tmp_path / "third.py").write_text(SOURCE.read_text())
+    code = main(["report", str(tmp_path / "third.py"), "-o", str(tmp_path / "r.html"), "--no-extract",
+                 "--no-hotspots", "--work-dir", str(store)])
+    assert code == 2 and "asight: error: no run of " in capsys.readouterr().err
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
 def test_renders_in_headless_chromium_without_console_messages(report, tmp_path):
     page = tmp_path / "r.html"

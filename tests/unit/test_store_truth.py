@@ -484,3 +484,16 @@ def test_an_unreadable_run_written_after_the_functions_readable_run_is_refused_n
         require_no_unreadable(store, str(source), {"matmul64"}, shown)
     os.utime(newer / "run.json", (500_000, 500_000))          # the unreadable one is the older: the other is shown
     require_no_unreadable(store, str(source), {"matmul64"}, shown)
+
+
+def test_a_run_json_that_is_a_directory_is_one_unreadable_run(tmp_path):
+    """Outside probe 14, F2: "internal error: IsADirectoryError" in every default view, and every lens of
+    the workspace gone; it is one unreadable run like any other."""
+    from asight_lsp.store.index import RunIndex
+    run_dir = tmp_path / "runs" / "m-20260101-000000-0000"
+    (run_dir / "run.json").mkdir(parents=True)
+    with pytest.raises(AsightError, match=r"^run m-20260101-000000-0000: run.json is unreadable \(Is a directory\)$"):
+        Run(run_dir).load()
+    index = RunIndex(tmp_path, min_interval=0)
+    assert index.metas() == [] and index.problems() == ["not shown: run m-20260101-000000-0000: run.json is unreadable "
+                                                        "(Is a directory)"]
