@@ -24,12 +24,11 @@ from ..errors import AsightError, WorkerError
 from ..protocol import CODE_LEVELS, SCHEMA_CODE, SCHEMA_CODE_DIFF
 from ..store.caches import load_profile
 from ..store.runs import Run, RunMeta, RunStore, read_records
-from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..analysis.default_candidate import dlight_kept
-from .lookup import check_run_function, chosen_records, latest_run, prepare_run
+from .lookup import changed_since, check_run_function, chosen_records, latest_run, prepare_run
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
@@ -207,13 +206,8 @@ def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> 
 
 
 def _stale(run: Run, selection, text: str) -> bool:
-    """Whether the selected function's source differs from what the run tuned (jobs.start_tune's hashes)."""
-    meta = run.load()
-    hashes = meta.source_hashes or {}
-    known = [fn for fn in selection.functions if fn.id in hashes]
-    constants = build_outline(text).constants
-    return any(hashes[fn.id] != function_hash(text, fn) or not constants_hold(
-        meta.extra.get("constants"), constants_used(constants, function_text(text, fn))) for fn in known)
+    """Whether the selected function's source differs from what the run tuned (``lookup.changed_since``)."""
+    return changed_since(run.load(), text, selection.functions)
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:

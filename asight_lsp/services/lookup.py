@@ -13,7 +13,7 @@ from ..errors import AsightError
 from ..store.database import require_records_target
 from ..store.folders import claimed_owner, claims
 from ..store.runs import Run, RunMeta, RunStore, read_records
-from ..tvmscript.hashing import function_hash
+from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..tvmscript.selection import Selection, check_selection, select
@@ -35,6 +35,16 @@ def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
     newest = store.latest_for(path, names)
     require_no_unreadable(store, path, names, newest)
     return Run(store.runs_dir / newest.id) if newest else None
+
+
+def changed_since(meta: RunMeta, text: str, functions) -> bool:
+    """Whether any of ``functions`` differs in ``text`` from what the run tuned: its source hash, or a module
+    constant it uses (``N = 1024`` -> 512) given another value (jobs.start_tune's hashes and constants)."""
+    hashes = meta.source_hashes or {}
+    constants = build_outline(text).constants
+    return any(hashes[fn.id] != function_hash(text, fn) or not constants_hold(
+        (meta.extra or {}).get("constants"), constants_used(constants, function_text(text, fn)))
+        for fn in functions if fn.id in hashes)
 
 
 def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from ..store.database import require_records_target
 from .adopt_checks import require_adopted_records
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
+from .lookup import changed_since
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.registry import BUILDERS
@@ -179,13 +180,24 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
             function = source_function(meta, run.path)
         except OSError:
             function = None
-    notes.extend(_named_otherwise(meta, function, records))
+    text = text if text is not None else source_text(meta, run.path)
+    notes.extend(_named_otherwise(meta, function, records) + _stale(meta, function, text))
     counters, refused = _counters(run, meta, records, notes)
     chosen = (meta.measurement or {}).get("chosen")
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
                    counters_refused=refused, on_device=runs_on_device(meta.target))
+
+
+def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[str]:
+    """The lens's "⚠ stale" in every panel and the report: the function (or a constant it uses) changed since
+    the run, whose figures are of the source it tuned (outside probe 14, F3: N 1024 -> 512 showed the 512
+    shapes beside the 1024 run's time, without a word)."""
+    if function is None or text is None or not changed_since(meta, text, [function]):
+        return []
+    return [f"⚠ stale: {function.id} changed since run {meta.id} (its source or a constant it uses): the figures are "
+            "the run's, of the source it tuned; tune it again for the current one"]
 
 
 def _named_otherwise(meta: RunMeta, function: Function | None, records: list[dict]) -> list[str]:

@@ -160,3 +160,22 @@ def test_a_view_draws_at_most_its_limit_the_fastest_in_trial_order():
     assert len(kept) == 50 and [r["trial"] for r in kept] == sorted(r["trial"] for r in kept)
     assert max(r["latency_us"] for r in kept) == measured[49]
     assert note == "showing the 50 fastest of 200 candidates (a view draws at most 50)"
+
+
+def test_a_function_edited_since_its_run_is_said_stale_in_every_views_notes(tmp_path):
+    """Outside probe 14, F3: after an edit the lens, hover and code view said "stale"; the report and the
+    loop-view, search-space and stage-graph panels showed the run's figures beside the edited source."""
+    from asight_lsp.services.run_data import load_run
+    from asight_lsp.tvmscript.hashing import function_hash
+    source = tmp_path / "matmul_bias_relu.py"
+    text = (ROOT / "fixtures" / "matmul_bias_relu.py").read_text()
+    source.write_text(text)
+    shutil.copytree(RUN, tmp_path / "r")
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    hashes = {fn.id: function_hash(text, fn) for fn in build_outline(text).functions}
+    (tmp_path / "r" / "run.json").write_text(json.dumps({**meta, "file": str(source), "source_hashes": hashes}))
+    assert not [n for n in load_run(str(tmp_path / "r"), extract=False).notes if "stale" in n]
+    edited = text.replace('T.sblock("relu")', 'T.sblock("relu2")')
+    stale = [n for n in load_run(str(tmp_path / "r"), extract=False, text=edited).notes if "stale" in n]
+    assert stale == [f"⚠ stale: {meta['function']} changed since run r (its source or a constant it uses): the "
+                     "figures are the run's, of the source it tuned; tune it again for the current one"]
