@@ -248,13 +248,15 @@ async def dispatch(ls, method: str, params: Any) -> dict:
 def with_unreadable(req: PayloadRequest, payload: dict) -> dict:
     """A panel that shows another run of the function names the function's run that cannot be read
     first in its notes (outside probe 13, F1: the older run was shown as if it were the latest)."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("notes"), list) or req.function is None \
-            or not req.file:
+    if not isinstance(payload, dict) or req.function is None or not req.file:
         return payload
     shown = req.run.id if req.run is not None else None
     unreadable = [u for u in req.state.index.unreadable_for(req.file, req.function) if u[0] != shown]
-    if unreadable:
-        payload["notes"] = [f"⚠ {unreadable_note(*unreadable[-1])}"] + payload["notes"]
+    said = f"⚠ {unreadable_note(*unreadable[-1])}" if unreadable else None
+    if said and isinstance(payload.get("notes"), list):
+        payload["notes"] = [said] + payload["notes"]
+    elif said and isinstance(payload.get("note"), (str, type(None))) and "note" in payload:    # the code view
+        payload["note"] = " ".join(filter(None, [said + ".", payload["note"]]))
     return payload
 
 

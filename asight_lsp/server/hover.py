@@ -115,8 +115,9 @@ def run_line(result: FunctionResult) -> str:
     else:
         figures = tuning_best_text(m.best_us, m.extra)
     stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
+    other = f"\n\n⚠ {result.unreadable}" if result.unreadable else ""     # outside probe 14, F4
     return (f"**run `{m.id}`** ({m.state}, {trials_text(m.trials_done, m.extra)}{', ' + when if when else ''}): "
-            f"{figures}{stale}")
+            f"{figures}{stale}{other}")
 
 
 def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:

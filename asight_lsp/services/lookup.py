@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import AsightError
 from ..store.database import require_records_target
 from ..store.folders import claimed_owner, claims
-from ..store.runs import Run, RunMeta, RunStore, read_records
+from ..store.runs import DB_RECORDS, Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
@@ -50,8 +50,10 @@ def changed_since(meta: RunMeta, text: str, functions) -> bool:
 def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str]]:
     """``(run id, why, whose)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
     it still holds, else by its id), oldest first."""
-    out = []
-    for run in store.all():
+    out, runs = [], store.all()          # (a linked store is refused there first)
+    headless = [Run(p) for p in store.runs_dir.iterdir() if not (p / "run.json").exists()
+                and (p / DB_RECORDS).is_file()] if store.runs_dir.is_dir() else []   # run.json deleted (probe 14)
+    for run in headless + runs:
         try:
             run.load()
         except AsightError as err:

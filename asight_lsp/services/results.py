@@ -24,6 +24,7 @@ from ..store.runs import DB_RECORDS, Run, RunMeta
 from ..tvmscript.hashing import constants_hold
 from ..tvmscript.model import Function
 from .adopt_checks import adopted_problem
+from .lookup import unreadable_note
 from .jobs import LIVE_STATES
 
 
@@ -41,6 +42,7 @@ class FunctionResult:
     refused: str | None = None        # why the run's records are not used (an adopted run edited since)
     blocks_gone: list | None = None   # blocks the fresh run's best record gets that the function names otherwise
     record_blocks: set | None = None  # the blocks the best record gets by name
+    unreadable: str | None = None     # the function's other run that cannot be read, said (``lookup.unreadable_note``)
 
     @property
     def running(self) -> bool:
@@ -121,8 +123,10 @@ class Results:
                   or next((m for m in useful if fresh(m)), None)
                   or next((m for m in useful), None)
                   or runs[0])
+        others = [u for u in self.index.unreadable_for(file, fn) if u[0] != chosen.id]
         result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen),
                                 refused=self.refusal(chosen))
+        result.unreadable = unreadable_note(*others[-1]) if others else None
         if with_details and not result.refused:
             self.fill_details(result, fn)
         return result

@@ -139,6 +139,7 @@ class RunIndex:
             try:
                 mtime = os.stat(meta_path).st_mtime_ns
             except OSError:
+                changed = self._headless(entry, seen) or changed
                 continue
             seen.add(entry.name)
             cached = self._metas.get(entry.name)
@@ -160,6 +161,16 @@ class RunIndex:
             del self._refused[gone]
             self._unreadable.pop(gone, None)
         return changed
+
+    def _headless(self, entry: os.DirEntry, seen: set) -> bool:
+        """A run folder with records and no run.json (deleted) is an unreadable run, said, not skipped
+        (outside probe 14, F4)."""
+        try:
+            mtime = os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns
+        except OSError:
+            return False
+        seen.add(entry.name)
+        return self._refuse(entry, mtime, AsightError(f"run {entry.name} has no run.json (its records are there)"))
 
     def _refuse(self, entry: os.DirEntry, mtime: int, err: AsightError) -> bool:
         """Keep why a run is not shown and whose run it says it is; True when that is news (a run

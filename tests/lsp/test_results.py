@@ -281,3 +281,8 @@ async def test_an_unreadable_run_beside_a_readable_one_is_named_in_the_lens_and_
     view = await request(client, P.REQ_LOOP_VIEW, {"uri": uri, "function": "MatmulBiasRelu.main"})
     assert view["run"]["id"] == "mbr128" and view["notes"][0].startswith("⚠ run mbr128b: run.json is unreadable (its "
                                                                          "target 42 is not a target")
+    # the code panel and the hover too (outside probe 14, F4)
+    code = await request(client, P.REQ_CODE, {"uri": uri, "function": "MatmulBiasRelu.main", "level": "scheduled"})
+    assert code["note"].startswith("⚠ run mbr128b: run.json is unreadable")
+    text = (await hover(client, uri, MATMUL_BLOCK)).contents.value
+    assert "**run `mbr128`**" in text and "⚠ run mbr128b: run.json is unreadable" in text

@@ -497,3 +497,19 @@ def test_a_run_json_that_is_a_directory_is_one_unreadable_run(tmp_path):
     index = RunIndex(tmp_path, min_interval=0)
     assert index.metas() == [] and index.problems() == ["not shown: run m-20260101-000000-0000: run.json is unreadable "
                                                         "(Is a directory)"]
+
+
+def test_a_run_folder_whose_run_json_was_deleted_is_named_not_skipped(tmp_path):
+    """Outside probe 14, F4: a run folder with its records but no run.json was skipped by every view."""
+    from asight_lsp.services.lookup import require_no_unreadable
+    from asight_lsp.store.index import RunIndex
+    from asight_lsp.tvmscript.model import Function
+    headless = tmp_path / "runs" / "M.main-20260101-000000-0000"
+    headless.mkdir(parents=True)
+    (headless / DB_RECORDS).write_text("")
+    with pytest.raises(AsightError, match=r"^run M.main-20260101-000000-0000 has no run.json .* it may be this "
+                                          r"function's run"):
+        require_no_unreadable(RunStore(tmp_path), "/w/m.py", {"M.main"})
+    fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
+    [(run_id, why, _)] = RunIndex(tmp_path, min_interval=0).unreadable_for("/w/m.py", fn)
+    assert run_id == headless.name and why == f"run {headless.name} has no run.json (its records are there)"
