@@ -70,7 +70,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     records = read_records(found.path) if found else []
     record = _record(found, records, candidate) if candidate is not None else None
     meta = prepare_run(found) if found else None
-    if task is not None and not any(fn.kind == "relax_function" for fn in selection.functions):
+    if task and not any(fn.kind == "relax_function" for fn in selection.functions):   # '' is no task, as elsewhere
         _require_tir_task(meta, task)
     if record is None and candidate is None and chosen_records(meta) is None:    # no re-measurement chose one
         record = adopted_best(meta, records)
@@ -114,7 +114,9 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
 def _require_tir_task(meta, task: str) -> None:
     """``--task`` on a TIR run names one of its tasks, as ``space`` and ``loops`` take it (the PrimFunc's code
     is that task's); another name was ignored (outside probe 12, F7; probe 13, F4: one rule)."""
-    names = [t.get("name") for t in (meta.tasks if meta else None) or [] if isinstance(t, dict)]
+    if meta is None:
+        raise AsightError("--task names a task of a run, and this function has none (tune it first)")
+    names = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict)]
     if task not in names:
         raise AsightError(f"no task '{task}' in this run (tasks: {', '.join(map(str, names)) or 'none'})")
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..analysis import ncu
+from ..errors import AsightError
 from ..store.counters import COUNTERS
 from ..store.files import write_atomic
 from ..store.runs import Run, read_json_lines, read_records
@@ -92,6 +93,13 @@ MODEL_LABEL = "model (MetaSchedule features)"
 MEASURED_LABEL = "measured (Nsight Compute)"
 
 
+def error_line(err: Exception) -> str:
+    """One line for an error: the product's own sentence as it is, another's with its type (an
+    "AsightError: run R: …" reached the user; outside probe 14, F6)."""
+    first = (str(err).splitlines() or [""])[0]
+    return first if isinstance(err, AsightError) else f"{type(err).__name__}: {first}"
+
+
 def collect_for_job(run_dir: Path, budget_s: float) -> dict:
     """``collect`` as the tuning job records it in ``extra.counters``: ``{status, message, budget_s,
     contour, text, profiled?, skipped?, failed?}``; never raises (a failure is said, the run stays done)."""
@@ -100,7 +108,7 @@ def collect_for_job(run_dir: Path, budget_s: float) -> dict:
     except Exception as err:  # noqa: BLE001 - the tuned records stay; the counters say why they are missing
         import traceback
         traceback.print_exc()
-        result = {"status": "error", "message": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"}
+        result = {"status": "error", "message": error_line(err)}
     ok = result.get("status") == "ok"
     contour = MEASURED_LABEL if ok else MODEL_LABEL
     text = (f"{result['message']} (budget {budget_s:.0f} s): the contour is {contour}" if ok else
@@ -157,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - one line for the CLI, the traceback for the log
         import traceback
         traceback.print_exc()
-        result = {"status": "error", "message": f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"}
+        result = {"status": "error", "message": error_line(err)}
     print(json.dumps(result))
     return 0 if result["status"] == "ok" else 2
 

@@ -106,3 +106,11 @@ def test_the_tuning_job_asked_for_counters_on_a_cpu_says_why_it_has_none(tmp_pat
     assert space["contour"]["origin"]["why"].endswith(f"(the tuning job's counters: {why})")
     assert space["contour"]["legend"][-1] == (f"not measured: the run has no counters.jsonl (the tuning job's counters: "
                                               f"{why}); the contour is the model (MetaSchedule features)")
+
+
+def test_an_error_of_the_product_is_said_as_it_is_and_another_with_its_type():
+    """Outside probe 14, F6: "not collected: AsightError: run R: run.json is unreadable (…)"."""
+    from asight_lsp.errors import AsightError
+    from asight_lsp.worker.counters import error_line
+    assert error_line(AsightError("run R: run.json is unreadable (x)\nmore")) == "run R: run.json is unreadable (x)"
+    assert error_line(KeyError("k")) == "KeyError: 'k'"
