@@ -155,7 +155,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
-    meta = run.load()
+    meta = _load(run, ref == "latest")
     require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None
     records = read_records(run.path)
@@ -188,6 +188,17 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
                    counters_refused=refused, on_device=runs_on_device(meta.target))
+
+
+def _load(run: Run, latest: bool) -> RunMeta:
+    """run.json; the newest run, unreadable, says how to view another (outside probe 14, F5)."""
+    try:
+        return run.load()
+    except AsightError as err:
+        if not latest:
+            raise
+        raise AsightError(f"{err}; it is the newest run: view another with --run R (the runs are in "
+                          f"{run.path.parent})") from None
 
 
 def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[str]:

@@ -513,3 +513,13 @@ def test_a_run_folder_whose_run_json_was_deleted_is_named_not_skipped(tmp_path):
     fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
     [(run_id, why, _)] = RunIndex(tmp_path, min_interval=0).unreadable_for("/w/m.py", fn)
     assert run_id == headless.name and why == f"run {headless.name} has no run.json (its records are there)"
+
+
+def test_the_newest_run_unreadable_says_how_to_view_another(tmp_path):
+    """Outside probe 14, F5: space, loops and report refused on it without the way out that code gives."""
+    from asight_lsp.services.run_data import load_run
+    run_dir = tmp_path / "runs" / "m-20260101-000000-0000"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("{")
+    with pytest.raises(AsightError, match=r"run.json is unreadable .*; it is the newest run: view another with --run R"):
+        load_run("latest", str(tmp_path), extract=False)
