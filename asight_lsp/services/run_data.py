@@ -24,7 +24,7 @@ from ..store.database import require_records_target
 from .adopt_checks import require_adopted_records
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
-from .lookup import changed_since
+from .lookup import changed_since, require_no_newer_headless
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.registry import BUILDERS
@@ -154,7 +154,8 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     PrimFunc task is shown as its own function (its source blocks), not the module's first.
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
-    run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
+    run = ref if isinstance(ref, Run) else _latest(store_root) if ref == "latest" else \
+        RunStore(store_root).get(ref)
     meta = _load(run, ref == "latest")
     require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None
@@ -188,6 +189,18 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
                    counters_refused=refused, on_device=runs_on_device(meta.target))
+
+
+def _latest(store_root: str | None) -> Run:
+    """The store's newest run, unless a newer folder has records and no run.json (outside probe 15, F1)."""
+    store = RunStore(store_root)
+    try:
+        run = store.get("latest")
+    except AsightError:
+        require_no_newer_headless(store, None)
+        raise
+    require_no_newer_headless(store, run)
+    return run
 
 
 def _load(run: Run, latest: bool) -> RunMeta:

@@ -523,3 +523,23 @@ def test_the_newest_run_unreadable_says_how_to_view_another(tmp_path):
     (run_dir / "run.json").write_text("{")
     with pytest.raises(AsightError, match=r"run.json is unreadable .*; it is the newest run: view another with --run R"):
         load_run("latest", str(tmp_path), extract=False)
+
+
+def test_the_newest_run_folder_without_run_json_is_not_passed_over_for_an_older_run(tmp_path):
+    """Outside probe 15, F1: with the newer run's run.json deleted (or a broken link), space and loops
+    showed the older run without a word; alone, it was "no run 'latest'"."""
+    from asight_lsp.services.run_data import load_run
+    older = tmp_path / "runs" / "m-20260101-000000-0000"
+    older.mkdir(parents=True)
+    (older / "run.json").write_text("{}")
+    os.utime(older / "run.json", (1_000_000, 1_000_000))
+    newer = tmp_path / "runs" / "m-20260102-000000-0000"
+    newer.mkdir()
+    (newer / DB_RECORDS).write_text("")
+    (newer / "run.json").symlink_to(newer / "gone.json")
+    said = r"^run m-20260102-000000-0000 has no run.json \(its records are there\); it is the newest run: view another"
+    with pytest.raises(AsightError, match=said):
+        load_run("latest", str(tmp_path), extract=False)
+    shutil.rmtree(older)                      # alone: named, not "no run 'latest'"
+    with pytest.raises(AsightError, match=said):
+        load_run("latest", str(tmp_path), extract=False)
