@@ -170,7 +170,9 @@ def test_export_from_the_palette_writes_the_library(model_session):
     msg = model_session["exportMessage"]
     lib = Path(model_session["workspace"]) / "tiny_relax.so"
     assert msg.startswith(f"ASight: wrote {lib}"), msg
-    assert re.search(r"\d+ of \d+ kernels from run Module-[\w-]+'s records", msg), msg
+    # the run's kernels, or none where the run measured its tuned build slower than the untuned one (this tiny
+    # model: 1.10x in a CI of 2026-11-29): the library is never slower than untuned, and says which it is
+    assert re.search(r"(\d+ of \d+ kernels|none) from run Module-[\w-]+'s records", msg), msg
     assert "12 weights bound" in msg and "outputs match the untuned build" in msg, msg
     assert lib.stat().st_size > 0
     assert "Open Load Snippet" in model_session["exportButtons"], model_session["exportButtons"]
