@@ -81,10 +81,10 @@ def reference(cands: dict, baseline: dict | None) -> tuple[dict, str, set]:
     gains = {k for k in names if metric_group(k) and direction(k)}
     lacking = {k for k in gains if k not in baseline}
     if not lacking:
-        return baseline, "the baseline's counters", set()
+        return baseline, BASELINE, set()
     if lacking == gains:          # the baseline gives none of them: the contour is the median's (probe 13, F2)
         return median, f"{MEDIAN} (the baseline's line has none of the metrics the contour uses)", set()
-    return {**median, **baseline}, f"the baseline's counters ({MEDIAN} for the metrics its line lacks)", lacking
+    return {**median, **baseline}, f"{BASELINE} ({MEDIAN} for the metrics its line lacks)", lacking
 
 
 def metric_gain(value: float, ref: float, sign: int) -> float:

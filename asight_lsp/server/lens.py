@@ -284,8 +284,8 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         parts.append(template.replace(ANY_LINE_JSON, f'"line": {line}'))   # an Enter above moves them all
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))
-        shown = result.meta.id if result is not None else None
-        unreadable = [u for u in ls.state.index.unreadable_for(doc.path, fn) if u[0] != shown]
+        unreadable = ((result.unreadable_runs or []) if result is not None      # asked by ``result`` already
+                      else ls.state.index.unreadable_for(doc.path, fn))
         parts.append(code_lens_json(unreadable_lenses(doc.uri, fn, unreadable, line)))   # beside another run too
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
 

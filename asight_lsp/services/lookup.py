@@ -47,7 +47,7 @@ def changed_since(meta: RunMeta, text: str, functions) -> bool:
         for fn in functions if fn.id in hashes)
 
 
-def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str]]:
+def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str, str]]:
     """``(run id, why, whose)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
     it still holds, else by its id), oldest first."""
     out, runs = [], store.all()          # (a linked store is refused there first)

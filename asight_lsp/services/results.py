@@ -16,7 +16,7 @@ from ..analysis.trace_replay import source_blocks
 from ..engine.targets import runs_here, runs_on_device
 from ..analysis.attribution import before_after
 from ..analysis.trace_summary import summarize_trace
-from ..analysis.traces import blocks_gone, blocks_got, blocks_named_otherwise
+from ..analysis.traces import blocks_got, blocks_named_otherwise
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.files import stamp
 from ..store.index import RunIndex
@@ -43,6 +43,7 @@ class FunctionResult:
     blocks_gone: list | None = None   # blocks the fresh run's best record gets that the function names otherwise
     record_blocks: set | None = None  # the blocks the best record gets by name
     unreadable: str | None = None     # the function's other run that cannot be read, said (``lookup.unreadable_note``)
+    unreadable_runs: list | None = None   # those runs, ``(run id, why, whose)`` (``RunIndex.unreadable_for``)
 
     @property
     def running(self) -> bool:
@@ -127,6 +128,7 @@ class Results:
         result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen),
                                 refused=self.refusal(chosen))
         result.unreadable = unreadable_note(*others[-1]) if others else None
+        result.unreadable_runs = others
         if with_details and not result.refused:
             self.fill_details(result, fn)
         return result
@@ -156,7 +158,7 @@ class Results:
                 self._summaries[key] = summarize_trace(best["insts"], best["decisions"], source_blocks(fn))
             result.summary = self._summaries[key]
             result.record_blocks = blocks_got([best["insts"]])
-            gone = blocks_gone([best["insts"]], (b.name for b in fn.blocks))
+            gone = sorted(result.record_blocks - {b.name for b in fn.blocks} - {"root"})
             result.blocks_gone = gone if gone and not result.stale else None
         result.profile = self.block_profile(result.meta.id, fn)
         if fn.kind == "relax_function":

@@ -181,7 +181,7 @@ class RunIndex:
         self._unreadable[entry.name] = (mtime, claimed_owner(Path(entry.path) / "run.json"), str(err))
         return news
 
-    def unreadable_for(self, file: str, function: Function) -> list[tuple[str, str]]:
+    def unreadable_for(self, file: str, function: Function) -> list[tuple[str, str, str]]:
         """``(run id, why, whose)`` of the function's runs whose run.json cannot be read (by the names it
         still holds, else by its id), oldest first: the editor names them instead of "no run yet"."""
         names = {name for name in (function.id, function.unit) if name}
