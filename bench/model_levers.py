@@ -17,7 +17,8 @@ seq 8, dim 32).  ``--scale full`` is ResNet-18 1x3x224x224 and an encoder layer 
 (4-17 minutes per configuration on 2 quiet cores; docs/models.md has the figures).
 ``layout`` is the weight prepack (``worker/relax_pipeline.prepacks``), ``nhwc`` the channels-last
 conversion (``relax_pipeline.converted``), ``cold`` the cold re-measurement that picks each task's
-record (``worker/remeasure.choose_tasks``); ``--plan all@512,none@512`` runs just those.  Timing is
+record (``worker/remeasure.choose_tasks``), ``winograd`` the Winograd convolutions
+(``worker/winograd.py``); ``--plan all@512,none@512`` runs just those.  Timing is
 ``worker/onnx_compare.interleaved`` (what ``asight model --compare-onnx`` does: a pause and an untimed
 call before each timed block) with ``TVM_NUM_THREADS`` set before TVM loads (else TVM's runtime runs
 one thread here).  The bench needs the machine to itself: a test run beside it slowed a 1,024-trial
@@ -43,8 +44,9 @@ os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0)) if has
                                              else os.cpu_count() or 1))
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 
-CONFIGS = {"all": "", "none": "twins,budget,default,layout,nhwc,cold", "-twins": "twins", "-budget": "budget",
-           "-default": "default", "-layout": "layout", "-nhwc": "nhwc", "-cold": "cold", "before-nhwc": "nhwc,cold"}
+CONFIGS = {"all": "", "none": "twins,budget,default,layout,nhwc,cold,winograd", "-twins": "twins", "-budget": "budget",
+           "-default": "default", "-layout": "layout", "-nhwc": "nhwc", "-cold": "cold", "-winograd": "winograd",
+           "before-nhwc": "nhwc,cold,winograd"}
 
 
 def models(scale: str) -> dict:

@@ -21,7 +21,7 @@ import tvm  # noqa: E402
 from asight_lsp.analysis.versus import ratio_interval  # noqa: E402
 from asight_lsp.worker import relax_pipeline as rp  # noqa: E402
 from asight_lsp.worker.compat import ms, RemoveWeightLayoutRewriteBlock  # noqa: E402
-from asight_lsp.worker.metaschedule import make_builder, resolve_target, stub_tensor_intrin  # noqa: E402
+from asight_lsp.worker.metaschedule import make_builder, make_runner, resolve_target, stub_tensor_intrin  # noqa: E402
 from asight_lsp.worker.remeasure import entry_name, prim_inputs  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def best_of(func, target, label: str, trials: int, runner=None, prefix: str = "n
         db = ms.database.JSONDatabase(work_dir=wd)
     else:
         db = ms.tune_tir(tvm.IRModule({"main": func}), target, wd, max_trials_global=trials,
-                         num_trials_per_iter=16, builder=make_builder(), runner=runner, seed=1)
+                         num_trials_per_iter=16, builder=make_builder(), runner=runner or make_runner(), seed=1)
     recs = [r for r in db.get_all_tuning_records() if r.run_secs and float(r.run_secs[0]) < 1e9]
     rec = min(recs, key=lambda r: float(sum(float(x) for x in r.run_secs) / len(r.run_secs)))
     from tvm import s_tir

@@ -11,14 +11,19 @@
 * ``cold``: the re-measurement that picks each model task's record times its candidates cold, every
   input but the first flushed from the CPU caches before each call, and more of them (``remeasure``):
   in a model a kernel's weights were evicted by the other kernels' since its last call, and a
-  schedule that is fastest with them cached can be 2x slower in the model (``cold_remeasure``).
+  schedule that is fastest with them cached can be 2x slower in the model (``cold_remeasure``);
+* ``winograd``: a channels-last 3x3 convolution of stride 1 on a constant weight, large enough to pay
+  for its transforms, computed as Winograd F(4x4, 3x3) (``winograd_fits``): 36 multiplications per
+  output tile and channel pair where the direct form does 144, the weight transformed once at build time.
 """
 from __future__ import annotations
 
-LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold")
+LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold", "winograd")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
-PIPELINE = ("layout", "nhwc")   # levers that change the kernels themselves: a run's records are for its own
+PIPELINE = ("layout", "nhwc", "winograd")   # levers that change the kernels: a run's records are for its own
 RECORD_KEY = "levers_off"       # run.json ``extra``: the levers off when the run was made
+KNOWN_KEY = "pipeline_levers"   # run.json ``extra``: the pipeline levers that existed when it was made
+BEFORE_KNOWN = ("layout", "nhwc")   # those of a run made before KNOWN_KEY was recorded
 PREPACK_KINDS = ("llvm", "c")   # CPU targets; a GPU schedule keeps the weights' layout (DLight fallback)
 
 
@@ -57,13 +62,41 @@ def channels_last(target_kind: str, off: set[str]) -> dict | None:
     return dict(CHANNELS_LAST) if target_kind in PREPACK_KINDS and "nhwc" not in off else None
 
 
-def run_levers_off(recorded: list | None, now_off: set[str], workloads_text: str | None) -> set[str]:
+def run_levers_off(recorded: list | None, now_off: set[str], workloads_text: str | None,
+                   known: list | None = None) -> set[str]:
     """The levers a job on a run works without: the pipeline levers (``PIPELINE``) as the run was made
     (its records are for those kernels: an export with other layouts finds no record), the others as
-    now.  A run made before the record existed had no channels-last conversion, and packed weights
-    only if its workloads carry ``layout_free_buffers``."""
+    now.  A pipeline lever that did not exist when the run was made (not in ``known``, its run.json's
+    ``KNOWN_KEY``; ``BEFORE_KNOWN`` without one) was off.  A run made before the record existed had no
+    channels-last conversion, and packed weights only if its workloads carry ``layout_free_buffers``."""
     if recorded is not None:
         pipeline = set(recorded) & set(PIPELINE)
     else:
         pipeline = {"nhwc"} | (set() if workloads_text and "layout_free_buffers" in workloads_text else {"layout"})
+    pipeline |= set(PIPELINE) - set(BEFORE_KNOWN if known is None else known)
     return (set(now_off) - set(PIPELINE)) | pipeline
+
+
+WINOGRAD_TILE = 4                # F(4x4, 3x3): a 6x6 input tile per 4x4 output tile
+WINOGRAD_MIN_MACS = 20_000_000   # below this, the transforms' passes over memory outweigh the saved FLOPs
+
+
+def winograd(target_kind: str, off: set[str]) -> bool:
+    """Whether a build for a target of this kind computes the convolutions that fit (``winograd_fits``)
+    as Winograd: on CPUs, after the channels-last conversion (the form it rewrites)."""
+    return channels_last(target_kind, off) is not None and "winograd" not in off
+
+
+def winograd_fits(conv: dict) -> bool:
+    """Whether one 2-D convolution is computed as Winograd F(4x4, 3x3): channels-last (NHWC data, OHWI
+    weight, NHWC out) float32, a 3x3 kernel, stride 1, no dilation, one group, and at least
+    ``WINOGRAD_MIN_MACS`` multiply-adds in the direct form (ResNet-18's 3x3 convolutions of stride 1
+    have 116 M each; a test model's 8-channel 8x8 one 37 k).  ``conv``: ``layouts`` (data, kernel,
+    out), ``dtype``, ``kernel`` (h, w), ``strides``, ``dilation``, ``groups``, ``out`` (N, H, W, C)
+    and ``in_channels``."""
+    if (tuple(conv["layouts"]) != ("NHWC", "OHWI", "NHWC") or conv["dtype"] != "float32"
+            or tuple(conv["kernel"]) != (3, 3) or tuple(conv["strides"]) != (1, 1)
+            or tuple(conv["dilation"]) != (1, 1) or conv["groups"] != 1):
+        return False
+    n, h, w, c = conv["out"]
+    return n * h * w * c * conv["in_channels"] * 9 >= WINOGRAD_MIN_MACS

@@ -128,6 +128,7 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     shown = shown_measurement(profile, kept)
     credit = search_credit(len(rows), (profile.get("measurement") or {}).get("chosen")) if rows else None
     notes = [SHARE_NOTE] + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
+                                        winograd_note([r["task"] for r in rows]),
                                         pick_note(profile.get("measurement"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
@@ -145,6 +146,21 @@ def layout_note(layouts: dict | None) -> str | None:
     return (f"Convolutions are tuned and built channels-last ({conv[0]} activations, {conv[1]} weights; Relax "
             f"ConvertLayout before tuning; why: docs/models.md). The untuned column is the model as tvm.compile builds it. "
             f"ASIGHT_LEVERS_OFF=nhwc at tune time keeps the model's layout.")
+
+
+WINOGRAD_KERNEL = "conv2d_winograd"   # worker/winograd.NAME: in the fused kernel's name
+
+
+def winograd_note(tasks: list[str]) -> str | None:
+    """The Winograd lever as the run applied it (issue 21): which kernels compute their convolution as
+    Winograd F(4x4, 3x3), or None when none does."""
+    wino = [t for t in tasks if WINOGRAD_KERNEL in t]
+    if not wino:
+        return None
+    return (f"{len(wino)} kernel(s) compute their 3x3 convolution as Winograd F(4x4, 3x3) ({', '.join(wino)}): 36 "
+            f"multiplications per 4x4 output tile and channel pair where the direct form does 144, the weight "
+            f"transformed once at build time (why and when: docs/models.md). ASIGHT_LEVERS_OFF=winograd at tune "
+            f"time keeps the direct convolution.")
 
 
 def pick_note(measurement: dict | None) -> str | None:

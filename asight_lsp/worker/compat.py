@@ -11,7 +11,7 @@ from typing import TypeVar
 import tvm  # noqa: F401  (0.8 s, 190 MiB: paid once per worker process)
 import tvm.script
 import tvm_ffi
-from tvm import relax, rpc, s_tir, tirx
+from tvm import relax, rpc, s_tir, te, tirx
 from tvm.error import DiagnosticError
 from tvm.ir.utils import derived_object
 from tvm.s_tir import dlight
@@ -28,7 +28,8 @@ from ..tvmscript.safety import code_string_problem
 __all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
            "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
            "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
-           "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "torch_importer"]
+           "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "torch_importer",
+           "winograd_parts", "te"]
 
 
 def script_globals(constants: dict | None = None, aliases: dict | None = None, metadata=None) -> dict:
@@ -149,6 +150,18 @@ def onnx_importer():
     import onnx
     from tvm.relax.frontend.onnx import from_onnx
     return onnx.load, from_onnx
+
+
+def winograd_parts(tile: int, kernel: int):
+    """TOPI's Winograd pieces for F(tile x tile, kernel x kernel): the Cook-Toom matrices A, B, G as
+    float64 numpy arrays (``winograd_util``'s private helpers: its public function gives TE constants
+    only), ``const_matrix`` (a numpy matrix as a TE tensor the Winograd schedule rules inline), and
+    TOPI's ``pad``."""
+    from tvm.topi.nn.pad import pad
+    from tvm.topi.nn.winograd_util import _cook_toom_convolution, _interpolation_points
+    from tvm.topi.utils import const_matrix
+    a, b, g = _cook_toom_convolution(_interpolation_points(tile + kernel - 2), tile, kernel)
+    return (a, b, g), const_matrix, pad
 
 
 _NONFINITE_CONST = re.compile(r'R\.const\("(-?inf|nan)"')

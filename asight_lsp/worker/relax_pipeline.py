@@ -139,7 +139,19 @@ def converted(mod, target):
     for gv, func in list(out.functions_items()):
         if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
             out[gv] = _RenameInserted(inserted(mod[gv], func)).visit_expr(func)
-    return out
+    return with_winograd(out, target)
+
+
+def with_winograd(mod, target):
+    """``mod`` (converted) with the convolutions that fit computed as Winograd (``worker/winograd.py``),
+    when the lever is on: FoldConstant first, so each converted weight is a constant; a module with
+    no such convolution comes back as it came."""
+    from .twins import levers_off_now
+    from .winograd import rewrite
+    if not levers.winograd(target.kind.name, levers_off_now()):
+        return mod
+    out, count = rewrite(relax.transform.FoldConstant()(mod))
+    return out if count else mod
 
 
 def inserted(source, func) -> list:

@@ -61,21 +61,23 @@ class for_run:
 def run_levers(run_dir: str, now_off: set[str]) -> set[str]:
     """``levers.run_levers_off`` for a run directory (its run.json record; its workloads when the run
     predates the record)."""
-    from ..analysis.levers import RECORD_KEY, run_levers_off
+    from ..analysis.levers import KNOWN_KEY, RECORD_KEY, run_levers_off
     from ..errors import AsightError
     from ..store.database import workloads_text
     from ..store.runs import Run
     try:
-        recorded = Run(run_dir).load().extra.get(RECORD_KEY)
+        extra = Run(run_dir).load().extra
     except (AsightError, OSError):   # a missing, damaged or unreadable run.json: as a run made before the record
-        recorded = None
+        extra = {}
+    recorded, known = extra.get(RECORD_KEY), extra.get(KNOWN_KEY)
+    known = known if isinstance(known, list) else None
     if isinstance(recorded, list):
-        return run_levers_off(recorded, now_off, None)
+        return run_levers_off(recorded, now_off, None, known)
     try:
         workloads = workloads_text(run_dir)
     except OSError:
         workloads = None
-    return run_levers_off(None, now_off, workloads)
+    return run_levers_off(None, now_off, workloads, known)
 
 
 def lever_on(name: str) -> bool:

@@ -43,15 +43,24 @@ def test_channels_last_layouts_are_a_copy():
 
 def test_a_run_keeps_the_layouts_it_was_tuned_with():
     # recorded: the pipeline levers come from the run, the others from now
-    assert levers.run_levers_off(["nhwc", "twins"], {"budget"}, None) == {"nhwc", "budget"}
-    assert levers.run_levers_off([], {"nhwc", "layout", "default"}, None) == {"default"}
+    known = list(levers.PIPELINE)
+    assert levers.run_levers_off(["nhwc", "twins"], {"budget"}, None, known) == {"nhwc", "budget"}
+    assert levers.run_levers_off([], {"nhwc", "layout", "default", "winograd"}, None, known) == {"default"}
+    assert levers.run_levers_off(["winograd"], set(), None, known) == {"winograd"}
+
+
+def test_a_pipeline_lever_newer_than_the_run_was_off_for_it():
+    # a run.json without the known list was made before the Winograd lever: its convolutions are direct
+    assert levers.run_levers_off([], set(), None) == {"winograd"}
+    assert levers.run_levers_off(["nhwc", "twins"], {"budget"}, None) == {"nhwc", "budget", "winograd"}
+    assert levers.run_levers_off([], set(), None, ["layout", "nhwc"]) == {"winograd"}
 
 
 def test_a_run_made_before_the_record_had_no_channels_last_and_packs_only_if_its_workloads_say_so():
     marked = '{"attrs": {"layout_free_buffers": [1]}}'
-    assert levers.run_levers_off(None, set(), marked) == {"nhwc"}
-    assert levers.run_levers_off(None, set(), '{"attrs": {}}') == {"nhwc", "layout"}
-    assert levers.run_levers_off(None, {"twins"}, None) == {"nhwc", "layout", "twins"}
+    assert levers.run_levers_off(None, set(), marked) == {"nhwc", "winograd"}
+    assert levers.run_levers_off(None, set(), '{"attrs": {}}') == {"nhwc", "layout", "winograd"}
+    assert levers.run_levers_off(None, {"twins"}, None) == {"nhwc", "layout", "twins", "winograd"}
 
 
 @pytest.mark.parametrize("kind,off,expected", [
@@ -68,3 +77,46 @@ def test_cold_remeasure_rule(kind, off, expected):
 def test_cold_is_a_lever_the_ablation_can_name():
     assert levers.levers_off("cold") == {"cold"}
     assert levers.COLD_TOP_K > 5      # more candidates than the warm re-measurement's five
+
+
+@pytest.mark.parametrize("kind,off,expected", [
+    ("llvm", set(), True),            # a CPU computes the convolutions that fit as Winograd
+    ("c", set(), True),
+    ("llvm", {"winograd"}, False),    # the ablation's -winograd
+    ("llvm", {"nhwc"}, False),        # it rewrites the channels-last form only
+    ("cuda", set(), False),
+])
+def test_winograd_rule(kind, off, expected):
+    assert levers.winograd(kind, off) is expected
+
+
+def _conv(**change) -> dict:
+    # ResNet-18's stage-3 3x3 convolution, channels-last
+    conv = {"layouts": ("NHWC", "OHWI", "NHWC"), "dtype": "float32", "kernel": (3, 3), "strides": [1, 1],
+            "dilation": [1, 1], "groups": 1, "out": [1, 14, 14, 256], "in_channels": 256}
+    conv.update(change)
+    return conv
+
+
+def test_a_large_3x3_convolution_of_stride_1_fits_winograd():
+    assert levers.winograd_fits(_conv())
+    assert levers.winograd_fits(_conv(out=[1, 56, 56, 64], in_channels=64))     # stage 1: 116 M MACs
+
+
+@pytest.mark.parametrize("change", [
+    {"strides": [2, 2]},                          # a strided convolution: Winograd tiles assume stride 1
+    {"kernel": (1, 1)}, {"kernel": (7, 7)},       # F(4x4, 3x3) is for 3x3 kernels
+    {"dilation": [2, 2]}, {"groups": 2},
+    {"layouts": ("NCHW", "OIHW", "NCHW")},        # the NCHW form is not rewritten
+    {"dtype": "float16"}, {"dtype": "int8"},
+    {"out": [1, 8, 8, 8], "in_channels": 8},      # a test model's convolution: the transforms would cost more
+])
+def test_what_does_not_fit_winograd(change):
+    assert not levers.winograd_fits(_conv(**change))
+
+
+def test_the_size_threshold_is_in_multiply_adds():
+    side = 16                                     # 16x16 outputs x 3x3 x C x C: find C at the threshold
+    c = next(c for c in range(8, 1024, 8) if side * side * c * c * 9 >= levers.WINOGRAD_MIN_MACS)
+    assert levers.winograd_fits(_conv(out=[1, side, side, c], in_channels=c))
+    assert not levers.winograd_fits(_conv(out=[1, side, side, c - 8], in_channels=c - 8))

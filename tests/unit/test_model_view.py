@@ -135,3 +135,14 @@ def test_a_model_without_a_run_says_why_its_table_is_empty():
     text = render(view)
     assert "no tuning run" in text and "asight tune FILE" in text
     assert "no tuning run" not in render({**view, "run": {"id": "r1"}})
+
+
+def test_the_view_names_the_kernels_computed_as_winograd():
+    """The Winograd lever (issue 21): a note naming the kernels that compute their convolution so."""
+    tasks = {"fused_conv2d_winograd_add_relu": 4, "fused_conv2d1_add_relu": 4}
+    profile = _profile(tasks, {t: 10.0 for t in tasks}, {t: 5.0 for t in tasks})
+    note = next(n for n in model_view(profile)["notes"] if "Winograd" in n)
+    assert note.startswith("1 kernel(s)") and "fused_conv2d_winograd_add_relu" in note
+    assert "fused_conv2d1_add_relu" not in note and "ASIGHT_LEVERS_OFF=winograd" in note
+    direct = _profile({"fused_conv2d1_add_relu": 4}, {"fused_conv2d1_add_relu": 10.0}, {"fused_conv2d1_add_relu": 5.0})
+    assert not any("Winograd" in n for n in model_view(direct)["notes"])
