@@ -186,15 +186,19 @@ class NoFit(Exception):
     """The donor's trace does not fit this workload (the reason is the message)."""
 
 
-def transfer(trace, mod, postprocs, seed: int) -> tuple[object, int]:
+def transfer(trace, mod, postprocs, seed: int, donor_blocks: set[str] | None = None) -> tuple[object, int]:
     """A schedule of ``mod`` from a donor's trace (see the module text): (schedule, decisions
-    re-sampled); ``NoFit`` with the reason when it does not fit."""
+    re-sampled); ``NoFit`` with the reason when it does not fit.  ``donor_blocks``: the donor's own
+    blocks; the blocks of ``mod`` it lacked are inlined first.  Without it, the blocks its trace never
+    names are taken for those (a trace that reaches a block by ``get_producers``, as MetaSchedule's
+    Winograd rules reach the transform matrices, then finds it inlined: "2 vs. 1" outputs)."""
     names = _block_names(mod)
     pruned, mentioned = prune(trace, names)
     sch = s_tir.Schedule(mod, seed=max(1, seed))
     resampled = [0]
+    lacked = names - (mentioned if donor_blocks is None else donor_blocks)
     try:
-        for name in sorted(names - mentioned - {"root"}):   # first, so the donor's loops and blocks line up
+        for name in sorted(lacked - {"root"}):   # first, so the donor's loops and blocks line up
             try:
                 sch.compute_inline(sch.get_sblock(name))
             except Exception:  # noqa: BLE001 - not inlinable (the output, a reduction): left as it is
@@ -284,7 +288,8 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
             for _ in range(1 if relation == "twin" else SIBLING_VARIANTS):
                 self.seed += 1
                 try:
-                    sch, resampled = transfer(record.trace, self.mod, self.postprocs, self.seed)
+                    sch, resampled = transfer(record.trace, self.mod, self.postprocs, self.seed,
+                                              _block_names(record.workload.mod))
                 except NoFit as err:
                     self.log.entries.append({"task": self.name, "donor": donor, "relation": relation,
                                              "latency_us": None, "own_best_us": _mean_us(own.run_secs) if own else None,
