@@ -93,3 +93,18 @@ def latest_run(store: Path):
     """The metadata of the store's run (what the tuning job's ``wait`` returned: ``Run.load()``)."""
     from asight_lsp.store.runs import RunStore
     return RunStore(str(store)).get("latest").load()
+
+
+def deployable_module(script: Path):
+    """The deployable module of an imported model's script (its first unit, the weights file beside
+    it bound), as the worker builds it for tuning, profiling and export."""
+    from asight_lsp.engine.wire import weights_beside
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import parse_unit
+    from asight_lsp.worker.relax_pipeline import deployable
+    text = script.read_text()
+    outline = build_outline(text)
+    unit = outline.units[0]
+    parsed = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
+                        outline.constants, outline.aliases)
+    return deployable(parsed, None, weights_beside(str(script)))[0]

@@ -50,16 +50,8 @@ def tuned(tmp_path_factory):
 
 
 def _module(base: Path):
-    from asight_lsp.engine.wire import weights_beside
-    from asight_lsp.tvmscript.outline import build_outline
-    from asight_lsp.worker.parse import parse_unit
-    from asight_lsp.worker.relax_pipeline import deployable
-    text = (base / "tiny_relax.py").read_text()
-    outline = build_outline(text)
-    unit = outline.units[0]
-    parsed = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
-                        outline.constants, outline.aliases)
-    return deployable(parsed, None, weights_beside(str(base / "tiny_relax.py")))[0]
+    from tests.tuned_models import deployable_module
+    return deployable_module(base / "tiny_relax.py")
 
 
 def _marked(mod, target) -> dict:
