@@ -81,7 +81,9 @@ def _exports_every_kernel_from_records(script: Path, meta, lib: Path) -> dict:
     measured = reply["measured"]       # timed in its own worker against the headline's build, same harness
     assert set(measured["parts"]) == {"headline build", "exported library"} and measured["check"]["ok"]
     assert measured["harness"]["threads"] == meta.measurement["harness"]["threads"]
-    assert measured["harness"]["rounds"] >= 5 and measured["verdict_export"]["ok"]
+    # measured, not its outcome: two identical tiny libraries can time apart beyond the tolerance (a CI
+    # failed so); the verdict's rule is analysis/deployable.export_verdict's (tests/unit/test_deployable.py)
+    assert measured["harness"]["rounds"] >= 5 and measured["verdict_export"]["direction"] in ("same", "faster", "slower")
     assert 'os.environ.setdefault("TVM_NUM_THREADS"' in reply["load"] and "default to one thread" in reply["load"]
     return reply
 
