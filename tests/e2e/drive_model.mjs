@@ -349,18 +349,27 @@ try {
   // The Model panel opened before the Re-measure (a tab beside): it shows the run's new figure (or says a newer
   // one exists), the same as the lens; the lens's tooltip and its pick's Model entry say which measurement.
   await section("model after re-measure", async () => {
+    // Both surfaces follow the server's refresh, each when the client redraws it: read each until it shows
+    // the measurement the Re-measure made (or, when that one was kept aside, until nothing changes), never a
+    // fixed wait that a slow machine outlasts.
     await focusTab("ASight Model");
-    const m = await panelFrame("model", 60000);
-    await m.locator("tr.task-row").first().waitFor({ timeout: 60000 });
-    await page.waitForTimeout(1500);                     // a refresh the notification started may still be drawing
-    facts.modelAfter = await modelFacts(await panelFrame("model", 30000));
+    const adopted = /the views show it now/.test(facts.remeasureMessage ?? "");
+    for (let i = 0; i < 120; i++) {
+      const m = await panelFrame("model", 60000);
+      await m.locator("tr.task-row").first().waitFor({ timeout: 60000 });
+      facts.modelAfter = await modelFacts(m);
+      const redrawn = facts.modelAfter.measurement !== facts.modelBefore.measurement || facts.modelAfter.newer;
+      if (!adopted || redrawn) break;
+      await page.waitForTimeout(500);
+    }
     await shot("model-after-remeasure");
     await page.locator(".tabs-container .tab", { hasText: "tiny_relax.py" }).first().click();
-    for (let i = 0; i < 20; i++) {                       // the lens follows the server's refresh
+    const shownWhen = (lens) => (lens?.lenses?.[0]?.tooltip ?? "").match(/Shows the measurement of (.+?) UTC/)?.[1];
+    for (let i = 0; i < 120; i++) {                      // the lens names the measurement the panel shows
       facts.lensAfter = await lensVisibility();
-      const title = facts.lensAfter?.lenses?.[0]?.tooltip ?? "";
-      if (facts.modelAfter.measurement && title.includes("Shows the measurement")) break;
-      await page.waitForTimeout(1000);
+      const when = shownWhen(facts.lensAfter);
+      if (when && (facts.modelAfter.newer || facts.modelAfter.measuredText.includes(when))) break;
+      await page.waitForTimeout(500);
     }
     facts.pickAfter = await pickRows();
     step("model after re-measure", { headline: facts.modelAfter.headline, lens: facts.lensAfter?.lenses?.[0]?.title,
