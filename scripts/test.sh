@@ -21,6 +21,9 @@ if [ -z "${ASIGHT_SKIP_INSTALL:-}" ]; then
   python -m pip install -q -e ".[test]"
   [ -z "$quick" ] && [ -f scripts/install-test-deps.sh ] && bash scripts/install-test-deps.sh
 fi
+# Bytecode for our own modules now: the suite starts hundreds of Python processes, and where
+# PYTHONDONTWRITEBYTECODE is set each of them would compile asight_lsp again (0.25 s of CPU a worker).
+python -m compileall -q asight_lsp tests fixtures > /dev/null || true
 install_s=$((SECONDS - started))
 mkdir -p test-artifacts
 status=0
