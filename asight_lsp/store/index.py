@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..tvmscript.model import Function
-from .files import MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
+from .files import MAX_LINE_BYTES, MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
 from .folders import claimed_owner, claims, require_plain_store
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
 
@@ -63,6 +63,8 @@ class _Records:
 
     def _add(self, line: bytes) -> None:
         try:
+            if len(line) > MAX_LINE_BYTES:
+                raise ValueError("a line longer than a record")
             workload, (trace, run_secs, *_rest) = json.loads(line)
             insts, decisions = trace
             secs = [float(s) for s in run_secs or []]

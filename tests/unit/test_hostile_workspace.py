@@ -1,0 +1,48 @@
+"""Issue 40: workspace data a hostile author wrote is read in bounded time, and what the static reader
+cannot fold is a diagnostic at its line, never an internal error."""
+from __future__ import annotations
+
+import time
+
+from asight_lsp.store.files import file_lines
+from asight_lsp.tvmscript.outline import ChunkCache, build_outline
+
+UNIT = '''from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((N,), "float32")):
+    for i in range(N):
+        with T.sblock("b"):
+            A[i] = T.float32(0)
+'''
+
+
+def outline_of(head: str):
+    start = time.perf_counter()
+    outline = build_outline(head + UNIT, "hostile.py", ChunkCache())
+    return outline, time.perf_counter() - start
+
+
+def test_a_tower_of_powers_is_refused_at_its_line_at_once():
+    outline, seconds = outline_of("A = 10 ** 64\nB = A ** 64\nC = B ** 64\nD = C ** 64\nE = D ** 64\nN = E ** 64\n")
+    assert seconds < 2
+    assert [f.id for f in outline.functions] == ["f"]
+    refused = [(e["range"]["start"]["line"], e["message"]) for e in outline.syntax_errors]
+    assert [line for line, _ in refused] == [1]      # B: A folds; C..N use a name that is no constant
+    assert refused[0][1].startswith("too large to analyse: ")
+    assert "N" not in outline.constants
+
+
+def test_arithmetic_python_refuses_is_a_warning_at_its_line():
+    outline, _ = outline_of("N = 4\nX = 1e300 ** 2\nY = 0 ** -1\nZ = 5 // 0\n")
+    found = {e["range"]["start"]["line"]: e for e in outline.syntax_errors}
+    assert sorted(found) == [1, 2]                   # 5 // 0 is simply no constant, as before
+    assert all(e["severity"] == "warning" and "cannot fold" in e["message"] for e in found.values())
+    assert outline.constants["N"] == 4 and [f.id for f in outline.functions] == ["f"]
+
+
+def test_a_long_blank_line_is_read_in_linear_time():
+    blank = b" " * (4 << 20) + b"\n" + b"\t " * (1 << 20) + b"x\n"
+    start = time.perf_counter()
+    assert list(file_lines(blank)) == [b"x"]
+    assert time.perf_counter() - start < 1
