@@ -43,7 +43,7 @@ def _timed(code: str, limit: float = LIMIT_S) -> dict:
         return {"seconds": None, "note": f"> {limit:g} s (killed) {partial}".strip()}
     seconds = time.perf_counter() - start
     lines = (out.stdout.strip() or out.stderr.strip()).splitlines()
-    return {"seconds": round(seconds, 2), "note": lines[-1][:160] if lines else ""}
+    return {"seconds": round(seconds, 2), "note": "; ".join(lines)[-200:]}
 
 
 def fold_cases(folder: str) -> dict:

@@ -96,7 +96,7 @@ class RunIndex:
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self._refused: dict[str, str] = {}      # why the store, or a run in it, is not shown ("" -> the store)
-        self._unreadable: dict[str, tuple] = {}  # run id -> (mtime, claimed_owner of its run.json, why not read)
+        self._unreadable: dict[str, tuple] = {}  # run id -> (state, claimed_owner of its run.json, why not read)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
 
@@ -137,16 +137,14 @@ class RunIndex:
         except AsightError as err:                                     # a linked store shows no run, said
             self._refused[""], entries = str(err), []
         for entry in entries:
-            meta_path = os.path.join(entry.path, "run.json")
-            try:
-                mtime = os.stat(meta_path).st_mtime_ns
-            except OSError:
+            mtime = _file_state(entry)
+            if mtime is None:
                 changed = self._headless(entry, seen) or changed
                 continue
             seen.add(entry.name)
             cached = self._metas.get(entry.name)
-            if cached and cached[0] == mtime:
-                continue
+            if cached and cached[0] == mtime or self._unreadable.get(entry.name, (None,))[0] == mtime:
+                continue       # judged before, shown or refused, and nothing changed since
             try:
                 meta = Run(entry.path).load()
             except AsightError as err:
@@ -168,13 +166,15 @@ class RunIndex:
         """A run folder with records and no run.json (deleted) is an unreadable run, said, not skipped
         (outside probe 14, F4)."""
         try:
-            mtime = os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns
+            mtime = (os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns,)
         except OSError:
             return False
         seen.add(entry.name)
+        if self._unreadable.get(entry.name, (None,))[0] == mtime:
+            return False
         return self._refuse(entry, mtime, AsightError(f"run {entry.name} has no run.json (its records are there)"))
 
-    def _refuse(self, entry: os.DirEntry, mtime: int, err: AsightError) -> bool:
+    def _refuse(self, entry: os.DirEntry, mtime: tuple, err: AsightError) -> bool:
         """Keep why a run is not shown and whose run it says it is; True when that is news (a run
         that was shown, or another reason: the lenses are drawn again)."""
         shown = self._metas.pop(entry.name, None) is not None
@@ -293,6 +293,17 @@ class RunIndex:
         names = [_workload_strings(line) for line in raw.decode("utf-8", errors="replace").splitlines()]
         self._workload_names[run_id] = (size, names)
         return names
+
+
+def _file_state(entry: os.DirEntry) -> tuple | None:
+    """What a run folder's verdict depends on: its run.json's mtime and size, and the folder's own mtime
+    (an entry added or removed); None when there is no run.json.  A run is read again, or judged
+    again when it was refused, only when this changes."""
+    try:
+        meta, folder = os.stat(os.path.join(entry.path, "run.json")), entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return meta.st_mtime_ns, meta.st_size, meta.st_ino, folder.st_mtime_ns
 
 
 def _workload_strings(line: str) -> set[str]:

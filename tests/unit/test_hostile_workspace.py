@@ -46,3 +46,20 @@ def test_a_long_blank_line_is_read_in_linear_time():
     start = time.perf_counter()
     assert list(file_lines(blank)) == [b"x"]
     assert time.perf_counter() - start < 1
+
+
+def test_a_refused_run_is_judged_once_per_state_of_its_files(tmp_path, monkeypatch):
+    from asight_lsp.store import index as index_module
+    run = tmp_path / "runs" / "f-20260101-000000-abcd"
+    run.mkdir(parents=True)
+    (run / "run.json").write_bytes(b"[" + b"[]," * 200_000 + b"[]]")       # past the container cap
+    loads = []
+    real_load = index_module.Run.load
+    monkeypatch.setattr(index_module.Run, "load", lambda self: loads.append(self.id) or real_load(self))
+    index = index_module.RunIndex(tmp_path, min_interval=0)
+    assert index.metas() == [] and len(index.problems()) == 1 and "lists and objects" in index.problems()[0]
+    for _ in range(3):
+        index.metas()
+    assert len(loads) == 1
+    (run / "run.json").write_text('{"id": "x", "file": "k.py", "function": "f"}')          # repaired: read again
+    assert [m.id for m in index.metas()] == [run.name] and len(loads) == 2 and index.problems() == []
