@@ -97,6 +97,7 @@ OPT_TRIALS = "trials"                # default trial budget
 OPT_DISABLED_FEATURES = "disabledFeatures"  # e.g. ["inlayHint", "tvmDiagnostics"]
 OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"  # debounce of TVM diagnostics while typing
 OPT_COUNTERS_BUDGET = "countersBudgetSeconds"  # GPU: tune collects Nsight Compute counters within this budget (0/None: off)
+OPT_SESSION_TOKEN = "sessionToken"   # --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 # Feature names for OPT_DISABLED_FEATURES.
 FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"]

@@ -92,6 +92,7 @@ export const OPT_TRIALS = "trials"; // default trial budget
 export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
 export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
 export const OPT_COUNTERS_BUDGET = "countersBudgetSeconds"; // GPU: tune collects Nsight Compute counters within this budget (0/null: off)
+export const OPT_SESSION_TOKEN = "sessionToken"; // --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
 export type Feature = (typeof FEATURES)[number];
