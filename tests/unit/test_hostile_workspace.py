@@ -63,3 +63,37 @@ def test_a_refused_run_is_judged_once_per_state_of_its_files(tmp_path, monkeypat
     assert len(loads) == 1
     (run / "run.json").write_text('{"id": "x", "file": "k.py", "function": "f"}')          # repaired: read again
     assert [m.id for m in index.metas()] == [run.name] and len(loads) == 2 and index.problems() == []
+
+
+def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
+    """A run folder this user did not make here (cloned; its marker copied to another run; another
+    user's key) is not resumed; profiles named by someone else never push the user's out."""
+    import json
+    import shutil
+    from asight_lsp.store import caches
+    from asight_lsp.store.owner import is_own
+    from asight_lsp.store.runs import Run, RunMeta, RunStore
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    store = RunStore(tmp_path / ".asight")
+    key = dict(file="/w/m.py", function="f", source_hashes={"f": "h"}, target_label="t")
+    own = store.create(RunMeta(id="f-20260101-000000-0001", **key))
+    assert is_own(own.path) and store.find_resumable("/w/m.py", "f", {"f": "h"}, "t").id == own.id
+    shutil.rmtree(own.path)
+    shipped = store.runs_dir / "f-20260101-000000-0002"
+    shipped.mkdir()
+    (shipped / "run.json").write_text(json.dumps({"id": "x", **key}))
+    assert store.find_resumable("/w/m.py", "f", {"f": "h"}, "t") is None
+    marked = store.create(RunMeta(id="f-20260101-000000-0003", **key))
+    shutil.copy(marked.path / "owner", shipped / "owner")                # another run's marker
+    shutil.rmtree(marked.path)
+    assert not is_own(shipped) and store.find_resumable("/w/m.py", "f", {"f": "h"}, "t") is None
+    (shipped / "profiles").mkdir()
+    for i in range(caches.KEEP_PROFILES):
+        (shipped / "profiles" / f"9999999{i}-999999-999.msgpack").write_bytes(b"\x80")
+    run = Run(shipped)
+    for ident in ("20260102-000000-000", "20260103-000000-000"):
+        caches.archive_profile(run, {"key": {}, "profile": {"id": ident}}, ident)
+    assert {"20260102-000000-000.msgpack", "20260103-000000-000.msgpack"} <= {p.name for p in (shipped / "profiles").iterdir()}
+    other = store.create(RunMeta(id="f-20260101-000000-0004", **key))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))
+    assert not is_own(other.path)
