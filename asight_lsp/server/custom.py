@@ -196,6 +196,7 @@ def as_dict(params: Any) -> dict:
 
 async def build_request(ls, params: dict) -> PayloadRequest:
     """Resolve ``uri`` / ``function`` / ``run`` of a request (any may be missing)."""
+    await ls.state.fresh_store()
     state: ServerState = ls.state
     file = text = fn = None
     uri = params.get("uri")

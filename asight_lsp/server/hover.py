@@ -326,6 +326,7 @@ def register(server) -> None:
         doc = ls.doc(params.text_document.uri)
         ls.check_position(doc, params.position)
         outline = (await ls.state.outline(doc)).outline
+        await ls.state.fresh_store()
         sampled = space_hover(ls.state.index, doc, params.position.line, params.position.character)
         if sampled is not None:
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=sampled[0]),

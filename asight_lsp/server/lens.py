@@ -245,8 +245,8 @@ def register(server) -> None:
         doc = ls.doc(params.text_document.uri)
         docout = await ls.state.outline(doc)   # its lines: those of its text (an edit may have come since)
         outline = docout.outline
+        await ls.state.fresh_store()  # the run index read again (its version bumped when a run changed)
         index = ls.state.index
-        index.metas()  # refresh the run index (bumps its version when a run changed)
         key = (doc.outline_text, index.version, int(time.time() // 20))  # "3 min ago" stays current
         cached = doc.memo.get("codeLens")
         if cached is None or cached[0] != key:

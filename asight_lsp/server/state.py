@@ -23,6 +23,7 @@ from ..store.runs import default_store_root
 from ..tvmscript.hashing import constants_used, function_text, source_hash
 from ..tvmscript.model import Function, Outline
 from ..tvmscript.pysource import source_lines
+from .budget import StoreRefresh
 from .idle_gc import IdleCollector
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
@@ -107,6 +108,7 @@ class ServerState:
         self._index_root: str | None = None
         self.idle_gc = IdleCollector()
         self._store_root: tuple = (None, "")
+        self._store_refresh = StoreRefresh()
 
     # -- configuration
     def configure(self, root: str | None, values: dict | None, trust: bool = True) -> None:
@@ -132,8 +134,14 @@ class ServerState:
         if self._index is None or self._index_root != self.store_root:
             self._index_root = self.store_root
             self._index = RunIndex(self._index_root)
+            self._index.scan_on_read = False      # read by ``fresh_store`` only, off the event loop
             self._results = Results(self._index)
         return self._index
+
+    async def fresh_store(self) -> None:
+        """The run index brought up to date off the event loop, within its budget (``budget.py``): every
+        request that reads runs awaits this first."""
+        await self._store_refresh.fresh(self.index)
 
     @property
     def results(self) -> Results:

@@ -99,6 +99,7 @@ class RunIndex:
         self._unreadable: dict[str, tuple] = {}  # run id -> (state, claimed_owner of its run.json, why not read)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
+        self.scan_on_read = True   # False (the server): only ``refresh`` reads the disk, off the event loop
 
     # -- metadata
     def invalidate(self) -> None:
@@ -109,9 +110,22 @@ class RunIndex:
         with self.lock:
             return self._metas_locked()
 
-    def _metas_locked(self) -> list[RunMeta]:
+    def due(self) -> bool:
+        """Whether the disk may have changed since the last scan (``min_interval`` passed, or invalidated)."""
+        return time.monotonic() - self._checked >= self.min_interval
+
+    def refresh(self) -> None:
+        """Read what changed on disk: run.json files, every run's new records and workload names.  The
+        server calls this off its event loop (``server/budget.py``); reads then use what it read."""
+        with self.lock:
+            self._metas_locked(scan=True)
+            for meta in self._sorted:
+                self._records.setdefault(meta.id, _Records(self.run_dir(meta.id) / DB_RECORDS)).update()
+                self._names(meta.id)
+
+    def _metas_locked(self, scan: bool = False) -> list[RunMeta]:
         now = time.monotonic()
-        if now - self._checked >= self.min_interval:
+        if (scan or self.scan_on_read) and now - self._checked >= self.min_interval:
             self._checked = now
             if self._scan():
                 self.version += 1
@@ -231,7 +245,7 @@ class RunIndex:
         except OSError:
             return None
         key = (run_id, trial, size)
-        if key not in self._trials:
+        if key not in self._trials and size <= MAX_RUN_FILE_BYTES:
             reader = _Records(path)
             with path.open("rb") as stream:
                 for i, line in enumerate(stream):
@@ -240,13 +254,14 @@ class RunIndex:
                         reader._add(line)
                         break
             self._trials[key] = next(iter(reader.best.values()), None)
-        return self._trials[key]
+        return self._trials.get(key)
 
     def _best_record(self, run_id: str, fn: Function | None) -> dict | None:
         records = self._records.get(run_id)
         if records is None:
             records = self._records[run_id] = _Records(self.run_dir(run_id) / DB_RECORDS)
-        records.update()
+        if self.scan_on_read or not records.inode:
+            records.update()
         if not records.best:
             return None
         adopted = self._adopted_workload(run_id)
