@@ -147,6 +147,7 @@ class RunSummary(TypedDict, total=False):
     failures: list           # [FailureGroup], largest first
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
     measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
+    shipped: bool            # present (true) for a run this user did not make on this machine: read-only, never resumed
 
 
 class RunUpdated(TypedDict, total=False):

@@ -45,7 +45,8 @@ def runs_request(req: PayloadRequest) -> dict:
     else:
         metas = list(reversed(index.metas()))
     refusal = req.state.results.refusal
-    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas})
+    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas},
+                        {m.id for m in metas if index.shipped(m.id)})
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:

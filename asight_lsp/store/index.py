@@ -19,6 +19,7 @@ from ..errors import AsightError
 from ..tvmscript.model import Function
 from .files import MAX_LINE_BYTES, MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
 from .folders import claimed_owner, claims, require_plain_store
+from .owner import is_own
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
 
 
@@ -97,6 +98,7 @@ class RunIndex:
         self._sorted: list[RunMeta] = []
         self._refused: dict[str, str] = {}      # why the store, or a run in it, is not shown ("" -> the store)
         self._unreadable: dict[str, tuple] = {}  # run id -> (state, claimed_owner of its run.json, why not read)
+        self._shipped: set[str] = set()          # runs this user did not make on this machine (``owner.is_own``)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
         self.scan_on_read = True   # False (the server): only ``refresh`` reads the disk, off the event loop
@@ -167,9 +169,11 @@ class RunIndex:
             self._refused.pop(entry.name, None)
             self._unreadable.pop(entry.name, None)
             self._metas[entry.name] = (mtime, meta)
+            (self._shipped.discard if is_own(Path(entry.path)) else self._shipped.add)(entry.name)
             changed = True
         for gone in set(self._metas) - seen:
             del self._metas[gone]
+            self._shipped.discard(gone)
             changed = True
         for gone in set(self._refused) - seen - {""}:
             del self._refused[gone]
@@ -206,6 +210,10 @@ class RunIndex:
             found = sorted((mtime, run_id, why, whose) for run_id, (mtime, owner, why) in self._unreadable.items()
                            if (whose := claims(owner, run_id, file, names, RunStore.run_id_prefix)))
             return [(run_id, why, whose) for _, run_id, why, whose in found]
+
+    def shipped(self, run_id: str) -> bool:
+        """A run shown read-only: not made by this user on this machine (cloned, copied, unpacked)."""
+        return run_id in self._shipped
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id

@@ -146,6 +146,7 @@ export interface RunSummary {
   failures?: FailureGroup[]; // largest first
   shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
   measurement?: MeasurementStamp | null; // which measurement the figures are (views/measured.py measurement_stamp)
+  shipped?: boolean; // present (true) for a run this user did not make on this machine: read-only, never resumed
 }
 /** Which measurement a run's figures are: its measurement record (the headline every view starts from). */
 export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }

@@ -75,3 +75,22 @@ async def test_a_hostile_workspace_freezes_nothing(client, workspace):
     runs = await request(client, P.REQ_RUNS, {"uri": victim_uri})
     assert [r["id"] for r in runs["runs"]] == ["mbr128"]                   # the victim's run, still read
     assert "**block `matmul`**" in hover.contents.value and "mbr128" in hover.contents.value
+
+
+async def test_a_shipped_run_is_marked_until_it_is_the_users_own(client, workspace):
+    """A run folder of the workspace this user did not make here is marked shipped in ``asight/runs`` and
+    the lens's tooltip; once the user's own run exists (made by RunStore.create), it is not."""
+    from asight_lsp.store.owner import mark_own
+    await initialize(client, "vscode", workspace, {"disabledFeatures": ["tvmDiagnostics"]})
+    victim = copy_fixture("matmul_bias_relu.py", workspace)
+    run = install_run(workspace, victim, "mbr128")
+    uri = open_doc(client, victim)
+    runs = await request(client, P.REQ_RUNS, {"uri": uri})
+    assert [(r["id"], r.get("shipped")) for r in runs["runs"]] == [("mbr128", True)]
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
+    assert any((lens.command.tooltip or "").startswith("Shipped run") for lens in lenses if lens.command)
+    mark_own(run)          # as if this user had made it here: the index sees the folder change
+    deadline = time.monotonic() + 15
+    while (await request(client, P.REQ_RUNS, {"uri": uri}))["runs"][0].get("shipped"):
+        assert time.monotonic() < deadline, "the run stayed shipped"
+        await asyncio.sleep(0.1)
