@@ -152,7 +152,7 @@ export interface RunSummary {
 export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement", "shipped"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
