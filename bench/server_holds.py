@@ -10,6 +10,9 @@ Each case runs in its own subprocess with a time limit, so a case that never end
 * records: the record reader (``store.index._Records``) over one line of spaces, 20 / 80 KiB.
 * refusals: a run index over 30 run folders whose run.json is 4 MiB of ``[],``; three scans.
 * shipped: is a run folder written by someone else (no creation on this machine) resumed by tune?
+* lsp: the stdio server with all of it in its workspace (and a 100 KiB blank line in the records of
+  another file's run): when the hostile file's lens, inlay hints and symbols, and the other file's hover
+  and symbols, sent together, are answered.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import textwrap
 import time
 
 LIMIT_S = 30.0
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRIM_FUNC = textwrap.dedent('''
     from tvm.script import tirx as T
 
@@ -49,7 +53,8 @@ def _timed(code: str, limit: float = LIMIT_S) -> dict:
 def fold_cases(folder: str) -> dict:
     towers = "A = 10 ** 64\nB = A ** 64\nC = B ** 64\nD = C ** 64\nE = D ** 64\nF = E ** 64\n"
     out = {}
-    for name, head in (("tower", towers), ("float_overflow", "X = 1e300 ** 2\n"), ("zero_power", "X = 0 ** -1\n")):
+    for name, head in (("plain", ""), ("tower", towers), ("float_overflow", "X = 1e300 ** 2\n"),
+                       ("zero_power", "X = 0 ** -1\n")):
         path = os.path.join(folder, f"{name}.py")
         with open(path, "w") as handle:
             handle.write(head + PRIM_FUNC)
@@ -109,15 +114,71 @@ def shipped_cases(folder: str) -> dict:
     return {"shipped.resume": _timed(code)}
 
 
+LSP_SESSION = r"""
+import asyncio, json, os, shutil, sys, time
+from pathlib import Path
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from lsp_latency import RawClient
+work = Path(WORK)
+victim = work / "mbr.py"
+shutil.copy(os.path.join(ROOT, "fixtures", "matmul_bias_relu.py"), victim)
+run = work / ".asight" / "runs" / "mbr128"
+shutil.copytree(os.path.join(ROOT, "fixtures", "runs", "mbr128"), run)
+meta = json.loads((run / "run.json").read_text()); meta["file"] = str(victim)
+(run / "run.json").write_text(json.dumps(meta))
+with open(run / "database_tuning_record.json", "ab") as out:
+    out.write(b" " * (100 << 10) + b"\n")
+for i in range(30):
+    folder = work / ".asight" / "runs" / f"h-20260101-0000{i:02d}-beef"
+    folder.mkdir()
+    (folder / "run.json").write_bytes(b"[" + b"[]," * ((4 << 20) // 3 - 2) + b"[]]")
+(work / "hostile.py").write_text(HOSTILE)
+
+async def main():
+    client = await RawClient.start()
+    await client.request("initialize", {"processId": os.getpid(), "rootUri": work.as_uri(), "capabilities": {},
+                                        "initializationOptions": {"disabledFeatures": ["tvmDiagnostics"]}})
+    client.notify("initialized", {})
+    for path in (victim, work / "hostile.py"):
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
+                                                                "version": 1, "text": path.read_text()}})
+    start = time.perf_counter()
+    async def timed(method, uri, **extra):
+        try:
+            await asyncio.wait_for(client.request(method, {"textDocument": {"uri": uri}, **extra}), LIMIT)
+            return f"{time.perf_counter() - start:.2f} s"
+        except asyncio.TimeoutError:
+            return f"> {LIMIT} s"
+        except RuntimeError as err:
+            return f"{time.perf_counter() - start:.2f} s (error: {str(err)[:80]})"
+    hostile = (work / "hostile.py").as_uri()
+    whole = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}}}
+    figures = await asyncio.gather(
+        timed("textDocument/codeLens", hostile), timed("textDocument/inlayHint", hostile, **whole),
+        timed("textDocument/documentSymbol", hostile),
+        timed("textDocument/hover", victim.as_uri(), position={"line": 16, "character": 24}),
+        timed("textDocument/documentSymbol", victim.as_uri()))
+    print("answered after: lens %s, inlay %s, symbols %s (hostile file); hover %s, symbols %s (another file)" % tuple(figures))
+    client.proc.kill()
+asyncio.run(main())
+"""
+
+
+def lsp_cases(folder: str) -> dict:
+    hostile = "A = 10 ** 64\nB = A ** 64\nC = B ** 64\nD = C ** 64\nE = D ** 64\nF = E ** 64\n" + PRIM_FUNC
+    code = f"ROOT, WORK, HOSTILE, LIMIT = {ROOT!r}, {folder!r}, {hostile!r}, 60\n" + LSP_SESSION
+    return {"lsp.hostile_workspace": _timed(code, 150)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the figures here too")
-    parser.add_argument("--only", choices=("fold", "records", "refusals", "shipped"))
+    parser.add_argument("--only", choices=("fold", "records", "refusals", "shipped", "lsp"))
     args = parser.parse_args()
     figures: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         for name, case in (("fold", fold_cases), ("records", records_cases), ("refusals", refusal_cases),
-                           ("shipped", shipped_cases)):
+                           ("shipped", shipped_cases), ("lsp", lsp_cases)):
             if args.only in (None, name):
                 figures.update(case(os.path.join(folder, name) if os.makedirs(os.path.join(folder, name)) is None
                                     else folder))

@@ -12,7 +12,8 @@ event loop answers every document's requests: no request may hold it.  The rule,
   thread too (``ServerState.outline``).
 * **Time.** A request that needs the store waits for a refresh at most ``STORE_BUDGET_S``; past it (or
   while a refresh that already overran is still reading) it is answered at once with a RequestFailed
-  error "too large to analyse: …", and requests that do not need the store never wait at all.
+  error "too large to analyse: …" (a hover waits one second, then answers with the source's facts and
+  says the runs are still being read), and requests that do not need the store never wait at all.
 """
 from __future__ import annotations
 
@@ -38,20 +39,24 @@ class StoreRefresh:
     def __init__(self):
         self._running: tuple[RunIndex, asyncio.Future, float] | None = None
 
-    async def fresh(self, index: RunIndex) -> None:
-        """Return once ``index`` has read what changed on disk; ``TooLarge`` past the budget."""
+    async def fresh(self, index: RunIndex, wait_s: float | None = None) -> bool:
+        """True once ``index`` has read what changed on disk.  Past the budget ``TooLarge``; with
+        ``wait_s``, past that wait (or the budget) False, and the index must not be read meanwhile."""
         if self._running is None or self._running[0] is not index:
             if not index.due():
-                return
+                return True
             self._running = (index, asyncio.ensure_future(asyncio.to_thread(index.refresh)), time.monotonic())
         _, future, started = self._running
         left = STORE_BUDGET_S - (time.monotonic() - started)
         try:
-            await asyncio.wait_for(asyncio.shield(future), max(left, 0))
+            await asyncio.wait_for(asyncio.shield(future), max(min(left, wait_s or left), 0))
         except asyncio.TimeoutError:
+            if wait_s is not None:
+                return False
             raise TooLarge(f"too large to analyse: reading the run store {index.root} has taken more than "
                            f"{STORE_BUDGET_S:g} s; other requests are answered meanwhile") from None
         finally:
             if future.done() and self._running is not None and self._running[1] is future:
                 self._running = None
         future.result()
+        return True

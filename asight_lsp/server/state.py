@@ -138,10 +138,11 @@ class ServerState:
             self._results = Results(self._index)
         return self._index
 
-    async def fresh_store(self) -> None:
+    async def fresh_store(self, wait_s: float | None = None) -> bool:
         """The run index brought up to date off the event loop, within its budget (``budget.py``): every
-        request that reads runs awaits this first."""
-        await self._store_refresh.fresh(self.index)
+        request that reads runs awaits this first.  ``wait_s``: wait at most that long, then return False
+        (the index must not be read) instead of raising ``TooLarge``."""
+        return await self._store_refresh.fresh(self.index, wait_s)
 
     @property
     def results(self) -> Results:
