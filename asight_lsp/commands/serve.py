@@ -57,7 +57,11 @@ def run(args) -> int:
         except OSError as err:
             raise AsightError(f"cannot write the session token: {err}") from None
         announce(args.host, port, path)
-        (server.start_tcp if args.tcp is not None else server.start_ws)(args.host, port, token)
+        try:
+            (server.start_tcp if args.tcp is not None else server.start_ws)(args.host, port, token)
+        finally:
+            if path is not None:        # the session is over: its token with it
+                path.unlink(missing_ok=True)
     else:
         server.start_io()
     return 0

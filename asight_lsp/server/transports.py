@@ -56,11 +56,11 @@ def token_path(port: int) -> Path:
 
 def write_token(path: Path, token: str) -> None:
     """Write ``token`` to ``path``, readable by this user only, never through a link or into a folder
-    another user may write."""
+    another user may write (where the file could be swapped)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = os.lstat(path.parent)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise OSError(f"{path.parent} is not a folder only this user can use (mode {stat.filemode(info.st_mode)})")
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise OSError(f"{path.parent} is not a folder only this user can write (mode {stat.filemode(info.st_mode)})")
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -147,10 +147,14 @@ def serve_tcp(server, host: str, port: int, token: str) -> None:
             writer.close()
             return
         server.protocol.set_writer(writer)
-        server.protocol.handle_message(message)
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol, logger=logger,
-                        error_handler=server.report_server_error)
-        server.shutdown()
+        try:
+            server.protocol.handle_message(message)
+            await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol, logger=logger,
+                            error_handler=server.report_server_error)
+        except ConnectionError as err:
+            logger.warning("the client is gone: %s", err)
+        finally:                   # the session is over, however it ended
+            server.shutdown()
 
     async def main():
         server._server = await asyncio.start_server(connection, host, port, limit=FIRST_MESSAGE_BYTES)
@@ -183,10 +187,12 @@ def serve_ws(server, host: str, port: int, token: str) -> None:
             return
         from pygls.io_ import WebSocketWriter
         server.protocol.set_writer(WebSocketWriter(websocket), include_headers=False)
-        server.protocol.handle_message(message)
-        await run_websocket(stop_event=server._stop_event, websocket=websocket, protocol=server.protocol,
-                            logger=logger, error_handler=server.report_server_error)
-        server.shutdown()
+        try:
+            server.protocol.handle_message(message)
+            await run_websocket(stop_event=server._stop_event, websocket=websocket, protocol=server.protocol,
+                                logger=logger, error_handler=server.report_server_error)
+        finally:
+            server.shutdown()
 
     async def main():
         server._server = await serve(connection, host, port, process_request=handshake, max_size=FIRST_MESSAGE_BYTES * 64)
