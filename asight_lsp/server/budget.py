@@ -7,8 +7,9 @@ event loop answers every document's requests: no request may hold it.  The rule,
   ``MAX_LINE_BYTES``, ``folders.MAX_META_CONTAINERS``/``MAX_RUN_ENTRIES``; the static reader folds
   numbers of at most ``pysource.MAX_FOLD_BITS`` bits) and linear (no backtracking pattern); a refusal is
   judged once per state of the files and cached like a success.
-* **Place.** The run store is read only by ``RunIndex.refresh``, in a thread (``StoreRefresh``); the
-  server's index never reads the disk on its own (``scan_on_read = False``).  Outlines are built in a
+* **Place.** The run store is read only by ``RunIndex.refresh`` (and each run's verdict,
+  ``Results.refusal``, judged after it), in a thread (``StoreRefresh``); the server's index never reads
+  the disk on its own (``scan_on_read = False``).  Outlines are built in a
   thread too (``ServerState.outline``).
 * **Time.** A request that needs the store waits for a refresh at most ``STORE_BUDGET_S``; past it (or
   while a refresh that already overran is still reading) it is answered at once with a RequestFailed
@@ -39,13 +40,14 @@ class StoreRefresh:
     def __init__(self):
         self._running: tuple[RunIndex, asyncio.Future, float] | None = None
 
-    async def fresh(self, index: RunIndex, wait_s: float | None = None) -> bool:
-        """True once ``index`` has read what changed on disk.  Past the budget ``TooLarge``; with
-        ``wait_s``, past that wait (or the budget) False, and the index must not be read meanwhile."""
+    async def fresh(self, index: RunIndex, refresh, wait_s: float | None = None) -> bool:
+        """True once ``refresh()`` (which reads ``index`` and what is judged from it) has read what changed
+        on disk.  Past the budget ``TooLarge``; with ``wait_s``, past that wait (or the budget) False, and
+        the index must not be read meanwhile."""
         if self._running is None or self._running[0] is not index:
             if not index.due():
                 return True
-            self._running = (index, asyncio.ensure_future(asyncio.to_thread(index.refresh)), time.monotonic())
+            self._running = (index, asyncio.ensure_future(asyncio.to_thread(refresh)), time.monotonic())
         _, future, started = self._running
         left = STORE_BUDGET_S - (time.monotonic() - started)
         try:

@@ -142,7 +142,15 @@ class ServerState:
         """The run index brought up to date off the event loop, within its budget (``budget.py``): every
         request that reads runs awaits this first.  ``wait_s``: wait at most that long, then return False
         (the index must not be read) instead of raising ``TooLarge``."""
-        return await self._store_refresh.fresh(self.index, wait_s)
+        return await self._store_refresh.fresh(self.index, self._read_store, wait_s)
+
+    def _read_store(self) -> None:
+        """``RunIndex.refresh``, then each run's verdict (an adopted run's records checked), so that a
+        request on the event loop finds them cached."""
+        index, results = self.index, self.results
+        index.refresh()
+        for meta in index.metas():
+            results.refusal(meta)
 
     @property
     def results(self) -> Results:

@@ -195,7 +195,7 @@ def serve_ws(server, host: str, port: int, token: str) -> None:
             server.shutdown()
 
     async def main():
-        server._server = await serve(connection, host, port, process_request=handshake, max_size=FIRST_MESSAGE_BYTES * 64)
+        server._server = await serve(connection, host, port, process_request=handshake)
         async with server._server:
             await server._server.serve_forever()
 
