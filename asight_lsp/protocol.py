@@ -97,6 +97,7 @@ OPT_TRIALS = "trials"                # default trial budget
 OPT_DISABLED_FEATURES = "disabledFeatures"  # e.g. ["inlayHint", "tvmDiagnostics"]
 OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"  # debounce of TVM diagnostics while typing
 OPT_COUNTERS_BUDGET = "countersBudgetSeconds"  # GPU: tune collects Nsight Compute counters within this budget (0/None: off)
+OPT_SESSION_TOKEN = "sessionToken"   # --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 # Feature names for OPT_DISABLED_FEATURES.
 FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"]
@@ -146,6 +147,7 @@ class RunSummary(TypedDict, total=False):
     failures: list           # [FailureGroup], largest first
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
     measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
+    shipped: bool            # present (true) for a run this user did not make on this machine: read-only, never resumed
 
 
 class RunUpdated(TypedDict, total=False):

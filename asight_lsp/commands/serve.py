@@ -15,6 +15,8 @@ def add_parser(sub):
     how.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT")
     how.add_argument("--ws", type=int, metavar="PORT", help="listen for websockets on 127.0.0.1:PORT")
     p.add_argument("--host", default="127.0.0.1", help="address for --tcp/--ws (default 127.0.0.1)")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="--tcp/--ws: write the session token here (0600) instead of $XDG_RUNTIME_DIR/asight/lsp-PORT.token")
     p.add_argument("--store", help="run store (.asight directory); default <workspace>/.asight")
     p.add_argument("--worker-python", help="interpreter for the TVM worker")
     trust = p.add_mutually_exclusive_group()
@@ -47,10 +49,19 @@ def run(args) -> int:
                             disabled_features=list(args.disable))
     server = create_server(options)
     server.state.idle_gc.take_over_full_collections()
-    if args.tcp is not None:
-        server.start_tcp(args.host, args.tcp)
-    elif args.ws is not None:
-        server.start_ws(args.host, args.ws)
+    port = args.tcp if args.tcp is not None else args.ws
+    if port is not None:
+        from ..server.transports import announce, session_token
+        try:
+            token, path = session_token(port, args.token_file)
+        except OSError as err:
+            raise AsightError(f"cannot write the session token: {err}") from None
+        announce(args.host, port, path)
+        try:
+            (server.start_tcp if args.tcp is not None else server.start_ws)(args.host, port, token)
+        finally:
+            if path is not None:        # the session is over: its token with it
+                path.unlink(missing_ok=True)
     else:
         server.start_io()
     return 0

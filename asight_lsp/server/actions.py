@@ -99,6 +99,7 @@ async def compute_schedule_edit(ls, a: dict):
     fn = find_function(outline, a.get("function") if isinstance(a.get("function"), str) else None)
     if fn is None:
         raise JsonRpcInvalidParams(f"no function '{a.get('function')}' in {uri}")
+    await ls.state.fresh_store()
     meta = ls.state.index.get(a["run"]) if isinstance(a.get("run"), str) else None
     if meta is None:
         result = ls.state.result(doc, fn, details=False)
@@ -159,6 +160,7 @@ def register(server) -> None:
         doc = ls.doc(params.text_document.uri)
         outline = (await ls.state.outline(doc)).outline
         lazy = resolves_edits(ls)
+        await ls.state.fresh_store()
         actions = export_actions(ls, doc, outline, params.range)
         for fn in outline.functions:
             if fn.kind != "prim_func" or fn.range["end"]["line"] < params.range.start.line \

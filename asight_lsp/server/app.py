@@ -56,6 +56,16 @@ class AsightServer(LanguageServer):
         finally:
             self.shutdown()
 
+    def start_tcp(self, host: str, port: int, token: str | None = None) -> None:
+        """TCP for the one client that sends ``token`` (``transports.py``)."""
+        from .transports import serve_tcp
+        serve_tcp(self, host, port, token or _no_token())
+
+    def start_ws(self, host: str, port: int, token: str | None = None) -> None:
+        """Websockets for the one client that sends ``token``, never a browser (``transports.py``)."""
+        from .transports import serve_ws
+        serve_ws(self, host, port, token or _no_token())
+
     def report_server_error(self, error: Exception, source) -> None:
         """A body that is not JSON gets a ParseError answer; other errors as pygls reports them."""
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
@@ -90,6 +100,10 @@ class AsightServer(LanguageServer):
                 "jobs": [run_summary(j.handle.run.load()) for j in state.jobs.values()],
                 "features": [f for f in P.FEATURES if state.options.enabled(f)],
                 "tvmImported": "tvm" in sys.modules, "workerSandbox": worker.sandbox if worker else None}
+
+
+def _no_token() -> str:
+    raise ValueError("a network transport needs a session token")
 
 
 def _root(params: types.InitializeParams) -> str | None:

@@ -22,6 +22,7 @@ from .options import target_text
 from .actions import ScheduleUnavailable, compute_schedule_edit
 from ..views.text import format_latency, measurement_text
 from ..views.runs import run_summary
+from .budget import TooLarge
 from .state import MonitoredJob, ServerState, Status
 
 
@@ -236,6 +237,7 @@ async def cancel(ls, *args):
     jobs = [state.jobs[run_id]] if run_id in state.jobs else [] if run_id else list(state.jobs.values())
     handles = [job.handle for job in jobs]
     if run_id and not jobs:
+        await state.fresh_store()
         handles = _attach(state, run_id)
     await asyncio.gather(*(asyncio.to_thread(h.cancel) for h in handles))
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_CANCEL, "status": "ok",
@@ -279,7 +281,11 @@ async def profile(ls, *args):
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
     state.index.invalidate()
     refresh_views(ls)
-    notify_profiled(ls, doc.uri, data)
+    try:
+        await state.fresh_store()
+        notify_profiled(ls, doc.uri, data)
+    except TooLarge:              # the profile is kept; only its notification waits for the store
+        pass
     message = measurement_text(data.get("measurement"))
     if data.get("adopted") is False:
         message += f" — a new measurement, kept beside the shown one but not shown: {data.get('not_adopted')}"
@@ -332,6 +338,7 @@ async def compare_runs(ls, *args):
     ids = a.get("runs")
     if not isinstance(ids, list) or len(ids) != 2 or not all(isinstance(i, str) for i in ids):
         raise JsonRpcInvalidParams("'runs' must list two run ids")
+    await ls.state.fresh_store()
     try:
         return await asyncio.to_thread(compare_payload, ls.state.index, ids)
     except AsightError as err:

@@ -45,7 +45,8 @@ def runs_request(req: PayloadRequest) -> dict:
     else:
         metas = list(reversed(index.metas()))
     refusal = req.state.results.refusal
-    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas})
+    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas},
+                        {m.id for m in metas if index.shipped(m.id)})
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:
@@ -196,6 +197,7 @@ def as_dict(params: Any) -> dict:
 
 async def build_request(ls, params: dict) -> PayloadRequest:
     """Resolve ``uri`` / ``function`` / ``run`` of a request (any may be missing)."""
+    await ls.state.fresh_store()
     state: ServerState = ls.state
     file = text = fn = None
     uri = params.get("uri")

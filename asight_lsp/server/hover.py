@@ -320,24 +320,30 @@ def space_hover(index, doc, line: int, character: int) -> tuple[str, dict] | Non
     return space_markdown(stats, label, result.meta.id), site.range
 
 
+HOVER_WAIT_S = 0.5    # a hover waits this long for the run store, then answers with the source's facts
+STORE_BUSY = "Runs not shown: the run store is still being read (too large to analyse within a hover's wait)."
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams):
         doc = ls.doc(params.text_document.uri)
         ls.check_position(doc, params.position)
         outline = (await ls.state.outline(doc)).outline
-        sampled = space_hover(ls.state.index, doc, params.position.line, params.position.character)
+        runs_read = await ls.state.fresh_store(HOVER_WAIT_S)      # else the static facts, said so
+        line, character = params.position.line, params.position.character
+        sampled = space_hover(ls.state.index, doc, line, character) if runs_read else None
         if sampled is not None:
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=sampled[0]),
                                range=to_range(sampled[1]))
-        found = target_at(outline, params.position.line, params.position.character)
+        found = target_at(outline, line, character)
         if found is None:
             return None
         kind, fn, item = found
-        result = ls.state.result(doc, fn)
+        result = ls.state.result(doc, fn) if runs_read else None
         rng = item.range if kind != "function" else fn.name_range
         first = item.range["start"]["line"]
         text = doc.lines[first] if kind == "binding" and 0 <= first < len(doc.lines) else ""
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                        value=hover_markdown(kind, fn, item, result, text)),
+        value = hover_markdown(kind, fn, item, result, text) + ("" if runs_read else f"\n\n*{STORE_BUSY}*")
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value),
                            range=to_range(rng))

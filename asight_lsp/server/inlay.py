@@ -108,6 +108,7 @@ def register(server) -> None:
     async def inlay_hint(ls, params: types.InlayHintParams):
         doc = ls.doc(params.text_document.uri)
         outline = (await ls.state.outline(doc)).outline
+        await ls.state.fresh_store()
         lines = doc.lines
         first, last = params.range.start.line, params.range.end.line
         hints = [types.InlayHint(position=types.Position(line=line, character=_end_of_line(lines, line)),

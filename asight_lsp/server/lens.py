@@ -245,8 +245,8 @@ def register(server) -> None:
         doc = ls.doc(params.text_document.uri)
         docout = await ls.state.outline(doc)   # its lines: those of its text (an edit may have come since)
         outline = docout.outline
+        await ls.state.fresh_store()  # the run index read again (its version bumped when a run changed)
         index = ls.state.index
-        index.metas()  # refresh the run index (bumps its version when a run changed)
         key = (doc.outline_text, index.version, int(time.time() // 20))  # "3 min ago" stays current
         cached = doc.memo.get("codeLens")
         if cached is None or cached[0] != key:
@@ -329,8 +329,17 @@ def build_mark(build: dict | None) -> str:
     return "⚠ not the exported build" if build["stale"] else "deployable build"
 
 
+SHIPPED = ("Shipped run: not made by you on this machine (a cloned or copied run folder); shown read-only, "
+           "Tune starts a run of your own beside it.")
+
+
 def result_lens_tooltip(result: FunctionResult) -> str | None:
-    """How the lens's figures were measured (and whether the machine was busy)."""
+    """How the lens's figures were measured (and whether the machine was busy); a shipped run says so first."""
+    text = _measured_tooltip(result)
+    return f"{SHIPPED} {text or ''}".strip() if result.shipped else text
+
+
+def _measured_tooltip(result: FunctionResult) -> str | None:
     record = result.measurement
     failed = failures_text(result.meta.extra.get("failures") or [])
     short = (result.meta.extra.get("shortfall") or {}).get("text")

@@ -23,6 +23,7 @@ from ..store.runs import default_store_root
 from ..tvmscript.hashing import constants_used, function_text, source_hash
 from ..tvmscript.model import Function, Outline
 from ..tvmscript.pysource import source_lines
+from .budget import StoreRefresh
 from .idle_gc import IdleCollector
 from .options import ServerOptions
 from ..tvmscript.outline_cache import DocumentOutline, OutlineCache
@@ -107,6 +108,7 @@ class ServerState:
         self._index_root: str | None = None
         self.idle_gc = IdleCollector()
         self._store_root: tuple = (None, "")
+        self._store_refresh = StoreRefresh()
 
     # -- configuration
     def configure(self, root: str | None, values: dict | None, trust: bool = True) -> None:
@@ -132,8 +134,23 @@ class ServerState:
         if self._index is None or self._index_root != self.store_root:
             self._index_root = self.store_root
             self._index = RunIndex(self._index_root)
+            self._index.scan_on_read = False      # read by ``fresh_store`` only, off the event loop
             self._results = Results(self._index)
         return self._index
+
+    async def fresh_store(self, wait_s: float | None = None) -> bool:
+        """The run index brought up to date off the event loop, within its budget (``budget.py``): every
+        request that reads runs awaits this first.  ``wait_s``: wait at most that long, then return False
+        (the index must not be read) instead of raising ``TooLarge``."""
+        return await self._store_refresh.fresh(self.index, self._read_store, wait_s)
+
+    def _read_store(self) -> None:
+        """``RunIndex.refresh``, then each run's verdict (an adopted run's records checked), so that a
+        request on the event loop finds them cached."""
+        index, results = self.index, self.results
+        index.refresh()
+        for meta in index.metas():
+            results.refusal(meta)
 
     @property
     def results(self) -> Results:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..engine.client import worker_env
-from ..engine.spawn import module_argv
+from ..engine.spawn import NEUTRAL_CWD, module_argv
 from ..store.database import database_health
 from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.outline import build_outline
@@ -285,7 +285,7 @@ def spawn(run: Run) -> subprocess.Popen:
     try:
         proc = subprocess.Popen(module_argv("asight_lsp.worker.tune_job", str(run.path.resolve())),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=worker_env(), start_new_session=True, cwd=str(run.path))
+                                env=worker_env(), start_new_session=True, cwd=NEUTRAL_CWD)
     finally:
         log.close()
     return proc

@@ -44,6 +44,7 @@ class FunctionResult:
     record_blocks: set | None = None  # the blocks the best record gets by name
     unreadable: str | None = None     # the function's other run that cannot be read, said (``lookup.unreadable_note``)
     unreadable_runs: list | None = None   # those runs, ``(run id, why, whose)`` (``RunIndex.unreadable_for``)
+    shipped: bool = False             # a run this user did not make here: shown read-only (``store/owner.py``)
 
     @property
     def running(self) -> bool:
@@ -126,7 +127,7 @@ class Results:
                   or runs[0])
         others = [u for u in self.index.unreadable_for(file, fn) if u[0] != chosen.id]
         result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen),
-                                refused=self.refusal(chosen))
+                                refused=self.refusal(chosen), shipped=self.index.shipped(chosen.id))
         result.unreadable = unreadable_note(*others[-1]) if others else None
         result.unreadable_runs = others
         if with_details and not result.refused:

@@ -13,11 +13,13 @@ A cache that cannot be read is treated as missing; one that cannot be written on
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import msgpack
 
 from .files import NotPlainFile, read_plain, write_atomic
+from .owner import is_own
 from .runs import Run
 
 PROFILE_FILE = "profile.msgpack"
@@ -25,6 +27,7 @@ FEATURES_FILE = "features.msgpack"
 FEATURES_SCHEMA = "asight.features/1"
 PROFILES_DIR = "profiles"
 KEEP_PROFILES = 8
+PROFILE_ID = re.compile(r"\d{8}-\d{6}-\d{3}")     # how ``services/profiling`` names a measurement
 
 
 PROFILE_LIMIT, FEATURES_LIMIT = 8 << 20, 64 << 20   # bytes of a cache read (a profile is KBs; features of
@@ -63,13 +66,17 @@ def store_profile(run: Run, entry: dict) -> None:
 
 
 def archive_profile(run: Run, entry: dict, ident: str) -> None:
-    """Keep a measured profile as ``profiles/<ident>.msgpack`` (oldest beyond ``KEEP_PROFILES`` removed)."""
+    """Keep a measured profile as ``profiles/<ident>.msgpack``.  In this user's own run (``owner.is_own``)
+    the oldest of the profiles it named beyond ``KEEP_PROFILES`` are removed; a file named otherwise, and
+    anything in a shipped run, is never removed (names someone else chose decide nothing)."""
     folder = run.path / PROFILES_DIR
     try:
         folder.mkdir(exist_ok=True)
         _write(folder / f"{ident}.msgpack", entry)
-        for old in sorted(folder.glob("*.msgpack"))[:-KEEP_PROFILES]:
-            old.unlink()
+        if is_own(run.path):
+            ours = sorted(p for p in folder.glob("*.msgpack") if PROFILE_ID.fullmatch(p.stem))
+            for old in ours[:-KEEP_PROFILES]:
+                old.unlink()
     except OSError:
         pass
 

@@ -14,20 +14,27 @@ from .files import read_plain
 
 MAX_META_BYTES = 4 << 20      # run.json: metadata (a tiny model's is 19 KB), never more
 MAX_META_CONTAINERS = 100_000  # its lists and objects (that model's: 139): 3 bytes of JSON, 56 of Python
+MAX_RUN_ENTRIES = 20_000       # files and folders of a run folder (a tuned model's: a few dozen)
 
 
 def meta_json(data: bytes) -> dict:
     """run.json's object.  Its lists and objects are counted first (an upper bound: brackets inside
     strings count too): five 15 MiB files of empty lists held 1.9 GB of the untrusted server (red team
     round 10).  ValueError when there are too many, or it is not an object."""
-    containers = data.count(b"[") + data.count(b"{")
-    if containers > MAX_META_CONTAINERS:
-        raise ValueError(f"{containers} lists and objects, more than the {MAX_META_CONTAINERS} a run.json may hold")
-    meta = json.loads(data)
+    meta = capped_json(data)
     if not isinstance(meta, dict):
         raise ValueError(f"a JSON {type(meta).__name__}, not an object")
     require_meta_types(meta)
     return meta
+
+
+def capped_json(data: bytes):
+    """``json.loads`` of a run.json's bytes after counting its lists and objects (ValueError past
+    ``MAX_META_CONTAINERS``): every reader of a run.json goes through it, readable or not."""
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > MAX_META_CONTAINERS:
+        raise ValueError(f"{containers} lists and objects, more than the {MAX_META_CONTAINERS} a run.json may hold")
+    return json.loads(data)
 
 
 _TYPES = {"file": (str,), "function": (str,), "kind": (str,), "state": (str,), "target_label": (str,),
@@ -66,7 +73,7 @@ def claimed_owner(meta_path: Path) -> tuple[str | None, str | None]:
     None for each: the editor and the CLI say which function's run they do not show, instead of "no
     run yet" (outside probe 11, F2).  Nothing of it is used but to match names."""
     try:
-        data = json.loads(read_plain(meta_path, MAX_META_BYTES))
+        data = capped_json(read_plain(meta_path, MAX_META_BYTES))
     except (OSError, ValueError, RecursionError, AsightError):   # a link, too large, not JSON
         return None, None
     if not isinstance(data, dict):
@@ -118,7 +125,12 @@ def require_plain_folder(path: Path) -> None:
     naming the first such entry.  (Each file's size is ``read_plain``'s to bound.)"""
     if path.is_symlink() or not path.is_dir():
         raise AsightError(f"run {path.name}: not a plain folder (a symbolic link?); not used")
+    seen = 0
     for folder, dirs, files in os.walk(path):
+        seen += len(dirs) + len(files)
+        if seen > MAX_RUN_ENTRIES:
+            raise AsightError(f"run {path.name}: more than {MAX_RUN_ENTRIES:,} files and folders, more than a run "
+                              "asight writes holds; not used")
         for name in dirs + files:
             entry = os.path.join(folder, name)
             try:

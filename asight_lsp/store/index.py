@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..tvmscript.model import Function
-from .files import MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
+from .files import MAX_LINE_BYTES, MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
 from .folders import claimed_owner, claims, require_plain_store
+from .owner import is_own
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
 
 
@@ -63,6 +64,8 @@ class _Records:
 
     def _add(self, line: bytes) -> None:
         try:
+            if len(line) > MAX_LINE_BYTES:
+                raise ValueError("a line longer than a record")
             workload, (trace, run_secs, *_rest) = json.loads(line)
             insts, decisions = trace
             secs = [float(s) for s in run_secs or []]
@@ -94,9 +97,11 @@ class RunIndex:
         self._by_file: dict[str, tuple] = {}
         self._sorted: list[RunMeta] = []
         self._refused: dict[str, str] = {}      # why the store, or a run in it, is not shown ("" -> the store)
-        self._unreadable: dict[str, tuple] = {}  # run id -> (mtime, claimed_owner of its run.json, why not read)
+        self._unreadable: dict[str, tuple] = {}  # run id -> (state, claimed_owner of its run.json, why not read)
+        self._shipped: set[str] = set()          # runs this user did not make on this machine (``owner.is_own``)
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
+        self.scan_on_read = True   # False (the server): only ``refresh`` reads the disk, off the event loop
 
     # -- metadata
     def invalidate(self) -> None:
@@ -107,9 +112,22 @@ class RunIndex:
         with self.lock:
             return self._metas_locked()
 
-    def _metas_locked(self) -> list[RunMeta]:
+    def due(self) -> bool:
+        """Whether the disk may have changed since the last scan (``min_interval`` passed, or invalidated)."""
+        return time.monotonic() - self._checked >= self.min_interval
+
+    def refresh(self) -> None:
+        """Read what changed on disk: run.json files, every run's new records and workload names.  The
+        server calls this off its event loop (``server/budget.py``); reads then use what it read."""
+        with self.lock:
+            self._metas_locked(scan=True)
+            for meta in self._sorted:
+                self._records.setdefault(meta.id, _Records(self.run_dir(meta.id) / DB_RECORDS)).update()
+                self._names(meta.id)
+
+    def _metas_locked(self, scan: bool = False) -> list[RunMeta]:
         now = time.monotonic()
-        if now - self._checked >= self.min_interval:
+        if (scan or self.scan_on_read) and now - self._checked >= self.min_interval:
             self._checked = now
             if self._scan():
                 self.version += 1
@@ -135,16 +153,14 @@ class RunIndex:
         except AsightError as err:                                     # a linked store shows no run, said
             self._refused[""], entries = str(err), []
         for entry in entries:
-            meta_path = os.path.join(entry.path, "run.json")
-            try:
-                mtime = os.stat(meta_path).st_mtime_ns
-            except OSError:
+            mtime = _file_state(entry)
+            if mtime is None:
                 changed = self._headless(entry, seen) or changed
                 continue
             seen.add(entry.name)
             cached = self._metas.get(entry.name)
-            if cached and cached[0] == mtime:
-                continue
+            if cached and cached[0] == mtime or self._unreadable.get(entry.name, (None,))[0] == mtime:
+                continue       # judged before, shown or refused, and nothing changed since
             try:
                 meta = Run(entry.path).load()
             except AsightError as err:
@@ -153,9 +169,11 @@ class RunIndex:
             self._refused.pop(entry.name, None)
             self._unreadable.pop(entry.name, None)
             self._metas[entry.name] = (mtime, meta)
+            (self._shipped.discard if is_own(Path(entry.path)) else self._shipped.add)(entry.name)
             changed = True
         for gone in set(self._metas) - seen:
             del self._metas[gone]
+            self._shipped.discard(gone)
             changed = True
         for gone in set(self._refused) - seen - {""}:
             del self._refused[gone]
@@ -166,13 +184,15 @@ class RunIndex:
         """A run folder with records and no run.json (deleted) is an unreadable run, said, not skipped
         (outside probe 14, F4)."""
         try:
-            mtime = os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns
+            mtime = (os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns,)
         except OSError:
             return False
         seen.add(entry.name)
+        if self._unreadable.get(entry.name, (None,))[0] == mtime:
+            return False
         return self._refuse(entry, mtime, AsightError(f"run {entry.name} has no run.json (its records are there)"))
 
-    def _refuse(self, entry: os.DirEntry, mtime: int, err: AsightError) -> bool:
+    def _refuse(self, entry: os.DirEntry, mtime: tuple, err: AsightError) -> bool:
         """Keep why a run is not shown and whose run it says it is; True when that is news (a run
         that was shown, or another reason: the lenses are drawn again)."""
         shown = self._metas.pop(entry.name, None) is not None
@@ -190,6 +210,10 @@ class RunIndex:
             found = sorted((mtime, run_id, why, whose) for run_id, (mtime, owner, why) in self._unreadable.items()
                            if (whose := claims(owner, run_id, file, names, RunStore.run_id_prefix)))
             return [(run_id, why, whose) for _, run_id, why, whose in found]
+
+    def shipped(self, run_id: str) -> bool:
+        """A run shown read-only: not made by this user on this machine (cloned, copied, unpacked)."""
+        return run_id in self._shipped
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
@@ -229,7 +253,7 @@ class RunIndex:
         except OSError:
             return None
         key = (run_id, trial, size)
-        if key not in self._trials:
+        if key not in self._trials and size <= MAX_RUN_FILE_BYTES:
             reader = _Records(path)
             with path.open("rb") as stream:
                 for i, line in enumerate(stream):
@@ -238,13 +262,14 @@ class RunIndex:
                         reader._add(line)
                         break
             self._trials[key] = next(iter(reader.best.values()), None)
-        return self._trials[key]
+        return self._trials.get(key)
 
     def _best_record(self, run_id: str, fn: Function | None) -> dict | None:
         records = self._records.get(run_id)
         if records is None:
             records = self._records[run_id] = _Records(self.run_dir(run_id) / DB_RECORDS)
-        records.update()
+        if self.scan_on_read or not records.inode:
+            records.update()
         if not records.best:
             return None
         adopted = self._adopted_workload(run_id)
@@ -291,6 +316,17 @@ class RunIndex:
         names = [_workload_strings(line) for line in raw.decode("utf-8", errors="replace").splitlines()]
         self._workload_names[run_id] = (size, names)
         return names
+
+
+def _file_state(entry: os.DirEntry) -> tuple | None:
+    """What a run folder's verdict depends on: its run.json's mtime and size, and the folder's own mtime
+    (an entry added or removed); None when there is no run.json.  A run is read again, or judged
+    again when it was refused, only when this changes."""
+    try:
+        meta, folder = os.stat(os.path.join(entry.path, "run.json")), entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return meta.st_mtime_ns, meta.st_size, meta.st_ino, folder.st_mtime_ns
 
 
 def _workload_strings(line: str) -> set[str]:

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..errors import AsightError
 from .files import NotPlainFile, file_lines, read_plain, write_atomic
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
-
-from ..errors import AsightError
+from .owner import is_own, make_own_folder
 
 RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")
@@ -402,7 +402,7 @@ class RunStore:
     def create(self, meta: RunMeta) -> Run:
         require_plain_store(self.root)
         run = Run(self.runs_dir / meta.id)
-        run.path.mkdir(parents=True, exist_ok=False)
+        make_own_folder(run.path)
         run.save(meta)
         return run
 
@@ -446,10 +446,10 @@ class RunStore:
         """The newest run of the same function, source and target (and design space: ``(function, mode,
         hash)`` or None for MetaSchedule's own), whose records a new run can reuse.
 
-        A run whose ``run.json`` is unreadable and whose id says it tuned this function is refused
-        (``AsightError``), never passed over: a new run beside it would hide its records.
+        Only this user's runs (``owner.is_own``: a shipped run is never resumed); one whose ``run.json`` is unreadable
+        and whose id says it tuned this function is refused (``AsightError``), never passed over (it hides records).
         """
-        for run in reversed(self.all()):
+        for run in reversed([run for run in self.all() if is_own(run.path)]):
             try:
                 meta = run.load()
             except AsightError as err:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .model import DEFAULT_ALIASES, Function, Outline, Unit
-from .pysource import (MAX_FILE_BYTES, decode_source, module_constants, namespace_aliases, parse_chunks, parse_tree,
+from .pysource import (MAX_FILE_BYTES, decode_source, fold_refusals, module_constants, namespace_aliases, parse_chunks, parse_tree,
                        source_lines, split_chunks, syntax_error_dict)
 from .ranges import line_range
 from .safety import module_macros
@@ -145,7 +145,9 @@ def _chunk_result(key: tuple[str, str], chunk: str, lines: list[str], span: tupl
         tree, errors = parse_tree(chunk), []
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         tree, errors = None, [syntax_error_dict(err, lines, start)]
-    own_constants = module_constants(tree, constants) if tree else {}
+    refused: list = []
+    own_constants = module_constants(tree, constants, refused) if tree else {}
+    errors += fold_refusals(refused, lines, start)
     own_aliases = namespace_aliases(tree) if tree else {}
     if tree:
         own_aliases.update(module_macros(tree, {**aliases, **own_aliases}, {**constants, **own_constants}, lines, start))
@@ -161,7 +163,9 @@ def _outline_whole(text: str, lines: list[str], outline: Outline) -> None:
     trees, outline.syntax_errors = parse_chunks(text, lines)
     outline.constants, outline.aliases = {}, dict(DEFAULT_ALIASES)
     for tree, offset in trees:
-        outline.constants.update(module_constants(tree, outline.constants))
+        refused: list = []
+        outline.constants.update(module_constants(tree, outline.constants, refused))
+        outline.syntax_errors += fold_refusals(refused, lines, offset)
         outline.aliases.update(namespace_aliases(tree))
         outline.aliases.update(module_macros(tree, outline.aliases, outline.constants, lines, offset))
     outline.units, outline.functions = _outline_trees(trees, lines, outline.constants, outline.aliases)

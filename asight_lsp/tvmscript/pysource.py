@@ -67,6 +67,12 @@ def decode_source(data: bytes | str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def fold_refusals(refused: list[tuple[int, str]], lines: list[str], line_offset: int = 0) -> list[dict]:
+    """Diagnostic dicts (warnings) for ``module_constants``' refused constants, at their lines."""
+    return [{"range": line_range(lines, line + line_offset), "severity": "warning", "message": why,
+             "source": "asight"} for line, why in refused]
+
+
 def syntax_error_dict(err: BaseException, lines: list[str], line_offset: int = 0) -> dict:
     """A diagnostic dict for a ``SyntaxError`` (or the errors ``ast.parse`` raises on garbage)."""
     if isinstance(err, SyntaxError) and err.lineno:
@@ -214,20 +220,53 @@ def _index(value: Any, index: ast.AST, constants: dict) -> Any:
         raise ValueError("not a literal") from None
 
 
+MAX_FOLD_BITS = 4096     # the largest integer the static reader folds (a tensor's extent needs < 64 bits)
+
+
+class FoldRefused(ValueError):
+    """Arithmetic of literals the static reader does not fold: a number past ``MAX_FOLD_BITS``, a
+    float that overflows, a division by zero.  Its message says why, for a diagnostic at its line."""
+
+
 def _arith(op: ast.operator, left: float, right: float) -> float:
-    if isinstance(op, ast.Add):
-        return left + right
-    if isinstance(op, ast.Sub):
-        return left - right
-    if isinstance(op, ast.Mult):
-        return left * right
-    if isinstance(op, ast.FloorDiv) and right:
-        return left // right
-    if isinstance(op, ast.Mod) and right:
-        return left % right
-    if isinstance(op, ast.Pow) and abs(right) <= 64:
-        return left ** right
+    """``left op right`` for + - * // % **, refused (``FoldRefused``) when the result would be larger
+    than ``MAX_FOLD_BITS`` bits or Python would raise (overflow, zero division): a number's size is
+    judged before it is computed, so no literal makes the reader compute for long."""
+    if isinstance(op, ast.Pow) and abs(right) > 64:
+        raise ValueError("not a literal")
+    _require_foldable(op, left, right)
+    try:
+        if isinstance(op, ast.Add):
+            return left + right
+        if isinstance(op, ast.Sub):
+            return left - right
+        if isinstance(op, ast.Mult):
+            return left * right
+        if isinstance(op, ast.FloorDiv) and right:
+            return left // right
+        if isinstance(op, ast.Mod) and right:
+            return left % right
+        if isinstance(op, ast.Pow):
+            return left ** right
+    except ArithmeticError as err:            # OverflowError, ZeroDivisionError (0 ** -1)
+        raise FoldRefused(f"cannot fold this constant: {type(err).__name__}: {err}") from None
     raise ValueError("not a literal")
+
+
+def _require_foldable(op: ast.operator, left: float, right: float) -> None:
+    """``FoldRefused`` when ``left op right`` (integers) would have more than ``MAX_FOLD_BITS`` bits."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return
+    size = left.bit_length()
+    if isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
+        bits = size * right
+    elif isinstance(op, ast.Mult):
+        bits = size + right.bit_length()
+    else:
+        bits = max(size, right.bit_length())
+    if bits > MAX_FOLD_BITS:
+        raise FoldRefused(f"too large to analyse: this constant has about {bits:,} bits, more than the "
+                          f"{MAX_FOLD_BITS} the static reader folds")
 
 
 def value_or_text(node: ast.AST, constants: dict) -> Any:
@@ -241,11 +280,13 @@ def value_or_text(node: ast.AST, constants: dict) -> Any:
             return "?"
 
 
-def module_constants(tree: ast.Module, known: dict | None = None) -> dict:
+def module_constants(tree: ast.Module, known: dict | None = None, refused: list | None = None) -> dict:
     """Top-level assignments of literals, in order (later ones may use earlier ones, and ``known``:
     the constants of the file's earlier chunks): ``N = 16``, ``M, N = 16, 32``, ``N = CONFIG["n"]``
     for a literal dict ``CONFIG``.  A name assigned anything else is no constant from there on.  Only
-    values that reach the worker unchanged (JSON: no dict with other than string keys) are kept."""
+    values that reach the worker unchanged (JSON: no dict with other than string keys) are kept.
+    ``refused`` gets ``(line in the tree, why)`` of each assignment whose arithmetic is not folded
+    (``FoldRefused``): the name is no constant, and the editor says why at that line."""
     seen, assigned = dict(known or {}), {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
@@ -261,7 +302,9 @@ def module_constants(tree: ast.Module, known: dict | None = None) -> dict:
         for target, value in pairs:
             try:
                 found = _unpack(target, literal_value(value, seen))
-            except (ValueError, RecursionError):
+            except (ValueError, RecursionError) as err:
+                if isinstance(err, FoldRefused) and refused is not None:
+                    refused.append((stmt.lineno - 1, str(err)))
                 found = dict.fromkeys(_stored_names(target))
                 for name in found:
                     seen.pop(name, None)

@@ -38,10 +38,11 @@ def run_summary(meta: RunMeta, stale: bool | None = None, refused: str | None = 
 
 
 def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None,
-                 notes: list[str] | None = None, refused: dict[str, str | None] | None = None) -> dict:
+                 notes: list[str] | None = None, refused: dict[str, str | None] | None = None,
+                 shipped: set[str] | None = None) -> dict:
     """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it;
     ``notes``: why other runs are not shown (``RunIndex.problems``); ``refused``: why a run's records
-    are not used, by run id."""
+    are not used, by run id; ``shipped``: the runs this user did not make here (``shipped: true``)."""
     current = {function.id: function_hash(text, function)} if function is not None and text is not None else {}
     used = (constants_used(build_outline(text).constants, function_text(text, function))
             if function is not None and text is not None else {})
@@ -52,6 +53,8 @@ def runs_payload(metas: list[RunMeta], function: Function | None = None, text: s
             stale = (meta.source_hashes[function.id] != current.get(function.id)
                      or not constants_hold((meta.extra or {}).get("constants"), used))
         runs.append(run_summary(meta, stale, (refused or {}).get(meta.id)))
+        if meta.id in (shipped or ()):
+            runs[-1]["shipped"] = True
     payload = {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
     if notes:
         payload["notes"] = notes[:5]

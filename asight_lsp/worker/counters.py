@@ -72,7 +72,7 @@ def profile_one(mod, target, folder: Path, tool: str) -> tuple[dict | None, str 
     runner.write_text(RUNNER.format(shapes=[list(s) for _, s, _ in specs], dtypes=[d for _, _, d in specs],
                                     entry=entry_name(mod)))
     proc = subprocess.run([tool, "--csv", "--metrics", ",".join(ncu.METRICS), sys.executable, str(runner), str(lib)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, cwd=folder)   # ncu reads config.ncu-cfg from its cwd
     why = ncu.problem(proc.stdout, proc.stderr, proc.returncode)
     return (None, why) if why else (ncu.program_metrics(ncu.parse_csv(proc.stdout)), None)
 

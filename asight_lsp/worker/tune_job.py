@@ -14,6 +14,7 @@ appended to the JSON database stays; a torn last line is set aside by ``Run.repa
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -23,7 +24,7 @@ import traceback
 
 from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
-from .sandbox import limit_memory, over_allowance
+from .sandbox import limit_memory, over_allowance, private_cwd
 
 REMEASURE_TIMEOUT_S = 3600.0
 JOB_MEMORY_SCALE = 2.0   # the job may add twice a worker's allowance (ASIGHT_WORKER_MEM_GB): a model's build
@@ -484,7 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ASIGHT_WORKER_CPU_S", "7200")   # the sandboxed worker re-measures a whole model
     from . import compat  # noqa: F401  (TVM loaded: the memory cap adds to that size)
     limit_memory(JOB_MEMORY_SCALE)
-    return TuningProcess(argv[0]).main()
+    run = TuningProcess(os.path.abspath(argv[0]))
+    cwd = private_cwd()   # compilers and external tools started here read and write a folder of ours only
+    try:
+        return run.main()
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -235,6 +235,9 @@ def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
 
         def unreadable_for(self, file, fn):
             return []
+
+        def shipped(self, run_id):
+            return False
     fn = build_outline(MBR).functions[0]
     meta = mbr_result().meta
     results = Results(Index())

@@ -14,6 +14,7 @@ import pytest
 
 from asight_lsp.errors import AsightError
 from asight_lsp.store.database import database_health, records_note, require_intact
+from asight_lsp.store.owner import mark_own
 from asight_lsp.store.runs import DB_RECORDS, DB_WORKLOADS, DamagedDatabase, Run, RunMeta, RunStore, read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,6 +196,8 @@ def test_an_unreadable_run_json_of_another_function_is_passed_over(tmp_path):
     mine = store.runs_dir / "matmul64-20260101-000000-0001"
     mine.mkdir()
     (mine / "run.json").write_text("{")
+    assert store.find_resumable("/w/m.py", "matmul64", {}, "t") is None      # shipped: not the user's to resume
+    mark_own(mine)                                                          # the user's own, damaged
     with pytest.raises(AsightError, match="run.json is unreadable.*pass --new"):
         store.find_resumable("/w/m.py", "matmul64", {}, "t")
     assert store.run_id_prefix("Mod.main") == "Mod.main-" and store.new_run_id("Mod.main").startswith("Mod.main-")
@@ -298,7 +301,9 @@ def test_a_refused_run_is_never_read_through_its_links(run, tmp_path):
     store = RunStore(tmp_path / "store")
     meta = json.loads(run.meta_path.read_text())
     store.runs_dir.mkdir(parents=True)
-    run.path.rename(store.runs_dir / f"{RunStore.run_id_prefix(meta['function'])}20261127-000000-aaaa")
+    moved = store.runs_dir / f"{RunStore.run_id_prefix(meta['function'])}20261127-000000-aaaa"
+    run.path.rename(moved)
+    mark_own(moved)            # the user's own run (a shipped one is passed over: never resumed)
     with pytest.raises(AsightError, match="its records are not read"):
         store.find_resumable(meta["file"], meta["function"], meta["source_hashes"], meta["target_label"])
     with pytest.raises(NotPlainFile, match="not a regular file"):

@@ -92,6 +92,7 @@ export const OPT_TRIALS = "trials"; // default trial budget
 export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
 export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
 export const OPT_COUNTERS_BUDGET = "countersBudgetSeconds"; // GPU: tune collects Nsight Compute counters within this budget (0/null: off)
+export const OPT_SESSION_TOKEN = "sessionToken"; // --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
 export type Feature = (typeof FEATURES)[number];
@@ -145,12 +146,13 @@ export interface RunSummary {
   failures?: FailureGroup[]; // largest first
   shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
   measurement?: MeasurementStamp | null; // which measurement the figures are (views/measured.py measurement_stamp)
+  shipped?: boolean; // present (true) for a run this user did not make on this machine: read-only, never resumed
 }
 /** Which measurement a run's figures are: its measurement record (the headline every view starts from). */
 export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement", "shipped"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {

@@ -1,0 +1,83 @@
+"""Whose run a run folder is: this user's, made on this machine, or shipped (cloned, copied, unpacked).
+
+A run folder is data a repository can ship, and a shipped run must never be taken for the user's own:
+tuning never resumes it, appends to it or prunes it.  ``RunStore.create`` writes an ``owner`` file into
+each run it makes: an HMAC of the run's id and this machine's id under a key only this user can read
+(``$XDG_CONFIG_HOME/asight/owner.key``, else ``~/.config/asight/owner.key``, 0600, made on first use).
+Another user, another machine or a repository cannot write a marker that verifies here; a run folder
+without one (made before markers, or elsewhere) is shipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+from .files import NotPlainFile, read_plain, write_atomic
+
+OWNER_FILE = "owner"
+_SCHEMA = "asight-run-owner/1"
+
+
+def key_path() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
+    return Path(config) / "asight" / "owner.key"
+
+
+@lru_cache(maxsize=4)
+def _key(path: Path) -> bytes:
+    """This user's key (made 0600 in a 0700 folder when missing)."""
+    try:
+        return read_plain(path, 1024)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:           # another process made it first
+        return read_plain(path, 1024)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secrets.token_bytes(32))
+    return read_plain(path, 1024)
+
+
+def _machine() -> str:
+    for name in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            return Path(name).read_text().strip()
+        except OSError:
+            continue
+    return os.uname().nodename
+
+
+def _marker(run_id: str) -> str:
+    digest = hmac.new(_key(key_path()), f"{run_id}\0{_machine()}".encode(), hashlib.sha256).hexdigest()
+    return f"{_SCHEMA} {digest}\n"
+
+
+def make_own_folder(run_dir: Path) -> None:
+    """Make a new run's folder (``FileExistsError`` when it is there) and mark it as this user's own."""
+    run_dir.mkdir(parents=True, exist_ok=False)
+    mark_own(run_dir)
+
+
+def mark_own(run_dir: Path) -> None:
+    """Mark a run this process has just made as this user's own (when the key cannot be kept, the run
+    is left unmarked: shown and tuned, never resumed)."""
+    try:
+        write_atomic(run_dir / OWNER_FILE, _marker(run_dir.name))
+    except (OSError, NotPlainFile):
+        pass
+
+
+def is_own(run_dir: Path) -> bool:
+    """Whether this user made the run folder on this machine (its marker verifies); False for a shipped
+    run, and when the marker or the key cannot be read."""
+    try:
+        found = read_plain(run_dir / OWNER_FILE, 256).decode("ascii")
+        return hmac.compare_digest(found, _marker(run_dir.name))
+    except (OSError, NotPlainFile, UnicodeDecodeError):
+        return False

@@ -1,0 +1,99 @@
+"""Issue 40: workspace data a hostile author wrote is read in bounded time, and what the static reader
+cannot fold is a diagnostic at its line, never an internal error."""
+from __future__ import annotations
+
+import time
+
+from asight_lsp.store.files import file_lines
+from asight_lsp.tvmscript.outline import ChunkCache, build_outline
+
+UNIT = '''from tvm.script import tirx as T
+
+@T.prim_func
+def f(A: T.Buffer((N,), "float32")):
+    for i in range(N):
+        with T.sblock("b"):
+            A[i] = T.float32(0)
+'''
+
+
+def outline_of(head: str):
+    start = time.perf_counter()
+    outline = build_outline(head + UNIT, "hostile.py", ChunkCache())
+    return outline, time.perf_counter() - start
+
+
+def test_a_tower_of_powers_is_refused_at_its_line_at_once():
+    outline, seconds = outline_of("A = 10 ** 64\nB = A ** 64\nC = B ** 64\nD = C ** 64\nE = D ** 64\nN = E ** 64\n")
+    assert seconds < 2
+    assert [f.id for f in outline.functions] == ["f"]
+    refused = [(e["range"]["start"]["line"], e["message"]) for e in outline.syntax_errors]
+    assert [line for line, _ in refused] == [1]      # B: A folds; C..N use a name that is no constant
+    assert refused[0][1].startswith("too large to analyse: ")
+    assert "N" not in outline.constants
+
+
+def test_arithmetic_python_refuses_is_a_warning_at_its_line():
+    outline, _ = outline_of("N = 4\nX = 1e300 ** 2\nY = 0 ** -1\nZ = 5 // 0\n")
+    found = {e["range"]["start"]["line"]: e for e in outline.syntax_errors}
+    assert sorted(found) == [1, 2]                   # 5 // 0 is simply no constant, as before
+    assert all(e["severity"] == "warning" and "cannot fold" in e["message"] for e in found.values())
+    assert outline.constants["N"] == 4 and [f.id for f in outline.functions] == ["f"]
+
+
+def test_a_long_blank_line_is_read_in_linear_time():
+    blank = b" " * (4 << 20) + b"\n" + b"\t " * (1 << 20) + b"x\n"
+    start = time.perf_counter()
+    assert list(file_lines(blank)) == [b"x"]
+    assert time.perf_counter() - start < 1
+
+
+def test_a_refused_run_is_judged_once_per_state_of_its_files(tmp_path, monkeypatch):
+    from asight_lsp.store import index as index_module
+    run = tmp_path / "runs" / "f-20260101-000000-abcd"
+    run.mkdir(parents=True)
+    (run / "run.json").write_bytes(b"[" + b"[]," * 200_000 + b"[]]")       # past the container cap
+    loads = []
+    real_load = index_module.Run.load
+    monkeypatch.setattr(index_module.Run, "load", lambda self: loads.append(self.id) or real_load(self))
+    index = index_module.RunIndex(tmp_path, min_interval=0)
+    assert index.metas() == [] and len(index.problems()) == 1 and "lists and objects" in index.problems()[0]
+    for _ in range(3):
+        index.metas()
+    assert len(loads) == 1
+    (run / "run.json").write_text('{"id": "x", "file": "k.py", "function": "f"}')          # repaired: read again
+    assert [m.id for m in index.metas()] == [run.name] and len(loads) == 2 and index.problems() == []
+
+
+def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
+    """A run folder this user did not make here (cloned; its marker copied to another run; another
+    user's key) is not resumed; profiles named by someone else never push the user's out."""
+    import json
+    import shutil
+    from asight_lsp.store import caches
+    from asight_lsp.store.owner import is_own
+    from asight_lsp.store.runs import Run, RunMeta, RunStore
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    store = RunStore(tmp_path / ".asight")
+    key = dict(file="/w/m.py", function="f", source_hashes={"f": "h"}, target_label="t")
+    own = store.create(RunMeta(id="f-20260101-000000-0001", **key))
+    assert is_own(own.path) and store.find_resumable("/w/m.py", "f", {"f": "h"}, "t").id == own.id
+    shutil.rmtree(own.path)
+    shipped = store.runs_dir / "f-20260101-000000-0002"
+    shipped.mkdir()
+    (shipped / "run.json").write_text(json.dumps({"id": "x", **key}))
+    assert store.find_resumable("/w/m.py", "f", {"f": "h"}, "t") is None
+    marked = store.create(RunMeta(id="f-20260101-000000-0003", **key))
+    shutil.copy(marked.path / "owner", shipped / "owner")                # another run's marker
+    shutil.rmtree(marked.path)
+    assert not is_own(shipped) and store.find_resumable("/w/m.py", "f", {"f": "h"}, "t") is None
+    (shipped / "profiles").mkdir()
+    for i in range(caches.KEEP_PROFILES):
+        (shipped / "profiles" / f"9999999{i}-999999-999.msgpack").write_bytes(b"\x80")
+    run = Run(shipped)
+    for ident in ("20260102-000000-000", "20260103-000000-000"):
+        caches.archive_profile(run, {"key": {}, "profile": {"id": ident}}, ident)
+    assert {"20260102-000000-000.msgpack", "20260103-000000-000.msgpack"} <= {p.name for p in (shipped / "profiles").iterdir()}
+    other = store.create(RunMeta(id="f-20260101-000000-0004", **key))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))
+    assert not is_own(other.path)
