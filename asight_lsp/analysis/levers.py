@@ -18,6 +18,9 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold", "winograd")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
 PIPELINE = ("layout", "nhwc", "winograd")   # levers that change the kernels: a run's records are for its own
@@ -100,3 +103,84 @@ def winograd_fits(conv: dict) -> bool:
         return False
     n, h, w, c = conv["out"]
     return n * h * w * c * conv["in_channels"] * 9 >= WINOGRAD_MIN_MACS
+
+
+# --------------------------------------------------------------------------- a lever TVM refuses
+
+REFUSED_KEY = "levers_refused"   # run.json ``extra``: each lever TVM refused, where, and why
+STEPS = {
+    "nhwc": "ConvertLayout to channels-last",
+    "winograd": "the Winograd rewrite",
+    "layout": "the weight prepack (layout-free weights)",
+}
+WHAT_TO_DO = {
+    "nhwc": "that convolution keeps the model's layout",
+    "winograd": "the convolutions keep the direct form",
+    "layout": "the weights keep their layout",
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A lever TVM refused on one kernel or binding (``kernel``) or on the whole model (``kernel``
+    None), at one step of the pipeline, with TVM's reason in one line; the run went on without it there."""
+    lever: str
+    step: str
+    reason: str
+    kernel: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"lever": self.lever, "step": self.step, "reason": self.reason, "kernel": self.kernel}
+
+    @staticmethod
+    def of(data: dict) -> "Refusal":
+        return Refusal(str(data.get("lever")), str(data.get("step")), str(data.get("reason")), data.get("kernel"))
+
+
+def refusal_line(r: Refusal) -> str:
+    """One line a user reads: the lever, the kernel, the step, TVM's reason, what happened instead."""
+    where = f"on {r.kernel}" if r.kernel else "on the whole model"
+    instead = WHAT_TO_DO.get(r.lever, "it ran without the lever there")
+    return (f"lever {r.lever} skipped {where}: TVM refused {r.step} ({r.reason}); {instead} and the run "
+            f"went on ({LEVERS_OFF_ENV}={r.lever} skips it everywhere)")
+
+
+def refusal_lines(extra: dict | None) -> list[str]:
+    """The refusal lines of a run (its run.json ``extra``), in the order they happened."""
+    items = (extra or {}).get(REFUSED_KEY) or []
+    return [refusal_line(Refusal.of(r)) for r in items if isinstance(r, dict)]
+
+
+def merge_refusals(earlier: list | None, new: list[dict]) -> list[dict]:
+    """``earlier`` (run.json's) with ``new`` added, each (lever, kernel, step) once."""
+    out, seen = [], set()
+    for r in list(earlier or []) + list(new):
+        key = (r.get("lever"), r.get("kernel"), r.get("step"))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def accepted_subset(items: list, refuses: Callable[[list], str | None]) -> tuple[list, dict]:
+    """The items a lever may apply to together, and why each other item was refused.
+
+    ``refuses(subset)`` tries the lever on ``subset`` and returns TVM's reason, or None when it took it.
+    Greedy in the given order, a refused chunk split in halves: each kept chunk was tried with every
+    item kept before it, so the lever on the items returned was tried exactly as returned (the last
+    acceptance saw them all).  A single item refused with what was kept is refused, with that reason.
+    ``refuses([])`` is never asked."""
+    kept: list = []
+    reasons: dict = {}
+    chunks = [list(items)] if items else []
+    while chunks:
+        chunk = chunks.pop(0)
+        reason = refuses(kept + chunk)
+        if reason is None:
+            kept += chunk
+        elif len(chunk) == 1:
+            reasons[chunk[0]] = reason
+        else:
+            half = len(chunk) // 2
+            chunks[:0] = [chunk[:half], chunk[half:]]
+    return kept, reasons

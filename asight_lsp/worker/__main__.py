@@ -80,9 +80,13 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
         write_frame(stdout, {"id": rid, "event": event})
 
     try:
+        from . import lever_guard
         from .twins import for_run
+        lever_guard.start()
         with for_run(params.get("run_dir") if isinstance(params.get("run_dir"), str) else None):
             result = handler(params, emit)
+        if isinstance(result, dict) and lever_guard.refused():   # the levers TVM refused while answering
+            result = {**result, "levers_refused": lever_guard.refused()}
         write_frame(stdout, {"id": rid, "result": result})
     except Exception as err:  # every failure becomes a one-line error for the caller
         traceback.print_exc(file=sys.stderr)

@@ -164,6 +164,7 @@ class TuningProcess:
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+        self.record_refusals()
         self.collect_counters()
 
     def collect_counters(self) -> None:
@@ -252,6 +253,19 @@ class TuningProcess:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
 
+    def record_refusals(self, new: list | None = None) -> None:
+        """The levers TVM refused in this job (``worker/lever_guard``; ``new``: a worker's reply's) in
+        run.json ``extra.levers_refused``, each said once in a status event."""
+        from ..analysis.levers import REFUSED_KEY, Refusal, merge_refusals, refusal_line
+        from . import lever_guard
+        earlier = self.run.load().extra.get(REFUSED_KEY) or []
+        merged = merge_refusals(earlier, lever_guard.refused() + list(new or []))
+        if len(merged) == len(earlier):
+            return
+        self.update(extra={**self.run.load().extra, REFUSED_KEY: merged})
+        for item in merged[len(earlier):]:
+            self.event("status", stage="lever", message=refusal_line(Refusal.of(item)), refused=item)
+
     def top_failure(self, said: str = "") -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''
         (only the log's part when ``said`` already names that reason)."""
@@ -286,6 +300,8 @@ class TuningProcess:
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
+        self.record_refusals()
+        meta = self.run.load()
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not device_of(target).exist:
@@ -383,6 +399,7 @@ class TuningProcess:
             "program": save_ir(plan.program) if plan.program is not None else None, "entry": plan.entry,
             "run_dir": str(self.run.path), "target": target_json(target), "by": "tuning job", "weights": weights},
             timeout=REMEASURE_TIMEOUT_S)
+        self.record_refusals(reply.get("levers_refused"))
         return reply["record"]
 
     def user_space(self, meta: RunMeta, plan, target):
