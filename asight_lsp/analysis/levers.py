@@ -145,10 +145,14 @@ def refusal_line(r: Refusal) -> str:
             f"went on ({LEVERS_OFF_ENV}={r.lever} skips it everywhere)")
 
 
-def refusal_lines(extra: dict | None) -> list[str]:
-    """The refusal lines of a run (its run.json ``extra``), in the order they happened."""
-    items = (extra or {}).get(REFUSED_KEY) or []
-    return [refusal_line(Refusal.of(r)) for r in items if isinstance(r, dict)]
+def refusal_lines(extra: dict | None, reply: dict | None = None) -> list[str]:
+    """The refusal lines of a run (its run.json ``extra``) and of a worker's reply, in order."""
+    return [refusal_line(Refusal.of(r)) for r in refusals_of(extra, reply) if isinstance(r, dict)]
+
+
+def refusals_of(extra: dict | None, reply: dict | None = None) -> list[dict]:
+    """A run's refusals (its run.json ``extra``) and a worker reply's own (``levers_refused``), each once."""
+    return merge_refusals((extra or {}).get(REFUSED_KEY), list((reply or {}).get(REFUSED_KEY) or []))
 
 
 def merge_refusals(earlier: list | None, new: list[dict]) -> list[dict]:

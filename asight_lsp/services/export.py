@@ -7,6 +7,7 @@ import os
 
 from ..analysis.deployable import (export_verdict, headline_build, refusal_text, untuned_faster_but_busy,
                                    untuned_wins)
+from ..analysis.levers import refusal_lines, refusals_of
 from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
@@ -65,7 +66,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
     with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
         reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600, on_event=on_event)
-    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)})
+    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)},
+                 levers_refused=refusals_of(meta.extra, reply), levers_refused_text=refusal_lines(meta.extra, reply))
     if reply.get("status") == "refused":
         if params["weights"] is None and ((meta.extra or {}).get("build") or {}).get("bound"):
             reply["applied"]["unbound"] = True   # tuned with the weights bound, exported without them
@@ -219,6 +221,7 @@ def export_summary(reply: dict) -> str:
                f"not checked: {check['skipped']}" if check.get("skipped") else "outputs DIFFER from the untuned build")
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
+        "".join(f" · {line}" for line in reply.get("levers_refused_text") or []) + \
         (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
         (f" · note: {reply['untuned_note']}" if reply.get("untuned_note") else "") + \
         (f" · {measured}" if measured else "") + (f" · {short}" if short else "") + \

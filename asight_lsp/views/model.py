@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
 from ..analysis.deployable import search_credit
+from ..analysis.levers import refusal_lines
 from ..protocol import SCHEMA_MODEL
 from .context import clean
 from .measured import others_text, shown_measurement
@@ -127,14 +128,15 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
     credit = search_credit(len(rows), (profile.get("measurement") or {}).get("chosen")) if rows else None
-    notes = [SHARE_NOTE] + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
+    refused = refusal_lines(tuning)
+    notes = [SHARE_NOTE] + refused + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
                                         winograd_note([r["task"] for r in rows]),
                                         pick_note(profile.get("measurement"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
                                "build": build or profile.get("headline_build")},
-                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
+                  "tasks": rows, "kernelUs": total, "leversRefused": refused, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})
 
 

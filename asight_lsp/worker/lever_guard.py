@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..analysis.levers import STEPS, Refusal, accepted_subset
+from ..analysis.levers import REFUSED_KEY, STEPS, Refusal, accepted_subset, merge_refusals, refusal_line
 from .compat import tvm_ffi
 
 _REFUSED: dict[tuple, Refusal] = {}
@@ -46,6 +46,17 @@ def start() -> None:
 def refused() -> list[dict]:
     """The refusals of this process so far, as run.json keeps them."""
     return [r.as_dict() for r in _REFUSED.values()]
+
+
+def record(extra: dict, update: Callable, event: Callable, new: list | None = None) -> None:
+    """A run's refusals (``extra``, its run.json's) with this request's and ``new`` added, each once,
+    saved by ``update(extra=...)``; each one added said by ``event("status", ...)``."""
+    earlier = extra.get(REFUSED_KEY) or []
+    merged = merge_refusals(earlier, refused() + list(new or []))
+    if len(merged) > len(earlier):
+        update(extra={**extra, REFUSED_KEY: merged})
+    for item in merged[len(earlier):]:
+        event("status", stage="lever", message=refusal_line(Refusal.of(item)), refused=item)
 
 
 def whole(lever: str, apply: Callable, mod):

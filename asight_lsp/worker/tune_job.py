@@ -164,7 +164,6 @@ class TuningProcess:
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
         self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
-        self.record_refusals()
         self.collect_counters()
 
     def collect_counters(self) -> None:
@@ -253,18 +252,11 @@ class TuningProcess:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
 
-    def record_refusals(self, new: list | None = None) -> None:
-        """The levers TVM refused in this job (``worker/lever_guard``; ``new``: a worker's reply's) in
-        run.json ``extra.levers_refused``, each said once in a status event."""
-        from ..analysis.levers import REFUSED_KEY, Refusal, merge_refusals, refusal_line
+    def record_refusals(self, new: list | None = None) -> RunMeta:
+        """The levers TVM refused in this job and ``new`` (a worker reply's) into run.json and events."""
         from . import lever_guard
-        earlier = self.run.load().extra.get(REFUSED_KEY) or []
-        merged = merge_refusals(earlier, lever_guard.refused() + list(new or []))
-        if len(merged) == len(earlier):
-            return
-        self.update(extra={**self.run.load().extra, REFUSED_KEY: merged})
-        for item in merged[len(earlier):]:
-            self.event("status", stage="lever", message=refusal_line(Refusal.of(item)), refused=item)
+        lever_guard.record(self.run.load().extra, self.update, self.event, new)
+        return self.run.load()
 
     def top_failure(self, said: str = "") -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''
@@ -300,8 +292,7 @@ class TuningProcess:
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
-        self.record_refusals()
-        meta = self.run.load()
+        meta = self.record_refusals()
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not device_of(target).exist:
