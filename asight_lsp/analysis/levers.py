@@ -112,11 +112,13 @@ STEPS = {
     "nhwc": "ConvertLayout to channels-last",
     "winograd": "the Winograd rewrite",
     "layout": "the weight prepack (layout-free weights)",
+    "cold": "the cold re-measurement (inputs flushed from the caches before each call)",
 }
 WHAT_TO_DO = {
     "nhwc": "that convolution keeps the model's layout",
     "winograd": "the convolutions keep the direct form",
     "layout": "the weights keep their layout",
+    "cold": "its candidates were re-measured warm",
 }
 
 

@@ -61,13 +61,18 @@ def record(extra: dict, update: Callable, event: Callable, new: list | None = No
 
 def whole(lever: str, apply: Callable, mod):
     """``apply(mod)``, or ``mod`` when TVM refuses it (the refusal kept)."""
+    return either(lever, lambda: apply(mod), lambda: mod)
+
+
+def either(lever: str, with_lever: Callable, without: Callable, kernel: str | None = None):
+    """``with_lever()``, or ``without()`` when TVM refuses it (the refusal kept, for ``kernel`` if named)."""
     try:
-        return apply(mod)
+        return with_lever()
     except (MemoryError, KeyboardInterrupt):
         raise
-    except Exception as err:  # noqa: BLE001 - any refusal of a lever leaves the model as it came
-        note(lever, err)
-        return mod
+    except Exception as err:  # noqa: BLE001 - any refusal of a lever leaves the work without it
+        note(lever, err, kernel)
+    return without()
 
 
 def each(lever: str, mod, names: list[str], apply: Callable[[list[str]], object]):

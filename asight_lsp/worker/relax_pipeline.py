@@ -283,8 +283,16 @@ def fuse(mod, target):
     On a CPU the weights (bound constants) are marked layout-free (``prepacks``), so the schedules
     MetaSchedule samples may store them in the layout the loops read (``RewriteLayout``)."""
     from . import lever_guard
-    fused = relax.transform.FuseTIR()(group(mod, target))
+    from .steps import step
+    with step("lowering the model to kernels (LegalizeOps, FuseOps, FuseTIR)", LOWER_TODO):
+        fused = relax.transform.FuseTIR()(group(mod, target))
     return lever_guard.whole("layout", mark_layout_free, fused) if prepacks(target) else fused
+
+
+LOWER_TODO = ("an operator of the model TVM cannot lower: compare the imported model with onnxruntime "
+              "(asight model FILE --compare-onnx MODEL.onnx) and report the operator with the model")
+BUILD_TODO = ("the run's record for that kernel does not build here: re-tune it (asight tune FILE), or "
+              "export TVM's default build (asight export FILE --untuned)")
 
 
 def mark_layout_free(mod):
@@ -328,6 +336,25 @@ def kernel_of(built_name: str) -> str:
 
 
 def build_tuned(database, mod, target):
+    """``_build_tuned`` as one step: a TVM error names the kernel that does not build (``steps.step``)."""
+    from .steps import step
+    seen: dict = {}
+    with step("building the model with the run's records", BUILD_TODO, lambda: failing_kernel(seen, target)):
+        return _build_tuned(database, mod, target, seen)
+
+
+def failing_kernel(seen: dict, target) -> str | None:
+    """The first kernel of the scheduled module (``seen["applied"]``) that does not build alone, or None."""
+    for gv, func in (seen["applied"].functions_items() if "applied" in seen else []):
+        if isinstance(func, tvm.tirx.PrimFunc):
+            try:
+                tvm.tirx.build(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=target)
+            except Exception:  # noqa: BLE001 - this is the one
+                return gv.name_hint
+    return None
+
+
+def _build_tuned(database, mod, target, seen: dict):
     """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
@@ -339,6 +366,7 @@ def build_tuned(database, mod, target):
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target)), target,
                                     "the build with the run's records")
+    seen["applied"] = applied
     if is_gpu(target):
         return tvm.compile(dlight_default(applied, target), target=target)
     if not prepacks(target) and not channels_last(target):
