@@ -112,6 +112,8 @@ def onnx_lines(c: dict | None) -> list[str]:
 def _verdict(t: dict, fmt=_us) -> str:
     if t.get("defaultKept"):
         kept = t["defaultKept"]
+        if kept.get("nothingToTune"):
+            return f"  default schedule kept (nothing to tune, {fmt(kept['defaultUs'])} re-measured)"
         return (f"  default schedule kept ({fmt(kept['defaultUs'])} vs best trial {fmt(kept['bestTrialUs'])}, "
                 f"re-measured)")
     return "  SLOWER than untuned" if t.get("slower") else "  untuned (no trial)" if t["trials"] == 0 else ""

@@ -56,7 +56,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
               "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
-              "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash")}
+              "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash"), "default": d.get("default")}
                            for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     why_untuned = ("--untuned: exported the untuned build (TVM's default schedules, the model as tvm.compile "
@@ -162,9 +162,13 @@ def applied_text(reply: dict) -> str:
     text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
     if applied.get("tuned_at_export"):
         text += f" ({len(applied['tuned_at_export'])} tuned at export: {', '.join(applied['tuned_at_export'])})"
-    if applied.get("default_kept"):
-        text += (f"; default schedule kept (re-measured faster than every trial): "
-                 f"{', '.join(applied['default_kept'])}")
+    untried = set(applied.get("nothing_to_tune") or [])
+    won = [k for k in applied.get("default_kept") or [] if k not in untried]
+    if won:
+        text += f"; default schedule kept (re-measured faster than every trial): {', '.join(won)}"
+    if untried:
+        text += f"; default schedule kept (nothing to tune: it moves data or its space has one schedule): " \
+                f"{', '.join(sorted(untried))}"
     if applied.get("missing"):
         text += f"; NOT TUNED (TVM's default schedule, accepted with --allow-untuned): {', '.join(applied['missing'])}"
     if applied.get("folded"):

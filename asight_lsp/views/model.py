@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
+from ..analysis.default_candidate import NOTHING_TO_TUNE
 from ..analysis.deployable import search_credit
 from ..analysis.levers import refusal_lines
 from ..protocol import SCHEMA_MODEL
@@ -120,8 +121,9 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
         if row["task"] in outlook:
             row["nextTrials"] = outlook[row["task"]]
         if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
-            row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
-                                  "bestTrialUs": defaults[row["task"]].get("measured_us")}
+            won = defaults[row["task"]]
+            row["defaultKept"] = {"defaultUs": won.get("default_us"), "bestTrialUs": won.get("measured_us"),
+                                  **({"nothingToTune": True} if won.get("default") == NOTHING_TO_TUNE else {})}
     for row in rows:
         row["levers"] = lever_notes(row)
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
@@ -189,7 +191,9 @@ def lever_notes(row: dict) -> list[str]:
         out.append(twin.split(": ", 1)[1])
     if row.get("defaultKept"):
         kept = row["defaultKept"]
-        out.append(f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
+        out.append(f"default schedule kept: nothing to tune (it moves data or its space has one schedule), "
+                   f"{format_latency(kept.get('defaultUs'))} re-measured" if kept.get("nothingToTune") else
+                   f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
                    f"{format_latency(kept.get('bestTrialUs'))} (re-measured)")
     if row.get("weightsPacked"):
         out.append("weights packed into the schedule's layout at build time")
