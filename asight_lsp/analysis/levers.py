@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -137,6 +138,14 @@ class Refusal:
     @staticmethod
     def of(data: dict) -> "Refusal":
         return Refusal(str(data.get("lever")), str(data.get("step")), str(data.get("reason")), data.get("kernel"))
+
+
+def reason_line(err: BaseException) -> str:
+    """TVM's reason in one line: the last line of its message (where TVM puts the check that failed),
+    without the check's C++ condition: ``InternalError: Invalid SLayout:can't find S in source layoutABCDE``."""
+    lines = [x.strip() for x in str(err).strip().splitlines() if x.strip()]
+    text = re.sub(r"^Check failed: \(.*?\) is false: ", "", lines[-1]) if lines else type(err).__name__
+    return f"{type(err).__name__}: {text[:240]}"
 
 
 def refusal_line(r: Refusal) -> str:

@@ -13,21 +13,14 @@ per module and lever, so a process that builds a pipeline several times searches
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from ..analysis.levers import REFUSED_KEY, STEPS, Refusal, accepted_subset, merge_refusals, refusal_line
+from ..analysis.levers import reason_line as reason
 from .compat import tvm_ffi
 
 _REFUSED: dict[tuple, Refusal] = {}
 _SEARCHED: dict[tuple, tuple[list, dict]] = {}   # (bindings kept, reasons of the others) per module
-
-
-def reason(err: BaseException) -> str:
-    """TVM's reason in one line: the check that failed (TVM puts it in the last line of the message)."""
-    lines = [x.strip() for x in str(err).strip().splitlines() if x.strip()]
-    text = re.sub(r"^Check failed: \(.*?\) is false: ", "", lines[-1]) if lines else type(err).__name__
-    return f"{type(err).__name__}: {text[:240]}"
 
 
 def note(lever: str, err: BaseException | str, kernel: str | None = None) -> Refusal:

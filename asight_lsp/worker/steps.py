@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable
 
-from .lever_guard import reason
+from ..analysis.levers import reason_line as reason
 
 
 class StepFailed(RuntimeError):

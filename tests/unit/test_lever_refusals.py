@@ -91,3 +91,9 @@ def test_model_view_says_a_kernel_with_nothing_to_tune_kept_its_default():
     row = model_view(profile)["tasks"][0]
     assert row["defaultKept"]["nothingToTune"] is True
     assert any("nothing to tune" in n for n in row["levers"])
+
+
+def test_reason_line_is_the_last_line_without_the_condition():
+    err = RuntimeError("Traceback (most recent call last):\n  0: f\nCheck failed: (res != npos) is false: Invalid SLayout")
+    assert levers.reason_line(err) == "RuntimeError: Invalid SLayout"
+    assert levers.reason_line(ValueError("")) == "ValueError: ValueError"

@@ -79,3 +79,34 @@ def test_data_movement_kernel_is_kept_not_missing_at_export(tuned, capsys):
     applied = reply["applied"]
     assert kept <= set(applied["nothing_to_tune"]) <= set(applied["default_kept"]) and not kept & set(applied["missing"])
     assert len(reply["levers_refused_text"]) == 2 and reply["check"]["ok"]
+
+
+def test_a_tvm_error_in_a_step_names_the_step_and_what_to_do(tmp_path):
+    """No tuning: TVM's own refusal raised inside a pipeline step is said with the step, TVM's reason
+    in one line and what to do; asight's own words pass through unchanged."""
+    from asight_lsp.worker.compat import relax
+    from asight_lsp.worker.steps import StepFailed, step
+    from tvm.relax.frontend.onnx import from_onnx
+    mod = from_onnx(sum_shuffle_model())
+    with pytest.raises(StepFailed) as got:
+        with step("lowering the model", "report it", lambda: "fused_stack_sum"):
+            relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "OHWI"]})(mod)
+    assert str(got.value).startswith("lowering the model failed in kernel fused_stack_sum: InternalError: Invalid "
+                                      "SLayout") and str(got.value).endswith("; report it")
+    from asight_lsp.worker.relax_pipeline import load_weights
+    with pytest.raises(ValueError, match="^the weights file"):
+        with step("lowering the model", "report it"):
+            load_weights(str(tmp_path / "none.npz"))
+
+
+def test_the_pipeline_converts_what_tvm_takes_and_keeps_the_rest():
+    """No tuning: ``relax_pipeline.converted`` on the Sum model leaves both convolutions NCHW and names
+    them; on a model TVM takes whole nothing is refused."""
+    from asight_lsp.worker import lever_guard
+    from asight_lsp.worker.metaschedule import resolve_target
+    from asight_lsp.worker.relax_pipeline import converted
+    from tvm.relax.frontend.onnx import from_onnx
+    lever_guard.start()
+    out = converted(from_onnx(sum_shuffle_model()), resolve_target(None))
+    assert 'data_layout="NHWC"' not in out.script()
+    assert sorted(r["kernel"].split()[1] for r in lever_guard.refused()) == ["lv", "lv2"]
