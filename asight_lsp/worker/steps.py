@@ -16,6 +16,11 @@ class StepFailed(RuntimeError):
     """A TVM error in a named step (the message is one line)."""
 
 
+def said(err: BaseException, first: str) -> str:
+    """A failure in one line: a step's own message (already says what failed), else its type and ``first``."""
+    return first if isinstance(err, StepFailed) else f"{type(err).__name__}: {first}"
+
+
 def ours(err: BaseException) -> bool:
     """Whether asight raised ``err`` itself (its innermost frame is asight's code)."""
     tb = err.__traceback__

@@ -121,8 +121,8 @@ class TuningProcess:
             return 2
         except Exception as err:  # noqa: BLE001  the run must say why it failed
             traceback.print_exc()
-            first = failure_line(err)
-            self.finish("failed", f"{type(err).__name__}: {first}", "internal")
+            from .steps import said
+            self.finish("failed", said(err, failure_line(err)), "internal")
             return 2
         self.finish("done")
         return 0
