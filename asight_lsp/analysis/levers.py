@@ -114,12 +114,14 @@ STEPS = {
     "winograd": "the Winograd rewrite",
     "layout": "the weight prepack (layout-free weights)",
     "cold": "the cold re-measurement (inputs flushed from the caches before each call)",
+    "budget": "the share scheduler",
 }
 WHAT_TO_DO = {
     "nhwc": "that convolution keeps the model's layout",
     "winograd": "the convolutions keep the direct form",
     "layout": "the weights keep their layout",
     "cold": "its candidates were re-measured warm",
+    "budget": "MetaSchedule's own task scheduler took the batches",
 }
 
 

@@ -187,13 +187,14 @@ class TuningProcess:
         return twins.transfer_wrap(plan, self.budget)
 
     def share_scheduler(self, plan, per_iter: int):
-        """The task scheduler that spends the budget where it saves most (``worker/budget.py``)."""
-        from . import budget
+        """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""
+        from . import budget, lever_guard
         if plan.kind != "relax":
             return None, None, None
         from ..analysis.peak import peak_figures
         from .host import host_info
-        return budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get("gflops"))
+        return lever_guard.either("budget", lambda: budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get(
+            "gflops")), lambda: (None, None, None))
 
     def keep_outlook(self, state) -> None:
         """``extra.budget`` in run.json: per task what the next batch is expected to save, and the order
