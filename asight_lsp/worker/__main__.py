@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..engine.framing import FrameError, read_frame, write_frame
     from . import sandbox
     from .handlers import HANDLERS   # imports TVM (and everything a request needs) before the filter
+    from . import lever_guard, steps  # noqa: F401  (every request goes through them: loaded before the filter too)
     from .namespace_guard import NamespaceGuard, after_request
 
     if "--unsandboxed" not in argv:
