@@ -27,6 +27,26 @@ def split(chosen: list[dict]) -> tuple[list[dict], list[dict]]:
     return [c for c in chosen if not c.get("default_wins")], [c for c in chosen if c.get("default_wins")]
 
 
+NOTHING_TO_TUNE = "nothing to tune"   # an entry's ``default``: kept without a trial (``untried_entry``)
+
+
+def nothing_to_tune(flops: float | None, decisions: int | None) -> bool:
+    """A kernel whose design space offers the search nothing to try: it only moves data (no arithmetic:
+    a transpose, a concatenate, a reshape that copies) or its sketches sample no decision (one schedule
+    each, and the search runs out at once).  ``decisions``: the sampling decisions of all its sketches."""
+    return flops == 0 or decisions == 0
+
+
+def untried_entry(task: str, workload_hash: str, default_us: float, harness: dict) -> dict:
+    """A model task kept on its default schedule without a trial (``nothing_to_tune``), as a measured
+    candidate: the record ``choose_best`` gives a task whose default won, so a build, an export and the
+    views treat it as kept on purpose, never as missing (SqueezeNet's concatenates and transposes were
+    never tried at 24 trials, and ``--tune-missing`` found their space exhausted)."""
+    return {"task": task, "workload": None, "workload_hash": workload_hash, "trial": None, "tuning_us": None,
+            "measured_us": None, "candidates": [], "default_us": default_us, "default_wins": True,
+            "default": NOTHING_TO_TUNE, "harness": harness}
+
+
 # --------------------------------------------------------------------------- GPU: DLight is the default
 
 DLIGHT_KEPT = "DLight's default kept"

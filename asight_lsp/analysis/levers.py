@@ -18,6 +18,10 @@
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Callable
+
 LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold", "winograd")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
 PIPELINE = ("layout", "nhwc", "winograd")   # levers that change the kernels: a run's records are for its own
@@ -100,3 +104,100 @@ def winograd_fits(conv: dict) -> bool:
         return False
     n, h, w, c = conv["out"]
     return n * h * w * c * conv["in_channels"] * 9 >= WINOGRAD_MIN_MACS
+
+
+# --------------------------------------------------------------------------- a lever TVM refuses
+
+REFUSED_KEY = "levers_refused"   # run.json ``extra``: each lever TVM refused, where, and why
+STEPS = {
+    "nhwc": "ConvertLayout to channels-last",
+    "winograd": "the Winograd rewrite",
+    "layout": "the weight prepack (layout-free weights)",
+    "cold": "the cold re-measurement (inputs flushed from the caches before each call)",
+    "budget": "the share scheduler",
+}
+WHAT_TO_DO = {
+    "nhwc": "that convolution keeps the model's layout",
+    "winograd": "the convolutions keep the direct form",
+    "layout": "the weights keep their layout",
+    "cold": "its candidates were re-measured warm",
+    "budget": "MetaSchedule's own task scheduler took the batches",
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A lever TVM refused on one kernel or binding (``kernel``) or on the whole model (``kernel``
+    None), at one step of the pipeline, with TVM's reason in one line; the run went on without it there."""
+    lever: str
+    step: str
+    reason: str
+    kernel: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"lever": self.lever, "step": self.step, "reason": self.reason, "kernel": self.kernel}
+
+    @staticmethod
+    def of(data: dict) -> "Refusal":
+        return Refusal(str(data.get("lever")), str(data.get("step")), str(data.get("reason")), data.get("kernel"))
+
+
+def reason_line(err: BaseException) -> str:
+    """TVM's reason in one line: the last line of its message (where TVM puts the check that failed),
+    without the check's C++ condition: ``InternalError: Invalid SLayout:can't find S in source layoutABCDE``."""
+    lines = [x.strip() for x in str(err).strip().splitlines() if x.strip()]
+    text = re.sub(r"^Check failed: \(.*?\) is false: ", "", lines[-1]) if lines else type(err).__name__
+    return f"{type(err).__name__}: {text[:240]}"
+
+
+def refusal_line(r: Refusal) -> str:
+    """One line a user reads: the lever, the kernel, the step, TVM's reason, what happened instead."""
+    where = f"on {r.kernel}" if r.kernel else "on the whole model"
+    instead = WHAT_TO_DO.get(r.lever, "it ran without the lever there")
+    return (f"lever {r.lever} skipped {where}: TVM refused {r.step} ({r.reason}); {instead} and the run "
+            f"went on ({LEVERS_OFF_ENV}={r.lever} skips it everywhere)")
+
+
+def refusal_lines(extra: dict | None, reply: dict | None = None) -> list[str]:
+    """The refusal lines of a run (its run.json ``extra``) and of a worker's reply, in order."""
+    return [refusal_line(Refusal.of(r)) for r in refusals_of(extra, reply) if isinstance(r, dict)]
+
+
+def refusals_of(extra: dict | None, reply: dict | None = None) -> list[dict]:
+    """A run's refusals (its run.json ``extra``) and a worker reply's own (``levers_refused``), each once."""
+    return merge_refusals((extra or {}).get(REFUSED_KEY), list((reply or {}).get(REFUSED_KEY) or []))
+
+
+def merge_refusals(earlier: list | None, new: list[dict]) -> list[dict]:
+    """``earlier`` (run.json's) with ``new`` added, each (lever, kernel, step) once."""
+    out, seen = [], set()
+    for r in list(earlier or []) + list(new):
+        key = (r.get("lever"), r.get("kernel"), r.get("step"))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def accepted_subset(items: list, refuses: Callable[[list], str | None]) -> tuple[list, dict]:
+    """The items a lever may apply to together, and why each other item was refused.
+
+    ``refuses(subset)`` tries the lever on ``subset`` and returns TVM's reason, or None when it took it.
+    Greedy in the given order, a refused chunk split in halves: each kept chunk was tried with every
+    item kept before it, so the lever on the items returned was tried exactly as returned (the last
+    acceptance saw them all).  A single item refused with what was kept is refused, with that reason.
+    ``refuses([])`` is never asked."""
+    kept: list = []
+    reasons: dict = {}
+    chunks = [list(items)] if items else []
+    while chunks:
+        chunk = chunks.pop(0)
+        reason = refuses(kept + chunk)
+        if reason is None:
+            kept += chunk
+        elif len(chunk) == 1:
+            reasons[chunk[0]] = reason
+        else:
+            half = len(chunk) // 2
+            chunks[:0] = [chunk[:half], chunk[half:]]
+    return kept, reasons

@@ -56,6 +56,8 @@ def run(args) -> int:
         print(f"asight: {short}", file=sys.stderr)
     if reply.get("status") == "refused":
         print(f"asight: export refused (run {reply['run']}): {reply['message']}", file=sys.stderr)
+        for line in reply.get("levers_refused_text") or []:
+            print(f"asight: {line}", file=sys.stderr)
     else:
         print_written(reply)
     return 0 if export_ok(reply) else 1
@@ -66,6 +68,8 @@ def print_written(reply: dict) -> None:
     from ..services.export import applied_text, measured_text
     print(f"wrote {reply['library']}  ({reply['bytes'] / 2**20:.1f} MiB, run {reply['run']}, {reply['target']})")
     print(f"  kernels: {applied_text(reply)}")
+    for line in reply.get("levers_refused_text") or []:
+        print(f"  {line}")
     for key in ("untuned_export", "untuned_note", "device_code"):
         if reply.get(key):
             print(f"  note: {reply[key]}")

@@ -105,12 +105,15 @@ def onnx_lines(c: dict | None) -> list[str]:
             + (f"match (allclose {c.get('tolerance', 1e-3):g})" if c.get("outputs_match") else "DIFFER"),
             f"  how: {c['method']}; load {c['load']['before']:.2f} -> {c['load']['after']:.2f}"
             + (f"; waits for idle threads {c['settled_s']['median'] * 1e3:.0f} ms median, "
-               f"{c['settled_s']['max'] * 1e3:.0f} ms at most" if c.get("settled_s") else "")]
+               f"{c['settled_s']['max'] * 1e3:.0f} ms at most" if c.get("settled_s") else "")] + \
+        [f"  {line}" for line in c.get("levers_refused_text") or []]
 
 
 def _verdict(t: dict, fmt=_us) -> str:
     if t.get("defaultKept"):
         kept = t["defaultKept"]
+        if kept.get("nothingToTune"):
+            return f"  default schedule kept (nothing to tune, {fmt(kept['defaultUs'])} re-measured)"
         return (f"  default schedule kept ({fmt(kept['defaultUs'])} vs best trial {fmt(kept['bestTrialUs'])}, "
                 f"re-measured)")
     return "  SLOWER than untuned" if t.get("slower") else "  untuned (no trial)" if t["trials"] == 0 else ""

@@ -200,6 +200,8 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
         print(f"why      {short['text']}", file=out)
     for line in failure_lines(meta):
         print(line, file=out)
+    for line in refusal_lines(meta.extra):
+        print(line, file=out)
     unread = records_note(job.run, meta)
     if unread:
         print(f"records  {unread}", file=out)
@@ -217,6 +219,12 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
               file=out)
         for principle in guidance["principles"]:
             print(f"           {principle['text']}", file=out)
+
+
+def refusal_lines(extra: dict) -> list[str]:
+    """The levers TVM refused in the run, one line each (``analysis.levers.refusal_lines``)."""
+    from ..analysis.levers import refusal_lines as lines
+    return lines(extra)
 
 
 def failure_lines(meta: RunMeta) -> list[str]:

@@ -7,6 +7,7 @@ import os
 
 from ..analysis.deployable import (export_verdict, headline_build, refusal_text, untuned_faster_but_busy,
                                    untuned_wins)
+from ..analysis.levers import refusal_lines, refusals_of
 from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
@@ -55,7 +56,7 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
               "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
-              "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash")}
+              "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash"), "default": d.get("default")}
                            for d in (meta.measurement or {}).get("defaults") or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     why_untuned = ("--untuned: exported the untuned build (TVM's default schedules, the model as tvm.compile "
@@ -65,7 +66,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
     with trusted(getattr(worker, "python", None), 3600) as unsandboxed:   # the linker is a process
         reply = unsandboxed.request(wire.EXPORT_MODEL, params, timeout=3600, on_event=on_event)
-    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)})
+    reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)},
+                 levers_refused=refusals_of(meta.extra, reply), levers_refused_text=refusal_lines(meta.extra, reply))
     if reply.get("status") == "refused":
         if params["weights"] is None and ((meta.extra or {}).get("build") or {}).get("bound"):
             reply["applied"]["unbound"] = True   # tuned with the weights bound, exported without them
@@ -160,9 +162,13 @@ def applied_text(reply: dict) -> str:
     text = f"{len(applied.get('from_records') or [])} of {applied.get('kernels', '?')} kernels from run {reply.get('run')}'s records"
     if applied.get("tuned_at_export"):
         text += f" ({len(applied['tuned_at_export'])} tuned at export: {', '.join(applied['tuned_at_export'])})"
-    if applied.get("default_kept"):
-        text += (f"; default schedule kept (re-measured faster than every trial): "
-                 f"{', '.join(applied['default_kept'])}")
+    untried = set(applied.get("nothing_to_tune") or [])
+    won = [k for k in applied.get("default_kept") or [] if k not in untried]
+    if won:
+        text += f"; default schedule kept (re-measured faster than every trial): {', '.join(won)}"
+    if untried:
+        text += f"; default schedule kept (nothing to tune: it moves data or its space has one schedule): " \
+                f"{', '.join(sorted(untried))}"
     if applied.get("missing"):
         text += f"; NOT TUNED (TVM's default schedule, accepted with --allow-untuned): {', '.join(applied['missing'])}"
     if applied.get("folded"):
@@ -219,6 +225,7 @@ def export_summary(reply: dict) -> str:
                f"not checked: {check['skipped']}" if check.get("skipped") else "outputs DIFFER from the untuned build")
     measured = measured_text(reply)
     return f"wrote {reply.get('library')} · {applied_text(reply)} · {weights} · {outputs}" + \
+        "".join(f" · {line}" for line in reply.get("levers_refused_text") or []) + \
         (f" · {reply['untuned_export']}" if reply.get("untuned_export") else "") + \
         (f" · note: {reply['untuned_note']}" if reply.get("untuned_note") else "") + \
         (f" · {measured}" if measured else "") + (f" · {short}" if short else "") + \

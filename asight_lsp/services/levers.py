@@ -2,6 +2,7 @@
 transfers, the budget's outlook) for the model view."""
 from __future__ import annotations
 
+from ..analysis.levers import refusal_lines, refusals_of
 from ..store.runs import RunStore
 
 
@@ -41,4 +42,6 @@ def compare_onnx(path: str, onnx: str, run: str | None = None, function: str | N
     with WorkerClient(getattr(worker, "python", None), 3600) as sandboxed:   # runs the model: in the sandbox
         reply = sandboxed.request(wire.COMPARE_ONNX, params, timeout=3600)
     reply["run"] = tf.meta.id
+    reply["levers_refused"] = refusals_of(tf.meta.extra, reply)
+    reply["levers_refused_text"] = refusal_lines(tf.meta.extra, reply)
     return reply

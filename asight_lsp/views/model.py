@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from ..analysis import twins as twin_rules
 from ..analysis.attribution import SLOWER_RATIO
+from ..analysis.default_candidate import NOTHING_TO_TUNE
 from ..analysis.deployable import search_credit
+from ..analysis.levers import refusal_lines
 from ..protocol import SCHEMA_MODEL
 from .context import clean
 from .measured import others_text, shown_measurement
@@ -119,22 +121,24 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
         if row["task"] in outlook:
             row["nextTrials"] = outlook[row["task"]]
         if row["task"] in defaults:   # no trial beat the default schedule: the tuned build keeps it
-            row["defaultKept"] = {"defaultUs": defaults[row["task"]].get("default_us"),
-                                  "bestTrialUs": defaults[row["task"]].get("measured_us")}
+            won = defaults[row["task"]]
+            row["defaultKept"] = {"defaultUs": won.get("default_us"), "bestTrialUs": won.get("measured_us"),
+                                  **({"nothingToTune": True} if won.get("default") == NOTHING_TO_TUNE else {})}
     for row in rows:
         row["levers"] = lever_notes(row)
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
     credit = search_credit(len(rows), (profile.get("measurement") or {}).get("chosen")) if rows else None
-    notes = [SHARE_NOTE] + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
+    refused = refusal_lines(tuning)
+    notes = [SHARE_NOTE] + refused + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
                                         winograd_note([r["task"] for r in rows]),
                                         pick_note(profile.get("measurement"))] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
                                "build": build or profile.get("headline_build")},
-                  "tasks": rows, "kernelUs": total, "notTimed": untried, "notes": notes, "measurement": shown,
+                  "tasks": rows, "kernelUs": total, "leversRefused": refused, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})
 
 
@@ -187,7 +191,9 @@ def lever_notes(row: dict) -> list[str]:
         out.append(twin.split(": ", 1)[1])
     if row.get("defaultKept"):
         kept = row["defaultKept"]
-        out.append(f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
+        out.append(f"default schedule kept: nothing to tune (it moves data or its space has one schedule), "
+                   f"{format_latency(kept.get('defaultUs'))} re-measured" if kept.get("nothingToTune") else
+                   f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
                    f"{format_latency(kept.get('bestTrialUs'))} (re-measured)")
     if row.get("weightsPacked"):
         out.append("weights packed into the schedule's layout at build time")

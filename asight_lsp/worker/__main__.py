@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..engine.framing import FrameError, read_frame, write_frame
     from . import sandbox
     from .handlers import HANDLERS   # imports TVM (and everything a request needs) before the filter
+    from . import lever_guard, steps  # noqa: F401  (every request goes through them: loaded before the filter too)
     from .namespace_guard import NamespaceGuard, after_request
 
     if "--unsandboxed" not in argv:
@@ -80,9 +81,13 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
         write_frame(stdout, {"id": rid, "event": event})
 
     try:
+        from . import lever_guard
         from .twins import for_run
+        lever_guard.start()
         with for_run(params.get("run_dir") if isinstance(params.get("run_dir"), str) else None):
             result = handler(params, emit)
+        if isinstance(result, dict) and lever_guard.refused():   # the levers TVM refused while answering
+            result = {**result, "levers_refused": lever_guard.refused()}
         write_frame(stdout, {"id": rid, "result": result})
     except Exception as err:  # every failure becomes a one-line error for the caller
         traceback.print_exc(file=sys.stderr)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..analysis import failures as fails
 from ..analysis import shortfall
+from ..analysis.default_candidate import NOTHING_TO_TUNE
 from ..analysis.measurement import comparison_record
 from ..engine import wire
 from .baseline import is_gpu
@@ -78,9 +79,11 @@ def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: lis
     deployable build no longer has (weight-only kernels of a run tuned before the build bound its
     weights); ``tuned_at_export``: kernels whose record an export tuned."""
     applied = applied_kernels(mod, database, target)
-    kept = kept_now(mod, target, kept)
+    kept_entries, kept = kept, kept_now(mod, target, kept)
     tuned = {c["task"] for c in chosen or []} | kept
     applied["default_kept"] = sorted(set(applied["default"]) & kept)
+    applied["nothing_to_tune"] = sorted({e["task"] for e in kept_entries if e.get("default") == NOTHING_TO_TUNE}
+                                        & set(applied["default_kept"]))
     applied["missing"] = [k for k in applied["default"] if k not in kept]
     applied["folded"] = sorted(tuned - set(applied["from_records"]) - set(applied["default"]))
     applied["tuned_at_export"] = sorted({c["task"] for c in extra} & set(applied["from_records"]))

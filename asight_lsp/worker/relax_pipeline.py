@@ -106,11 +106,12 @@ def legalize(mod, target, convert: bool = True):
 KEEP_LAYOUT = ("relax.nn.conv2d_transpose",)
 
 
-def convert_layout(target) -> list:
+def convert_layout(target, only: set | None = None) -> list:
     """``ConvertLayout`` to the lever's layouts (``channels_last``) for the operators whose weight is a
     constant (a deployable module's bound weights: the transform it inserts on the weight is folded
     into the constant at build time, never run), or no pass.  A weight that is a parameter would be
-    re-laid at every call: that operator keeps its layout."""
+    re-laid at every call: that operator keeps its layout.  ``only``: the calls converted (all such
+    calls when None)."""
     layouts = channels_last(target)
     if not layouts:
         return []
@@ -118,7 +119,8 @@ def convert_layout(target) -> list:
     def on_constant_weight(call):
         name = getattr(call.op, "name", "")
         if name in layouts and len(call.args) > 1 and isinstance(call.args[1], tvm.ir.expr.Constant):
-            return {name: layouts[name]}
+            if only is None or any(call.same_as(c) for c in only):
+                return {name: layouts[name]}
         if name in KEEP_LAYOUT:     # its own layout, a transform before it if its input was converted
             return {name: [str(call.attrs.data_layout), str(call.attrs.kernel_layout)]}
         return {}
@@ -126,19 +128,44 @@ def convert_layout(target) -> list:
     return [relax.transform.ConvertLayout({}, on_constant_weight)]
 
 
+def convertible(mod, target) -> dict[str, object]:
+    """``{binding: call}`` of the calls ``convert_layout`` would convert, in program order; a binding
+    said as a user finds it: ``conv2d lv8 (line 21)`` (the line where the parsed source's span has one)."""
+    layouts = channels_last(target) or {}
+    out = {}
+    for func in (f for _, f in mod.functions_items() if isinstance(f, relax.Function)):
+        for b in bindings(func):
+            call = b.value
+            if (isinstance(call, relax.Call) and getattr(call.op, "name", "") in layouts and len(call.args) > 1
+                    and isinstance(call.args[1], tvm.ir.expr.Constant)):
+                line = getattr(call.span, "line", None) if call.span is not None else None
+                op = call.op.name.rsplit(".", 1)[-1]
+                out[f"{op} {b.var.name}" + (f" (line {line})" if line else "")] = call
+    return out
+
+
 def converted(mod, target):
     """``mod`` after ``convert_layout``, each layout transform it inserted named ``layout_transform<k>``:
     the pass names them as a builder does (``lv``, ``lv1``...), the names the importer gave the model's
     own bindings, and a view would then show a transform at the line of the binding it shares a name
-    with.  The model's bindings keep their names."""
-    passes = convert_layout(target)
-    if not passes:
+    with.  The model's bindings keep their names.  A convolution whose conversion TVM refuses keeps
+    the model's layout (``lever_guard.each``: the others are converted; ONNX's ``Sum`` of two
+    convolutions, imported as stack + sum, is refused: docs/models.md)."""
+    if not channels_last(target):
         return mod
+    from . import lever_guard
     mod = inference_dropout(mod)
-    out = tvm.transform.Sequential(passes)(mod)
-    for gv, func in list(out.functions_items()):
-        if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
-            out[gv] = _RenameInserted(inserted(mod[gv], func)).visit_expr(func)
+    calls = convertible(mod, target)
+
+    def convert(names: list[str]):
+        out = tvm.transform.Sequential(convert_layout(target, {calls[n] for n in names}))(mod)
+        for gv, func in list(out.functions_items()):
+            if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
+                out[gv] = _RenameInserted(inserted(mod[gv], func)).visit_expr(func)
+        return out
+
+    out = (lever_guard.each("nhwc", mod, list(calls), convert) if calls
+           else lever_guard.whole("nhwc", lambda _: convert([]), mod))
     return with_winograd(out, target)
 
 
@@ -150,8 +177,13 @@ def with_winograd(mod, target):
     from .winograd import rewrite
     if not levers.winograd(target.kind.name, levers_off_now()):
         return mod
-    out, count = rewrite(relax.transform.FoldConstant()(mod))
-    return out if count else mod
+    from . import lever_guard
+
+    def apply(m):
+        out, count = rewrite(relax.transform.FoldConstant()(m))
+        return out if count else m
+
+    return lever_guard.whole("winograd", apply, mod)
 
 
 def inserted(source, func) -> list:
@@ -250,8 +282,17 @@ def fuse(mod, target):
     """``group`` + FuseTIR: one PrimFunc per fused group, named as MetaSchedule names the tasks.
     On a CPU the weights (bound constants) are marked layout-free (``prepacks``), so the schedules
     MetaSchedule samples may store them in the layout the loops read (``RewriteLayout``)."""
-    fused = relax.transform.FuseTIR()(group(mod, target))
-    return mark_layout_free(fused) if prepacks(target) else fused
+    from . import lever_guard
+    from .steps import step
+    with step("lowering the model to kernels (LegalizeOps, FuseOps, FuseTIR)", LOWER_TODO):
+        fused = relax.transform.FuseTIR()(group(mod, target))
+    return lever_guard.whole("layout", mark_layout_free, fused) if prepacks(target) else fused
+
+
+LOWER_TODO = ("an operator of the model TVM cannot lower: compare the imported model with onnxruntime "
+              "(asight model FILE --compare-onnx MODEL.onnx) and report the operator with the model")
+BUILD_TODO = ("the run's record for that kernel does not build here: re-tune it (asight tune FILE), or "
+              "export TVM's default build (asight export FILE --untuned)")
 
 
 def mark_layout_free(mod):
@@ -295,6 +336,25 @@ def kernel_of(built_name: str) -> str:
 
 
 def build_tuned(database, mod, target):
+    """``_build_tuned`` as one step: a TVM error names the kernel that does not build (``steps.step``)."""
+    from .steps import step
+    seen: dict = {}
+    with step("building the model with the run's records", BUILD_TODO, lambda: failing_kernel(seen, target)):
+        return _build_tuned(database, mod, target, seen)
+
+
+def failing_kernel(seen: dict, target) -> str | None:
+    """The first kernel of the scheduled module (``seen["applied"]``) that does not build alone, or None."""
+    for gv, func in (seen["applied"].functions_items() if "applied" in seen else []):
+        if isinstance(func, tvm.tirx.PrimFunc):
+            try:
+                tvm.tirx.build(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=target)
+            except Exception:  # noqa: BLE001 - this is the one
+                return gv.name_hint
+    return None
+
+
+def _build_tuned(database, mod, target, seen: dict):
     """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
@@ -306,11 +366,13 @@ def build_tuned(database, mod, target):
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target)), target,
                                     "the build with the run's records")
+    seen["applied"] = applied
     if is_gpu(target):
         return tvm.compile(dlight_default(applied, target), target=target)
     if not prepacks(target) and not channels_last(target):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
-    packed = relax.transform.FoldConstant()(split_layout_preproc(applied))
+    from . import lever_guard      # refused: each kernel re-lays its weights at every call (slower, same outputs)
+    packed = relax.transform.FoldConstant()(lever_guard.whole("layout", split_layout_preproc, applied))
     return tvm.compile(packed, target=target)
 
 

@@ -22,12 +22,13 @@ from ..analysis import levers
 from ..analysis.gpu_headline import headline as gpu_headline
 from ..analysis.measurement import comparison_record
 from ..engine import wire
-from .compat import RemoveWeightLayoutRewriteBlock, load_ir, ms, relax, s_tir, tirx, tvm
+from .compat import RemoveWeightLayoutRewriteBlock, load_ir, ms, relax, s_tir, tirx, tvm, tvm_ffi
 from .baseline import DLIGHT, baseline_of, is_gpu, vendor_reference, vendor_workload
 from .harness import Program, evaluator_timer, time_rounds
 from .inputs import compare_outputs, random_arrays
 from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
+from . import lever_guard
 from .relax_pipeline import build_tuned, fuse, is_reshape, load_weights
 
 TOP_K = 5
@@ -144,12 +145,46 @@ def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int
     chosen = []
     for name, mod in tasks:
         workload = trials.workload_of(mod)
-        if workload is None:
-            continue
-        entry = choose_best(trials, workload, mod, target, name, k, with_default, cold)
+        entry = None if workload is None else pick(trials, workload, mod, target, name, k, with_default, cold)
+        if entry is None and with_default and nothing_to_tune(mod, target):
+            entry = default_alone(mod, target, name, cold)
         if entry is not None:
             chosen.append(entry)
     return chosen
+
+
+def pick(trials: Trials, workload: int, mod, target, name: str, k: int, with_default: bool, cold: bool):
+    """``choose_best``, cold when the lever is on, warm where TVM refuses the cold timing (``lever_guard``)."""
+    def best(flush: bool):
+        return choose_best(trials, workload, mod, target, name, k, with_default, flush)
+    return lever_guard.either("cold", lambda: best(True), lambda: best(False), name) if cold else best(False)
+
+
+def nothing_to_tune(mod, target) -> bool:
+    """``default_candidate.nothing_to_tune`` of a task: its FLOPs and its design space's decisions."""
+    from .programs import estimate_flops
+    try:
+        spaces = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
+                                task_name="space").generate_design_space()
+        decisions = sum(len(s.trace.decisions) for s in spaces)
+    except Exception:  # noqa: BLE001 - a space TVM cannot generate: judged by its FLOPs alone
+        decisions = None
+    return defaults_rule.nothing_to_tune(estimate_flops(mod), decisions)
+
+
+def default_alone(mod, target, name: str, cold: bool = False) -> dict | None:
+    """A task without a trial that has nothing to tune, its default schedule timed alone as its measured
+    candidate (``default_candidate.untried_entry``); None when the default lever is off."""
+    dev = device_of(target)
+    default, once_us = default_program(mod, target, prim_inputs(mod)[1], dev, cold)
+    if default is None:
+        return None
+    raw = time_rounds([default], budget_s=CANDIDATE_BUDGET_S)
+    samples = raw["samples_us"].get(DEFAULT_LABEL)
+    return defaults_rule.untried_entry(name, str(tvm_ffi.structural_hash(mod)),
+                                       float(np.median(samples)) if samples else once_us,
+                                       {"rounds": raw["rounds"], "calls_per_repeat": raw["calls_per_repeat"],
+                                        "load": raw["load"], "cold": cold})
 
 
 split_defaults = defaults_rule.split

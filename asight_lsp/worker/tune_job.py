@@ -122,8 +122,8 @@ class TuningProcess:
             return 2
         except Exception as err:  # noqa: BLE001  the run must say why it failed
             traceback.print_exc()
-            first = failure_line(err)
-            self.finish("failed", f"{type(err).__name__}: {first}", "internal")
+            from .steps import said
+            self.finish("failed", said(err, failure_line(err)), "internal")
             return 2
         self.finish("done")
         return 0
@@ -188,13 +188,14 @@ class TuningProcess:
         return twins.transfer_wrap(plan, self.budget)
 
     def share_scheduler(self, plan, per_iter: int):
-        """The task scheduler that spends the budget where it saves most (``worker/budget.py``)."""
-        from . import budget
+        """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""
+        from . import budget, lever_guard
         if plan.kind != "relax":
             return None, None, None
         from ..analysis.peak import peak_figures
         from .host import host_info
-        return budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get("gflops"))
+        return lever_guard.either("budget", lambda: budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get(
+            "gflops")), lambda: (None, None, None))
 
     def keep_outlook(self, state) -> None:
         """``extra.budget`` in run.json: per task what the next batch is expected to save, and the order
@@ -253,6 +254,12 @@ class TuningProcess:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
 
+    def record_refusals(self, new: list | None = None) -> RunMeta:
+        """The levers TVM refused in this job and ``new`` (a worker reply's) into run.json and events."""
+        from . import lever_guard
+        lever_guard.record(self.run.load().extra, self.update, self.event, new)
+        return self.run.load()
+
     def top_failure(self, said: str = "") -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''
         (only the log's part when ``said`` already names that reason)."""
@@ -287,6 +294,7 @@ class TuningProcess:
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
+        meta = self.record_refusals()
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not device_of(target).exist:
@@ -384,6 +392,7 @@ class TuningProcess:
             "program": save_ir(plan.program) if plan.program is not None else None, "entry": plan.entry,
             "run_dir": str(self.run.path), "target": target_json(target), "by": "tuning job", "weights": weights},
             timeout=REMEASURE_TIMEOUT_S)
+        self.record_refusals(reply.get("levers_refused"))
         return reply["record"]
 
     def user_space(self, meta: RunMeta, plan, target):

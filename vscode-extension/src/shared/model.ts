@@ -29,7 +29,7 @@ export interface ModelTask {
   // issue 21 (views/model.py): twins/siblings and transfers, the budget's outlook, a kept default schedule
   twins?: { op?: string; twins?: string[]; siblings?: string[]; transfers?: unknown[]; bestGain?: number | null; adopted?: number };
   nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
-  defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null };
+  defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null; nothingToTune?: boolean }; // issue 38: kept without a trial
   weightsPacked?: boolean; // the layout lever: the build packed this kernel's weights into its schedule's layout
   levers?: string[]; // what the tuning levers did for the task, a phrase each (views/model.lever_notes)
 }
@@ -48,6 +48,7 @@ export interface ModelPayload {
   notTimed?: string[];
   notes?: string[];
   twinGroups?: string[][]; // issue 21: tasks with the same main computation
+  leversRefused?: string[]; // issue 38: each lever TVM refused, one line (also in `notes`, which the panel shows)
   compareOnnx?: Record<string, unknown>; // `asight model --compare-onnx` (CLI only)
 }
 
