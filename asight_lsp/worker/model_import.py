@@ -22,6 +22,7 @@ import numpy as np
 
 from ..engine import wire
 from ..store.files import write_atomic
+from . import onnx_prepare
 from .compat import onnx_importer, relax, script_text, torch_importer, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
@@ -38,16 +39,17 @@ def _import(path: str, shapes: dict | None):
             raise ValueError("importing a torch.export program needs PyTorch (pip install torch); "
                              "or export the model to ONNX and import that") from None
         return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program", {}
-    load, from_onnx = onnx_importer()
-    try:
-        model = load(path)
-    except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
-        raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
+    _, from_onnx = onnx_importer()
+    model = onnx_prepare.load(path)
     check_shapes(model, shapes or {})
+    missing = onnx_prepare.unsupported(model)
+    if missing:
+        raise ValueError(missing)
     model, renamed = python_names(weights_not_inputs(model))
     shapes = {renamed.get(name, name): dims for name, dims in (shapes or {}).items()}
-    return from_onnx(shape_constants(model), shape_dict=shapes or None, keep_params_in_input=True), \
-        "relax.frontend.onnx.from_onnx", renamed
+    model = shape_constants(model)
+    mod = onnx_prepare.converted(model, lambda: from_onnx(model, shape_dict=shapes or None, keep_params_in_input=True))
+    return mod, "relax.frontend.onnx.from_onnx", renamed
 
 
 class UsageError(ValueError):
