@@ -48,7 +48,7 @@ def _import(path: str, shapes: dict | None):
     model, renamed = python_names(weights_not_inputs(model))
     shapes = {renamed.get(name, name): dims for name, dims in (shapes or {}).items()}
     model = shape_constants(model)
-    mod = onnx_prepare.converted(model, lambda: from_onnx(model, shape_dict=shapes or None, keep_params_in_input=True))
+    mod = onnx_prepare.converted(model, lambda m: from_onnx(m, shape_dict=shapes or None, keep_params_in_input=True))
     return mod, "relax.frontend.onnx.from_onnx", renamed
 
 
