@@ -15,7 +15,7 @@ from .inputs import compare_outputs
 from .model_import import tensor_params
 from .onnx_compare import _inputs, onnxruntime_module
 from .parse import parse_to_run
-from .programs import measuring_target
+from .programs import first_line, measuring_target
 from .relax_pipeline import deployable
 from .remeasure import flatten
 
@@ -57,10 +57,6 @@ def check_import(params: dict, emit=None) -> dict:
                                                      f"the untuned build against onnxruntime {ort.__version__}")
     return {"check": check, "against": f"onnxruntime {ort.__version__}", "seconds": time.perf_counter() - started,
             "inputs": [f"{name}{list(a.shape)}" for name, a in inputs]}
-
-
-def first_line(err: BaseException) -> str:
-    return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 HANDLERS = {wire.CHECK_IMPORT: check_import}

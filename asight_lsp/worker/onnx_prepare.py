@@ -11,6 +11,7 @@ import os
 import re
 
 from .compat import onnx_convert_map, tvm
+from .programs import first_line
 
 SHOWN_NODES = 3      # node names a message lists before "and N more"
 HANDLED_APART = {"If"}   # converted by the importer itself, not through its converter map
@@ -134,7 +135,8 @@ def _quietly(convert, model):
 
 
 def failure_line(model, printed: str, err: BaseException) -> str:
-    first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+    """The line for a failed conversion: the operator TVM printed, the model's nodes of that type."""
+    first = first_line(err)
     found = re.search(r"Error converting operator (\w+)", printed)
     if not found:
         return f"TVM {tvm.__version__}'s ONNX importer failed before converting any operator: {first}"
