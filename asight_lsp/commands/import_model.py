@@ -114,7 +114,8 @@ def print_check(checked: dict) -> int:
     """The check's one line; 1 when the imported model did not build or run."""
     from ..views.outputs import verdict
     if "error" in checked:
-        print(f"warning: the imported model did not build or run for the output check: {checked['error']}")
+        print(f"asight: error: the imported model was written but did not build or run for the output check: "
+              f"{checked['error']}", file=sys.stderr)
         return 1
     print(verdict(checked)[1])
     return 0

@@ -35,8 +35,8 @@ def test_corpus_model_imports_checks_and_computes_like_onnxruntime(tmp_path, nam
 
 def test_the_import_command_checks_the_outputs(tmp_path, capsys):
     """`asight import` prints the check's line; the file checks clean (`asight check`)."""
-    zoo.save(zoo.shufflenet_unit("small", "old"), tmp_path / "shuffle.onnx")
-    assert asight(["import", str(tmp_path / "shuffle.onnx")]) == 0, capsys.readouterr().err
+    zoo.save(zoo.vgg_block("small", "old"), tmp_path / "vgg.onnx")
+    assert asight(["import", str(tmp_path / "vgg.onnx")]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "outputs match onnxruntime" in out and "tolerance rtol 0.001" in out, out
-    assert asight(["check", str(tmp_path / "shuffle_relax.py")]) == 0 and "no problems" in capsys.readouterr().out
+    assert asight(["check", str(tmp_path / "vgg_relax.py")]) == 0 and "no problems" in capsys.readouterr().out
