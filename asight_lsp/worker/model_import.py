@@ -47,7 +47,7 @@ def _import(path: str, shapes: dict | None):
         raise ValueError(missing)
     model, renamed = python_names(weights_not_inputs(model))
     shapes = {renamed.get(name, name): dims for name, dims in (shapes or {}).items()}
-    model = shape_constants(model)
+    model = shape_constants(onnx_prepare.constants_as_tensors(model))
     mod = onnx_prepare.converted(model, lambda m: from_onnx(m, shape_dict=shapes or None, keep_params_in_input=True))
     return mod, "relax.frontend.onnx.from_onnx", renamed
 

@@ -10,6 +10,8 @@ import io
 import os
 import re
 
+import numpy as np
+
 from .compat import onnx_convert_map, tvm
 from .programs import first_line
 
@@ -65,6 +67,25 @@ def escape(location: str, folder: str) -> str | None:
     if not os.path.isfile(path):
         return "does not exist"
     return None
+
+
+# Constant's attribute forms since opset 12, as the tensor TVM's converter reads (``value``; it failed
+# on the others with "no value in Constant"): attribute name -> numpy dtype
+CONSTANT_FORMS = {"value_float": "float32", "value_floats": "float32", "value_int": "int64", "value_ints": "int64"}
+
+
+def constants_as_tensors(model):
+    """The model with every ``Constant`` node given as ``value_float(s)``/``value_int(s)`` written as
+    the ``value`` tensor of the same numbers."""
+    from onnx import helper, numpy_helper
+    for node in model.graph.node:
+        form = next((a for a in node.attribute if a.name in CONSTANT_FORMS), None) if node.op_type == "Constant" else None
+        if form is None:
+            continue
+        array = np.array(helper.get_attribute_value(form), dtype=CONSTANT_FORMS[form.name])
+        node.attribute.remove(form)
+        node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(array)))
+    return model
 
 
 def node_list(nodes: list) -> str:

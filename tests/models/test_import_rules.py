@@ -135,3 +135,20 @@ def test_a_per_channel_prelu_slope_of_rank_one_builds_and_computes(tmp_path):
     x = np.random.default_rng(0).standard_normal((1, 4, 3, 5)).astype("float32")
     want = np.where(x < 0, x * slope.reshape(4, 1, 1), x)
     np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), want, rtol=1e-6)
+
+
+def test_constants_in_their_opset12_attribute_forms_import(tmp_path):
+    """``Constant`` with ``value_float`` / ``value_ints`` (tf2onnx writes them): TVM's converter read
+    only ``value`` and failed with "no value in Constant"."""
+    import onnx
+    from onnx import TensorProto, helper
+    from asight_lsp.worker.model_import import import_model
+    nodes = [helper.make_node("Constant", [], ["half"], value_float=0.5),
+             helper.make_node("Constant", [], ["shape"], value_ints=[4, 2]),
+             helper.make_node("Mul", ["x", "half"], ["m"]), helper.make_node("Reshape", ["m", "shape"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2])])
+    onnx.save(model, tmp_path / "c.onnx")
+    vm, tvm = _vm(import_model({"model": str(tmp_path / "c.onnx"), "out": str(tmp_path / "c_relax.py")}))
+    x = np.arange(8, dtype="float32").reshape(2, 4)
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), (x * 0.5).reshape(4, 2))
