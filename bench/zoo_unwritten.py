@@ -27,11 +27,11 @@ import zoo  # noqa: E402
 F = TensorProto.FLOAT
 
 
-def _net(style: str, name: str, shape: list, body) -> object:
+def _net(style: str, name: str, shape: list, body, opset: int | None = None) -> object:
     g = zoo.Graph(style, 0)
     x = g.input("input", F, shape)
     y, out_shape = body(g, x)
-    return g.model(name, [(y, out_shape)])
+    return g.model(name, [(y, out_shape)], opset)
 
 
 def alexnet_lrn(style):
@@ -163,8 +163,57 @@ def mean_max_tile(style):
     return _net(style, "mean_max_tile", [1, 4, 6, 6], body)
 
 
+def keras_style(style):
+    """As keras2onnx/tf2onnx write a CNN: Conv with ``auto_pad=SAME_UPPER``, AveragePool counting pads,
+    GlobalMaxPool, Gemm with alpha, beta and a transposed input, Clip with only a lower bound."""
+    def body(g, x):
+        y = g.op("Conv", [x, g.random("w", (6, 3, 3, 3), 0.2)], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+        y = g.op("AveragePool", [y], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+        y = g.op("Clip", [y], min=0.0) if g.old else g.op("Clip", [y, g.scalar(0.0)])
+        flat = g.op("Transpose", [g.op("Flatten", [g.op("GlobalMaxPool", [y])], axis=1)], perm=[1, 0])
+        gemm = g.op("Gemm", [flat, g.random("fc", (6, 5), 0.3), g.random("bias", (1, 5), 0.1)], alpha=0.5, beta=2.0, transA=1)
+        return gemm, [1, 5]
+    return _net(style, "keras_style", [1, 3, 9, 9], body)
+
+
+def opset18_transformer_bits(style):
+    """Opset 18's forms (new) or opset 9's (old): ReduceMean axes as an input, Split by num_outputs,
+    Einsum for the scores (old: Transpose and MatMul), Softmax."""
+    def body(g, x):
+        if g.old:
+            mean = g.op("ReduceMean", [x], axes=[-1], keepdims=1)
+            a, b = g.op("Split", [g.op("Sub", [x, mean])], outputs=2, axis=1, split=[2, 2])
+        else:
+            mean = g.op("ReduceMean", [x, g.const(np.array([-1], "int64"))], keepdims=1)
+            a, b = g.op("Split", [g.op("Sub", [x, mean])], outputs=2, axis=1, num_outputs=2)
+        scores = g.op("MatMul", [a, g.op("Transpose", [b], perm=[0, 1, 3, 2])]) if g.old else \
+            g.op("Einsum", [a, b], equation="bhij,bhkj->bhik")
+        return g.op("Softmax", [scores], axis=-1), [1, 2, 4, 4]
+    return _net(style, "opset18_bits", [1, 4, 4, 8], body, 18 if style == "new" else None)
+
+
+def pixel_shuffle(style):
+    """A super-resolution tail: Conv to 4C channels, DepthToSpace (CRD), Sigmoid; Constant value_float
+    (opset 12+) for a scale where the new style has it."""
+    def body(g, x):
+        y = g.op("DepthToSpace", [g.conv(x, 3, 12, 3)], blocksize=2, **({} if g.old else {"mode": "CRD"}))
+        scale = g.scalar(0.5) if g.old else g.op("Constant", [], value_float=0.5)
+        return g.op("Sigmoid", [g.op("Mul", [y, scale])]), [1, 3, 8, 8]
+    return _net(style, "pixel_shuffle", [1, 3, 4, 4], body)
+
+
+def lstm_tagger(style):
+    """A sequence tagger with an LSTM (TVM 0.27's importer has no converter: one line)."""
+    g = zoo.Graph(style, 0)
+    x = g.input("input", F, [5, 1, 4])
+    w, r = g.random("W", (1, 16, 4), 0.2), g.random("R", (1, 16, 4), 0.2)
+    y, _, _ = g.op("LSTM", [x, w, r], outputs=3, hidden_size=4)
+    return g.model("lstm_tagger", [(y, [5, 1, 1, 4])])
+
+
 NETWORKS = [alexnet_lrn, googlenet_stem, upsample_decoder, bn_spatial, sum_concat_softmax, softmax_4d, slice_squeeze,
-            activations, prelu_rank1, conv_transpose_unet, mean_max_tile]
+            activations, prelu_rank1, conv_transpose_unet, mean_max_tile,
+            keras_style, opset18_transformer_bits, pixel_shuffle, lstm_tagger]
 
 
 def try_one(base: Path, build, style: str) -> dict:
