@@ -1,7 +1,8 @@
 """An ONNX file as exporters write it, made ready for TVM's importer (``worker/model_import.py``):
 external-data tensors read from the model's own folder only; operators TVM has no converter for
-named before the import starts; a conversion TVM fails on named by operator and node(s), never
-TVM's bare message.  onnx only: TVM is asked through ``compat``.
+named before the import starts; ``Constant``'s attribute forms as the tensor TVM reads; an old-opset
+model TVM fails on converted again after ONNX's version converter upgrades it; a conversion TVM
+fails on named by operator and node(s), never TVM's bare message.  TVM is asked through ``compat``.
 """
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def failure_line(model, printed: str, err: BaseException) -> str:
     first = first_line(err)
     found = re.search(r"Error converting operator (\w+)", printed)
     if not found:
-        return f"TVM {tvm.__version__}'s ONNX importer failed before converting any operator: {first}"
+        return f"TVM {tvm.__version__}'s ONNX importer failed (no operator named): {first}"
     op = found.group(1)
     nodes = [n for n in model.graph.node if n.op_type == op]
     return (f"TVM {tvm.__version__}'s ONNX importer failed on operator {op} (node{'s' if len(nodes) > 1 else ''} "
