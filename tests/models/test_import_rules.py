@@ -152,3 +152,16 @@ def test_constants_in_their_opset12_attribute_forms_import(tmp_path):
     vm, tvm = _vm(import_model({"model": str(tmp_path / "c.onnx"), "out": str(tmp_path / "c_relax.py")}))
     x = np.arange(8, dtype="float32").reshape(2, 4)
     np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), (x * 0.5).reshape(4, 2))
+
+
+def test_without_onnxruntime_the_check_says_so(monkeypatch):
+    """No onnxruntime in the worker's Python: nothing is built or compared, and the line says why."""
+    from asight_lsp.views.outputs import verdict
+    from asight_lsp.worker import import_check
+
+    def missing():
+        raise ValueError("onnxruntime is not installed")
+    monkeypatch.setattr(import_check, "onnxruntime_module", missing)
+    result = import_check.check_import({"onnx": "never read"})
+    assert verdict(result) == (True, f"outputs: not compared ({import_check.NOT_INSTALLED})")
+    assert "pip install onnxruntime" in verdict(result)[1]
