@@ -1,7 +1,8 @@
 """Every model of the corpus (fixtures/models/zoo.py: ResNet-50, MobileNetV2, DenseNet, Inception,
 ShuffleNet, SqueezeNet, VGG, BERT, GPT-2), small, in both exporter styles (opset 9 with weights in
 the graph and initializers listed as inputs; opset 17 with plain initializers): it imports, the
-file checks clean, and the import's own check says it computes as onnxruntime does."""
+file checks clean (what `asight check` runs, in this process), and the import's own check says it
+computes as onnxruntime does."""
 from __future__ import annotations
 
 import sys
@@ -30,7 +31,20 @@ def test_corpus_model_imports_checks_and_computes_like_onnxruntime(tmp_path, nam
     reply, checked = import_and_check(model, tmp_path / f"{name}_{style}_relax.py")
     ok, line = verdict(checked)
     assert ok and line.startswith("outputs match onnxruntime"), line
-    assert reply["params"] > 0 and "metadata[" not in Path(reply["script"]).read_text().split("@I.ir_module")[1]
+    text = Path(reply["script"]).read_text()
+    assert reply["params"] > 0 and "metadata[" not in text.split("@I.ir_module")[1]
+    assert _check(text, reply["script"]) == []
+
+
+def _check(text: str, path: str) -> list:
+    """`asight check`'s findings, in this process: the safety gate's and the worker's (parse and
+    well-formedness) problems of every unit."""
+    from asight_lsp.engine import wire
+    from asight_lsp.tvmscript.outline import build_outline
+    from asight_lsp.worker.parse import check
+    outline = build_outline(text, path)
+    gate = [p for unit in outline.units for p in unit.problems]
+    return gate + check(wire.check_params(text, outline, outline.units))["problems"]
 
 
 def test_the_import_command_checks_the_outputs(tmp_path, capsys):
