@@ -16,6 +16,8 @@ def add_parser(sub):
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D,D,...",
                    help="static shape of an input with symbolic dimensions (repeatable)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--no-check", action="store_true",
+                   help="do not run the imported model against onnxruntime on one seeded input")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
     return p
@@ -68,9 +70,12 @@ def run(args) -> int:
                 raise
             print(f"asight: error: {err}", file=sys.stderr)
             return 1
+    checked = None if args.no_check or not args.model.endswith(".onnx") else outputs_check(out, args, reply["inputs"])
+    if checked is not None:
+        reply["outputs"] = checked
     if args.json:
         print_json(reply)
-        return 0
+        return 0 if checked is None or "error" not in checked else 1
     inputs = ", ".join(f"{i['name']}: {i['dtype']}{i['shape']}" for i in reply["inputs"])
     print(f"wrote {out}  ({reply['lines']} lines; {reply['importer']})")
     print(f"      {reply['weights']}  ({reply['params']} weights, {reply['weight_bytes'] / 2**20:.1f} MiB)")
@@ -78,12 +83,39 @@ def run(args) -> int:
     if reply.get("renamed"):
         names = ", ".join(f"{old} -> {new}" for old, new in reply["renamed"].items())
         print(f"renamed (not Python names): {names}")
+    status = 0
+    if checked is not None:
+        status = print_check(checked)
     symbolic = [i for i in reply["inputs"] if any(isinstance(d, str) for d in i["shape"])]
     if symbolic:     # tuning refuses them; say so now, with the command that fixes it
         fix = " ".join(f"--shape {i['name']}=" + ",".join("1" if isinstance(d, str) else str(d) for d in i["shape"])
                        for i in symbolic)
         print(f"note:  {', '.join(i['name'] for i in symbolic)} has symbolic dimensions; tuning needs static shapes:")
         print(f"next:  asight import {args.model} --force -o {out} {fix}   (your sizes in place of the 1s)")
-        return 0
+        return status
     print(f"next:  asight tune {out} --trials 200   (then: asight profile / hotspots / code / export)")
+    return status
+
+
+def outputs_check(out: str, args, inputs: list[dict]) -> dict:
+    """The imported file against onnxruntime (``services/import_check``); a model with symbolic
+    inputs is not checked (no size to feed it); a build or run that fails is ``{"error": line}``."""
+    from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
+    from ..services.import_check import check_import
+    if any(isinstance(d, str) for i in inputs for d in i["shape"]):
+        return {"skipped": "the model has symbolic input dimensions; import with --shape to compare"}
+    try:
+        return check_import(out, args.model, args.python)
+    except (WorkerError, WorkerCrashed, WorkerTimeout) as err:
+        return {"error": str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}
+
+
+def print_check(checked: dict) -> int:
+    """The check's one line; 1 when the imported model did not build or run."""
+    from ..views.outputs import verdict
+    if "error" in checked:
+        print(f"asight: error: the imported model was written but did not build or run for the output check: "
+              f"{checked['error']}", file=sys.stderr)
+        return 1
+    print(verdict(checked)[1])
     return 0

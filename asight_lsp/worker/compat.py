@@ -28,7 +28,7 @@ from ..tvmscript.safety import code_string_problem
 __all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
            "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
            "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
-           "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "torch_importer",
+           "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "onnx_convert_map", "torch_importer",
            "winograd_parts", "te"]
 
 
@@ -150,6 +150,12 @@ def onnx_importer():
     import onnx
     from tvm.relax.frontend.onnx import from_onnx
     return onnx.load, from_onnx
+
+
+def onnx_convert_map() -> set:
+    """The ONNX operator names TVM's importer has a converter for."""
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+    return set(_get_convert_map())
 
 
 def winograd_parts(tile: int, kernel: int):

@@ -65,21 +65,33 @@ def tolerance(dtype, rtol: float, atol: float) -> tuple[float, float]:
 
 
 def compare_outputs(names: list[str], reference: list[np.ndarray], candidate: list[np.ndarray],
-                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> dict:
-    """allclose per buffer (the tuned program against the untuned one on the same inputs), with the
-    buffer's dtype's tolerance (``tolerance``: float16 and bfloat16 looser), said per buffer."""
-    buffers, ok = [], True
-    for name, ref, got in zip(names, reference, candidate):
-        ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
-        scale = max(1.0, float(np.max(np.abs(ref64)))) if ref64.size else 1.0
-        diff = np.abs(ref64 - got64)
-        b_rtol, b_atol = tolerance(ref.dtype, rtol, atol)
-        close = np.isclose(got64, ref64, rtol=b_rtol, atol=b_atol * scale, equal_nan=True)
-        entry = {"name": name, "ok": bool(close.all()), "max_abs_err": float(diff.max()) if diff.size else 0.0,
-                 "max_rel_err": float((diff / np.maximum(np.abs(ref64), 1e-30)).max()) if diff.size else 0.0,
-                 "mismatched": int((~close).sum()), "elements": int(close.size), "dtype": str(ref.dtype),
-                 **({"rtol": b_rtol, "atol": b_atol} if (b_rtol, b_atol) != (rtol, atol) else {})}
-        ok &= entry["ok"]
-        buffers.append(entry)
-    return {"ok": ok, "rtol": rtol, "atol": atol, "atol_scaled_by": "max(1, max|reference|)",
-            "buffers": buffers, "source": "numpy.isclose on random inputs (same inputs for both programs)"}
+                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
+                    source: str = "numpy.isclose on random inputs (same inputs for both programs)") -> dict:
+    """allclose per buffer, with the buffer's dtype's tolerance (``tolerance``: float16 and bfloat16
+    looser), said per buffer: the one rule for any two programs' outputs (the tuned program against
+    the untuned one, an imported model against onnxruntime).  Another number of outputs, or another
+    shape, is a mismatch too."""
+    buffers = [_compare_buffer(name, ref, got, rtol, atol) for name, ref, got in zip(names, reference, candidate)]
+    ok = all(b["ok"] for b in buffers) and len(reference) == len(candidate)
+    out = {"ok": ok, "rtol": rtol, "atol": atol, "atol_scaled_by": "max(1, max|reference|)",
+           "buffers": buffers, "source": source}
+    if len(reference) != len(candidate):
+        out["count"] = {"reference": len(reference), "candidate": len(candidate)}
+    return out
+
+
+def _compare_buffer(name: str, ref: np.ndarray, got: np.ndarray, rtol: float, atol: float) -> dict:
+    ref, got = np.asarray(ref), np.asarray(got)
+    b_rtol, b_atol = tolerance(ref.dtype, rtol, atol)
+    entry = {"name": name, "dtype": str(ref.dtype), "elements": int(ref.size),
+             **({"rtol": b_rtol, "atol": b_atol} if (b_rtol, b_atol) != (rtol, atol) else {})}
+    if ref.shape != got.shape:
+        return {**entry, "ok": False, "shape": {"reference": list(ref.shape), "candidate": list(got.shape)},
+                "max_abs_err": float("inf"), "max_rel_err": float("inf"), "mismatched": int(ref.size)}
+    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
+    scale = max(1.0, float(np.max(np.abs(ref64)))) if ref64.size else 1.0
+    diff = np.abs(ref64 - got64)
+    close = np.isclose(got64, ref64, rtol=b_rtol, atol=b_atol * scale, equal_nan=True)
+    return {**entry, "ok": bool(close.all()), "max_abs_err": float(diff.max()) if diff.size else 0.0,
+            "max_rel_err": float((diff / np.maximum(np.abs(ref64), 1e-30)).max()) if diff.size else 0.0,
+            "mismatched": int((~close).sum())}

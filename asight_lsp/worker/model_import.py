@@ -22,6 +22,7 @@ import numpy as np
 
 from ..engine import wire
 from ..store.files import write_atomic
+from . import onnx_prepare
 from .compat import onnx_importer, relax, script_text, torch_importer, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
@@ -38,16 +39,17 @@ def _import(path: str, shapes: dict | None):
             raise ValueError("importing a torch.export program needs PyTorch (pip install torch); "
                              "or export the model to ONNX and import that") from None
         return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program", {}
-    load, from_onnx = onnx_importer()
-    try:
-        model = load(path)
-    except Exception as err:  # noqa: BLE001  protobuf's errors are not one type
-        raise ValueError(f"{path} is not a readable ONNX model ({type(err).__name__}: {err})") from None
+    _, from_onnx = onnx_importer()
+    model = onnx_prepare.load(path)
     check_shapes(model, shapes or {})
+    missing = onnx_prepare.unsupported(model)
+    if missing:
+        raise ValueError(missing)
     model, renamed = python_names(weights_not_inputs(model))
     shapes = {renamed.get(name, name): dims for name, dims in (shapes or {}).items()}
-    return from_onnx(shape_constants(model), shape_dict=shapes or None, keep_params_in_input=True), \
-        "relax.frontend.onnx.from_onnx", renamed
+    model = shape_constants(onnx_prepare.constants_as_tensors(model))
+    mod = onnx_prepare.converted(model, lambda m: from_onnx(m, shape_dict=shapes or None, keep_params_in_input=True))
+    return mod, "relax.frontend.onnx.from_onnx", renamed
 
 
 class UsageError(ValueError):
@@ -201,6 +203,50 @@ class _LiftConstants(relax.PyExprMutator):
         return var
 
 
+def prelu_per_channel(mod, fn: str = "main"):
+    """``mod`` with every PReLU whose slope does not fit the axis it was given applied per channel
+    (axis 1) where the slope is that long: a rank-1 slope of C values on an NCHW tensor (the per-channel
+    slope of opsets before 7 and of converters that never reshaped it) imports as ``prelu(axis=3)``,
+    which TVM's build refused with a bare ``AssertionError``."""
+    fixer = _PreluAxis()
+    body = fixer.visit_expr(mod[fn].body)
+    if fixer.changed:
+        func = mod[fn]
+        mod[fn] = relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
+    return mod
+
+
+def channel_axis(x_shape: list, slope: int, axis: int) -> int:
+    """The axis a PReLU slope of ``slope`` values applies to: ``axis`` where it has that many entries,
+    else the channel axis (1) where that has them."""
+    if axis < len(x_shape) and x_shape[axis] == slope:
+        return axis
+    return 1 if len(x_shape) > 1 and x_shape[1] == slope else axis
+
+
+@relax.expr_functor.mutator
+class _PreluAxis(relax.PyExprMutator):
+    def __init__(self, mod=None):
+        super().__init__(mod)
+        self.changed = False
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if getattr(call.op, "name", "") != "relax.nn.prelu":
+            return call
+        x_shape, slope_shape = (_dims(arg) for arg in call.args[:2])
+        axis = int(call.attrs.axis)
+        if not x_shape or len(slope_shape) != 1 or channel_axis(x_shape, slope_shape[0], axis) == axis:
+            return call
+        self.changed = True
+        return relax.op.nn.prelu(call.args[0], call.args[1], channel_axis(x_shape, slope_shape[0], axis))
+
+
+def _dims(expr) -> list:
+    values = getattr(getattr(expr.ty, "shape", None), "values", None) or []
+    return [int(v) if _static(v) else None for v in values]
+
+
 def printed(mod) -> tuple[str, object]:
     """The module as TVMScript and that text parsed back: the printer renames parameters
     (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count.  The text
@@ -273,7 +319,7 @@ def import_model(params: dict, emit=None) -> dict:
     mod, importer, renamed = _import(model, params.get("shapes"))
     mod = relax.transform.DeadCodeElimination()(mod) if params.get("dce") else mod
     mod, values, num_input = split_weights(mod)
-    mod, values = constants_as_weights(mod, values)
+    mod, values = constants_as_weights(prelu_per_channel(mod), values)
     script, parsed = printed(mod)
     func = parsed["main"]
     weights = {p.name: v for p, v in zip(func.params[num_input:], values)}

@@ -22,7 +22,7 @@ from ..analysis import versus
 from ..engine import wire
 from .compat import relax, tvm
 from .harness import quiesce
-from .inputs import tolerance
+from .inputs import compare_outputs
 from .model_export import _database
 from .model_import import tensor_params
 from .relax_pipeline import build_tuned, deployable
@@ -138,9 +138,8 @@ def compare_onnx(params: dict, emit=None) -> dict:
         raise ValueError(f"the tuned model does not take the ONNX file's inputs "
                          f"({', '.join(f'{n}{list(a.shape)}' for n, a in inputs)}): {str(err).splitlines()[0]}") from None
     ort_out = session.run(None, feed)
-    tolerances = [tolerance(b.dtype, 1e-3, 1e-3) for b in ort_out]      # float16 outputs: 1e-2
-    match = len(tvm_out) == len(ort_out) and all(
-        a.shape == b.shape and np.allclose(a, b, *tol) for a, b, tol in zip(tvm_out, ort_out, tolerances))
+    check = compare_outputs([o.name for o in session.get_outputs()], ort_out, tvm_out,
+                            source=f"numpy.isclose on seeded inputs, the tuned build against onnxruntime {ort.__version__}")
     if emit:
         emit({"type": "status", "message": "timing the tuned model and onnxruntime, interleaved"})
     load_before = os.getloadavg()[0]
@@ -148,8 +147,9 @@ def compare_onnx(params: dict, emit=None) -> dict:
     per, calls = interleaved({"tuned TVM": lambda: vm[fn](*tvm_args), "onnxruntime": lambda: session.run(None, feed)},
                              int(params.get("rounds") or 15), float(params.get("budget_s") or 20.0), settled)
     out = versus.summary("tuned TVM", "onnxruntime", per["tuned TVM"], per["onnxruntime"])
-    out.update(threads=threads, calls=calls, rounds=len(per["onnxruntime"]), outputs_match=bool(match),
-               tolerance=max((t[0] for t in tolerances), default=1e-3),
+    out.update(threads=threads, calls=calls, rounds=len(per["onnxruntime"]), outputs_match=check["ok"],
+               tolerance=max((b.get("rtol", check["rtol"]) for b in check["buffers"]), default=check["rtol"]),
+               outputs=check,
                samples_us=per, load={"before": load_before, "after": os.getloadavg()[0]},
                settled_s={"median": float(np.median(settled)), "max": float(np.max(settled))},
                versions={"onnxruntime": ort.__version__, "tvm": tvm.__version__},
