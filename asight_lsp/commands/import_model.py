@@ -44,10 +44,35 @@ def output_path(model: str, output: str | None) -> str:
     return root + "_relax.py"
 
 
-def run(args) -> int:
+def _imported(args, out: str) -> dict | int:
+    """The worker's reply, or 1 where the model cannot be imported (the input's fault: one line said).
+    An ONNX file is read by an unsandboxed worker that writes the files; a saved torch.export program
+    is loaded in the sandbox (loading it unpickles) and the files written here (docs/safety.md)."""
     from ..engine import wire
     from ..engine.client import WorkerClient
     from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
+    from ..services.model_import import import_exported
+    model, shapes = os.path.abspath(args.model), parse_shapes(args.shape)
+    try:
+        if is_exported_program(model):
+            return import_exported(model, os.path.abspath(out), shapes, args.python)
+        with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
+            return worker.request(wire.IMPORT_MODEL, {"model": model, "out": os.path.abspath(out), "shapes": shapes})
+    except (WorkerCrashed, WorkerTimeout):
+        raise
+    except WorkerError as err:   # the model is unreadable or TVM cannot import it: the input's fault (exit 1)
+        if err.error_type == "UsageError":      # --shape names no input, or changes a fixed size
+            raise
+        print(f"asight: error: {err}", file=sys.stderr)
+        return 1
+
+
+def is_exported_program(path: str) -> bool:
+    return path.endswith((".pt2", ".pt"))
+
+
+def run(args) -> int:
+    from ..engine import wire
     if not os.path.isfile(args.model):
         raise AsightError(f"no such file: {args.model}")
     out = output_path(args.model, args.output)
@@ -57,17 +82,9 @@ def run(args) -> int:
     for path in (out, weights):       # lexists: a dangling link is something there too
         if os.path.lexists(path) and not args.force:
             raise AsightError(f"{path} exists (use --force to overwrite, or -o another file)")
-    params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
-    with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
-        try:
-            reply = worker.request(wire.IMPORT_MODEL, params)
-        except (WorkerCrashed, WorkerTimeout):
-            raise
-        except WorkerError as err:   # the model is unreadable or TVM cannot import it: the input's fault (exit 1)
-            if err.error_type == "UsageError":      # --shape names no input, or changes a fixed size
-                raise
-            print(f"asight: error: {err}", file=sys.stderr)
-            return 1
+    reply = _imported(args, out)
+    if isinstance(reply, int):
+        return reply
     if args.json:
         print_json(reply)
         return 0
@@ -75,6 +92,8 @@ def run(args) -> int:
     print(f"wrote {out}  ({reply['lines']} lines; {reply['importer']})")
     print(f"      {reply['weights']}  ({reply['params']} weights, {reply['weight_bytes'] / 2**20:.1f} MiB)")
     print(f"inputs: {inputs}")
+    if "check" in reply:
+        print(f"check: {check_line(reply['check'])}")
     if reply.get("renamed"):
         names = ", ".join(f"{old} -> {new}" for old, new in reply["renamed"].items())
         print(f"renamed (not Python names): {names}")
@@ -87,3 +106,15 @@ def run(args) -> int:
         return 0
     print(f"next:  asight tune {out} --trials 200   (then: asight profile / hotspots / code / export)")
     return 0
+
+
+def check_line(check: dict) -> str:
+    """One line on the imported module's outputs against PyTorch's on one seeded input."""
+    if check.get("ok") is None:
+        return f"outputs vs PyTorch not compared: {check.get('skipped')}"
+    if "buffers" not in check:
+        return f"outputs vs PyTorch DIFFER: {check.get('why')}"
+    worst = max((b["max_abs_err"] for b in check["buffers"]), default=0.0)
+    verdict = "match" if check["ok"] else "DIFFER"
+    return (f"outputs vs PyTorch {verdict} on one seeded input ({len(check['buffers'])} output(s), max abs error "
+            f"{worst:.2g}; rtol {check['rtol']:g}, atol {check['atol']:g} x max(1, max |PyTorch's output|))")
