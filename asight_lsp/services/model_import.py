@@ -30,13 +30,15 @@ class Weights:
                 for name, parts in self.parts.items()}
 
 
-def import_exported(model: str, out: str, shapes: dict, python: str | None = None, seed: int = 0) -> dict:
+def import_exported(model: str, out: str, shapes: dict, python: str | None = None, seed: int = 0,
+                    worker=None) -> dict:
     """Import the saved program ``model`` into ``out`` (+ weights): the reply of
-    ``worker/torch_import.import_exported`` with ``script`` and ``weights`` the paths written."""
-    from ..engine.client import WorkerClient
+    ``worker/torch_import.import_exported`` with ``script`` and ``weights`` the paths written.
+    ``worker``: a sandboxed ``WorkerClient`` to use (default: a fresh one)."""
+    from ..engine.client import WorkerClient, borrowed
     weights, weights_path = Weights(), os.path.splitext(out)[0] + wire.WEIGHTS_SUFFIX
     params = {"model": model, "shapes": shapes, "seed": seed, "weights_name": os.path.basename(weights_path)}
-    with WorkerClient(python, default_timeout=1800) as sandboxed:    # unpickles: in the sandbox
-        reply = sandboxed.request(wire.IMPORT_EXPORTED, params, on_event=weights)
+    with (borrowed(worker) if worker is not None else WorkerClient(python, default_timeout=1800)) as sandboxed:
+        reply = sandboxed.request(wire.IMPORT_EXPORTED, params, timeout=1800, on_event=weights)   # unpickles: sandboxed
     write_model(out, weights_path, reply.pop("text"), weights.arrays())
     return {**reply, "script": out, "weights": weights_path}

@@ -135,7 +135,21 @@ def import_program(program):
     try:
         return from_exported_program(program, keep_params_as_input=True)
     except Exception as err:  # noqa: BLE001 - the translator raises AssertionError, KeyError, TVMError ...
-        raise ValueError(f"TVM's from_exported_program could not import the program ({one_line(err)})") from None
+        node = failing_node(err)
+        where = f" at node {node.name} (operator {node.target})" if node is not None else ""
+        raise ValueError(f"TVM's from_exported_program could not import the program{where}: {one_line(err)}") from None
+
+
+def failing_node(err: BaseException):
+    """The FX node TVM's translator was converting when ``err`` was raised (its innermost frame with a
+    local ``node``), or None: the translator's errors do not name it."""
+    found, tb = None, err.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("node")
+        if hasattr(node, "op") and hasattr(node, "target") and hasattr(node, "name"):
+            found = node
+        tb = tb.tb_next
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- shapes
