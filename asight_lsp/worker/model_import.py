@@ -5,6 +5,11 @@ The importer keeps the weights as parameters (``keep_params_in_input``) and list
 ``R.func_attr({"params": [...]})``, which TVM's printer writes as ``metadata[...]`` references the
 file cannot resolve; the values go to ``<file>.weights.npz`` instead (one array per Relax parameter,
 by name) and the attribute is dropped.  ``num_input`` stays: the parameters after it are weights.
+
+Tensors the importer made constants (ONNX ``Constant``/``ConstantOfShape`` weights, anything it
+folds; PyTorch buffers such as BatchNorm statistics) would print as ``metadata[...]`` too: they are
+folded (``FoldConstant``) and then become weights the same way (``constants_as_weights``), one rule
+for every importer.
 """
 from __future__ import annotations
 
@@ -136,6 +141,62 @@ def split_weights(mod, fn: str = "main") -> tuple[object, list[np.ndarray], int]
     return mod, values, num_input
 
 
+def constants_as_weights(mod, values: list, fn: str = "main") -> tuple[object, list[np.ndarray]]:
+    """``mod`` with every non-scalar constant of ``fn`` folded where it can be, then made a weight: a
+    parameter appended after the others (its value appended to ``values``).  The printer writes a
+    scalar inline (``R.const(0.5, "float32")``) and any other tensor as ``metadata[...]``, which a file
+    cannot hold.  One constant used twice is one weight; its name is the first binding that uses it."""
+    mod = relax.transform.FoldConstant()(mod)
+    func = mod[fn]
+    lift = _LiftConstants()
+    body = lift.visit_expr(func.body)
+    if not lift.found:
+        return mod, values
+    params = list(func.params) + [var for _, var in lift.found]
+    mod[fn] = relax.Function(params, body, func.ret_ty, func.is_pure, func.attrs, func.span)
+    return mod, values + [const.value.numpy() for const, _ in lift.found]
+
+
+@relax.expr_functor.mutator
+class _LiftConstants(relax.PyExprMutator):
+    """Replaces each non-scalar ``relax.Constant`` by a new parameter variable (``found``, in order).
+    A Relax constant is a ``tvm.ir.GenericConst`` in TVM 0.27.
+    TVM's default visitors do not pass a call's or a tuple's constant operands to ``visit_constant_``,
+    so the places a constant can stand (a binding's value, a call's argument, a tuple's field) are
+    visited here."""
+
+    def __init__(self, mod=None):
+        super().__init__(mod)
+        self.found: list = []
+        self.binding = "const"
+        self.taken: set = set()
+
+    def visit_var_binding_(self, binding) -> None:
+        self.binding = binding.var.name
+        self.builder_.emit_normalized(relax.VarBinding(binding.var, self._operand(binding.value)))
+
+    def visit_call_(self, call):
+        args = [self._operand(arg) for arg in call.args]
+        return relax.Call(call.op, args, call.attrs, call.ty_args, call.span)
+
+    def visit_tuple_(self, tup):
+        return relax.Tuple([self._operand(field) for field in tup.fields], tup.span)
+
+    def _operand(self, expr):
+        if not isinstance(expr, tvm.ir.GenericConst) or len(expr.value.shape) == 0:
+            return self.visit_expr(expr)
+        for old, var in self.found:
+            if old.same_as(expr):
+                return var
+        name = f"{self.binding}_const"
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        var = relax.Var(name, expr.ty)
+        self.found.append((expr, var))
+        return var
+
+
 def printed(mod) -> tuple[str, object]:
     """The module as TVMScript and that text parsed back: the printer renames parameters
     (``conv1.weight`` -> ``conv1_weight``), and the file's names are the ones that count.  The text
@@ -215,6 +276,7 @@ def prepared(mod, model: str, weights_name: str, importer: str, renamed: dict, d
     parameter names, and the reply's summary.  ``parsed`` is the text parsed back (its ``main``)."""
     mod = relax.transform.DeadCodeElimination()(mod) if dce else mod
     mod, values, num_input = split_weights(mod)
+    mod, values = constants_as_weights(mod, values)
     script, parsed = printed(mod)
     func = parsed["main"]
     weights = {p.name: v for p, v in zip(func.params[num_input:], values)}

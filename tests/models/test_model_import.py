@@ -268,6 +268,45 @@ def test_weights_listed_as_graph_inputs_are_weights(tmp_path, capsys):
         assert np.array_equal(data[data.files[0]], numpy_helper.to_array(w))
 
 
+def test_weights_computed_in_the_graph_become_weights(tmp_path, capsys):
+    """An opset-9 model as old exporters wrote it: a convolution's weight computed in the graph
+    (``ConstantOfShape`` times a ``Constant``), its bias an initializer listed as an input.  TVM's
+    importer left the weight a constant the printer could only write as ``metadata[...]``; it is
+    folded and written to the weights file, and the model computes as onnxruntime does."""
+    import onnx
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((8, 3, 3, 3)).astype("float32"), rng.standard_normal(8).astype("float32")
+    nodes = [helper.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(np.array(w.shape, "int64"))),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, "float32"))),
+             helper.make_node("Constant", [], ["scale"], value=numpy_helper.from_array(w)),
+             helper.make_node("Mul", ["ones", "scale"], ["w"]),
+             helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+                              [numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    onnx.save(model, tmp_path / "old.onnx")
+    assert asight(["import", str(tmp_path / "old.onnx")]) == 0, capsys.readouterr().err
+    assert "(2 weights" in capsys.readouterr().out
+    script = tmp_path / "old_relax.py"
+    text = script.read_text()
+    assert "metadata" not in text.split("@I.ir_module")[1]
+    assert asight(["check", str(script)]) == 0 and "no problems" in capsys.readouterr().out
+    with np.load(tmp_path / "old_relax.weights.npz") as data:
+        assert sorted(map(str, (data[k].shape for k in data.files))) == ["(8, 3, 3, 3)", "(8,)"]
+    from asight_lsp.worker.compat import parse_script, relax, tvm
+    from asight_lsp.worker.relax_pipeline import deployable
+    mod, _ = deployable(parse_script(text[text.index("@I.ir_module"):]), "main", str(tmp_path / "old_relax.weights.npz"))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = rng.standard_normal((1, 3, 8, 8)).astype("float32")
+    want = onnxruntime.InferenceSession(str(tmp_path / "old.onnx")).run(None, {"x": x})[0]
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_relu6_with_bounds_as_initializers_imports_and_runs(tmp_path, capsys):
     """ONNX Clip with its bounds as initializers (MobileNet's ReLU6): TVM's importer makes non-finite
     constants that 0.27's printer writes as ``R.const("-inf", ...)`` and its parser rejects ("value has
