@@ -97,8 +97,10 @@ def test_a_dynamic_dimension_gets_the_shape_to_give(tmp_path, sandboxed, capsys)
     assert "has symbolic dimensions" in out and "--shape x=1,3,8,8" in out, out
     reply = _import(sandboxed, tmp_path / "dyn.pt2", {"x": [3, 3, 8, 8]})
     assert reply["inputs"][0]["shape"] == [3, 3, 8, 8] and reply["check"]["ok"] is True
-    assert asight(["import", str(tmp_path / "dyn.pt2"), "--force", "--shape", "x=9,3,8,8"]) == 2
-    assert "exported for sizes 1..8, not 9" in capsys.readouterr().err
+    from asight_lsp.errors import WorkerError
+    with pytest.raises(WorkerError) as refused:       # the CLI exits 2 on a UsageError
+        _import(sandboxed, tmp_path / "dyn.pt2", {"x": [9, 3, 8, 8]})
+    assert refused.value.error_type == "UsageError" and "exported for sizes 1..8, not 9" in str(refused.value)
 
 
 @pytest.mark.slow
