@@ -49,14 +49,17 @@ def spec_types(path: str) -> set[str]:
     as data from the zip; nothing is loaded)."""
     found: set[str] = set()
     with zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            if "/models/" in name and name.endswith(".json"):
-                program = json.loads(archive.read(name))
-                for entry in program.get("graph_module", {}).get("module_call_graph", []):
-                    signature = entry.get("signature") or {}
-                    for key in ("in_spec", "out_spec"):
-                        if signature.get(key):
-                            _types(json.loads(signature[key]), found)
+        programs = [name for name in archive.namelist() if "/models/" in name and name.endswith(".json")]
+        if not programs:     # a zip, but no program: torch.save of a module or a state dict writes one too
+            raise ValueError("a zip archive without one, as torch.save writes: save "
+                             "torch.export.export(model, args) with torch.export.save")
+        for name in programs:
+            program = json.loads(archive.read(name))
+            for entry in program.get("graph_module", {}).get("module_call_graph", []):
+                signature = entry.get("signature") or {}
+                for key in ("in_spec", "out_spec"):
+                    if signature.get(key):
+                        _types(json.loads(signature[key]), found)
     return found
 
 
@@ -115,9 +118,11 @@ def load_program(path: str):
     torch, pytree, _ = frontend()
     try:
         register_stand_ins(pytree, spec_types(path))
-    except (zipfile.BadZipFile, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path} is not a saved torch.export program (torch.export.save writes a zip archive; "
-                         f"{one_line(err)})") from None
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path} is not a saved torch.export program (not a zip archive, which "
+                         "torch.export.save writes)") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path} is not a saved torch.export program ({err})") from None
     reasons, logger = _Reasons(), logging.getLogger("torch.export")
     logger.addHandler(reasons)
     try:
