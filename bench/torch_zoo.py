@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model_vs_ort import ROOT, asight, ensure_onnxruntime, interleaved, load_avg
+from model_vs_ort import ROOT, asight, ensure_onnxruntime, interleaved, load_avg, untuned_library
 
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 
@@ -154,7 +154,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="bert,gpt2,llama,vit,resnet50,mobilenetv2")
     ap.add_argument("--size", choices=("full", "small"), default="full")
-    ap.add_argument("--trials", type=int, default=400, help="tuning budget per model (0: import only)")
+    ap.add_argument("--trials", type=int, default=400,
+                    help="tuning budget per model (0: no tuning; both imports built untuned and timed)")
     ap.add_argument("--tune-onnx", action="store_true", help="also tune and export the ONNX import")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=3)
@@ -178,9 +179,12 @@ def main() -> int:
         print(f"{name} ({args.size}):", flush=True)
         entry = results[name] = import_both(name, module, example, work)
         libraries = {}
-        kinds = ("pt2", "onnx") if args.tune_onnx else ("pt2",)
-        for kind in kinds if args.trials else ():
-            if "script" in entry[kind]:
+        kinds = ("pt2", "onnx") if args.tune_onnx or not args.trials else ("pt2",)
+        for kind in kinds:
+            if "script" in entry[kind] and not args.trials:       # TVM's default schedules, weights bound
+                script = Path(entry[kind]["script"])
+                libraries[f"untuned via {kind}"] = str(untuned_library(script, script.with_suffix(".so")))
+            elif "script" in entry[kind]:
                 entry[kind]["tuned"] = tune_export(Path(entry[kind]["script"]), args.trials, work)
                 libraries[f"library via {kind}"] = entry[kind]["tuned"]["library"]
                 print(f"  {kind}: tuned {entry[kind]['tuned']['tuned_min']:.1f} min, export "
