@@ -245,6 +245,7 @@ def send_weight(emit, name: str, value: np.ndarray) -> None:
             emit({"type": "weight", "name": name, "dtype": value.dtype.str, "shape": list(value.shape),
                   "data": raw[start:start + WEIGHT_PART]})
 
+
 def import_exported(params: dict, emit=None) -> dict:
     """Load, import and check ``params["model"]``; each weight goes out as a ``weight`` event (name,
     dtype, shape, raw bytes), the reply carries the file's text and the check."""

@@ -87,6 +87,20 @@ def test_a_program_that_cannot_be_loaded_or_imported_fails_in_one_line(tmp_path,
     assert not list(tmp_path.glob("*_relax*"))
 
 
+def test_a_failure_inside_the_translator_names_its_node():
+    """TVM's translator raises without saying which node it was converting: the frame's ``node`` does."""
+    from asight_lsp.worker.torch_import import failing_node
+
+    class Node:
+        op, target, name = "call_function", "aten.scatter_reduce.two", "scatter_reduce_3"
+
+    def convert(node):
+        raise KeyError("reduce")
+    with pytest.raises(KeyError) as raised:
+        convert(Node())
+    assert failing_node(raised.value).name == "scatter_reduce_3"
+
+
 def test_a_dynamic_dimension_gets_the_shape_to_give(tmp_path, sandboxed, capsys):
     module = torch_build.seeded(torch_build.ResidualBlock(channels=4))
     batch = torch.export.Dim("batch", min=1, max=8)
