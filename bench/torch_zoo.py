@@ -96,26 +96,40 @@ def flat_outputs(module):
     return Flat().eval()      # the exporter restores the wrapper's mode on every child: a new module is training
 
 
-def import_both(name: str, module, example: tuple, work: Path) -> dict:
-    """`.pt2` and `.onnx` of ``module`` through `asight import`; what each said."""
+def exported(name: str, module, example: tuple, work: Path) -> dict:
+    """``{kind: error}`` for each exporter that failed (the other path still runs)."""
     import torch
     import torch_build as tb
+    failed = {}
+    exporters = {"pt2": lambda: tb.export_pt2(module, example, work / f"{name}.pt2"),
+                 "onnx": lambda: torch.onnx.export(flat_outputs(module), example, str(work / f"{name}.onnx"),
+                                                   input_names=["input"], dynamo=False, opset_version=17)}
+    for kind, export in exporters.items():
+        (work / f"{name}.{kind}").unlink(missing_ok=True)       # never a file of an earlier run
+        try:
+            export()
+        except Exception as err:  # noqa: BLE001 - an exporter's refusal is a result
+            failed[kind] = f"{'torch.export' if kind == 'pt2' else 'torch.onnx.export'}: {type(err).__name__}: " \
+                           f"{str(err).splitlines()[0] if str(err) else ''}"
+    return failed
+
+
+def import_both(name: str, module, example: tuple, work: Path) -> dict:
+    """`.pt2` and `.onnx` of ``module`` through `asight import`; what each said."""
+    failed = exported(name, module, example, work)
     out = {}
-    started = time.perf_counter()
-    tb.export_pt2(module, example, work / f"{name}.pt2")
-    torch.onnx.export(flat_outputs(module), example, str(work / f"{name}.onnx"), input_names=["input"], dynamo=False,
-                      opset_version=17)
-    out["export_s"] = time.perf_counter() - started
     for kind in ("pt2", "onnx"):
         script = work / f"{name}_{kind}_relax.py"
         started = time.perf_counter()
         try:
+            if kind in failed:
+                raise SystemExit(failed[kind])
             reply = json.loads(asight("import", str(work / f"{name}.{kind}"), "-o", str(script), "--force", "--json",
                                       cwd=work))
             out[kind] = {"script": str(script), "import_s": time.perf_counter() - started, "check": reply.get("check"),
                          "params": reply["params"], "weight_mib": reply["weight_bytes"] / 2**20}
-        except SystemExit as failed:     # asight() raises SystemExit with the command's stderr
-            out[kind] = {"error": str(failed).splitlines()[-1]}
+        except SystemExit as refused:     # asight() raises SystemExit with the command's stderr
+            out[kind] = {"error": str(refused).strip().splitlines()[-1]}
         print(f"  {name} {kind}: {out[kind].get('error') or _check_words(out[kind]['check'])}", flush=True)
     return out
 
@@ -149,14 +163,16 @@ def time_all(name: str, module, example: tuple, work: Path, libraries: dict, rou
     torch.set_num_threads(threads)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
-    session = ort.InferenceSession(str(work / f"{name}.onnx"), opts, providers=["CPUExecutionProvider"])
-    feed = session.get_inputs()[0].name
     x = example[0].numpy()
 
     def eager(a):
         with torch.no_grad():
             return first_tensor(module(torch.from_numpy(a)))
-    contenders = {"PyTorch eager": eager, "onnxruntime": lambda a: session.run(None, {feed: a})[0]}
+    contenders = {"PyTorch eager": eager}
+    if (work / f"{name}.onnx").is_file():
+        session = ort.InferenceSession(str(work / f"{name}.onnx"), opts, providers=["CPUExecutionProvider"])
+        feed = session.get_inputs()[0].name
+        contenders["onnxruntime"] = lambda a: session.run(None, {feed: a})[0]
     contenders.update({label: tvm_library(Path(lib)) for label, lib in libraries.items()})
     reference = eager(x)
     agree = {n: bool(np.allclose(fn(x), reference, rtol=1e-3, atol=1e-3)) for n, fn in contenders.items()}
@@ -165,7 +181,8 @@ def time_all(name: str, module, example: tuple, work: Path, libraries: dict, rou
     return {"threads": threads, "load": [before, load_avg()], "outputs_match_pytorch": agree,
             "median_ms": {n: float(np.median(v)) / 1e3 for n, v in per.items()},
             "vs_pytorch": {n: float(np.median(np.array(v) / np.array(per["PyTorch eager"]))) for n, v in per.items()},
-            "vs_onnxruntime": {n: float(np.median(np.array(v) / np.array(per["onnxruntime"]))) for n, v in per.items()}}
+            "vs_onnxruntime": {n: float(np.median(np.array(v) / np.array(per["onnxruntime"]))) if "onnxruntime" in per
+                               else None for n, v in per.items()}}
 
 
 def main() -> int:
@@ -214,12 +231,16 @@ def main() -> int:
                       f"{entry[kind]['tuned']['status']}", flush=True)
         entry["timing"] = time_all(name, module, example, work, libraries, args.rounds, args.calls)
         for label, ms in entry["timing"]["median_ms"].items():
+            vs_ort = entry["timing"]["vs_onnxruntime"][label]
             print(f"  {label:<18} {ms:9.3f} ms  {entry['timing']['vs_pytorch'][label]:5.2f}x PyTorch  "
-                  f"{entry['timing']['vs_onnxruntime'][label]:5.2f}x onnxruntime  outputs "
+                  f"{f'{vs_ort:5.2f}x' if vs_ort is not None else '   - '} onnxruntime  outputs "
                   f"{'match' if entry['timing']['outputs_match_pytorch'][label] else 'DIFFER'}", flush=True)
     out = ROOT / "bench" / "results" / "torch_zoo.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"size": args.size, "trials": args.trials, "models": results}, indent=2))
+    earlier = json.loads(out.read_text()) if out.is_file() else {}
+    runs = dict(earlier.get("runs") or {})       # other sizes and budgets kept
+    runs.setdefault(f"{args.size}-{args.trials}", {}).update(results)
+    out.write_text(json.dumps({"runs": runs}, indent=2))
     print(f"-> {out}")
     return 0
 
