@@ -155,6 +155,16 @@ def tune_export(script: Path, trials: int, work: Path) -> dict:
             "headline_us": meta["measurement"]["tuned"]["median_us"], "status": reply.get("status")}
 
 
+def built(entry: dict, kind: str, trials: int, work: Path) -> dict:
+    """``{label: library}`` of one import: tuned and exported (``trials``), or TVM's default schedules."""
+    script = Path(entry["script"])
+    if not trials:               # TVM's default schedules, weights bound
+        return {f"untuned via {kind}": str(untuned_library(script, script.with_suffix(".so")))}
+    entry["tuned"] = tune_export(script, trials, work)
+    print(f"  {kind}: tuned {entry['tuned']['tuned_min']:.1f} min, export {entry['tuned']['status']}", flush=True)
+    return {f"library via {kind}": entry["tuned"]["library"]}
+
+
 def time_all(name: str, module, example: tuple, work: Path, libraries: dict, rounds: int, calls: int) -> dict:
     """PyTorch eager, onnxruntime and the libraries, interleaved; outputs vs PyTorch's."""
     import torch
@@ -220,15 +230,12 @@ def main() -> int:
             continue
         libraries = {}
         kinds = ("pt2", "onnx") if args.tune_onnx or not args.trials else ("pt2",)
-        for kind in kinds:
-            if "script" in entry[kind] and not args.trials:       # TVM's default schedules, weights bound
-                script = Path(entry[kind]["script"])
-                libraries[f"untuned via {kind}"] = str(untuned_library(script, script.with_suffix(".so")))
-            elif "script" in entry[kind]:
-                entry[kind]["tuned"] = tune_export(Path(entry[kind]["script"]), args.trials, work)
-                libraries[f"library via {kind}"] = entry[kind]["tuned"]["library"]
-                print(f"  {kind}: tuned {entry[kind]['tuned']['tuned_min']:.1f} min, export "
-                      f"{entry[kind]['tuned']['status']}", flush=True)
+        for kind in (k for k in kinds if "script" in entry[k]):
+            try:
+                libraries.update(built(entry[kind], kind, args.trials, work))
+            except (Exception, SystemExit) as err:  # noqa: BLE001 - TVM's build failed: a result, the next path runs
+                entry[kind]["build_error"] = str(err).strip().splitlines()[-1][:300]
+                print(f"  {kind}: the library was not built: {entry[kind]['build_error']}", flush=True)
         entry["timing"] = time_all(name, module, example, work, libraries, args.rounds, args.calls)
         for label, ms in entry["timing"]["median_ms"].items():
             vs_ort = entry["timing"]["vs_onnxruntime"][label]
