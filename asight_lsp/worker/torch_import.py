@@ -27,7 +27,7 @@ import numpy as np
 from ..engine import wire
 from .compat import host_target, relax, torch_importer, tvm
 from .inputs import compare_outputs, random_arrays
-from .model_import import UsageError, _static, dims, prepared
+from .model_import import UsageError, _static, dims, param_type, prepared
 from .remeasure import flatten
 
 IMPORTER = "relax.frontend.torch.from_exported_program"
@@ -134,11 +134,30 @@ def load_program(path: str):
         logger.removeHandler(reasons)
 
 
+NARROW_INTEGERS = ("bool", "int8", "uint8", "int16", "int32")
+
+
+def cumsum_as_pytorch(node, importer):
+    """``torch.cumsum`` sums a bool or narrow integer tensor in int64 when no dtype is given; TVM's
+    translator kept the input's dtype, and a bool cumsum (the causal-mask code of `transformers` 5's
+    GPT-2 and Llama: ``(diff != 1).cumsum(-1)``) did not compile ("CreateAdd ... MatchesCode(kDLFloat)")."""
+    x = importer.env[node.args[0]]
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    dtype = node.kwargs.get("dtype")
+    dtype = importer._convert_data_type(str(dtype), importer.env) if dtype is not None else None
+    if dtype is None and str(getattr(param_type(x), "dtype", "")) in NARROW_INTEGERS:
+        dtype = "int64"
+    return importer.block_builder.emit(relax.op.cumsum(x, dim, dtype))
+
+
+CONVERTERS = {"cumsum.default": cumsum_as_pytorch}    # TVM's own conversion, corrected where it differs from PyTorch
+
+
 def import_program(program):
     """TVM's import of ``program``, weights kept as parameters; ValueError in one line otherwise."""
     _, _, from_exported_program = frontend()
     try:
-        return from_exported_program(program, keep_params_as_input=True)
+        return from_exported_program(program, keep_params_as_input=True, custom_convert_map=CONVERTERS)
     except Exception as err:  # noqa: BLE001 - the translator raises AssertionError, KeyError, TVMError ...
         node = failing_node(err)
         where = f" at node {node.name} (operator {node.target})" if node is not None else ""

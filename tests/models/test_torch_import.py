@@ -70,6 +70,18 @@ def test_a_bert_layer_returning_a_pytree_class_imports(tmp_path, sandboxed, caps
     _checks_clean(Path(reply["script"]), capsys)
 
 
+def test_a_cumsum_of_a_mask_sums_in_int64_as_pytorch_does(tmp_path, sandboxed):
+    """`transformers` 5's GPT-2 and Llama build their causal mask with ``(diff != 1).cumsum(-1)``: TVM's
+    translator kept the sum bool and the module did not compile."""
+    class Mask(torch.nn.Module):
+        def forward(self, ids):
+            return (ids != 1).cumsum(-1) * 2
+    torch_build.export_pt2(Mask(), (torch.randint(0, 3, (1, 8)),), tmp_path / "mask.pt2")
+    reply = _import(sandboxed, tmp_path / "mask.pt2")
+    assert reply["check"]["ok"] is True, reply["check"]
+    assert 'R.cumsum(' in Path(reply["script"]).read_text() and 'dtype="int64", exclusive' in Path(reply["script"]).read_text()
+
+
 def test_a_program_that_cannot_be_loaded_or_imported_fails_in_one_line(tmp_path, sandboxed, capsys):
     from asight_lsp.errors import WorkerError
     (tmp_path / "junk.pt2").write_bytes(b"PK\x03\x04 not a zip")
