@@ -1,5 +1,6 @@
-"""``asight import``'s TVM side: an ONNX model (or a saved ``torch.export`` program) through TVM's
-own importer, written as a TVMScript file every other command accepts, weights saved beside it.
+"""``asight import``'s TVM side: an ONNX model through TVM's own importer, written as a TVMScript
+file every other command accepts, weights saved beside it.  ``prepared`` (the text, the weights) is
+shared with a saved ``torch.export`` program, which the sandboxed worker loads (``torch_import``).
 
 The importer keeps the weights as parameters (``keep_params_in_input``) and lists their values in
 ``R.func_attr({"params": [...]})``, which TVM's printer writes as ``metadata[...]`` references the
