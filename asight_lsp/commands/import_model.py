@@ -17,7 +17,7 @@ def add_parser(sub):
                    help="static shape of an input with symbolic dimensions (repeatable)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--no-check", action="store_true",
-                   help="do not run the imported model against onnxruntime on one seeded input")
+                   help="do not run the imported model against onnxruntime (or PyTorch) on one seeded input")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--python", help="interpreter for the TVM worker (default: this one)")
     return p
@@ -46,10 +46,35 @@ def output_path(model: str, output: str | None) -> str:
     return root + "_relax.py"
 
 
-def run(args) -> int:
+def _imported(args, out: str) -> dict | int:
+    """The worker's reply, or 1 where the model cannot be imported (the input's fault: one line said).
+    An ONNX file is read by an unsandboxed worker that writes the files; a saved torch.export program
+    is loaded in the sandbox (loading it unpickles) and the files written here (docs/safety.md)."""
     from ..engine import wire
     from ..engine.client import WorkerClient
     from ..errors import WorkerCrashed, WorkerError, WorkerTimeout
+    from ..services.model_import import import_exported
+    model, shapes = os.path.abspath(args.model), parse_shapes(args.shape)
+    try:
+        if is_exported_program(model):
+            return import_exported(model, os.path.abspath(out), shapes, args.python, check=not args.no_check)
+        with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
+            return worker.request(wire.IMPORT_MODEL, {"model": model, "out": os.path.abspath(out), "shapes": shapes})
+    except (WorkerCrashed, WorkerTimeout):
+        raise
+    except WorkerError as err:   # the model is unreadable or TVM cannot import it: the input's fault (exit 1)
+        if err.error_type == "UsageError":      # --shape names no input, or changes a fixed size
+            raise
+        print(f"asight: error: {err}", file=sys.stderr)
+        return 1
+
+
+def is_exported_program(path: str) -> bool:
+    return path.endswith((".pt2", ".pt"))
+
+
+def run(args) -> int:
+    from ..engine import wire
     if not os.path.isfile(args.model):
         raise AsightError(f"no such file: {args.model}")
     out = output_path(args.model, args.output)
@@ -59,18 +84,10 @@ def run(args) -> int:
     for path in (out, weights):       # lexists: a dangling link is something there too
         if os.path.lexists(path) and not args.force:
             raise AsightError(f"{path} exists (use --force to overwrite, or -o another file)")
-    params = {"model": os.path.abspath(args.model), "out": os.path.abspath(out), "shapes": parse_shapes(args.shape)}
-    with WorkerClient(args.python, default_timeout=1800, sandbox=False) as worker:   # writes files (docs/sandbox.md)
-        try:
-            reply = worker.request(wire.IMPORT_MODEL, params)
-        except (WorkerCrashed, WorkerTimeout):
-            raise
-        except WorkerError as err:   # the model is unreadable or TVM cannot import it: the input's fault (exit 1)
-            if err.error_type == "UsageError":      # --shape names no input, or changes a fixed size
-                raise
-            print(f"asight: error: {err}", file=sys.stderr)
-            return 1
-    checked = None if args.no_check or not args.model.endswith(".onnx") else outputs_check(out, args, reply["inputs"])
+    reply = _imported(args, out)
+    if isinstance(reply, int):
+        return reply
+    checked = outputs_of(reply, out, args)
     if checked is not None:
         reply["outputs"] = checked
     if args.json:
@@ -97,6 +114,17 @@ def run(args) -> int:
     return status
 
 
+def outputs_of(reply: dict, out: str, args) -> dict | None:
+    """The imported model's outputs against the reference the model came from, one record for both
+    (``views/outputs.verdict`` words it): PyTorch's, compared by the worker that loaded the program;
+    onnxruntime's, compared now.  None with ``--no-check``."""
+    if args.no_check:
+        return None
+    if is_exported_program(args.model):
+        return reply.pop("check", None)
+    return outputs_check(out, args, reply["inputs"])
+
+
 def outputs_check(out: str, args, inputs: list[dict]) -> dict:
     """The imported file against onnxruntime (``services/import_check``); a model with symbolic
     inputs is not checked (no size to feed it); a build or run that fails is ``{"error": line}``."""
@@ -119,3 +147,4 @@ def print_check(checked: dict) -> int:
         return 1
     print(verdict(checked)[1])
     return 0
+

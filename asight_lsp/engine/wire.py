@@ -32,6 +32,7 @@ BLOCK_GRAPH = "block_graph"      # SourceParams + {run_dir, records} -> {source,
 RELAX_GRAPH = "relax_graph"      # SourceParams -> {source, transformed}
 CODE = "code"                    # SourceParams + {run_dir, trial?, level, serial} -> generated code and links
 IMPORT_MODEL = "import_model"    # {model, out, shapes?} -> {script, weights, inputs, params, ...}
+IMPORT_EXPORTED = "import_exported"  # {model, weights_name, shapes?, seed?} -> {text, inputs, params, check, ...}; weight events
 EXPORT_MODEL = "export_model"    # SourceParams + {run_dir, chosen, target, weights, out} -> {library, applied, ...}
 RUN_CANDIDATE = "run_candidate"  # {artifact, device, args: [["TENSOR", dtype, shape]]} -> {costs: [s]} (sandboxed only)
 CHECK_EXPORT = "check_export"    # SourceParams + {library, target, weights, seed} -> compare record (outputs vs untuned)

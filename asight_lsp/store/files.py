@@ -38,6 +38,18 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     return path
 
 
+def write_model(out: str, weights_path: str, text: str, weights: dict) -> None:
+    """An imported model: its TVMScript file and its weights (``np.savez``, one array per parameter
+    name) beside it, each written atomically (a link there is replaced, never followed)."""
+    import io
+
+    import numpy as np
+    buffer = io.BytesIO()
+    np.savez(buffer, **weights)
+    write_atomic(weights_path, buffer.getvalue())
+    write_atomic(out, text)
+
+
 def _umask() -> int:
     """This process's umask, read without changing it (``os.umask`` sets it, racing other threads)."""
     try:

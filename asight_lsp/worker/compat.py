@@ -182,10 +182,12 @@ def script_text(mod) -> str:
 
 
 def torch_importer():
-    """``torch.export.load`` and TVM's ``from_exported_program`` (only where PyTorch is installed)."""
+    """PyTorch's ``torch`` module, its pytree module and TVM's ``from_exported_program`` (only where
+    PyTorch is installed: ImportError otherwise)."""
     import torch
+    import torch.utils._pytree as pytree
     from tvm.relax.frontend.torch import from_exported_program
-    return torch.export.load, from_exported_program
+    return torch, pytree, from_exported_program
 
 
 def normalize_mod(func):

@@ -13,7 +13,8 @@ from ..engine import wire
 from .compat import tvm
 
 MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code",
-           "model_import", "import_check", "model_export", "adopt", "onnx_compare", "userspace", "remeasure",
+           "model_import", "import_check", "torch_import", "model_export", "adopt", "onnx_compare", "userspace",
+           "remeasure",
            "candidate_runner"]   # each has HANDLERS
 
 

@@ -1,5 +1,6 @@
-"""``asight import``'s TVM side: an ONNX model (or a saved ``torch.export`` program) through TVM's
-own importer, written as a TVMScript file every other command accepts, weights saved beside it.
+"""``asight import``'s TVM side: an ONNX model through TVM's own importer, written as a TVMScript
+file every other command accepts, weights saved beside it.  ``prepared`` (the text, the weights) is
+shared with a saved ``torch.export`` program, which the sandboxed worker loads (``torch_import``).
 
 The importer keeps the weights as parameters (``keep_params_in_input``) and lists their values in
 ``R.func_attr({"params": [...]})``, which TVM's printer writes as ``metadata[...]`` references the
@@ -13,7 +14,6 @@ for every importer.
 """
 from __future__ import annotations
 
-import io
 import keyword
 import os
 import re
@@ -21,9 +21,9 @@ import re
 import numpy as np
 
 from ..engine import wire
-from ..store.files import write_atomic
+from ..store.files import write_model
 from . import onnx_prepare
-from .compat import onnx_importer, relax, script_text, torch_importer, tvm
+from .compat import onnx_importer, relax, script_text, tvm
 
 HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, weights kept as parameters).\n"
           "# Weights: {weights} (one array per parameter after the first {num_input}; measurements and\n"
@@ -31,14 +31,11 @@ HEADER = ("# Imported by `asight import {model}` with TVM {tvm} ({importer}, wei
 
 
 def _import(path: str, shapes: dict | None):
-    """(IRModule, importer label, {renamed input or weight: its name in the file}) of a model file."""
+    """(IRModule, importer label, {renamed input or weight: its name in the file}) of an ONNX file.
+    A saved ``torch.export`` program is loaded by a sandboxed worker instead (``worker/torch_import``)."""
     if path.endswith((".pt2", ".pt")):
-        try:
-            load, from_exported_program = torch_importer()
-        except ImportError:
-            raise ValueError("importing a torch.export program needs PyTorch (pip install torch); "
-                             "or export the model to ONNX and import that") from None
-        return from_exported_program(load(path), keep_params_as_input=True), "relax.frontend.torch.from_exported_program", {}
+        raise ValueError("a torch.export program is imported by the sandboxed worker (import_exported), "
+                         "not this one: loading it unpickles data (docs/safety.md)")
     _, from_onnx = onnx_importer()
     model = onnx_prepare.load(path)
     check_shapes(model, shapes or {})
@@ -275,11 +272,18 @@ def tensor_params(func, num_input: int) -> list[dict]:
     """Name, shape and dtype of the first ``num_input`` parameters of a Relax function."""
     out = []
     for p in func.params[:num_input]:
-        info = getattr(p, "ty", None) or getattr(p, "struct_info", None)
-        values = getattr(getattr(info, "shape", None), "values", None) or []
-        shape = [int(v) if _static(v) else str(v) for v in values]
-        out.append({"name": p.name, "shape": shape, "dtype": str(getattr(info, "dtype", "?"))})
+        shape = [int(v) if _static(v) else str(v) for v in dims(p)]
+        out.append({"name": p.name, "shape": shape, "dtype": str(getattr(param_type(p), "dtype", "?"))})
     return out
+
+
+def param_type(param):
+    return getattr(param, "ty", None) or getattr(param, "struct_info", None)   # TVM 0.27: ``ty``
+
+
+def dims(param) -> list:
+    """The dimensions of a tensor parameter as TVM holds them (ints, or symbolic ``tirx.Var``s)."""
+    return list(getattr(getattr(param_type(param), "shape", None), "values", None) or [])
 
 
 def tensor_outputs(func) -> list[dict]:
@@ -313,29 +317,39 @@ def comment_safe(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
-def import_model(params: dict, emit=None) -> dict:
-    """Import ``params["model"]`` into ``params["out"]`` (+ weights beside); see the module docstring."""
-    model, out = params["model"], params["out"]
-    mod, importer, renamed = _import(model, params.get("shapes"))
-    mod = relax.transform.DeadCodeElimination()(mod) if params.get("dce") else mod
+def prepared(mod, model: str, weights_name: str, importer: str, renamed: dict, dce: bool = False) -> dict:
+    """What ``asight import`` writes for an imported module, whichever importer made it: the file's
+    text (header + TVMScript that passed the gate and TVM's parser), the weights by the file's
+    parameter names, and the reply's summary.  ``parsed`` is the text parsed back (its ``main``)."""
+    mod = relax.transform.DeadCodeElimination()(mod) if dce else mod
     mod, values, num_input = split_weights(mod)
     mod, values = constants_as_weights(prelu_per_channel(mod), values)
     script, parsed = printed(mod)
     func = parsed["main"]
     weights = {p.name: v for p, v in zip(func.params[num_input:], values)}
-    root, _ = os.path.splitext(out)
-    weights_path = root + wire.WEIGHTS_SUFFIX
-    buffer = io.BytesIO()
-    np.savez(buffer, **weights)
-    write_atomic(weights_path, buffer.getvalue())     # a link there is replaced, never followed
     header = HEADER.format(model=comment_safe(os.path.basename(model)), tvm=tvm.__version__, importer=importer,
-                           weights=comment_safe(os.path.basename(weights_path)), num_input=num_input)
+                           weights=comment_safe(weights_name), num_input=num_input)
     text = header + script
-    write_atomic(out, text)
-    return {"script": out, "weights": weights_path, "importer": importer, "inputs": tensor_params(func, num_input),
-            "params": len(weights), "weight_bytes": int(sum(w.nbytes for w in weights.values())),
-            "lines": text.count("\n") + 1, "renamed": renamed,
-            "functions": sorted(gv.name_hint for gv in mod.get_global_vars())}
+    return {"text": text, "weights": weights, "parsed": parsed,
+            "reply": {"importer": importer, "inputs": tensor_params(func, num_input), "params": len(weights),
+                      "weight_bytes": int(sum(w.nbytes for w in weights.values())),
+                      "lines": text.count("\n") + 1, "renamed": renamed,
+                      "functions": sorted(gv.name_hint for gv in mod.get_global_vars())}}
+
+
+def weights_path_of(out: str) -> str:
+    return os.path.splitext(out)[0] + wire.WEIGHTS_SUFFIX
+
+
+def import_model(params: dict, emit=None) -> dict:
+    """Import the ONNX file ``params["model"]`` into ``params["out"]`` (+ weights beside); see the
+    module docstring."""
+    model, out = params["model"], params["out"]
+    mod, importer, renamed = _import(model, params.get("shapes"))
+    weights_path = weights_path_of(out)
+    done = prepared(mod, model, os.path.basename(weights_path), importer, renamed, bool(params.get("dce")))
+    write_model(out, weights_path, done["text"], done["weights"])
+    return {"script": out, "weights": weights_path, **done["reply"]}
 
 
 HANDLERS = {wire.IMPORT_MODEL: import_model}
