@@ -51,7 +51,7 @@ class StoreRefresh:
         _, future, started = self._running
         left = STORE_BUDGET_S - (time.monotonic() - started)
         try:
-            await asyncio.wait_for(asyncio.shield(future), max(min(left, wait_s or left), 0))
+            await asyncio.wait_for(asyncio.shield(future), max(left if wait_s is None else min(left, wait_s), 0))
         except asyncio.TimeoutError:
             if wait_s is not None:
                 return False
