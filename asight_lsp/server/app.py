@@ -134,6 +134,7 @@ def create_server(options: ServerOptions | None = None) -> AsightServer:
         item = params.text_document
         doc = ls.state.open(item.uri, item.text, item.version)
         diagnostics.schedule(ls, doc, immediate=True)
+        asyncio.ensure_future(ls.state.fresh_store(0.0))   # start reading the run store now, wait for nothing
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: AsightServer, params: types.DidChangeTextDocumentParams):

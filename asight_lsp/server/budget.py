@@ -15,6 +15,8 @@ event loop answers every document's requests: no request may hold it.  The rule,
   while a refresh that already overran is still reading) it is answered at once with a RequestFailed
   error "too large to analyse: …" (a hover waits one second, then answers with the source's facts and
   says the runs are still being read), and requests that do not need the store never wait at all.
+  A request reads the index on the loop right after its refresh ends; the next refresh is due only
+  ``min_interval`` after that end, so it does not hold the index's lock under that request.
 """
 from __future__ import annotations
 
@@ -43,7 +45,16 @@ class StoreRefresh:
     async def fresh(self, index: RunIndex, refresh, wait_s: float | None = None) -> bool:
         """True once ``refresh()`` (which reads ``index`` and what is judged from it) has read what changed
         on disk.  Past the budget ``TooLarge``; with ``wait_s``, past that wait (or the budget) False, and
-        the index must not be read meanwhile."""
+        the index must not be read meanwhile.  A read that began before the index was invalidated (a job
+        ended) is followed by another."""
+        for _ in range(2):
+            if not await self._one(index, refresh, wait_s):
+                return False
+            if not index.due():
+                return True
+        return True
+
+    async def _one(self, index: RunIndex, refresh, wait_s: float | None) -> bool:
         if self._running is None or self._running[0] is not index:
             if not index.due():
                 return True
@@ -51,7 +62,7 @@ class StoreRefresh:
         _, future, started = self._running
         left = STORE_BUDGET_S - (time.monotonic() - started)
         try:
-            await asyncio.wait_for(asyncio.shield(future), max(min(left, wait_s or left), 0))
+            await asyncio.wait_for(asyncio.shield(future), max(left if wait_s is None else min(left, wait_s), 0))
         except asyncio.TimeoutError:
             if wait_s is not None:
                 return False

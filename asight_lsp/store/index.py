@@ -102,10 +102,12 @@ class RunIndex:
         self.version = 0   # bumped whenever a run appears, changes or goes
         self.lock = threading.RLock()  # payload builders use the index from worker threads
         self.scan_on_read = True   # False (the server): only ``refresh`` reads the disk, off the event loop
+        self._invalidations = 0    # a refresh that ``invalidate`` overtook leaves the index due
 
     # -- metadata
     def invalidate(self) -> None:
         self._checked = 0.0
+        self._invalidations += 1
 
     def metas(self) -> list[RunMeta]:
         """Every readable run, oldest first (re-scanned at most every ``min_interval`` s)."""
@@ -119,11 +121,14 @@ class RunIndex:
     def refresh(self) -> None:
         """Read what changed on disk: run.json files, every run's new records and workload names.  The
         server calls this off its event loop (``server/budget.py``); reads then use what it read."""
+        invalidations = self._invalidations
         with self.lock:
             self._metas_locked(scan=True)
             for meta in self._sorted:
                 self._records.setdefault(meta.id, _Records(self.run_dir(meta.id) / DB_RECORDS)).update()
                 self._names(meta.id)
+            if invalidations == self._invalidations:   # due ``min_interval`` after the read ends, not begins
+                self._checked = time.monotonic()
 
     def _metas_locked(self, scan: bool = False) -> list[RunMeta]:
         now = time.monotonic()

@@ -97,3 +97,35 @@ def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
     other = store.create(RunMeta(id="f-20260101-000000-0004", **key))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))
     assert not is_own(other.path)
+
+
+def test_a_store_read_past_its_budget_holds_no_request(monkeypatch):
+    """``server/budget.py``: while the store is read (here: until released), a request that waits answers
+    "too large to analyse" at its budget, one that may go without runs answers at its wait, and the
+    next ones do not wait again for the same read."""
+    import asyncio
+    import threading
+    import pytest
+    from asight_lsp.server import budget
+
+    class Index:
+        root, read = "store", threading.Event()
+
+        def due(self):
+            return True
+
+    monkeypatch.setattr(budget, "STORE_BUDGET_S", 0.3)
+    index, gate = Index(), budget.StoreRefresh()
+
+    async def requests():
+        started = time.perf_counter()
+        assert await gate.fresh(index, index.read.wait, wait_s=0.05) is False
+        with pytest.raises(budget.TooLarge, match="too large to analyse"):
+            await gate.fresh(index, index.read.wait)
+        assert time.perf_counter() - started < 2
+        with pytest.raises(budget.TooLarge):                       # the read overran: no wait at all
+            await asyncio.wait_for(gate.fresh(index, index.read.wait), 0.2)
+        index.read.set()
+        while not await gate.fresh(index, index.read.wait, wait_s=0.05):
+            assert time.perf_counter() - started < 10
+    asyncio.run(requests())
