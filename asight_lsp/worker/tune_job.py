@@ -13,6 +13,7 @@ appended to the JSON database stays; a torn last line is set aside by ``Run.repa
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ import traceback
 
 from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
+from . import lever_guard
 from .sandbox import limit_memory, over_allowance, private_cwd
 
 REMEASURE_TIMEOUT_S = 3600.0
@@ -189,7 +191,7 @@ class TuningProcess:
 
     def share_scheduler(self, plan, per_iter: int):
         """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""
-        from . import budget, lever_guard
+        from . import budget
         if plan.kind != "relax":
             return None, None, None
         from ..analysis.peak import peak_figures
@@ -254,12 +256,6 @@ class TuningProcess:
             self.event("status", stage="shortfall", message=summary["text"], shortfall=summary)
         return summary
 
-    def record_refusals(self, new: list | None = None) -> RunMeta:
-        """The levers TVM refused in this job and ``new`` (a worker reply's) into run.json and events."""
-        from . import lever_guard
-        lever_guard.record(self.run.load().extra, self.update, self.event, new)
-        return self.run.load()
-
     def top_failure(self, said: str = "") -> str:
         """``; most often: <reason> (full messages: <log>)`` from run.json's failure groups, or ''
         (only the log's part when ``said`` already names that reason)."""
@@ -294,7 +290,8 @@ class TuningProcess:
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
-        meta = self.record_refusals()
+        lever_guard.record(meta.extra, self.update, self.event)      # the levers TVM refused in this job
+        meta = self.run.load()
         if meta.rpc:
             tuning.rpc_servers(*tuning.parse_rpc(meta.rpc))   # fail fast: tracker down or no server
         elif not device_of(target).exist:
@@ -392,7 +389,7 @@ class TuningProcess:
             "program": save_ir(plan.program) if plan.program is not None else None, "entry": plan.entry,
             "run_dir": str(self.run.path), "target": target_json(target), "by": "tuning job", "weights": weights},
             timeout=REMEASURE_TIMEOUT_S)
-        self.record_refusals(reply.get("levers_refused"))
+        lever_guard.record(self.run.load().extra, self.update, self.event, reply.get("levers_refused"))
         return reply["record"]
 
     def user_space(self, meta: RunMeta, plan, target):
@@ -495,11 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     from . import compat  # noqa: F401  (TVM loaded: the memory cap adds to that size)
     limit_memory(JOB_MEMORY_SCALE)
     run = TuningProcess(os.path.abspath(argv[0]))
-    cwd = private_cwd()   # compilers and external tools started here read and write a folder of ours only
-    try:
-        return run.main()
-    finally:
-        shutil.rmtree(cwd, ignore_errors=True)
+    atexit.register(shutil.rmtree, private_cwd(), True)   # compilers and tools started here use a folder of ours only
+    return run.main()
 
 
 if __name__ == "__main__":
