@@ -461,8 +461,7 @@ def failure_line(err: BaseException) -> str:
 
 
 def kill_own_group() -> None:
-    """SIGKILL the job's workers, remove the libraries its builders left (a cancel left the last
-    batch's in /tmp), then SIGKILL the job and its group."""
+    """SIGKILL the job's workers, remove the folders they and the job left in /tmp, then SIGKILL the group."""
     try:
         import psutil
         for child in psutil.Process().children(recursive=True):
@@ -473,10 +472,11 @@ def kill_own_group() -> None:
     except ImportError:
         pass
     finally:
-        from ..engine.client import remove_worker_folders
+        from ..engine.client import remove_private_cwd, remove_worker_folders
         from .builder import remove_build_roots
         remove_build_roots()
         remove_worker_folders()
+        remove_private_cwd({"layers": {"cwd": os.getcwd()}})   # the job's own (main), when it is still empty
         if os.getpgrp() == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(130)
