@@ -123,7 +123,7 @@ def test_a_forced_mismatch_is_refused_without_allow_untuned(encoder, tmp_path):
     np.savez(weights, **arrays)
     try:
         lib = tmp_path / "refused.so"
-        refused = _export(script, lib)
+        refused = _export(script, lib, "--tuned")   # the tuned build, whatever the headline measured
         assert refused.returncode == 1 and not lib.exists(), refused.stderr
         err = refused.stderr
         assert "export refused" in err and "have no record of this run" in err
@@ -131,11 +131,11 @@ def test_a_forced_mismatch_is_refused_without_allow_untuned(encoder, tmp_path):
         line = next(l for l in err.splitlines() if l.strip().startswith(kernel + ":"))
         assert " per run (1 call" in line and "% of the kernel time" in line   # its measured cost
         assert "--tune-missing N" in err and "--allow-untuned" in err
-        accepted = _export(script, lib, "--allow-untuned")        # accepted explicitly, said loudly
+        accepted = _export(script, lib, "--tuned", "--allow-untuned")        # accepted explicitly, said loudly
         assert accepted.returncode == 0 and lib.exists(), accepted.stderr
         assert "!!! UNTUNED kernels" in accepted.stdout and f"!!!   {kernel}: " in accepted.stdout, accepted.stdout
         assert "headline: the weights file changed since tuning" in accepted.stdout
-        tuned = _export(script, tmp_path / "tuned.so", "--tune-missing", "2")
+        tuned = _export(script, tmp_path / "tuned.so", "--tuned", "--tune-missing", "2")
         assert tuned.returncode == 0, tuned.stderr
         assert "tuning missing kernels: trials" in tuned.stderr          # progress
         # its new trials, re-measured against its default schedule: whichever won, it is from a measurement
