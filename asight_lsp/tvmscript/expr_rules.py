@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from . import namespaces as api
 from .printed import METADATA, is_reference, params_entries
+from .pysource import fold_refusal
 from .scope import VALUE, Scope
 
 FORBIDDEN = {ast.NamedExpr: "assignment expressions (:=)", ast.Yield: "yield", ast.YieldFrom: "yield",
@@ -34,6 +35,7 @@ class Findings:
     aliases: dict
     class_functions: dict = field(default_factory=dict)  # class name -> its function names
     bound_anywhere: set = field(default_factory=set)
+    constants: dict = field(default_factory=dict)       # the file's literal constants (``module_constants``)
     problems: list = field(default_factory=list)        # (node, anchor, message)
     references: list = field(default_factory=list)      # (node, anchor, in a func_attr "params" entry)
 
@@ -103,6 +105,22 @@ class ExprRules:
         for i in range(before, len(self.found.problems)):
             _, where, message = self.found.problems[i]
             self.found.problems[i] = (const, where, f"in the shape string {const.value!r}: {message}")
+
+    # -- arithmetic
+    def _BinOp(self, node: ast.BinOp, scope: Scope, anchor: ast.AST) -> None:
+        """TVM's parser computes arithmetic of literals in Python: what the static reader refuses to
+        fold (``pysource.FoldRefused``: ``10 ** 10 ** 10``, ``"a" * 10 ** 9``) is refused here, once,
+        at the operation that is too large."""
+        self.check(node.left, scope, anchor)
+        self.check(node.right, scope, anchor)
+        why = fold_refusal(node, self.found.constants)
+        if why:
+            self.found.refuse(node, anchor, why)
+
+    def _Constant(self, node: ast.Constant, scope: Scope, anchor: ast.AST) -> None:
+        why = fold_refusal(node, self.found.constants)
+        if why:
+            self.found.refuse(node, anchor, why)
 
     # -- names and attributes
     def _Name(self, node: ast.Name, scope: Scope, anchor: ast.AST) -> None:

@@ -180,7 +180,7 @@ def literal_value(node: ast.AST, constants: dict) -> Any:
     """
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)) or (
             isinstance(node, ast.Constant) and node.value is None):
-        return node.value
+        return _bounded(node.value)
     if isinstance(node, ast.Name) and node.id in constants:
         return constants[node.id]
     if isinstance(node, (ast.Tuple, ast.List)):
@@ -200,6 +200,7 @@ def literal_value(node: ast.AST, constants: dict) -> Any:
         left, right = literal_value(node.left, constants), literal_value(node.right, constants)
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
             return _arith(node.op, left, right)
+        return _sequence_arith(node.op, left, right)
     raise ValueError("not a literal")
 
 
@@ -221,36 +222,41 @@ def _index(value: Any, index: ast.AST, constants: dict) -> Any:
 
 
 MAX_FOLD_BITS = 4096     # the largest integer the static reader folds (a tensor's extent needs < 64 bits)
+MAX_FOLD_ITEMS = 1 << 16  # the longest string or list the static reader builds from ``*`` and ``+``
 
 
 class FoldRefused(ValueError):
     """Arithmetic of literals the static reader does not fold: a number past ``MAX_FOLD_BITS``, a
-    float that overflows, a division by zero.  Its message says why, for a diagnostic at its line."""
+    float that overflows, a division by zero.  Its message says why, for a diagnostic at its line.
+    The gate refuses the same arithmetic (``expr_rules``): TVM's parser would compute it in Python."""
+
+
+def _bounded(value: Any) -> Any:
+    """A literal as it is, unless it is an integer past ``MAX_FOLD_BITS`` (``0x`` and 5,000 digits)."""
+    if isinstance(value, int) and value.bit_length() > MAX_FOLD_BITS:
+        raise FoldRefused(f"too large to analyse: this number has {value.bit_length():,} bits, more than the "
+                          f"{MAX_FOLD_BITS} the static reader reads")
+    return value
+
+
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+            ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+            ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 
 
 def _arith(op: ast.operator, left: float, right: float) -> float:
-    """``left op right`` for + - * // % **, refused (``FoldRefused``) when the result would be larger
-    than ``MAX_FOLD_BITS`` bits or Python would raise (overflow, zero division): a number's size is
-    judged before it is computed, so no literal makes the reader compute for long."""
-    if isinstance(op, ast.Pow) and abs(right) > 64:
+    """``left op right`` of two numbers, refused (``FoldRefused``) when the result would be larger than
+    ``MAX_FOLD_BITS`` bits or Python would raise (overflow, zero division, a negative shift): a
+    number's size is judged before it is computed, so no literal makes the reader compute for long."""
+    compute = _INT_OPS.get(type(op))
+    if compute is None:
         raise ValueError("not a literal")
     _require_foldable(op, left, right)
     try:
-        if isinstance(op, ast.Add):
-            return left + right
-        if isinstance(op, ast.Sub):
-            return left - right
-        if isinstance(op, ast.Mult):
-            return left * right
-        if isinstance(op, ast.FloorDiv) and right:
-            return left // right
-        if isinstance(op, ast.Mod) and right:
-            return left % right
-        if isinstance(op, ast.Pow):
-            return left ** right
-    except ArithmeticError as err:            # OverflowError, ZeroDivisionError (0 ** -1)
+        return compute(left, right)
+    except (ArithmeticError, ValueError, TypeError) as err:   # 0 ** -1, 1e300 ** 2, 1 << -1, 1.5 & 2
         raise FoldRefused(f"cannot fold this constant: {type(err).__name__}: {err}") from None
-    raise ValueError("not a literal")
 
 
 def _require_foldable(op: ast.operator, left: float, right: float) -> None:
@@ -262,11 +268,50 @@ def _require_foldable(op: ast.operator, left: float, right: float) -> None:
         bits = size * right
     elif isinstance(op, ast.Mult):
         bits = size + right.bit_length()
+    elif isinstance(op, ast.LShift):
+        bits = size + max(right, 0)
     else:
         bits = max(size, right.bit_length())
     if bits > MAX_FOLD_BITS:
         raise FoldRefused(f"too large to analyse: this constant has about {bits:,} bits, more than the "
                           f"{MAX_FOLD_BITS} the static reader folds")
+
+
+def _sequence_arith(op: ast.operator, left: Any, right: Any) -> Any:
+    """``"ab" * 3``, ``[0] * n``, ``"a" + "b"``: folded up to ``MAX_FOLD_ITEMS`` items, refused past it."""
+    if isinstance(op, ast.Mult) and isinstance(left, int) and not isinstance(left, bool):
+        left, right = right, left
+    if isinstance(op, ast.Mult) and isinstance(left, (str, list)) and isinstance(right, int) \
+            and not isinstance(right, bool):
+        length = len(left) * max(right, 0)
+    elif isinstance(op, ast.Add) and type(left) is type(right) and isinstance(left, (str, list)):
+        length = len(left) + len(right)
+    else:
+        raise ValueError("not a literal")
+    if length > MAX_FOLD_ITEMS:
+        raise FoldRefused(f"too large to analyse: this constant would have {length:,} items, more than the "
+                          f"{MAX_FOLD_ITEMS:,} the static reader builds")
+    return left * right if isinstance(op, ast.Mult) else left + right
+
+
+def fold_refusal(node: ast.AST, constants: dict) -> str | None:
+    """Why ``node`` (a number or an operation) is too large to fold, when that is its own doing: ``None``
+    when it folds, is no literal, or one of its operands is already refused."""
+    if isinstance(node, ast.BinOp):
+        for operand in (node.left, node.right):
+            try:
+                literal_value(operand, constants)
+            except FoldRefused:
+                return None
+            except (ValueError, RecursionError):
+                pass
+    try:
+        literal_value(node, constants)
+    except FoldRefused as err:
+        return str(err)
+    except (ValueError, RecursionError):
+        pass
+    return None
 
 
 def value_or_text(node: ast.AST, constants: dict) -> Any:

@@ -57,7 +57,7 @@ def module_scope(aliases: dict, constants: dict) -> Scope:
 
 def gate_unit(unit: ast.AST, aliases: dict, constants: dict, lines: list[str], line_offset: int = 0) -> GateResult:
     """The gate's verdict on one top-level unit."""
-    findings = Findings(aliases, bound_anywhere=names_bound_anywhere(unit))
+    findings = Findings(aliases, bound_anywhere=names_bound_anywhere(unit), constants=constants)
     rules = StatementRules(findings, module_scope(aliases, constants))
     place = _Placer(lines, line_offset)
     try:
@@ -154,7 +154,7 @@ def gate_member(body: list[ast.stmt], cls: ClassContext, frame: dict, lines: lis
     (``class_verdict``), the verdict equals ``gate_unit``'s on the whole class."""
     asked: dict = {}
     findings = Findings(cls.aliases, {cls.node.name: AskedSet(cls.functions, asked, "function")},
-                        AskedSet(cls.bound_anywhere, asked, "bound"))
+                        AskedSet(cls.bound_anywhere, asked, "bound"), constants=cls.constants)
     rules = StatementRules(findings, module_scope(cls.aliases, cls.constants))
     place = _Placer(lines, line_offset, cls.node, cls.line)
     marks = [(0, 0)]
@@ -205,7 +205,7 @@ def module_macros(tree: ast.Module, aliases: dict, constants: dict, lines: list[
                 or decorator_path_kind(_decorator_target(stmt.decorator_list[-1]), aliases) != "macro" \
                 or aliases.get(_root(stmt.decorator_list[-1])) != "T":
             continue
-        findings = Findings({**aliases, **found}, bound_anywhere=names_bound_anywhere(stmt))
+        findings = Findings({**aliases, **found}, bound_anywhere=names_bound_anywhere(stmt), constants=constants)
         rules = StatementRules(findings, module_scope({**aliases, **found}, constants))
         try:
             rules.macro(stmt)

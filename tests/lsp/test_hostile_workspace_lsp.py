@@ -20,6 +20,7 @@ C = B ** 64
 D = C ** 64
 X = 1e300 ** 2
 Y = 0 ** -1
+Z = 0x''' + "f" * 4000 + '''
 from tvm.script import tirx as T
 
 @T.prim_func
@@ -70,7 +71,7 @@ async def test_a_hostile_workspace_freezes_nothing(client, workspace):
     assert [s.name for s in symbols] == ["h"] and lenses
     warnings = await wait_for(lambda: [(d.range.start.line, d.message) for d in client.diagnostics.get(hostile_uri, [])
                                        if d.severity == types.DiagnosticSeverity.Warning], 30)
-    assert [line for line, _ in warnings] == [1, 4, 5]
+    assert [line for line, _ in warnings] == [1, 4, 5, 6]
     assert "too large to analyse" in warnings[0][1] and not any("internal error" in m for _, m in warnings)
     runs = await request(client, P.REQ_RUNS, {"uri": victim_uri})
     assert [r["id"] for r in runs["runs"]] == ["mbr128"]                   # the victim's run, still read

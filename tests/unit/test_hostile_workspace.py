@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from asight_lsp.store.files import file_lines
+from asight_lsp.tvmscript.diagnostics import static_diagnostics
 from asight_lsp.tvmscript.outline import ChunkCache, build_outline
 
 UNIT = '''from tvm.script import tirx as T
@@ -15,6 +16,10 @@ def f(A: T.Buffer((N,), "float32")):
         with T.sblock("b"):
             A[i] = T.float32(0)
 '''
+
+
+def outline_text(text: str):
+    return build_outline(text, "hostile.py", ChunkCache())
 
 
 def outline_of(head: str):
@@ -36,9 +41,34 @@ def test_a_tower_of_powers_is_refused_at_its_line_at_once():
 def test_arithmetic_python_refuses_is_a_warning_at_its_line():
     outline, _ = outline_of("N = 4\nX = 1e300 ** 2\nY = 0 ** -1\nZ = 5 // 0\n")
     found = {e["range"]["start"]["line"]: e for e in outline.syntax_errors}
-    assert sorted(found) == [1, 2]                   # 5 // 0 is simply no constant, as before
+    assert sorted(found) == [1, 2, 3]
     assert all(e["severity"] == "warning" and "cannot fold" in e["message"] for e in found.values())
     assert outline.constants["N"] == 4 and [f.id for f in outline.functions] == ["f"]
+
+
+GATED = '''from tvm.script import tirx as T
+N = 10
+
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    for i in T.serial(EXTENT):
+        A[0] = T.float32(0)
+'''
+
+
+def test_the_gate_refuses_what_the_reader_will_not_fold():
+    """TVM's parser computes literal arithmetic in Python: what the static reader refuses to fold (any
+    operator, a name's value, a string or list made long) never reaches the worker."""
+    for extent in ("10 ** 10 ** 10", "N ** 10 ** 5", "1 << 10 ** 6", "len('a' * 10 ** 9)", "len([0] * 10 ** 9)",
+                   "0x" + "f" * 4000):
+        start = time.perf_counter()
+        found = static_diagnostics(outline_text(GATED.replace("EXTENT", extent)))
+        assert time.perf_counter() - start < 2, extent
+        refused = [d for d in found if d["message"].startswith("not evaluated: too large to analyse")]
+        assert [d["range"]["start"]["line"] for d in refused] == [5], (extent, found)
+        assert not any("internal error" in d["message"] for d in found)
+    assert not [d for d in static_diagnostics(outline_text(GATED.replace("EXTENT", "N ** 4 + (1 << 20) // 3")))
+                if d["severity"] == 1]
 
 
 def test_a_long_blank_line_is_read_in_linear_time():
