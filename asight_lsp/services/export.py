@@ -12,6 +12,7 @@ from ..engine import wire
 from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
 from ..errors import AsightError, WorkerError
+from ..store.owner import require_own
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
 from .lookup import tuned_file
@@ -50,6 +51,8 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
         raise AsightError("--tuned and --untuned ask for different builds; pass one")
     tf = tuned_file(path, function, run, store_root, text)
     found, meta, selection, text, outline = tf.run, tf.meta, tf.selection, tf.text, tf.outline
+    if tune_missing:
+        require_own(found.path, f"tuning its missing kernels ({tune_missing} trials into {found.path}/export-tuned)")
     require_exportable(found, meta, out)
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path.resolve()), "target": meta.target,

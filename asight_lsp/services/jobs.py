@@ -18,6 +18,7 @@ from pathlib import Path
 from ..engine.client import worker_env
 from ..engine.spawn import NEUTRAL_CWD, module_argv
 from ..store.database import database_health
+from ..store.owner import is_own, require_own
 from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.outline import build_outline
 
@@ -97,6 +98,8 @@ def refresh_run(run: Run, state="failed", reason: str | None = None, known_dead:
         meta.best_us = min(valid) if valid else meta.best_us
     if meta.sessions:
         meta.sessions[-1].update({"finished": meta.finished, "state": state, "trials_done": meta.trials_done})
+    if not is_own(run.path):       # a shipped run that says it is tuning: shown ended, never written
+        return meta
     run.save(meta)
     run.append_event({"type": "finished", "state": state, "best_us": meta.best_us, "baseline_us": meta.baseline_us,
                       "trials_done": meta.trials_done, "error": meta.error, "time": meta.finished})
@@ -251,6 +254,7 @@ def cancel_run(run: Run, timeout: float = 10.0) -> RunMeta:
     """Stop the job of a run started elsewhere (``asight tune --cancel RUN``, a detached job): SIGTERM,
     SIGKILL of its group after ``CANCEL_GRACE_S``.  A run that is not tuning comes back with
     ``extra["cancel"] = "not running"`` (not saved)."""
+    require_own(run.path, "cancelling its job")
     meta = refresh_run(run)
     if meta.state not in LIVE_STATES:
         meta.extra["cancel"] = "not running"

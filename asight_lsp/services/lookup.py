@@ -12,6 +12,7 @@ from pathlib import Path
 from ..errors import AsightError
 from ..store.database import require_records_target
 from ..store.folders import claimed_owner, claims
+from ..store.owner import is_own
 from ..store.runs import DB_RECORDS, Run, RunMeta, RunStore, read_records
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
@@ -136,11 +137,13 @@ def tuned_file(path: str, function: str | None, run: str | None, store_root: str
 
 
 def prepare_run(run: Run) -> RunMeta:
-    """Load the run; make a finished run's JSON DB loadable by TVM (drops a torn last line)."""
+    """Load the run; make a finished run's JSON DB loadable by TVM (sets a torn last line aside), in this
+    user's own run only: a shipped run is read as it is (``owner.require_own``)."""
     meta = run.load()
     if meta.state not in LIVE_STATES:
         require_records_target(run, meta)
-        run.repair_db()
+        if is_own(run.path):
+            run.repair_db()
         if (meta.extra or {}).get("adopted"):
             from .adopt_checks import require_adopted_records
             require_adopted_records(run, meta, read_records(run.path))

@@ -21,6 +21,7 @@ from ..engine.targets import foreign_cpu, foreign_words, machine_arch, runs_on_d
 from ..engine.client import borrowed, trusted
 from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
+from ..store.owner import require_own
 from ..store.runs import Run, RunMeta, RunStore
 from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
@@ -114,6 +115,8 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         cached = _cached(run, key)
         if cached is not None:
             return _with_build(cached, meta)
+    if run is not None:
+        require_own(run.path, "measuring its profile now" if not options.remeasure else "re-measuring it")
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
               "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}

@@ -102,28 +102,47 @@ _LINE = re.compile(rb"[^\s][^\n]*")
 MAX_LINE_BYTES = 4 << 20      # a record line longer than this is not parsed (a large model's trace: ~50 KB)
 
 
-_BLANK = re.compile(rb"(?m)^[ \t\r\f\v]*$")
+# A blank line after the first: a newline, blanks, then a newline or the end.  The pattern starts with a
+# literal, so ``re`` finds its candidates with a fast scan for newlines (``(?m)^...$`` tried a match at
+# every byte: 2 s on a 126 MB line, holding the GIL and so every other request of the server).
+_BLANK_AFTER = re.compile(rb"\n[ \t\r\f\v]*(?:\n|\Z)")
+_BLANK_FIRST = re.compile(rb"[ \t\r\f\v]*(?:\n|\Z)")
 
 
 def first_blank_line(raw: bytes) -> int | None:
     """The 1-based number of the first blank line of a file's bytes (the end after a last newline is
     none), or None: TVM's JSON database loader crashes the process on one (outside probe 7, F3)."""
-    for match in _BLANK.finditer(raw):
-        if match.start() < len(raw):
-            return raw.count(b"\n", 0, match.start()) + 1
-    return None
-
-
-# A JSON ``\uXXXX`` escape: a ``u`` after an odd number of backslashes (``\\u`` is an escaped backslash
-# and a letter u).  TVM's JSON reader refuses it ("Unsupported escape sequence: \u"), and Python's
-# ``json.dumps`` writes one for every non-ASCII character (outside probe 9, F5).
-_UNICODE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u")
+    if raw and _BLANK_FIRST.match(raw):
+        return 1
+    match = _BLANK_AFTER.search(raw)
+    if match is None or match.start() + 1 == len(raw):
+        return None
+    return raw.count(b"\n", 0, match.start()) + 2
 
 
 def first_unicode_escape(raw: bytes) -> int | None:
-    """The 1-based number of the first line of a file's bytes holding a JSON ``\\uXXXX`` escape, or None."""
-    match = _UNICODE_ESCAPE.search(raw)
-    return None if match is None else raw.count(b"\n", 0, match.start()) + 1
+    """The 1-based number of the first line of a file's bytes holding a JSON ``\\uXXXX`` escape (a ``u``
+    after an odd number of backslashes: ``\\\\u`` is an escaped backslash and a letter u), or None.
+    TVM's JSON reader refuses one ("Unsupported escape sequence: \\u"), and Python's ``json.dumps``
+    writes one for every non-ASCII character (outside probe 9, F5).  ``bytes.find`` scans for the
+    pair; a lookbehind pattern tried every byte (9 s on a 126 MB line, holding the GIL)."""
+    at = raw.find(b"\\u")
+    while at != -1:
+        start = at
+        while start and raw[start - 1] == 0x5C:
+            start -= 1
+        if (at - start) % 2 == 0:
+            return raw.count(b"\n", 0, at) + 1
+        at = raw.find(b"\\u", at + 1)
+    return None
+
+
+def record_lines(raw: bytes) -> Iterator[bytes | None]:
+    """The non-blank lines of a line-per-record file (``file_lines``), each ``None`` when it is longer
+    than ``MAX_LINE_BYTES``: no record is, and such a line is never decoded nor parsed (a shipped
+    126 MB line held the server for seconds in each reader).  Callers count a ``None`` as unreadable."""
+    for line in file_lines(raw):
+        yield None if len(line) > MAX_LINE_BYTES else line
 
 
 def file_lines(raw: bytes) -> Iterator[bytes]:

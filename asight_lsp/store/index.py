@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..tvmscript.model import Function
-from .files import MAX_LINE_BYTES, MAX_RUN_FILE_BYTES, NotPlainFile, file_lines, read_plain
+from .files import MAX_RUN_FILE_BYTES, NotPlainFile, read_plain, record_lines
 from .folders import claimed_owner, claims, require_plain_store
 from .owner import is_own
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
@@ -59,12 +59,12 @@ class _Records:
             data = stream.read(st.st_size - self.offset)
         end = data.rfind(b"\n") + 1
         self.offset += end
-        for line in file_lines(data[:end]):
+        for line in record_lines(data[:end]):
             self._add(line)
 
-    def _add(self, line: bytes) -> None:
+    def _add(self, line: bytes | None) -> None:
         try:
-            if len(line) > MAX_LINE_BYTES:
+            if line is None:
                 raise ValueError("a line longer than a record")
             workload, (trace, run_secs, *_rest) = json.loads(line)
             insts, decisions = trace

@@ -16,6 +16,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import AsightError
 from .files import NotPlainFile, read_plain, write_atomic
 
 OWNER_FILE = "owner"
@@ -81,3 +82,19 @@ def is_own(run_dir: Path) -> bool:
         return hmac.compare_digest(found, _marker(run_dir.name))
     except (OSError, NotPlainFile, UnicodeDecodeError):
         return False
+
+
+class ShippedRun(AsightError):
+    """An action that would write into a run folder this user did not make here (``is_own``)."""
+
+
+def require_own(run_dir: Path, action: str) -> None:
+    """The one rule for every action that writes into an existing run (measure, remeasure, cancel,
+    tune its missing kernels; a repair is skipped instead): only this user's own run is written; a
+    shipped run (cloned, copied, unpacked, or made before runs were marked) is read-only, shown as it
+    was recorded."""
+    if not is_own(run_dir):
+        raise ShippedRun(f"run {run_dir.name} is shipped (its folder was not made by you on this machine), so it "
+                         f"is read-only and {action} would write into it; its recorded results are shown as they "
+                         f"are. To measure or tune on from its records, make them your own run: "
+                         f"asight adopt {run_dir} --file <the tuned file>")

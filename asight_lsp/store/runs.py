@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import AsightError
-from .files import NotPlainFile, file_lines, read_plain, write_atomic
+from .files import MAX_LINE_BYTES, NotPlainFile, file_lines, read_plain, record_lines, write_atomic
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 from .owner import is_own, make_own_folder
 
@@ -232,12 +232,11 @@ def json_lines(path: Path) -> list:
     except FileNotFoundError:
         return []
     out = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except (json.JSONDecodeError, RecursionError):    # 100,000 "[" on a line: not a record
-                out.append(UNREADABLE)
+    for line in record_lines(raw):
+        try:
+            out.append(UNREADABLE if line is None else json.loads(line.decode("utf-8", errors="replace")))
+        except (json.JSONDecodeError, RecursionError):    # 100,000 "[" on a line: not a record
+            out.append(UNREADABLE)
     return out
 
 
@@ -264,7 +263,7 @@ def repair_json_lines(path: str | os.PathLike, readable=lambda value: True) -> i
     except FileNotFoundError:
         return 0
     lines = [line.decode("utf-8", errors="replace") for line in file_lines(raw)]
-    torn = bool(lines) and not _readable(lines[-1], readable)
+    torn = bool(lines) and (len(lines[-1]) > MAX_LINE_BYTES or not _readable(lines[-1], readable))
     if not torn and (not raw or raw.endswith(b"\n")):
         return 0
     kept = lines[:-1] if torn else lines
@@ -297,8 +296,8 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
     except FileNotFoundError:
         return []
     trial = -1
-    for line in file_lines(raw):
-        row = reader.loads(line.decode("utf-8", errors="replace"))
+    for line in record_lines(raw):
+        row = UNREADABLE if line is None else reader.loads(line.decode("utf-8", errors="replace"))
         if row is UNREADABLE:
             continue
         trial += 1

@@ -99,11 +99,14 @@ def copy_fixture(name: str, dest: Path) -> Path:
     return target
 
 
-def install_run(workspace: Path, source: Path, run: str = "mbr128", age_s: float = 180.0, fresh: bool = True) -> Path:
+def install_run(workspace: Path, source: Path, run: str = "mbr128", age_s: float = 180.0, fresh: bool = True,
+                shipped: bool = False) -> Path:
     """Copy a recorded run (fixtures/runs/<run>) into ``workspace/.asight`` for ``source``.
 
-    The run is re-pointed at ``source`` and, when ``fresh``, at its current function hashes.
+    The run is re-pointed at ``source`` and, when ``fresh``, at its current function hashes.  It stands
+    for the user's own run (marked as one, ``store/owner.py``) unless ``shipped``.
     """
+    from asight_lsp.store.owner import OWNER_FILE, mark_own
     from asight_lsp.store.runs import Run
     from asight_lsp.tvmscript.hashing import function_hash
     from asight_lsp.tvmscript.outline import build_outline
@@ -120,6 +123,10 @@ def install_run(workspace: Path, source: Path, run: str = "mbr128", age_s: float
     meta.created = meta.started = time.time() - age_s - 90
     meta.finished = time.time() - age_s
     Run(dest).save(meta)
+    if shipped:
+        (dest / OWNER_FILE).unlink(missing_ok=True)
+    else:
+        mark_own(dest)
     return dest
 
 

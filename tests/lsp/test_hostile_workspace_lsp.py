@@ -85,7 +85,7 @@ async def test_a_shipped_run_is_marked_until_it_is_the_users_own(client, workspa
     from asight_lsp.store.owner import mark_own
     await initialize(client, "vscode", workspace, {"disabledFeatures": ["tvmDiagnostics"]})
     victim = copy_fixture("matmul_bias_relu.py", workspace)
-    run = install_run(workspace, victim, "mbr128")
+    run = install_run(workspace, victim, "mbr128", shipped=True)
     uri = open_doc(client, victim)
     runs = await request(client, P.REQ_RUNS, {"uri": uri})
     assert [(r["id"], r.get("shipped")) for r in runs["runs"]] == [("mbr128", True)]

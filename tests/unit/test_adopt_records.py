@@ -185,6 +185,7 @@ def test_counters_timing_the_kernel_far_faster_than_its_record_are_said_at_adopt
 def _adopted_copy(tmp_path):
     """fixtures/runs/mbr128 as adopt leaves a run: its records' best, the workload, the files' digests."""
     import shutil
+    from asight_lsp.store.owner import mark_own
     from asight_lsp.store.runs import Run, read_records
     shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "mbr128", tmp_path / "r")
     run = Run(tmp_path / "r")
@@ -194,6 +195,7 @@ def _adopted_copy(tmp_path):
     meta.extra["adopted"] = {"workload": 0, "flops": None, "dtypes": ["float32"], "digest": run.database_digest(),
                              "set_aside": 0}
     run.save(meta)
+    mark_own(run.path)             # adopt makes the user's own run
     return run
 
 

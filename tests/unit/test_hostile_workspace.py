@@ -3,6 +3,7 @@ cannot fold is a diagnostic at its line, never an internal error."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from asight_lsp.store.files import file_lines
 from asight_lsp.tvmscript.diagnostics import static_diagnostics
@@ -127,6 +128,50 @@ def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
     other = store.create(RunMeta(id="f-20260101-000000-0004", **key))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))
     assert not is_own(other.path)
+
+
+def test_a_shipped_run_is_read_only(tmp_path, monkeypatch):
+    """Measuring, re-measuring, cancelling or tuning the missing kernels of a shipped run is refused
+    with what to do before anything runs; its torn line is not repaired, its 'running' state not
+    rewritten: every byte of the folder stays as it was shipped."""
+    import json
+    import shutil
+    import pytest
+    from asight_lsp.services.export import export_model
+    from asight_lsp.services.jobs import cancel_run, refresh_run
+    from asight_lsp.services.lookup import prepare_run
+    from asight_lsp.services.profiling import ProfileOptions, profile_file
+    from asight_lsp.store.owner import ShippedRun, mark_own
+    from asight_lsp.store.runs import DB_RECORDS, Run
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    source = tmp_path / "matmul_bias_relu.py"
+    shutil.copy(fixtures / "matmul_bias_relu.py", source)
+    folder = tmp_path / ".asight" / "runs" / "mbr128"
+    shutil.copytree(fixtures / "runs" / "mbr128", folder)
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "file": str(source), "state": "running", "pid": 2 ** 22 + 7}))
+    (folder / DB_RECORDS).write_bytes((folder / DB_RECORDS).read_bytes() + b'[0, [[')   # a torn last line
+    (folder / "profile.msgpack").unlink(missing_ok=True)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    run = Run(folder)
+    assert refresh_run(run).state == "failed"                 # shown ended ...
+    store = str(tmp_path / ".asight")
+    for action, attempt in [("cancelling", lambda: cancel_run(run)),
+                            ("measuring its profile", lambda: profile_file(str(source), run="mbr128", store_root=store)),
+                            ("re-measuring", lambda: profile_file(str(source), run="mbr128", store_root=store,
+                                                                  options=ProfileOptions(remeasure=True))),
+                            ("tuning its missing kernels", lambda: export_model(str(source), str(tmp_path / "m.so"),
+                                                                                "mbr128", store_root=store,
+                                                                                tune_missing=8))]:
+        with pytest.raises(ShippedRun, match=rf"^run mbr128 is shipped .* read-only and {action}.*asight adopt "):
+            attempt()
+    prepare_run(run)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before     # ... and never written
+    mark_own(folder)                                          # the user's own run: ended and repaired as before
+    assert refresh_run(run).state == "failed" and Run(folder).load().state == "failed"
+    prepare_run(run)
+    assert (folder / f"{DB_RECORDS}.unreadable").exists()
 
 
 def test_a_store_read_past_its_budget_holds_no_request(monkeypatch):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.store.owner import mark_own
+
 from asight_lsp.errors import AsightError
 from asight_lsp.store.database import database_health, records_note, require_intact
 from asight_lsp.store.owner import mark_own
@@ -24,8 +26,9 @@ MBR = FIX / "runs" / "mbr128"
 
 @pytest.fixture
 def run(tmp_path) -> Run:
-    """A copy of the recorded run mbr128 (40 records of one workload)."""
+    """A copy of the recorded run mbr128 (40 records of one workload), as the user's own run."""
     shutil.copytree(MBR, tmp_path / "mbr128")
+    mark_own(tmp_path / "mbr128")
     return Run(tmp_path / "mbr128")
 
 
