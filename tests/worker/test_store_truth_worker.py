@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.store.owner import mark_own
+
 from asight_lsp.store.runs import DB_RECORDS, DB_WORKLOADS, Run, read_records
 
 pytestmark = [pytest.mark.tvm, pytest.mark.slow]
@@ -129,6 +131,7 @@ def mbr(tmp_path):
     meta = json.loads((run / "run.json").read_text())
     meta["measurement"] = None           # no chosen record: the views use the database as TVM loads it
     (run / "run.json").write_text(json.dumps(meta))
+    mark_own(run)                        # the user's own run (a shipped one is never measured: owner.require_own)
     return source, Run(run)
 
 
