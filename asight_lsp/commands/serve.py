@@ -56,6 +56,8 @@ def run(args) -> int:
             token, path = session_token(port, args.token_file)
         except OSError as err:
             raise AsightError(f"cannot write the session token: {err}") from None
+        except ValueError as err:
+            raise AsightError(str(err)) from None
         announce(args.host, port, path)
         try:
             (server.start_tcp if args.tcp is not None else server.start_ws)(args.host, port, token)

@@ -36,6 +36,7 @@ from .. import protocol as P
 logger = logging.getLogger(__name__)
 
 TOKEN_ENV = "ASIGHT_LSP_TOKEN"
+MIN_TOKEN_CHARS = 32   # the server's own: 43 characters of secrets.token_urlsafe(32), 256 bits
 HANDSHAKE_S = 10.0              # the first message's deadline
 FIRST_MESSAGE_BYTES = 1 << 20   # initialize, with its options
 HEADER_LINE_BYTES = 1024
@@ -74,6 +75,10 @@ def session_token(port: int, token_file: str | None = None) -> tuple[str, Path |
     """The session's token and the file it was written to (None when the launcher chose it)."""
     chosen = os.environ.get(TOKEN_ENV)
     if chosen:
+        if len(chosen) < MIN_TOKEN_CHARS:     # a guessable secret is none: refused, not used (no throttling needed)
+            raise ValueError(f"${TOKEN_ENV} is {len(chosen)} characters; a session token needs at least "
+                             f"{MIN_TOKEN_CHARS} random ones (python -c 'import secrets; print(secrets.token_urlsafe(32))'),"
+                             f" or leave it unset and the server makes one")
         return chosen, None
     token = secrets.token_urlsafe(32)
     path = Path(token_file) if token_file else token_path(port)

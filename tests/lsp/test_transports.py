@@ -134,6 +134,14 @@ def test_bad_port_is_a_one_line_error():
     assert proc.returncode == 2 and proc.stderr.strip() == "asight: error: port must be between 1 and 65535 (got 70000)"
 
 
+def test_a_guessable_chosen_token_is_refused():
+    """A launcher's ``$ASIGHT_LSP_TOKEN`` shorter than 32 characters is refused at start, not used."""
+    proc = subprocess.run([sys.executable, "-m", "asight_lsp", "serve", "--tcp", "45731"],
+                          env={**server_env(), "ASIGHT_LSP_TOKEN": "hunter2"}, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and proc.stderr.startswith("asight: error: $ASIGHT_LSP_TOKEN is 7 characters; a "
+                                                           "session token needs at least 32 random ones")
+
+
 async def closed_unanswered(reader) -> bool:
     """The server closed this connection without sending a byte (a reset when our bytes were unread)."""
     try:
