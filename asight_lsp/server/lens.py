@@ -318,7 +318,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
         title = f"{m.state}: {title}"
     if result.stale:
         title = f"⚠ stale · {title}" if short else f"⚠ stale (source changed since run) · {title}"
-    return title
+    return f"shipped · {title}" if result.shipped else title
 
 
 def build_mark(build: dict | None) -> str:
@@ -329,8 +329,8 @@ def build_mark(build: dict | None) -> str:
     return "⚠ not the exported build" if build["stale"] else "deployable build"
 
 
-SHIPPED = ("Shipped run: not made by you on this machine (a cloned or copied run folder); shown read-only, "
-           "Tune starts a run of your own beside it.")
+SHIPPED = ("Shipped run: not made by you on this machine (a cloned or copied run folder); shown read-only: "
+           "tuning starts a run of your own beside it, and `asight adopt` makes its records a run of your own.")
 
 
 def result_lens_tooltip(result: FunctionResult) -> str | None:

@@ -90,7 +90,8 @@ async def test_a_shipped_run_is_marked_until_it_is_the_users_own(client, workspa
     runs = await request(client, P.REQ_RUNS, {"uri": uri})
     assert [(r["id"], r.get("shipped")) for r in runs["runs"]] == [("mbr128", True)]
     lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
-    assert any((lens.command.tooltip or "").startswith("Shipped run") for lens in lenses if lens.command)
+    assert any((lens.command.tooltip or "").startswith("Shipped run") and lens.command.title.startswith("shipped · ")
+               for lens in lenses if lens.command)
     mark_own(run)          # as if this user had made it here: the index sees the folder change
     deadline = time.monotonic() + 15
     while (await request(client, P.REQ_RUNS, {"uri": uri}))["runs"][0].get("shipped"):
