@@ -197,9 +197,8 @@ class WorkerClient:
         how = f"exit code {code}" if code is not None else "no exit code"
         message = f"the TVM worker died while handling '{method}' ({how}); it will be restarted"
         if code == -signal.SIGXCPU:
-            budget = os.environ.get("ASIGHT_WORKER_CPU_S") or "600"
-            message = (f"the file needs more than {budget} CPU-seconds to evaluate (the worker's limit; set "
-                       f"ASIGHT_WORKER_CPU_S to change it); the worker will be restarted")
+            message = (f"the file needs more than {wire.cpu_budget_s(method)} CPU-seconds for '{method}' (the "
+                       f"worker's limit; set {wire.cpu_budget_env(method)} to change it); the worker will be restarted")
         return WorkerCrashed(message + (f": {tail}" if tail else ""))
 
     def __enter__(self) -> "WorkerClient":

@@ -41,6 +41,27 @@ ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workloa
 CHECK_IMPORT = "check_import"    # SourceParams + {weights, onnx, seed?} -> {check, against, seconds} | {skipped}
 COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 
+# CPU-seconds a sandboxed worker may spend on one request (``worker/sandbox.cpu_budget``; past it the
+# kernel ends the worker and the client says so).  Reading a file (parse, well-formedness) takes seconds
+# even for a large model; a file whose evaluation the gate cannot bound (``sum(range(10 ** 12))`` uses
+# only safe builtins) is stopped after ``CHECK_CPU_ENV`` seconds, not after the budget of a tuning
+# or measuring request.
+CPU_ENV, CHECK_CPU_ENV = "ASIGHT_WORKER_CPU_S", "ASIGHT_CHECK_CPU_S"
+DEFAULT_CPU_S, DEFAULT_CHECK_CPU_S = 600, 120
+
+
+def cpu_budget_env(method: str) -> str:
+    """The variable that sets the CPU budget of a request of ``method``."""
+    return CHECK_CPU_ENV if method in (CHECK, PARSE_IR) else CPU_ENV
+
+
+def cpu_budget_s(method: str) -> int:
+    """The CPU budget of one request of ``method``, in seconds."""
+    import os
+    default = DEFAULT_CHECK_CPU_S if cpu_budget_env(method) == CHECK_CPU_ENV else DEFAULT_CPU_S
+    return int(float(os.environ.get(cpu_budget_env(method)) or default))
+
+
 # A model's weights live beside its TVMScript file (``asight import`` writes them; measurements and
 # exports read them): ``resnet_relax.py`` -> ``resnet_relax.weights.npz``, one array per Relax param.
 WEIGHTS_SUFFIX = ".weights.npz"

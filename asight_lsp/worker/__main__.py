@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             write_frame(stdout, {"id": rid, "error": {"type": kind, "message": message}})
             continue
         if status.active:
-            sandbox.cpu_budget()
+            sandbox.cpu_budget(method)
         _serve(handler, rid, request.get("params") or {}, stdout, write_frame)
         after_request(guard)
 

@@ -100,8 +100,8 @@ def set_limits() -> dict:
     return limits
 
 
-MEMORY_ENV, CPU_ENV = "ASIGHT_WORKER_MEM_GB", "ASIGHT_WORKER_CPU_S"
-DEFAULT_MEMORY_GB, DEFAULT_CPU_S = 4.0, 600
+MEMORY_ENV = "ASIGHT_WORKER_MEM_GB"
+DEFAULT_MEMORY_GB = 4.0
 THREAD_RESERVE = 72 << 20    # per TVM pool thread: an 8 MiB stack + a 64 MiB glibc malloc arena (virtual)
 
 
@@ -143,11 +143,12 @@ def _out_of_memory(err: BaseException | None) -> bool:
     return False
 
 
-def cpu_budget() -> int:
-    """Give the next request ``ASIGHT_WORKER_CPU_S`` CPU-seconds (default 600, all threads together):
-    the soft ``RLIMIT_CPU`` becomes the time used so far + the budget; past it the kernel ends the
-    worker (SIGXCPU) and the client says why.  Returns the soft limit set (seconds)."""
-    budget = int(float(os.environ.get(CPU_ENV) or DEFAULT_CPU_S))
+def cpu_budget(method: str = "") -> int:
+    """Give the next request its CPU-seconds (``wire.cpu_budget_s``: 600 by default, 120 to read a file;
+    all threads together): the soft ``RLIMIT_CPU`` becomes the time used so far + the budget; past it
+    the kernel ends the worker (SIGXCPU) and the client says why.  Returns the soft limit set (seconds)."""
+    from ..engine.wire import cpu_budget_s
+    budget = cpu_budget_s(method)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     soft = int(usage.ru_utime + usage.ru_stime) + budget
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
