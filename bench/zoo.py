@@ -103,10 +103,20 @@ def tune_and_export(row: dict, base: Path, model: Path, script: Path, trials: in
              ("versus", lambda: library_vs_onnxruntime(model, library, rounds))]
     for name, fn in steps:
         ok, value = step(row, name, fn)
+        if name == "tune":
+            row["levers_refused"] = levers_refused(work)
         if not ok:
             return
         if value is not None:
             row[name] = value
+
+
+def levers_refused(work: Path) -> list:
+    """The levers the tuning run skipped, with TVM's reasons (run.json ``extra.levers_refused``)."""
+    found = []
+    for meta in sorted((work / "runs").glob("*/run.json")):
+        found += (json.loads(meta.read_text()).get("extra") or {}).get("levers_refused") or []
+    return found
 
 
 def one(base: Path, name: str, style: str, size: str, trials: int, rounds: int) -> dict:
