@@ -29,7 +29,7 @@ from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
-from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source
+from .lookup import changed_since, check_run_function, latest_run, prepare_run, read_text, run_source
 
 
 
@@ -243,8 +243,9 @@ def _measure(client, params: dict, options: ProfileOptions) -> dict:
 
 
 def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
-    """The selection's functions still hash as the run tuned them."""
-    return all(meta.source_hashes.get(f.id) in (None, function_hash(text, f)) for f in selection.functions)
+    """The selection's functions are as the run tuned them: their source and the module constants they use
+    (``lookup.changed_since``, the rule the lens's "stale" follows too)."""
+    return not changed_since(meta, text, selection.functions)
 
 
 def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: list | None = None,

@@ -245,3 +245,39 @@ def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
     Index.for_function = lambda self, file, fn_id: [meta]
     assert results.result("x.py", fn, None, with_details=False, constants={"N": 512}).stale
     assert not results.result("x.py", fn, None, with_details=False, constants={"N": 1024}).stale
+
+
+def test_profile_and_the_lens_agree_a_constant_edit_is_stale():
+    """``asight profile`` judged a run fresh by its functions' hashes alone, while the lens also asks
+    the module constants they use: N = 1024 -> 512 made the lens say stale and profile treat the
+    run's headline as current.  Both follow ``lookup.changed_since`` now."""
+    from asight_lsp.services.profiling import _fresh
+    from asight_lsp.services.results import Results
+    from asight_lsp.tvmscript.selection import select
+    from asight_lsp.store.runs import RunMeta
+    from asight_lsp.tvmscript.hashing import constants_used, function_hash, function_text
+    source = ('from tvm.script import tirx as T\nN = {}\n\n@T.prim_func\ndef f(A: T.Buffer((N,), "float32")):\n'
+              '    for i in range(N):\n        with T.sblock("b"):\n            A[i] = T.float32(0)\n')
+    tuned, edited = source.format(1024), source.format(512)
+    fn = build_outline(tuned).functions[0]
+    meta = RunMeta(id="r", file="x.py", function="f", source_hashes={"f": function_hash(tuned, fn)},
+                   extra={"constants": {"N": 1024}})
+
+    class Index:
+        def for_function(self, file, fn_id):
+            return [meta]
+
+        def run_dir(self, run_id):
+            return Path(".")
+
+        def unreadable_for(self, file, fn):
+            return []
+
+        def shipped(self, run_id):
+            return False
+    for text, stale in ((tuned, False), (edited, True)):
+        outline = build_outline(text)
+        now = outline.functions[0]
+        lens = Results(Index()).result("x.py", now, function_hash(text, now), with_details=False,
+                                       constants=constants_used(outline.constants, function_text(text, now)))
+        assert lens.stale is stale and _fresh(meta, text, select(outline, "f")) is not stale
