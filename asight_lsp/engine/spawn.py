@@ -13,7 +13,10 @@ Python process the product starts therefore runs
 * with an environment whose ``PYTHON*`` variables are ours only (``isolated_env``), so that
   grandchildren started without ``-I`` (TVM's builder and runner pools) are not steered by the
   user's ``PYTHONPATH``/``PYTHONSTARTUP`` either, and never put their working directory first
-  (``PYTHONSAFEPATH=1``).
+  (``PYTHONSAFEPATH=1``);
+* without PyTorch until a request needs it (``startup/no_torch.py``: ``import tvm`` would import it
+  in every process, 2 CPU-seconds each); TVM's pool workers get the same from
+  ``startup/sitecustomize.py``.
 """
 from __future__ import annotations
 
@@ -24,7 +27,10 @@ from pathlib import Path
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 NEUTRAL_CWD = "/"   # exists everywhere, holds no module; a process that needs a folder makes its own
 
-# run ``module`` as __main__ with asight_lsp taken from argv[1] (by file location, not via sys.path)
+STARTUP_DIR = str(Path(__file__).resolve().parent / "startup")   # its sitecustomize: no_torch.install()
+
+# run ``module`` as __main__ with asight_lsp taken from argv[1] (by file location, not via sys.path),
+# with no PyTorch until a request needs it (``startup/no_torch.py``)
 BOOT = ("import importlib.util as u, runpy, sys\n"
         "root, module = sys.argv[1], sys.argv[2]\n"
         "if 'asight_lsp' not in sys.modules:\n"
@@ -32,6 +38,8 @@ BOOT = ("import importlib.util as u, runpy, sys\n"
         " submodule_search_locations=[root + '/asight_lsp'])\n"
         "    pkg = sys.modules['asight_lsp'] = u.module_from_spec(spec)\n"
         "    spec.loader.exec_module(pkg)\n"
+        "import asight_lsp.engine.startup.no_torch as no_torch\n"
+        "no_torch.install()\n"
         "sys.argv = [module] + sys.argv[3:]\n"
         "runpy.run_module(module, run_name='__main__', alter_sys=True)\n")
 
@@ -49,11 +57,12 @@ def script_argv(script: str, *args: str, python: str | None = None) -> list[str]
 def isolated_env(base: dict | None = None) -> dict:
     """The environment for a product process: the caller's, less the user's ``PYTHON*`` variables.
 
-    ``PYTHONPATH`` names ``PACKAGE_ROOT`` only, for grandchildren without ``-I`` that unpickle our
-    functions (TVM's popen pools); ``PYTHONSAFEPATH`` keeps their working directory off ``sys.path``.
+    ``PYTHONPATH`` names ``PACKAGE_ROOT``, for grandchildren without ``-I`` that unpickle our
+    functions (TVM's popen pools), and ``STARTUP_DIR`` (their ``sitecustomize``: no PyTorch);
+    ``PYTHONSAFEPATH`` keeps their working directory off ``sys.path``.
     """
     env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("PYTHON")}
-    env["PYTHONPATH"] = PACKAGE_ROOT
+    env["PYTHONPATH"] = os.pathsep.join((PACKAGE_ROOT, STARTUP_DIR))
     env["PYTHONSAFEPATH"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONNOUSERSITE"] = "1"

@@ -54,7 +54,8 @@ def vendor_workload(mod) -> dict:
 def _torch_cuda():
     """(torch, None) when PyTorch with a CUDA device is here, else (None, why)."""
     try:
-        import torch
+        from . import compat
+        torch = compat.load_torch()
     except ImportError:
         return None, "PyTorch is not installed"
     if not torch.cuda.is_available():

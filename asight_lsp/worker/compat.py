@@ -181,10 +181,20 @@ def script_text(mod) -> str:
     return _NONFINITE_CONST.sub(r'R.const(float("\1")', mod.script())
 
 
+def load_torch():
+    """PyTorch's ``torch`` module (ImportError where it is not installed).  The product's processes start
+    without it (``engine/startup/no_torch.py``: ``import tvm`` would import it, 2 CPU-seconds a
+    process); this allows it and imports it, for the requests that need it."""
+    from ..engine.startup import no_torch
+    no_torch.allow()
+    import torch
+    return torch
+
+
 def torch_importer():
     """PyTorch's ``torch`` module, its pytree module and TVM's ``from_exported_program`` (only where
     PyTorch is installed: ImportError otherwise)."""
-    import torch
+    torch = load_torch()
     import torch.utils._pytree as pytree
     from tvm.relax.frontend.torch import from_exported_program
     return torch, pytree, from_exported_program
