@@ -3,7 +3,7 @@
 A run folder is data a repository can ship, and a shipped run must never be taken for the user's own:
 tuning never resumes it, appends to it or prunes it.  ``RunStore.create`` writes an ``owner`` file into
 each run it makes: an HMAC of the run's id and this machine's id under a key only this user can read
-(``$XDG_CONFIG_HOME/asight/owner.key``, else ``~/.config/asight/owner.key``, 0600, made on first use).
+(``key_path``: ``~/.config/asight/owner.key`` of the user's passwd home, 0600, made on first use).
 Another user, another machine or a repository cannot write a marker that verifies here; a run folder
 without one (made before markers, or elsewhere) is shipped.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import pwd
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -23,9 +24,21 @@ OWNER_FILE = "owner"
 _SCHEMA = "asight-run-owner/1"
 
 
+KEY_ENV = "ASIGHT_OWNER_KEY"
+
+
 def key_path() -> Path:
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
-    return Path(config) / "asight" / "owner.key"
+    """``$ASIGHT_OWNER_KEY``, else ``.config/asight/owner.key`` in the user's home as the password
+    database gives it: not ``$HOME`` or ``$XDG_CONFIG_HOME``, which an editor may change (a Flatpak
+    VS Code, an isolated test profile), so that the runs this user makes in a terminal are the user's
+    own in the editor too."""
+    if os.environ.get(KEY_ENV):
+        return Path(os.environ[KEY_ENV])
+    try:
+        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:                   # a uid without an entry (some containers)
+        home = Path.home()
+    return home / ".config" / "asight" / "owner.key"
 
 
 @lru_cache(maxsize=4)

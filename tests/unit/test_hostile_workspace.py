@@ -104,7 +104,7 @@ def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
     from asight_lsp.store import caches
     from asight_lsp.store.owner import is_own
     from asight_lsp.store.runs import Run, RunMeta, RunStore
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ASIGHT_OWNER_KEY", str(tmp_path / "config" / "owner.key"))
     store = RunStore(tmp_path / ".asight")
     key = dict(file="/w/m.py", function="f", source_hashes={"f": "h"}, target_label="t")
     own = store.create(RunMeta(id="f-20260101-000000-0001", **key))
@@ -126,7 +126,7 @@ def test_a_shipped_run_is_never_resumed_nor_pruned(tmp_path, monkeypatch):
         caches.archive_profile(run, {"key": {}, "profile": {"id": ident}}, ident)
     assert {"20260102-000000-000.msgpack", "20260103-000000-000.msgpack"} <= {p.name for p in (shipped / "profiles").iterdir()}
     other = store.create(RunMeta(id="f-20260101-000000-0004", **key))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))
+    monkeypatch.setenv("ASIGHT_OWNER_KEY", str(tmp_path / "another-user" / "owner.key"))
     assert not is_own(other.path)
 
 
@@ -143,7 +143,7 @@ def test_a_shipped_run_is_read_only(tmp_path, monkeypatch):
     from asight_lsp.services.profiling import ProfileOptions, profile_file
     from asight_lsp.store.owner import ShippedRun, mark_own
     from asight_lsp.store.runs import DB_RECORDS, Run
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ASIGHT_OWNER_KEY", str(tmp_path / "config" / "owner.key"))
     fixtures = Path(__file__).resolve().parents[2] / "fixtures"
     source = tmp_path / "matmul_bias_relu.py"
     shutil.copy(fixtures / "matmul_bias_relu.py", source)
