@@ -216,6 +216,25 @@ def test_a_request_naming_a_one_function_unit_means_that_function():
     assert find_function(outline, "Nothing") is None
 
 
+class OneRunIndex:
+    """A run index holding one run (the part of ``RunIndex`` that ``Results.result`` reads)."""
+
+    def __init__(self, meta):
+        self.meta = meta
+
+    def for_function(self, file, fn_id):
+        return [self.meta]
+
+    def run_dir(self, run_id):
+        return Path(".")
+
+    def unreadable_for(self, file, fn):
+        return []
+
+    def shipped(self, run_id):
+        return False
+
+
 def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
     """Outside probe 3, F2: N = 1024 → 512 left the 1024³ run fresh for the function (its text is the same)."""
     from asight_lsp.services.results import Results
@@ -226,23 +245,10 @@ def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
     assert constants_hold({}, {"N": 512})          # a run that recorded no constants is judged by its text alone
     assert constants_hold({"S": [64, 64]}, {"S": (64, 64)})      # run.json keeps a tuple as a list
 
-    class Index:
-        def for_function(self, file, fn_id):
-            return [mbr_result().meta]
-
-        def run_dir(self, run_id):
-            return Path(".")
-
-        def unreadable_for(self, file, fn):
-            return []
-
-        def shipped(self, run_id):
-            return False
     fn = build_outline(MBR).functions[0]
     meta = mbr_result().meta
-    results = Results(Index())
+    results = Results(OneRunIndex(meta))
     meta.extra["constants"] = {"N": 1024}
-    Index.for_function = lambda self, file, fn_id: [meta]
     assert results.result("x.py", fn, None, with_details=False, constants={"N": 512}).stale
     assert not results.result("x.py", fn, None, with_details=False, constants={"N": 1024}).stale
 
@@ -262,22 +268,9 @@ def test_profile_and_the_lens_agree_a_constant_edit_is_stale():
     fn = build_outline(tuned).functions[0]
     meta = RunMeta(id="r", file="x.py", function="f", source_hashes={"f": function_hash(tuned, fn)},
                    extra={"constants": {"N": 1024}})
-
-    class Index:
-        def for_function(self, file, fn_id):
-            return [meta]
-
-        def run_dir(self, run_id):
-            return Path(".")
-
-        def unreadable_for(self, file, fn):
-            return []
-
-        def shipped(self, run_id):
-            return False
     for text, stale in ((tuned, False), (edited, True)):
         outline = build_outline(text)
         now = outline.functions[0]
-        lens = Results(Index()).result("x.py", now, function_hash(text, now), with_details=False,
+        lens = Results(OneRunIndex(meta)).result("x.py", now, function_hash(text, now), with_details=False,
                                        constants=constants_used(outline.constants, function_text(text, now)))
         assert lens.stale is stale and _fresh(meta, text, select(outline, "f")) is not stale
