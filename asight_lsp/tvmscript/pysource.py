@@ -294,23 +294,29 @@ def _sequence_arith(op: ast.operator, left: Any, right: Any) -> Any:
     return left * right if isinstance(op, ast.Mult) else left + right
 
 
+TVM_INT_BITS = 64   # TVM's widest integer (int64, uint64): a wider Python int never becomes IR
+
+
 def fold_refusal(node: ast.AST, constants: dict) -> str | None:
-    """Why ``node`` (a number or an operation) is too large to fold, when that is its own doing: ``None``
-    when it folds, is no literal, or one of its operands is already refused."""
-    if isinstance(node, ast.BinOp):
-        for operand in (node.left, node.right):
-            try:
-                literal_value(operand, constants)
-            except FoldRefused:
-                return None
-            except (ValueError, RecursionError):
-                pass
+    """Why TVM's parser must not be given ``node`` (a number or an operation of literals), when that is
+    its own doing: too large to fold, or an integer wider than TVM's 64 bits (TVM answers that with
+    "Expected `ir.Expr` but got `ffi.BigInt`"); ``None`` when it folds to a value TVM takes, is no
+    literal, or one of its operands is already refused."""
+    if isinstance(node, ast.BinOp) and any(_refusal_of(operand, constants) for operand in (node.left, node.right)):
+        return None
+    return _refusal_of(node, constants)
+
+
+def _refusal_of(node: ast.AST, constants: dict) -> str | None:
     try:
-        literal_value(node, constants)
+        value = literal_value(node, constants)
     except FoldRefused as err:
         return str(err)
     except (ValueError, RecursionError):
-        pass
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > TVM_INT_BITS:
+        return (f"this number has {value.bit_length()} bits; TVM's integers have at most {TVM_INT_BITS} "
+                f"(int64, uint64)")
     return None
 
 
