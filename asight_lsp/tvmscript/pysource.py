@@ -4,6 +4,7 @@ aliases and decorators."""
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from typing import Any
 
@@ -239,17 +240,17 @@ def _bounded(value: Any) -> Any:
     return value
 
 
-_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-            ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
-            ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+              ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+              ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 
 
 def _arith(op: ast.operator, left: float, right: float) -> float:
     """``left op right`` of two numbers, refused (``FoldRefused``) when the result would be larger than
     ``MAX_FOLD_BITS`` bits or Python would raise (overflow, zero division, a negative shift): a
     number's size is judged before it is computed, so no literal makes the reader compute for long."""
-    compute = _INT_OPS.get(type(op))
+    compute = _OPERATORS.get(type(op))
     if compute is None:
         raise ValueError("not a literal")
     _require_foldable(op, left, right)
