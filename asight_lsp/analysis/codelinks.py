@@ -346,7 +346,7 @@ def ptx_links(ptx: str, cuda: list[dict], source_suffix: str = ".cu") -> list[di
 
 def ptx_failure(message: str, arch: str | None, compiler: str) -> str:
     """One line for a PTX build that failed: the compiler's own error (TVM's message starts with the
-    CUDA source: a V100 run answered "#ifdef __CUDACC_RTC__"; outside probe 5, N9)."""
+    CUDA source, so its first line is e.g. "#ifdef __CUDACC_RTC__", not the error)."""
     said = message.split("Compilation error:", 1)[-1].splitlines()
     errors = [ln.strip() for ln in said if "error" in ln.lower() or "fatal" in ln.lower()] or ["(no message)"]
     line = f"the ptx level compiles the run's CUDA for {arch or 'its GPU'} with {compiler} here, which failed: {errors[0][:200]}"

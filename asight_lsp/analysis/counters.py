@@ -72,8 +72,8 @@ BASELINE = "the baseline's counters"
 
 def reference(cands: dict, baseline: dict | None) -> tuple[dict, str, set]:
     """The metrics gains are taken against, what they are, and the gain metrics taken against the
-    median profiled candidate although the file has a baseline line (it lacks them: a baseline timed
-    alone made the whole contour the model, one with DRAM alone dropped SM and GPU; outside probe 12, F1)."""
+    median profiled candidate although the file has a baseline line (it lacks them: taking a baseline
+    timed alone would make the whole contour the model, one with DRAM alone would drop SM and GPU)."""
     names = sorted({k for m in cands.values() for k in m})
     median = {k: float(np.median([m[k] for m in cands.values() if k in m])) for k in names}
     if not baseline:
@@ -82,7 +82,7 @@ def reference(cands: dict, baseline: dict | None) -> tuple[dict, str, set]:
     lacking = {k for k in gains if k not in baseline}
     if not lacking:
         return baseline, BASELINE, set()
-    if lacking == gains:          # the baseline gives none of them: the contour is the median's (probe 13, F2)
+    if lacking == gains:          # the baseline gives none of them: the contour is the median's
         return median, f"{MEDIAN} (the baseline's line has none of the metrics the contour uses)", set()
     return {**median, **baseline}, f"{BASELINE} ({MEDIAN} for the metrics its line lacks)", lacking
 

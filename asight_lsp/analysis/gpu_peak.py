@@ -2,10 +2,10 @@
 that would need more is no measurement (pure).
 
 A record adopted from elsewhere (``asight adopt``) carries MetaSchedule's run_secs and nothing else
-to check them by; "run_secs [2e-6]" for a 2.1 GFLOP fp32 matmul became "best 2.0 µs" in every
-view, 1,074 TFLOP/s (outside probe 4, F1).  The ceiling is the dense peak (no sparsity) of the
-fastest product of the architecture at the workload's input type, from NVIDIA's datasheets, with a
-margin (``MARGIN``) for boost clocks: a bound no real kernel reaches, not an estimate of this one.
+to check them by; "run_secs [2e-6]" for a 2.1 GFLOP fp32 matmul would read "best 2.0 µs" in every
+view, 1,074 TFLOP/s.  The ceiling is the dense peak (no sparsity) of the fastest product of the
+architecture at the workload's input type, from NVIDIA's datasheets, with a margin (``MARGIN``) for
+boost clocks: a bound no real kernel reaches, not an estimate of this one.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ MARGIN = 1.25
 
 # compute capability major.minor prefix -> (product, {input type: dense TFLOP/s at boost clock}).  "fp32"
 # is the CUDA cores' rate: TVM's MetaSchedule has no TF32 tensor-core intrinsics, so a float32 program
-# runs on the CUDA cores (outside probe 5, N1: the TF32 figure let 5 µs on the H100 through).
+# runs on the CUDA cores (a bound at the TF32 figure would let an impossible 5 µs on the H100 through).
 # "fp16" and "int8" are the tensor cores' (MetaSchedule's MMA intrinsics), or twice and four times
 # fp32 where an architecture has none.
 PEAKS = {

@@ -70,7 +70,7 @@ NO_COUNTERS = "registers, occupancy, limiting factor: not measured (no counters 
 
 def refused_counters(why: str) -> str:
     """The candidate line of a run whose counters.jsonl was refused (its bad line): the file has
-    counters, they are not used (outside probe 5, N3)."""
+    counters, they are not used."""
     return f"registers, occupancy, limiting factor: not measured (the run's counters.jsonl is not used: {why})"
 
 

@@ -113,13 +113,13 @@ def peak_figures(host: dict) -> dict:
             "note": "peak = the larger of the measured reference and the formula at the clock the cores reach"}
 
 
-# A CPU record adopted from elsewhere (outside probe 8, F3: 1 ps for a 524,288-FLOP matmul became "best
-# 0.0 µs"): no CPU core computes more than 2 x 512-bit FMA (64 fp32 FLOP) a cycle at 6.5 GHz; AMX
-# tiles (Sapphire Rapids) do 16x that in bf16 and 32x in int8.  The cores are the target's
-# ``num-cores`` (or 1,024 where it names none): a bound no real program reaches, not a peak.  A call
-# under 1 µs is bounded by a few cores' work whatever ``num-cores`` says: TVM's parallel launch (waking
-# its thread pool) takes longer than that, so such a call ran on at most 4 cores (outside probe 9, F3:
-# 5 ns for 524,288 FLOP on a target without ``num-cores`` was adopted as "best 0.0 µs").
+# A CPU record adopted from elsewhere may claim any latency (1 ps for a 524,288-FLOP matmul would read
+# "best 0.0 µs"), so it is checked against a bound: no CPU core computes more than 2 x 512-bit FMA
+# (64 fp32 FLOP) a cycle at 6.5 GHz; AMX tiles (Sapphire Rapids) do 16x that in bf16 and 32x in int8.
+# The cores are the target's ``num-cores`` (or 1,024 where it names none): a bound no real program
+# reaches, not a peak.  A call under 1 µs is bounded by a few cores' work whatever ``num-cores`` says:
+# TVM's parallel launch (waking its thread pool) takes longer than that, so such a call ran on at most
+# 4 cores (else 5 ns for 524,288 FLOP on a target without ``num-cores`` would pass the 1,024-core bound).
 CPU_CORE_FP32_TFLOPS = 64 * 6.5e9 / 1e12
 CPU_KIND_SCALE = {"fp32": 1, "fp16": 16, "int8": 32}
 CPU_CORES_UNKNOWN = 1024

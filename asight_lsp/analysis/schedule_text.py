@@ -3,8 +3,8 @@
 "Apply best schedule" inserts text that TVM printed from a run's record: a trace as ``def
 apply_trace(sch): ...`` (trace mode) or the scheduled TVMScript function (script mode).  A record is
 data a repository can ship, and TVM does not escape the strings it prints into a trace: an
-annotation key holding a quote and a newline became a top-level ``os.system(...)`` in the user's
-file (red team round 8, F10).  So the text is parsed and checked for its shape first.
+annotation key holding a quote and a newline can become a top-level ``os.system(...)`` in the
+user's file.  So the text is parsed and checked for its shape first.
 
 * A trace: one function; each statement an assignment, a call or ``pass``; every call a schedule
   primitive (``sch.<name>``), a TIR constructor (``T.Cast``, ``T.int64`` ...) or

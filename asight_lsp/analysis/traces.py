@@ -384,7 +384,7 @@ def blocks_gone(traces: Iterable[list], names: Iterable[str]) -> list[str]:
 
 def blocks_named_otherwise(run_id: str, gone: list[str]) -> str:
     """Why a fresh run's trace does not apply to its function: the blocks ``gone`` that its records get
-    are named otherwise in the source (structural matching ignores names; outside probe 11, F1)."""
+    are named otherwise in the source (structural matching ignores names)."""
     named = f"the records of run {run_id} get block{'s' * (len(gone) > 1)} {', '.join(gone)}"
     return (f"{named}, which this function does not have (the same computation with its blocks named otherwise: "
             "structural matching ignores names): rename the blocks as the records name them, or re-tune it here")
