@@ -29,7 +29,7 @@ COUNTERS_LIMIT = 8 << 20     # bytes (the H100 run's: 28 KB)
 def parse_counters(text: str, where: str = COUNTERS) -> list[dict]:
     """The entries of a counters file's text; AsightError naming the first bad line.  Lines end at
     "\n" only (a "\r" before it is whitespace to JSON): ``str.splitlines`` also split at U+2028,
-    U+2029 and other characters JSON allows in a string, so such a line was "not JSON" (outside probe 9, F6)."""
+    U+2029 and other characters JSON allows in a string, so such a line would be "not JSON"."""
     out, seen = [], {}
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
@@ -56,7 +56,7 @@ class _DuplicateKey(ValueError):
 
 def _one_each(pairs: list) -> dict:
     """A JSON object whose keys are distinct: JSON keeps the last of two "candidate" keys silently,
-    which moved the best's counters to another record (outside probe 3, F6)."""
+    which would move the best's counters to another record."""
     out = {}
     for key, value in pairs:
         if key in out:
@@ -110,8 +110,8 @@ REGISTERS, OCCUPANCY = "launch__registers_per_thread", "sm__warps_active.avg.pct
 
 def _occupancy_problem(metrics: dict) -> str | None:
     """Achieved occupancy no kernel with that many registers a thread reaches: an SM holds 65,536
-    registers, allocated 256 to a warp at a time, and at least 32 warp slots (outside probe 5, N2:
-    "90 % of warp slots busy" with 128 registers a thread, where 50 % is the most)."""
+    registers, allocated 256 to a warp at a time, and at least 32 warp slots (e.g. "90 % of warp slots
+    busy" with 128 registers a thread, where 50 % is the most)."""
     regs, occupancy = metrics.get(REGISTERS), metrics.get(OCCUPANCY)
     if regs is not None and regs < 1:
         return f"metric {REGISTERS!r} is {regs!r}: a kernel uses at least one register a thread"
@@ -137,14 +137,14 @@ def max_occupancy(regs: float, warp_slots: int) -> float:
 
 def _bound(name: str) -> tuple | None:
     """(largest value, whole number?, what it is) for metrics whose range is known: a percentage of a
-    peak, registers a thread, shared memory a block (outside probe 3, F1: "occupancy 250 %")."""
+    peak, registers a thread, shared memory a block (so "occupancy 250 %" is refused, not shown)."""
     if "pct_of_peak" in name:           # occupancy, throughputs: a share of a peak (rounding aside) is ≤ 100 %
         return 100.5, False, "a share of a peak above 100 % is not a measurement"
     if "pct" in name or name.endswith("hit_rate"):   # ncu reports a little over 100 at times (L2 hits 102.89 on the H100)
         return 150.0, False, "a percentage this far above 100 is not a measurement"
     if name.startswith("launch__registers_per_thread"):
         return 255.0, True, "registers a thread are a whole number, at most 255 on NVIDIA GPUs"
-    if name.startswith("launch__shared_mem_per_block_static"):     # 60,000 B was shown (outside probe 6, N6)
+    if name.startswith("launch__shared_mem_per_block_static"):     # 60,000 B is over any GPU's 48 KiB
         return float(48 << 10), True, "static shared memory a block is whole bytes, at most 48 KiB on NVIDIA GPUs"
     if name.startswith("launch__shared_mem_per_block"):
         return float(1 << 20), True, "shared memory a block is whole bytes, at most 1 MiB"
@@ -152,7 +152,7 @@ def _bound(name: str) -> tuple | None:
 
 
 def _plain_number(value) -> bool:
-    """A finite number ≥ 0 that fits a float (JSON allows a 400-digit integer: outside probe 2, F2)."""
+    """A finite number ≥ 0 that fits a float (JSON allows a 400-digit integer)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:
@@ -166,7 +166,7 @@ def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
     path = Path(run_dir) / COUNTERS
     if not os.path.lexists(path):
         return None
-    if not path.is_symlink() and not path.is_file():     # a folder there was "no counters" (outside probe 6, N9)
+    if not path.is_symlink() and not path.is_file():     # a folder there is an error, not "no counters"
         raise AsightError(f"{path} is not a regular file (a folder, a FIFO or a device)")
     return parse_counters(counters_text(path), str(path))
 

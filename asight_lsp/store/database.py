@@ -66,8 +66,8 @@ def require_intact(run_dir: str | os.PathLike) -> DatabaseHealth:
 
 def require_records_target(run: Run, meta: RunMeta) -> None:
     """A finished run's target is its records' (both written by the job, or by adopt): a run.json
-    hand-edited to say ``llvm`` over records tuned for ``cuda`` made ``asight profile`` time the GPU
-    trace on this CPU (outside probe 3, F8).  AsightError when run.json names another kind."""
+    hand-edited to say ``llvm`` over records tuned for ``cuda`` would make ``asight profile`` time the
+    GPU trace on this CPU.  AsightError when run.json names another kind."""
     kind = _kind(meta.target)
     kinds = {k for k in database_health(run.path).target_kinds if isinstance(k, str)}
     if meta.state in ("queued", "running") or kind == "a tag" or not kinds or kind in kinds:
@@ -131,7 +131,7 @@ def _health(run_dir: Path) -> DatabaseHealth:
 def _unloadable_text(path: Path, name: str) -> list[str]:
     """What in a database file's text TVM's JSON loader cannot read though Python's can: a blank line
     (it crashes), a ``\\uXXXX`` escape (it refuses "Unsupported escape sequence: \\u"; Python's
-    ``json.dumps`` writes one for a non-ASCII annotation key, outside probe 9, F5)."""
+    ``json.dumps`` writes one for a non-ASCII annotation key)."""
     try:
         raw = read_plain(path)
     except (OSError, NotPlainFile):
@@ -154,12 +154,12 @@ def _cannot(problems: list) -> str:
 def _bad_seconds(run_secs) -> str | None:
     """A record's run_secs that no runner writes (MetaSchedule writes positive seconds, 1e10 for a
     failure): negative, zero, NaN or not a number; TVM cannot load NaN, and a negative one would be
-    the run's "best" (outside probe 2, F1).  None when they are fine."""
+    the run's "best".  None when they are fine."""
     for value in run_secs or []:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
             return repr(value)[:40]
     failed = [v >= FAILED_LATENCY for v in run_secs or []]
-    if any(failed) and not all(failed):     # a mean of 3.3e9 s "measured" (outside probe 5, N5)
+    if any(failed) and not all(failed):     # else their mean, 3.3e9 s, reads as measured
         return f"{repr(list(run_secs))[:60]}, which mixes MetaSchedule's failure mark (1e10) with measured seconds"
     return None
 

@@ -111,7 +111,7 @@ _BLANK_FIRST = re.compile(rb"[ \t\r\f\v]*(?:\n|\Z)")
 
 def first_blank_line(raw: bytes) -> int | None:
     """The 1-based number of the first blank line of a file's bytes (the end after a last newline is
-    none), or None: TVM's JSON database loader crashes the process on one (outside probe 7, F3)."""
+    none), or None: TVM's JSON database loader crashes the process on one."""
     if raw and _BLANK_FIRST.match(raw):
         return 1
     match = _BLANK_AFTER.search(raw)
@@ -124,8 +124,8 @@ def first_unicode_escape(raw: bytes) -> int | None:
     """The 1-based number of the first line of a file's bytes holding a JSON ``\\uXXXX`` escape (a ``u``
     after an odd number of backslashes: ``\\\\u`` is an escaped backslash and a letter u), or None.
     TVM's JSON reader refuses one ("Unsupported escape sequence: \\u"), and Python's ``json.dumps``
-    writes one for every non-ASCII character (outside probe 9, F5).  ``bytes.find`` scans for the
-    pair; a lookbehind pattern tried every byte (9 s on a 126 MB line, holding the GIL)."""
+    writes one for every non-ASCII character.  ``bytes.find`` scans for the pair; a lookbehind pattern
+    would try every byte (9 s on a 126 MB line, holding the GIL)."""
     at = raw.find(b"\\u")
     while at != -1:
         start = at
@@ -146,9 +146,9 @@ def record_lines(raw: bytes) -> Iterator[bytes | None]:
 
 
 def file_lines(raw: bytes) -> Iterator[bytes]:
-    """The non-blank lines of a file's bytes, one at a time: ``splitlines()`` built a list of every line
-    first, and 128 MiB of newlines (218 KiB in git) became 134 million entries, ~1 GB in the untrusted
-    server (red team round 10).  The scan runs in C (``re``), linear in the bytes; a line keeps its
+    """The non-blank lines of a file's bytes, one at a time: ``splitlines()`` builds a list of every line
+    first, and 128 MiB of newlines (218 KiB in git) would become 134 million entries, ~1 GB in the
+    untrusted server.  The scan runs in C (``re``), linear in the bytes; a line keeps its
     ``\r``, which JSON ignores, and loses the blanks before its first byte."""
     for match in _LINE.finditer(raw):
         yield match.group(0)
@@ -167,6 +167,5 @@ def stamp(path: str | os.PathLike) -> tuple | None:
 def printable_name(text, limit: int) -> bool:
     """One short line of printable text: a name from another machine that the views print (a tool, a
     metric, a target's tag).  Control characters reach a terminal (a newline, ESC, BEL), and format
-    characters (``Cf``: bidirectional overrides) reorder what is shown; ``isprintable`` rejects both
-    (outside probe 8, F5)."""
+    characters (``Cf``: bidirectional overrides) reorder what is shown; ``isprintable`` rejects both."""
     return isinstance(text, str) and len(text) <= limit and text.isprintable()

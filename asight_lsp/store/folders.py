@@ -45,8 +45,8 @@ _TYPES = {"file": (str,), "function": (str,), "kind": (str,), "state": (str,), "
 
 
 def require_meta_types(meta: dict) -> None:
-    """run.json's fields hold what asight writes: a hand-edited ``"target": 42`` reached a view as
-    "'int' object has no attribute 'strip'" (outside probe 3, F8).  ValueError naming the field."""
+    """run.json's fields hold what asight writes: a hand-edited ``"target": 42`` would otherwise reach a
+    view as "'int' object has no attribute 'strip'".  ValueError naming the field."""
     for name, kinds in _TYPES.items():
         value = meta.get(name)
         if name in meta and (not isinstance(value, kinds) or isinstance(value, bool)):
@@ -55,11 +55,12 @@ def require_meta_types(meta: dict) -> None:
     adopted = extra.get("adopted")
     if adopted is not None and not isinstance(adopted, dict):
         raise ValueError(f"its extra.adopted is {json.dumps(adopted)[:60]}, not what `asight adopt` writes there "
-                         "(adopt the work folder again)")      # outside probe 10, F3: an internal error
+                         "(adopt the work folder again)")      # else reading its fields is an internal error
     workload = (adopted or {}).get("workload")
     if adopted is not None and (not isinstance(workload, int) or isinstance(workload, bool)):
+        # named as its own field: all of extra.adopted, cut at 60 characters, may not reach the bad value
         raise ValueError(f"its extra.adopted.workload is {json.dumps(workload)[:60]}, not what `asight adopt` writes "
-                         "there (a workload's line index; adopt the work folder again)")   # probe 11, F3: cut off
+                         "there (a workload's line index; adopt the work folder again)")
     target = meta.get("target")
     readable = target is None or (isinstance(target, str) and 0 < len(target) <= 4096) or \
         (isinstance(target, dict) and isinstance(target.get("kind"), str))
@@ -71,7 +72,7 @@ def require_meta_types(meta: dict) -> None:
 def claimed_owner(meta_path: Path) -> tuple[str | None, str | None]:
     """The file (absolute) and function an unreadable ``run.json`` still names as plain strings, else
     None for each: the editor and the CLI say which function's run they do not show, instead of "no
-    run yet" (outside probe 11, F2).  Nothing of it is used but to match names."""
+    run yet".  Nothing of it is used but to match names."""
     try:
         data = capped_json(read_plain(meta_path, MAX_META_BYTES))
     except (OSError, ValueError, RecursionError, AsightError):   # a link, too large, not JSON
