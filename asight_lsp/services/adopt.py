@@ -67,7 +67,7 @@ def adopt(work_dir: str, source: str, worker, function: str | None = None, count
 
 def _note_named_otherwise(run: Run, selection, workload: int) -> None:
     """The records get blocks the function names otherwise (matching ignores names): the views cannot
-    show the schedule on them, said at adopt (outside probe 12, F3; the code view says it too)."""
+    show the schedule on them, said at adopt (the code view says it too)."""
     gone = blocks_gone((r["insts"] for r in read_records(run.path) if r["workload"] == workload),
                        (b.name for fn in selection.functions for b in fn.blocks))
     if gone:
@@ -88,7 +88,7 @@ def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> N
         return
     said = [f"the counters lack {len(lack)} of the {len(VIEW_METRICS)} metrics the GPU views use: {', '.join(lack)} "
             "(the views say those figures are not measured)"] if lack else []
-    if untimed:        # outside probe 6, N5: another kernel's counters then passed unchecked
+    if untimed:        # said: another kernel's counters pass unchecked on such a line
         said.append(f"{untimed} counters line{'s' * (untimed > 1)} without {DURATION}: not checked against "
                     "their records' latencies (counters of another program would not be caught)")
     said += [faster] if faster else []
@@ -99,8 +99,8 @@ def _note_lacking(run: Run, entries: list[dict], faster: str | None = None) -> N
 
 def adopted_before(store: RunStore, folder: Path, function: str) -> str | None:
     """The newest run of ``function`` adopted from the same folder with the same records file (said: a
-    second adopt makes a second, identical run; outside probe F13; another function's run from a folder
-    of several is no copy: probe 12, F7).  The size is the folder's at adopt (a torn last line is set
+    second adopt makes a second, identical run; another function's run from a folder of several is no
+    copy).  The size is the folder's at adopt (a torn last line is set
     aside in the run)."""
     size = (folder / DB_RECORDS).stat().st_size
 

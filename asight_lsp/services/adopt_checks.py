@@ -1,8 +1,7 @@
 """What ``asight adopt`` checks in records and counters made elsewhere before it writes a run (TVM-free).
 
 A work folder from another machine is data nobody here measured: records of another target, a
-latency no GPU reaches, counters of another run are refused with their line, never ranked
-(outside probe 4, F1, F2, F5, F8).
+latency no GPU reaches, counters of another run are refused with their line, never ranked.
 """
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
     if not mine:
         raise AsightError(f"{where} holds no record of {label} ({len(records)} records in all): nothing was tuned "
                           f"there yet; {tail}")
-    targets = Counter(target_label(r["target"], tagged=False) for r in mine)    # a tag is a name (probe 7, F9)
+    targets = Counter(target_label(r["target"], tagged=False) for r in mine)    # untagged: a tag is only a name
     if len(targets) > 1:
         (main, _), *others = targets.most_common()
         first = next(r for r in mine if target_label(r["target"], tagged=False) != main)
@@ -59,8 +58,7 @@ def require_adoptable(records: list[dict], reply: dict, folder: Path, label: str
 
 def _require_plain_target(target, where: Path, tail: str) -> None:
     """The target's names the views print (kind, arch, mcpu, mtriple, tag) are short printable text: a
-    tag holding ESC sequences or a newline reached the terminal (outside probe 8, F5); an NVIDIA arch
-    is sm_XY."""
+    tag holding ESC sequences or a newline would reach the terminal; an NVIDIA arch is sm_XY."""
     if not isinstance(target, dict):
         return
     for key in ("kind", "arch", "mcpu", "mtriple", "tag"):
@@ -76,9 +74,9 @@ def _require_plain_target(target, where: Path, tail: str) -> None:
 
 def _require_possible_latencies(measured: list[dict], target, reply: dict, where: Path, tail: str) -> None:
     """No latency below a nanosecond (any target), none faster than the target computes: a GPU of the
-    records' architecture (``gpu_peak.impossible_rate``) or the CPU cores (``cpu_impossible_rate``;
-    outside probe 8, F3: 1 ps on a CPU record became "best 0.0 µs"; a call under 1 µs is bounded by 4
-    cores whatever ``num-cores`` says, outside probe 9, F3)."""
+    records' architecture (``gpu_peak.impossible_rate``) or the CPU cores (``cpu_impossible_rate``: 1 ps
+    on a CPU record would read "best 0.0 µs"; a call under 1 µs is bounded by 4 cores whatever
+    ``num-cores`` says)."""
     tiny = next((r for r in measured if r["latency_us"] < 1e-3), None)
     if tiny is not None:
         raise AsightError(f"{where} line {tiny['trial'] + 1}: a latency of {tiny['latency_us'] * 1e3:.3g} ns is below a "
@@ -95,10 +93,10 @@ def _require_possible_latencies(measured: list[dict], target, reply: dict, where
 
 def require_adopted_records(run, meta, records: list[dict]) -> None:
     """An adopted run's records and headline as adopt checked them: its records file edited after
-    adopt (a 2 µs trial, another target's record) or run.json's best changed were shown in every view
-    (outside probe 6, N1); a change no check names (another GPU's arch, a copy of the workload, a trace
-    that does not replay) is caught by the files' digests (outside probe 7, F2, F5, F6).  AsightError
-    (one line) naming the run and, where a check names one, the line."""
+    adopt (a 2 µs trial, another target's record) or run.json's best changed would be shown in every
+    view; a change no check names (another GPU's arch, a copy of the workload, a trace that does not
+    replay) is caught by the files' digests.  AsightError (one line) naming the run and, where a check
+    names one, the line."""
     adopted = (meta.extra or {}).get("adopted")
     if not isinstance(adopted, dict) or meta.state in ("queued", "running"):
         return
@@ -150,7 +148,7 @@ def _changed_files(run, adopted: dict) -> list[str] | None:
 def adopted_problem(run, meta) -> str | None:
     """Why an adopted run is not used (its records or run.json changed after adopt: the checks of
     ``require_adopted_records``), None when it holds or was not adopted.  The editor's lens, hover and
-    run list read run.json through the index, and showed an edited best (outside probe 6, N1)."""
+    run list read run.json through the index, so they would show an edited best without it."""
     if not isinstance((meta.extra or {}).get("adopted"), dict) or meta.state in ("queued", "running"):
         return None
     try:
@@ -163,8 +161,8 @@ def adopted_problem(run, meta) -> str | None:
 
 def run_counters(run_dir, records: list[dict], adopted: dict | None = None) -> list[dict] | None:
     """A run's own ``counters.jsonl`` as the views use it, checked as adopt checked it (one bad line
-    refuses the whole file, AsightError naming it): a line edited, torn or appended after adopt was
-    shown as measured, or made every view drop all lines silently (outside probe 5, N3).  ``adopted``:
+    refuses the whole file, AsightError naming it): a line edited, torn or appended after adopt would
+    be shown as measured, or make every view drop all lines silently.  ``adopted``:
     run.json's ``extra.adopted`` (its workload, FLOPs and types), if any.  None: no file."""
     entries = read_counters(run_dir)
     if entries:
@@ -218,9 +216,9 @@ def counter_candidates(entries: list[dict], records: list[dict], workload: int |
 
 
 def _require_gpu_records(entries: list[dict], records: list[dict], where: str | None) -> None:
-    """Counters are Nsight Compute's, of programs on a CUDA GPU: an llvm run adopted with them showed its
-    CPU program's "measured (Nsight Compute)" DRAM / SM / GPU contour (outside probe 12, F2), where
-    ``asight counters`` refuses the same run."""
+    """Counters are Nsight Compute's, of programs on a CUDA GPU: an llvm run adopted with them would show
+    its CPU program's "measured (Nsight Compute)" DRAM / SM / GPU contour, where ``asight counters``
+    refuses the same run."""
     target = records[0]["target"] if records else None
     kind = target.get("kind") if isinstance(target, dict) else None
     if not entries or kind is None or kind == "cuda":
@@ -255,8 +253,7 @@ def _require_possible_baseline(entry: dict, records: list[dict], where: str | No
 
 def _require_same_kernel(entry: dict, record: dict, where: str | None) -> None:
     """Counters whose kernel time is far from their record's latency were measured on another program
-    (counters of another tuning of the workload): trial 76 (134.6 µs) was shown with 16.5 ms of
-    counters as its measurement (outside probe 4, F8)."""
+    (counters of another tuning of the workload), e.g. 16.5 ms of counters for a 134.6 µs trial."""
     duration = entry["metrics"].get(DURATION)
     if duration is None:
         return
@@ -284,7 +281,7 @@ def _unit_slip(ratio: float) -> str | None:
 def faster_counters(entries: list[dict], records: list[dict]) -> str | None:
     """Counters lines whose kernel time is more than ``FASTER``x below their record's latency: within
     ``APART`` (not refused) but the wrong way, as Nsight Compute locks the clocks and reads slower than
-    the runner; said at adopt (outside probe 5, N2: 4.5x faster was adopted without a word)."""
+    the runner; said at adopt (4.5x faster is no reason to refuse, but worth a word)."""
     latency = {r["trial"]: r["latency_us"] for r in records if r["latency_us"]}
     fast = [(e["candidate"], e["metrics"][DURATION] / 1e3) for e in entries if e["candidate"] in latency
             and e["metrics"].get(DURATION) and e["metrics"][DURATION] / 1e3 * FASTER < latency[e["candidate"]]]
@@ -299,8 +296,8 @@ def faster_counters(entries: list[dict], records: list[dict]) -> str | None:
 
 def _require_possible_occupancy(entry: dict, record: dict, where: str | None) -> None:
     """Achieved occupancy above what the record's GPU holds for warps of that many registers: 45 % with
-    128 registers a thread on an H100 (64 warp slots: at most 25 %) was shown as measured (outside
-    probe 5, N2; probe 6, N3).  ``store/counters`` bounds it for any SM; this, for the record's."""
+    128 registers a thread on an H100 (64 warp slots: at most 25 %) is no measurement.
+    ``store/counters`` bounds it for any SM; this, for the record's."""
     target = record.get("target")
     slots = warp_slots(target.get("arch")) if isinstance(target, dict) and target.get("kind") == "cuda" else None
     regs, occupancy = entry["metrics"].get(REGISTERS), entry["metrics"].get(OCCUPANCY)
@@ -313,7 +310,7 @@ def _require_possible_occupancy(entry: dict, record: dict, where: str | None) ->
     if regs is None:
         return
     most = max_occupancy(regs, slots)
-    if occupancy > most + 0.05:        # ncu gives two decimals; 25.5 % over a 25 % ceiling was shown (probe 7, F7)
+    if occupancy > most + 0.05:        # ncu gives two decimals: 25.5 % over a 25 % ceiling is refused
         raise AsightError(f"{where}:{entry['line']}: achieved occupancy {occupancy:g} % with {int(regs)} registers a "
                           f"thread: on {target['arch']} ({slots} warp slots an SM) warps that use that many registers "
                           f"fill at most {most:.0f} %; these counters are not this candidate's")

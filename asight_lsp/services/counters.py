@@ -23,7 +23,7 @@ _GRACE_S, _LONGEST_WAIT_S = 900, 7 * 24 * 3600
 def budget_seconds(value, name: str) -> float:
     """The one check of a counters budget (``asight counters --budget-s``, ``asight tune --counters-budget``,
     the editor's ``countersBudget`` and ``countersBudgetSeconds``): a finite number of seconds >= 0, else
-    AsightError naming ``name`` (nan, inf and -5 were an internal error or a dumped command line; probe F4).
+    AsightError naming ``name`` (nan, inf or -5 would be an internal error or a dumped command line).
     0 profiles only what is always profiled (the baseline and the best); the tuning callers read 0 as no counters."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise AsightError(f"{name} must be a finite number of seconds >= 0 (got {value!r})")

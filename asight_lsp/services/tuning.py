@@ -86,7 +86,7 @@ def check_target(target: str | None) -> str:
     if kind not in TARGET_KINDS and "/" not in kind:
         raise AsightError(f"unknown target '{text}': the kind must be one of {', '.join(TARGET_KINDS)} "
                           "(or a Target JSON / tag)")
-    if "/" in kind and kind not in TAGS:   # said before the GPU check (probe 4, F13: "no NVIDIA GPU on this machine")
+    if "/" in kind and kind not in TAGS:   # before the GPU check: a misspelt tag is not "no NVIDIA GPU"
         near = difflib.get_close_matches(kind, sorted(TAGS), n=3)
         raise AsightError(f"unknown target tag '{kind}': TVM {TAGS_TVM_VERSION} has no such tag"
                           + (f" (near: {', '.join(near)})" if near else "") + "; or name a kind (cuda, llvm, ...) "
@@ -103,8 +103,8 @@ NOT_TUNED = {"nvptx": "nvptx is TVM's LLVM back end for NVIDIA GPUs; ASight tune
 
 
 def _require_tunable(kind: str) -> None:
-    """Kinds TVM knows that no tuning job here measures: refused before a run is made (``tune --target
-    nvptx`` failed in the job, with words for a CPU; outside probe 5, N4)."""
+    """Kinds TVM knows that no tuning job here measures: refused before a run is made (else ``tune
+    --target nvptx`` fails in the job, with words for a CPU)."""
     if kind in NOT_TUNED:
         raise AsightError(NOT_TUNED[kind] or f"ASight does not tune {kind} targets (it tunes llvm CPUs and "
                           "cuda, rocm, vulkan, opencl and metal GPUs)")
@@ -132,8 +132,8 @@ def _cores() -> int:
 
 def guided_target(store: RunStore, guided_by: str, target: str | None) -> str | None:
     """A guided run tunes on its base run's target: its records seed the new run, and records of
-    another target would mix an H100's 0.13 ms with this CPU's 130 ms (outside probe F8: the editor's
-    Re-tune lens on an adopted GPU run tuned the host CPU and headlined the GPU's figure)."""
+    another target would mix an H100's 0.13 ms with this CPU's 130 ms (the editor's Re-tune lens on an
+    adopted GPU run would tune the host CPU and headline the GPU's figure)."""
     base = store.get(guided_by).load()
     spec = (base.extra or {}).get("target_spec") or (json.dumps(base.target) if isinstance(base.target, dict) else None)
     if target is None:
@@ -147,7 +147,7 @@ def guided_target(store: RunStore, guided_by: str, target: str | None) -> str | 
 def require_gpu_here(target: str | None, rpc: str | None) -> None:
     """A device target measures on this machine's device unless ``--rpc`` names one: where the device's
     absence shows without TVM (nvidia-smi, device and driver files: ``targets.device_missing``), it is
-    refused before a run is made (no failed run left behind; outside probe F13, probe 4 F6)."""
+    refused before a run is made (no failed run left behind to hide an earlier one)."""
     text = (target or "").strip()
     if rpc or not text:
         return
@@ -170,7 +170,7 @@ def require_gpu_here(target: str | None, rpc: str | None) -> None:
 
 def check_rpc(rpc: str | None) -> None:
     """``HOST:PORT:KEY``, and a tracker that answers there: an unreachable one is refused before a run is
-    made (probe 4, F6: the job's own check left a failed run that hid the adopted one)."""
+    made (the job's own check would leave a failed run that hides the adopted one)."""
     if rpc is None:
         return
     try:
