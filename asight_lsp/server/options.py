@@ -91,9 +91,9 @@ def _coerce(name: str, value: Any, current: Any) -> Any:
 
 
 def target_text(value: Any, bad: Any) -> Any:
-    """A target as the tuning service reads it: text as given, a Target JSON object as JSON text (an
-    object was "not valid JSON" in the settings and an internal error in the Tune command: outside
-    probe 6, N4); ``bad`` for anything else."""
+    """A target as the tuning service reads it: text as given, a Target JSON object as JSON text (the
+    settings may hold an object: passed on as is, it would be "not valid JSON" to the settings check
+    and an internal error in the Tune command); ``bad`` for anything else."""
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value) if isinstance(value, dict) else bad

@@ -136,7 +136,7 @@ from each cluster centre, nearest candidates first.</p>
 
 def _legend_items(contour: dict) -> str:
     """The contour's legend as the panel and the PNG have it (``searchspace.legend_lines``: its agreement
-    with latency, the ⚠ of a group that goes against speed; outside probe 12, F4), else its groups."""
+    with latency, the ⚠ of a group that goes against speed), else its groups."""
     legend = contour.get("legend")
     if legend:
         return "".join(f"<li>{E(line)}</li>" for line in legend)

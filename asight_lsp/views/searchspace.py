@@ -182,7 +182,7 @@ def _gains(table, idx: np.ndarray, target: tuple, counters: list | None) -> tupl
 
 def _unmatched(counters: list, table) -> str:
     """Why counters gave no gain: no line names a measured candidate, or none of their metrics is one
-    the contour groups (DRAM / SM / GPU percentages, rates, stalls; outside probe 3, F7)."""
+    the contour groups (DRAM / SM / GPU percentages, rates, stalls)."""
     measured = {int(t) for t in table.trials[table.valid]}
     if not any(e["candidate"] in measured for e in counters):
         return "no counters match the run's measured candidates"
@@ -192,7 +192,7 @@ def _unmatched(counters: list, table) -> str:
 
 def _counters_why(origin: dict, tried: dict | None, notes: list) -> None:
     """A model contour of a run whose tuning job tried to collect counters says why it has none; one
-    whose counters file could not be read says that, not that it has none (outside probe 2, F4)."""
+    whose counters file could not be read says that, not that it has none."""
     unread = next((n for n in notes if n.startswith("counters not used: ")), None)
     if origin.get("origin") == "model" and unread:
         origin["why"] = unread
@@ -261,7 +261,7 @@ def _contour(lay, s: dict, lat: np.ndarray, measured_log2: float | None) -> dict
     measured counters the layer is theirs (``origin: measured``), tested against latency the same way."""
     origin = s["origin"]
     measured = origin["origin"] == "measured"
-    groups = " / ".join(c["label"] for c in s["gain_cats"]) or "DRAM / SM / GPU"     # those drawn (probe 12, F1)
+    groups = " / ".join(c["label"] for c in s["gain_cats"]) or "DRAM / SM / GPU"     # the groups drawn, not all three
     metric = (f"{origin['label']} gain: per cell, the max over {groups} of the mean log2 gain of the "
               f"counters against {origin['against']} ({origin['profiled']} of {origin['candidates']} candidates "
               "profiled; cells without counters have none)" if measured else
@@ -300,7 +300,7 @@ AGAINST_RHO = -0.3     # a measured group this anti-correlated with speed is sai
 
 def against_speed(contour: dict, agreement: dict | None) -> list[str]:
     """A measured group that goes against speed still wins the cells where its gain is the largest
-    (the rule merges by the largest): said, so the overall agreement does not hide it (probe F12)."""
+    (the rule merges by the largest): said, so the overall agreement does not hide it."""
     if not measured(contour):
         return []
     per = (agreement or {}).get("per_category") or {}

@@ -71,7 +71,7 @@ def result_parts(record: dict) -> list[str]:
 def member_parts(record: dict, member: str) -> list[str] | None:
     """A lens over one PrimFunc of a run tuned as a module: its own medians from the measurement's
     ``parts``, then the module's sum named as such (``18 µs · 3.4× vs untuned · module 56 µs``); the
-    module's total read as each function's figure (outside probe 10, F4).  None for another record."""
+    module's total alone would read as each function's figure.  None for another record."""
     parts = record.get("parts") or {}
     tuned, untuned = parts.get(f"tuned {member}"), parts.get(f"untuned {member}")
     if record.get("scope") != "module" or not isinstance(tuned, dict) or not tuned.get("median_us"):
@@ -84,7 +84,7 @@ def member_parts(record: dict, member: str) -> list[str] | None:
 
 def tuning_best_text(best_us: float, extra: dict | None = None) -> str:
     """The best MetaSchedule's runner saw, said as such, and where: an adopted run's was seen on the
-    machine that tuned it (an H100's 0.13 ms read like this CPU's; outside probe 3, F9)."""
+    machine that tuned it (else an H100's 0.13 ms reads like this CPU's)."""
     if (extra or {}).get("adopted"):
         return f"best {format_latency(best_us)} on the machine that tuned it (adopted, not re-measured)"
     return f"best {format_latency(best_us)} while tuning (not re-measured)"
@@ -133,8 +133,8 @@ GPU_UNMEASURED = ("the headline (tuned against DLight's default schedule, what T
 
 
 def gpu_unmeasured(target_label: str, measurement: dict | None) -> str | None:
-    """Why a GPU run shows no baseline or vendor-library line, and where they come from (outside probe 12,
-    F6: "not measured" alone read as a missing feature); None for a measured or a CPU run."""
+    """Why a GPU run shows no baseline or vendor-library line, and where they come from ("not measured"
+    alone reads as a missing feature); None for a measured or a CPU run."""
     if (measurement or {}).get("untuned") or not str(target_label).startswith("cuda"):
         return None
     return GPU_UNMEASURED
