@@ -49,7 +49,7 @@ _SPAWNER_LOCK = threading.Lock()
 def spawn_from_long_lived_thread(make: Callable[[], subprocess.Popen]) -> subprocess.Popen:
     """Run ``make`` (a Popen) on one thread that lives as long as this process: the worker's
     parent-death signal fires when the *thread* that started it ends, and a request may come from a
-    short-lived thread (red team round 4, F3)."""
+    short-lived thread."""
     global _SPAWNER
     with _SPAWNER_LOCK:
         if _SPAWNER is None or not _SPAWNER.is_alive():

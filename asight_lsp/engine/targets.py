@@ -216,7 +216,7 @@ def foreign_arch(mtriple: str | None, machine: str | None = None, system: str | 
     """What makes an LLVM triple's code unable to run here, else None: its architecture where it is not
     this machine's (``aarch64`` for ``aarch64-linux-gnu`` on x86_64), or the whole triple where it names
     another OS than this machine's ``platform.system()`` or the msvc environment off Windows
-    (``x86_64-pc-windows-msvc`` on Linux: loading its library killed the worker, outside probe 9, F4).
+    (``x86_64-pc-windows-msvc`` on Linux: loading its library would kill the worker).
     Such code builds here (LLVM emits for it) but cannot run here.  No OS named: runs here."""
     if not mtriple:
         return None
@@ -296,7 +296,7 @@ def device_missing(kind: str, environ=None, platform: str | None = None) -> str 
     """Why this machine has no ``kind`` device to measure on, as its files and environment show it
     without TVM (cheap), or None where one may be there (the tuning job then asks TVM's
     ``device.exist``).  Only sure answers: Linux device files and driver (ICD) files, macOS for Metal,
-    a browser for WebGPU; so a refused tune is refused before its run is made (probe 4, F6)."""
+    a browser for WebGPU; so a refused tune is refused before its run is made."""
     import glob
     import os
     import sys

@@ -202,7 +202,7 @@ class _BlockFacts:
             listed += self._explicit_access(stmt)
             self._stores([stmt], count_ops=True)
         if init:   # as TVM infers a reduction block's reads: its output is written, not read (C = C + A*B
-            # reads A, B): read index 0 of MetaSchedule's cache_read is A (outside probe 2026-11-29)
+            # reads A, B): read index 0 of MetaSchedule's cache_read is A
             self.blk.reads[:] = [b for b in self.blk.reads if b not in self.blk.writes or b in listed]
 
     def _is_nested_block(self, stmt: ast.With) -> bool:

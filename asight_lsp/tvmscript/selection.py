@@ -77,7 +77,7 @@ def _syntax_problem(outline: Outline, diag: dict) -> InputError:
 
 def check_selection(outline: Outline, selection: Selection, action: str = "tune") -> None:
     """Refuse a unit with syntax errors inside it or that the safety gate would not evaluate; ``action``
-    says what was refused ("refusing to adopt 'M'": adopt said "tune", probe 4 F13)."""
+    says what was refused ("refusing to adopt 'M'", not "tune", when adopt asks)."""
     unit = selection.unit
     for diag in outline.syntax_errors:
         if unit.start_line <= diag["range"]["start"]["line"] <= unit.end_line:
