@@ -17,8 +17,8 @@ PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """SIGKILL this worker when the process that started it dies (red team round 4, F3: a CPU bomb kept
-    computing after the CLI got SIGTERM or the server SIGKILL).  Set before the sandbox (prctl is not on
+    """SIGKILL this worker when the process that started it dies (else a CPU bomb keeps computing after
+    the CLI gets SIGTERM or the server SIGKILL).  Set before the sandbox (prctl is not on
     its allow-list); the kernel delivers it even while the main thread is deep in C code holding the GIL,
     where no watchdog thread could run.  ``ASIGHT_WORKER_PARENT``: the client's pid (``engine/client.py``),
     to catch a parent that died before the signal was armed."""

@@ -60,7 +60,7 @@ def match(params: dict, emit=None) -> dict:
 def unloadable(work_dir: str) -> dict:
     """``{count, first: [{line, why}]}``: records whose trace TVM cannot replay on their workload (an
     impossible decision, another program's trace).  TVM's database loader refuses the whole folder
-    over one of them, so every view of every candidate would fail on it (outside probe F4)."""
+    over one of them, so every view of every candidate would fail on it."""
     trials = read_trials(work_dir)
     first, count = [], 0
     for trial in range(len(trials.rows)):
@@ -83,8 +83,7 @@ def _why(err: Exception) -> str:
 
 def _copies(func, params: dict, index: int, ours: list[str]) -> list[int]:
     """Other workload lines that are the same function (another hash string: a TVM whose structural
-    hash differs tuned into the folder too): the code view read their records, unchecked (outside
-    probe 6, N2)."""
+    hash differs tuned into the folder too), whose records the code view would read unchecked."""
     rows = [row for row in read_json_lines(Path(params["work_dir"]) / "database_workload.json")]
     found = []
     for other, row in enumerate(rows):

@@ -94,8 +94,8 @@ MEASURED_LABEL = "measured (Nsight Compute)"
 
 
 def error_line(err: Exception) -> str:
-    """One line for an error: the product's own sentence as it is, another's with its type (an
-    "AsightError: run R: …" reached the user; outside probe 14, F6)."""
+    """One line for an error: the product's own sentence as it is (not "AsightError: run R: …"),
+    another's with its type."""
     first = (str(err).splitlines() or [""])[0]
     return first if isinstance(err, AsightError) else f"{type(err).__name__}: {first}"
 

@@ -1,4 +1,4 @@
-"""Keep one file's evaluation from changing how later files parse (red team round 4, F2; docs/sandbox.md).
+"""Keep one file's evaluation from changing how later files parse (docs/sandbox.md).
 
 The worker is long-lived: every file the editor opens is evaluated by the same TVM.  A TVMScript call
 that rebinds a name in TVM's script modules (``T.register_script_namespace("Buffer", T.int8)`` did:

@@ -273,7 +273,7 @@ def check(params: dict, emit=None) -> dict:
         except (DiagnosticError, SyntaxError, RuntimeError, ValueError, TypeError, AttributeError,
                 KeyError, IndexError, RecursionError) as err:
             problem = error_to_problem(err)
-            problem["message"] = sandbox.memory_message(err) or problem["message"]   # red team round 4, F4
+            problem["message"] = sandbox.memory_message(err) or problem["message"]   # the memory limit, said as such
             problem["unit"] = unit["name"]
             problems.append(problem)
             units[unit["name"]] = {"ok": False, "functions": []}

@@ -106,7 +106,8 @@ THREAD_RESERVE = 72 << 20    # per TVM pool thread: an 8 MiB stack + a 64 MiB gl
 
 
 def memory_allowance() -> int:
-    """Address space the worker may add to its size after ``import tvm`` (red team round 4, F4).
+    """Address space the worker may add to its size after ``import tvm``: a file that allocates
+    without end fails there, not the machine.
 
     ``ASIGHT_WORKER_MEM_GB`` GiB (default 4: parsing every fixture adds < 10 MiB, docs/sandbox.md)
     plus what TVM's thread pool reserves, never more than the machine's memory."""

@@ -33,8 +33,8 @@ THREADS = ("futex", "futex_waitv", "set_robust_list", "rseq", "set_tid_address",
            "exit_group", "sched_yield", "sched_get_priority_max", "sched_get_priority_min", "gettid", "getpid",
            "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getpgrp")
 # calls whose first argument names a process or thread: allowed on this process only (0 or its own pid), so
-# that nothing can re-pin, read or probe another process (red team round 4, F1: sched_setaffinity re-pinned
-# the editor's CPUs).  TVM's thread pool pins its threads by tid; the worker sets TVM_BIND_THREADS=0.
+# that nothing can re-pin, read or probe another process (sched_setaffinity could re-pin the editor's
+# CPUs).  TVM's thread pool pins its threads by tid; the worker sets TVM_BIND_THREADS=0.
 OWN_PID_ONLY = ("sched_setaffinity", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
                 "get_robust_list", "getsid")
 RLIMIT_CPU = 0

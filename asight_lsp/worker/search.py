@@ -18,7 +18,7 @@ def search_strategy(per_iter: int):
     Batches of 32 or more keep TVM's default.  A smaller population fills its initial sample less
     surely where most samples are invalid: an 8x64x16 matmul on the H100's tag failed in half of its
     seeds with population 128 ("Cannot sample enough initial population": 0 trials, every sample
-    rejected by VerifyGPUCode; outside probe 2026-11-29), so sampling retries up to 20 rounds
+    rejected by VerifyGPUCode), so sampling retries up to 20 rounds
     (TVM: 5), which costs nothing where the first round fills it.
     """
     population = max(128, min(512, 16 * per_iter))

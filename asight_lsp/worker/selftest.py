@@ -116,7 +116,7 @@ def process_probes(libc, table: dict) -> dict:
 
 
 def scheduling_probes(sentinel: int) -> dict:
-    """Change another process's CPU affinity or priority (red team round 4, F1).  Harmless if it
+    """Change another process's CPU affinity or priority (``sandbox_rules.OWN_PID_ONLY``).  Harmless if it
     succeeds: the sentinel (the parent) gets the mask and nice value it already has, read from /proc."""
     def affinity():
         os.sched_setaffinity(sentinel, _proc_affinity(sentinel))
