@@ -60,7 +60,7 @@ REQ_STATUS = "asight/status"             # {} -> ServerStatus (engine state, wor
 NOTIFY_RUN_UPDATED = "asight/runUpdated"  # server -> client, RunUpdated below
 NOTIFY_WORKSPACE_TRUSTED = "asight/workspaceTrusted"  # client -> server, {}: the user trusted the workspace
 # (VS Code's onDidGrantWorkspaceTrust).  `trusted` in workspace/didChangeConfiguration is ignored: a client
-# that forwards a project's settings would let the project trust itself (red team round 6).
+# that forwards a project's settings would let the project trust itself.
 
 # --------------------------------------------------------------------------- payload schemas
 SCHEMA_RUNS = "asight.runs/1"
@@ -148,6 +148,9 @@ class RunSummary(TypedDict, total=False):
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
     measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
     shipped: bool            # present (true) for a run this user did not make on this machine: read-only, never resumed
+    status: str              # a function's run: live | fresh | stale | failed (services/catalogue.py)
+    reasons: list            # why stale or failed, one line each
+    movedFrom: str | None    # the path the run recorded when found by its place in a moved or copied project
 
 
 class RunUpdated(TypedDict, total=False):

@@ -126,8 +126,8 @@ MAX_VIEW_RECORDS = 5000   # a view's candidates: a 2,048-trial model run has few
 def view_records(records: list[dict], limit: int = MAX_VIEW_RECORDS) -> tuple[list[dict], str | None]:
     """The records a view extracts features for and draws: all of them, or the ``limit`` fastest
     measured ones (failed trials dropped first), in trial order, with a note saying so.  Each record
-    costs the worker 2-6 ms and ~18 KB to extract: 10,000 tiny valid lines (17 KB in git) held a read-only
-    `asight loops` for 24 s, and the records limit admits ~500,000 (red team round 10)."""
+    costs the worker 2-6 ms and ~18 KB to extract: 10,000 tiny valid lines (17 KB in git) would hold a
+    read-only `asight loops` for 24 s, and the records limit admits ~500,000."""
     if len(records) <= limit:
         return records, None
     ranked = sorted(records, key=lambda r: (r.get("latency_us") is None, r.get("latency_us") or 0.0, r["trial"]))

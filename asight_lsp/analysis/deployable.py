@@ -48,7 +48,7 @@ def unrecorded_text(tasks: list[str], chosen: list[dict]) -> str | None:
 def search_credit(tasks: int, chosen: list | None) -> str | None:
     """What the tuned build owes the search: ``k of n kernels run a tuned schedule``, and when none
     does, that the speed-up over untuned is the build's, not the trials' (a "1.36x faster" with every
-    default kept read as "12 trials bought 36 %": model probe round 5).  None without a measurement."""
+    default kept would read as "12 trials bought 36 %").  None without a measurement."""
     if chosen is None or not tasks:
         return None
     if not chosen:
@@ -110,7 +110,7 @@ def untuned_wins(measurement: dict | None) -> str | None:
 def untuned_faster_but_busy(measurement: dict | None) -> str | None:
     """The note an export of the tuned build owes the user when the run's headline measured it slower
     than untuned on a busy machine (``untuned_wins`` does not act on such a record): tune said "keep
-    the untuned build", and export must not ship the other one without a word (model probe round 5)."""
+    the untuned build", and export must not ship the other one without a word."""
     s = (measurement or {}).get("speedup") or {}
     ci = s.get("ci") or []
     if len(ci) != 2 or not s.get("estimate") or ci[1] >= 1 or not ((measurement or {}).get("load") or {}).get("busy"):

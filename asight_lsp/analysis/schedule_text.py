@@ -61,8 +61,8 @@ def require_trace_function(text: str) -> None:
 
 def _require_plain_signature(func: ast.FunctionDef) -> None:
     """``def name(sch)`` or ``def name(sch: "s_tir.Schedule")``: Python evaluates a decorator, a default
-    and an annotation when the ``def`` runs (a run folder's name ending the header comment put a
-    decorator above the function: red team round 10)."""
+    and an annotation when the ``def`` runs (a run folder's name that ends the header comment can put a
+    decorator above the function)."""
     args = func.args
     plain = (not func.decorator_list and _text_of(func.returns) in (None, "None") and not args.posonlyargs
              and not args.kwonlyargs and args.vararg is None and args.kwarg is None and not args.defaults
@@ -75,7 +75,7 @@ def _require_plain_signature(func: ast.FunctionDef) -> None:
 def _require_no_injected_source(node: ast.AST) -> None:
     """No ``pragma_import_llvm`` / ``pragma_import_c`` annotation: its value is source code the code
     generator pastes into the kernel, which ASight refuses to build (``native_calls``) and so must not
-    hand the user to build (red team round 10: LLVM IR defining a TVM error function as system())."""
+    hand the user to build (LLVM IR can define a TVM error function as system())."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and INJECTED_SOURCE in node.value:
         raise NotASchedule(_where(node, f"a {INJECTED_SOURCE}_* annotation (source code pasted into the kernel)"))
 
@@ -86,7 +86,7 @@ def _text_of(node: ast.expr | None) -> str | None:
 
 def _require_trace_statement(stmt: ast.stmt) -> None:
     """``names = <call>``, ``<call>`` or ``pass``; never a rebinding of ``sch``, ``T`` or ``tvm`` (a
-    rebound ``sch`` made ``sch.system(...)`` look like a schedule primitive: red team round 9)."""
+    rebound ``sch`` makes ``sch.system(...)`` look like a schedule primitive)."""
     if isinstance(stmt, ast.Pass):
         return
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -146,7 +146,7 @@ def _type_var(stmt: ast.stmt) -> bool:
 def _script_call(func: ast.expr) -> bool:
     """TVMScript's own calls: ``T.*``, ``R.*``, ``I.*``, ``cls.*`` (a module's functions), ``range``; at
     most two names deep (``T.axis.remap``, ``R.nn.relu``) and none of them a way out of TVMScript
-    (``T.builder.external_kernel.os.system`` passed a root-only check: red team round 9)."""
+    (``T.builder.external_kernel.os.system`` passes a root-only check)."""
     parts = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)

@@ -31,8 +31,7 @@ CODE_GENERATORS = ("llvm",) + DEVICE_KINDS
 def require_code_generator(config):
     """Refuse a target whose code is written by a generator that prints names into source: TVM's C
     generator (``"c"``, or ``"host": {"kind": "c"}``) pastes a function's ``global_symbol`` into the
-    C file, and a crafted name became a constructor that ran as root when the library loaded (red
-    team round 6)."""
+    C file, and a crafted name can become a constructor that runs when the library loads."""
     if not isinstance(config, dict):
         return config                  # a tag: TVM's own list (its host is llvm)
     kind = config.get("kind")
@@ -56,8 +55,8 @@ COMPILER_OPTIONS = ("cl-opt",)
 def require_no_compiler_options(attrs) -> None:
     """Refuse target attributes that pass options to LLVM itself: ``-cl-opt`` takes any LLVM
     command-line option, and some write files where they say (``-ir-dump-directory``,
-    ``-info-output-file``) from the unsandboxed builders (red team round 8: a cloned repository's
-    ``asight.target`` setting dumped IR into any folder).  ``attrs``: a target config or TVM's attrs."""
+    ``-info-output-file``) from the unsandboxed builders (a cloned repository's ``asight.target``
+    setting could dump IR into any folder).  ``attrs``: a target config or TVM's attrs."""
     for key in COMPILER_OPTIONS:
         try:
             value = attrs.get(key) if hasattr(attrs, "get") else None

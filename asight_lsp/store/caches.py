@@ -36,7 +36,7 @@ PROFILE_LIMIT, FEATURES_LIMIT = 8 << 20, 64 << 20   # bytes of a cache read (a p
 
 def _read(path: Path, limit: int = PROFILE_LIMIT):
     """A cache, or None when it is missing, unreadable, not plain or over ``limit`` (a run folder is data
-    a repository can ship: 20 MB of empty maps became 20 million dicts in the server, red team round 9)."""
+    a repository can ship: 20 MB of empty maps would become 20 million dicts in the server)."""
     try:
         return msgpack.unpackb(read_plain(path, limit), raw=False, strict_map_key=False)
     except (OSError, ValueError, NotPlainFile, msgpack.exceptions.ExtraData, msgpack.exceptions.UnpackException):
@@ -49,8 +49,8 @@ def _write(path: Path, data) -> None:
 
 def load_profile(run: Run) -> dict | None:
     """The profile cached in a run directory (whatever its key), or None, also when it does not have a
-    profile's shape (a run folder is data: a string as its profile ended `asight profile` in an
-    AttributeError, red team round 10)."""
+    profile's shape (a run folder is data: a string as its profile would end `asight profile` in an
+    AttributeError)."""
     data = _read(run.path / PROFILE_FILE)
     profile = data.get("profile") if isinstance(data, dict) else None
     shaped = isinstance(profile, dict) and all(isinstance(profile.get(key, {}), dict) for key in ("measured", "cache_key"))

@@ -172,8 +172,8 @@ def read_counters(run_dir: str | os.PathLike) -> list[dict] | None:
 
 
 def counters_text(path: Path) -> str:
-    """A counters file's text: bounded, plain (200 MiB of newlines took the untrusted server to 1.9 GB
-    per hover: red team round 10), UTF-8 (the bad line is named)."""
+    """A counters file's text: bounded, plain (200 MiB of newlines would take the untrusted server to
+    1.9 GB per hover), UTF-8 (the bad line is named)."""
     try:
         data = read_plain(path, COUNTERS_LIMIT)
     except (NotPlainFile, OSError) as err:

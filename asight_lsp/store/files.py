@@ -72,7 +72,7 @@ class NotPlainFile(AsightError):
 def read_plain(path: str | os.PathLike, limit: int = MAX_RUN_FILE_BYTES) -> bytes:
     """A run folder's file, read only when it is a regular file of at most ``limit`` bytes and not a
     symbolic link (``O_NOFOLLOW``): a run folder is data a repository can ship, and a link to
-    /dev/zero was read without end (red team rounds 8 and 9).  FileNotFoundError as ``open``;
+    /dev/zero would be read without end.  FileNotFoundError as ``open``;
     NotPlainFile otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))

@@ -1,5 +1,5 @@
 """What a run folder and its store must be before anything is read from them (pure filesystem checks):
-a run folder is data a repository can ship (red team rounds 8-10, docs/sandbox.md)."""
+a run folder is data a repository can ship (docs/sandbox.md)."""
 from __future__ import annotations
 
 import json
@@ -19,8 +19,8 @@ MAX_RUN_ENTRIES = 20_000       # files and folders of a run folder (a tuned mode
 
 def meta_json(data: bytes) -> dict:
     """run.json's object.  Its lists and objects are counted first (an upper bound: brackets inside
-    strings count too): five 15 MiB files of empty lists held 1.9 GB of the untrusted server (red team
-    round 10).  ValueError when there are too many, or it is not an object."""
+    strings count too): five 15 MiB files of empty lists would hold 1.9 GB of the untrusted server.
+    ValueError when there are too many, or it is not an object."""
     meta = capped_json(data)
     if not isinstance(meta, dict):
         raise ValueError(f"a JSON {type(meta).__name__}, not an object")
@@ -102,8 +102,8 @@ RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")      # what ``new_run_id``
 
 def require_run_name(name: str) -> None:
     """A run's id is its folder's name, and it is shown and written (a comment above an applied
-    schedule): a name with a newline ended that comment and put code into the user's file (red team
-    round 10).  AsightError unless the name is what ``RunStore.new_run_id`` makes."""
+    schedule): a name with a newline would end that comment and put code into the user's file.
+    AsightError unless the name is what ``RunStore.new_run_id`` makes."""
     if not RUN_NAME.fullmatch(name) or len(name) > 200:
         raise AsightError(f"the run folder {name[:60]!r} has a name asight never gives a run (letters, digits, "
                           "'_', '.', '-'): rename it to use it")
@@ -111,8 +111,8 @@ def require_run_name(name: str) -> None:
 
 def require_plain_store(root: Path) -> None:
     """A store's folder and its ``runs/`` are not symbolic links: a repository can ship ``.asight`` ->
-    elsewhere, and then tune wrote there (round 9) and every view read runs from there and wrote its
-    caches there (red team round 10).  AsightError naming the link."""
+    elsewhere, and then tune would write there and every view would read runs from there and write its
+    caches there.  AsightError naming the link."""
     for folder in (root, root / "runs"):
         if folder.is_symlink():
             raise AsightError(f"{folder} is a symbolic link (to {os.readlink(folder)}); runs are read and written "
@@ -122,7 +122,7 @@ def require_plain_store(root: Path) -> None:
 def require_plain_folder(path: Path) -> None:
     """A run folder holds plain files and folders only: a link (``source.py`` -> a shell rc,
     ``profiles/`` -> another folder), a FIFO or a device (``run.json`` -> /dev/zero) in a shipped run
-    made the product write, delete or read where the link pointed (red team round 8).  AsightError
+    would make the product write, delete or read where the link points.  AsightError
     naming the first such entry.  (Each file's size is ``read_plain``'s to bound.)"""
     if path.is_symlink() or not path.is_dir():
         raise AsightError(f"run {path.name}: not a plain folder (a symbolic link?); not used")

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "--unsandboxed" not in argv:
         os.environ["TVM_BIND_THREADS"] = "0"   # the sandbox refuses pinning another thread (sandbox_rules.OWN_PID_ONLY)
-    if "--unsandboxed" in argv:      # export, import, cachegrind: no sandbox, but a memory cap (red team round 6)
+    if "--unsandboxed" in argv:      # export, import, cachegrind: no sandbox, but a memory cap
         sandbox.limit_memory(2.0)
     status = sandbox.skip("started with --unsandboxed for a trusted request") if "--unsandboxed" in argv \
         else sandbox.apply()

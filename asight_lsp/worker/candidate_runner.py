@@ -1,8 +1,8 @@
 """MetaSchedule's runner on the CPU, with every candidate run by a sandboxed worker (docs/sandbox.md).
 
 A candidate is native code that the file's schedule made, and TVM does not bound-check its stores:
-a kernel can corrupt the memory of the process that runs it (red team round 8 wrote through a pointer
-forged from an input).  MetaSchedule's ``LocalRunner`` ran candidates in a pool process that the
+a kernel can corrupt the memory of the process that runs it (e.g. write through a pointer forged from
+an input).  MetaSchedule's ``LocalRunner`` ran candidates in a pool process that the
 OS sandbox contained, but it sent each result back *pickled*, and the unsandboxed tuning job
 unpickled it: a runner taken over by its candidate could run anything in the job.  Here candidates
 run in a sandboxed worker that answers over the worker pipe, whose frames are msgpack data: a

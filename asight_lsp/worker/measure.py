@@ -241,7 +241,7 @@ def _choose(parsed, kind: str, run_dir, target, function: str | None) -> list[di
 
 
 def _candidate(spec: dict):
-    parsed = parse_to_run(spec)      # built and run like the file (red team round 6: it was not checked)
+    parsed = parse_to_run(spec)      # checked, built and run like the file (native calls refused)
     funcs = prim_funcs(parsed, spec.get("function"))
     if len(funcs) != 1:
         raise ValueError("the candidate must hold exactly one PrimFunc (name it with its function)")

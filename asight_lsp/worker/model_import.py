@@ -92,8 +92,8 @@ RESERVED = {"R", "T", "I", "tvm", "relax", "tirx", "np"}    # the file's own mod
 def python_names(model) -> tuple[object, dict]:
     """The model with every input and weight whose name cannot be a Python parameter renamed: a
     keyword (``in``, ``is``), a leading digit (``0_weight``) or one of the file's aliases (``R``)
-    (TVM's printer wrote them as they were and the file did not parse: "the safety gate refuses (0
-    units)", model probe round 5).  Returns (model, {old: new})."""
+    (TVM's printer writes them as they are, and the file would not parse: "the safety gate refuses (0
+    units)").  Returns (model, {old: new})."""
     graph = model.graph
     names = [i.name for i in graph.input] + [w.name for w in graph.initializer]
     taken = set(names) | {o for n in graph.node for o in n.output}

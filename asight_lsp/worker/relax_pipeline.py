@@ -228,7 +228,7 @@ class _RenameInserted(relax.PyExprMutator):
 def inference_dropout(mod):
     """Each ``R.nn.dropout(x)`` replaced by what TVM lowers it to, ``(x, ones_like(x))``: TVM's
     ConvertLayout fails on its tuple ("Expected nested to match tuple"), and any model with a Dropout
-    node (an MLP, a transformer) could not be tuned or viewed (model probe round 5)."""
+    node (an MLP, a transformer) could not be tuned or viewed."""
     dropout = tvm.ir.Op.get("relax.nn.dropout")
     out = mod
     for gv, func in list(mod.functions_items()):
