@@ -56,12 +56,11 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
     """
     def build(req: PayloadRequest) -> dict:
         from ..services.run_data import build_view
-        from ..analysis.stagegraph import num_input_of
-        from ..views.loops import stage_graph_of
+        from ..views.loops import graph_of
         if req.run_dir is None:  # only the stage graph exists before a run
             if req.function is None:
                 return P.unavailable(P.SCHEMA_STAGE_GRAPH, "name a function (uri + function) or a run")
-            return stage_graph_of(req.function, num_input=num_input_of(req.text, req.function) if req.text else None)
+            return graph_of(req.function, req.text)      # the one rule of every surface (views.loops.graph_of)
         worker = req.state.worker if req.state.options.trusted else None
         task = req.params.get("task") if isinstance(req.params.get("task"), str) else None
         try:

@@ -72,41 +72,55 @@ def loop_view(data: RunData) -> dict:
 
 
 def stage_graph(data: RunData) -> dict:
-    """Blocks (or Relax bindings) as nodes, buffers as edges, with a layered layout; each block
-    says what the run's best schedule did to it.  A Relax model is drawn at its own scale: its
-    kernel calls and their data flow (``model_stage_graph``)."""
+    """The ``asight.stageGraph/1`` payload of a run (the registry's builder): ``graph_of`` its function
+    with the run's profile, summary and notes.  A Relax model's graph is the whole model's, so its
+    ``data`` has every task's records (``services.run_data.build_view`` loads it so for
+    ``asight/stageGraph``, and ``asight loops`` and ``asight report`` call that, not this, for a model)."""
     base = {"run": run_info(data), "notes": list(data.notes)}
     if data.function is None:
         return {"schema": STAGE_GRAPH_SCHEMA, **base, "status": "unavailable",
                 "message": f"source of {data.meta.function} not found ({data.meta.file})"}
-    profile = load_profile(data.run)
-    num_input = num_input_of(data.text, data.function) if data.text else None
-    if data.function.kind != "prim_func" and data.function.bindings:
-        graph = model_stage_graph(data, profile, num_input, base)
+    best = best_summary(data) if data.function.kind == "prim_func" else None
+    return graph_of(data.function, data.text, base, load_profile(data.run), best)
+
+
+def graph_of(function, text: str | None = None, base: dict | None = None, profile: dict | None = None,
+             best: dict | None = None) -> dict:
+    """The stage graph of a function: the one rule of every surface (the editor's panel before and after
+    a run, ``asight loops``, ``asight report``).  A Relax model whose run has a per-call profile is drawn
+    at its own scale: its kernel calls and their data flow (``model_stage_graph``); otherwise one node
+    per block (a PrimFunc, each with what the best schedule ``best`` did to it) or per binding (a Relax
+    function, weights folded), each with its measured cost when there is a run (``stage_costs``).
+    ``text``: the function's source (a Relax function's ``num_input``); ``base``: ``run`` and ``notes``
+    of the run (None: before any run)."""
+    num_input = num_input_of(text, function) if text else None
+    of_run = (base or {}).get("run") is not None
+    if of_run and function.kind != "prim_func" and function.bindings:
+        graph = model_stage_graph(function, profile, num_input, base)
         if graph is not None:
             return graph
-        base["notes"].append("no per-call profile of this run yet: one box per binding (weights folded); "
-                             "profile the run to see its kernels")
-    return stage_graph_of(data.function, best_summary(data), base, stage_costs(profile, data.function), num_input)
+        base = {**base, "notes": [*base.get("notes", []), "no per-call profile of this run yet: one box per binding "
+                                  "(weights folded); profile the run to see its kernels"]}
+    return stage_graph_of(function, best, base, stage_costs(profile, function) if of_run else None, num_input)
 
 
 def _task_info(profile: dict | None) -> dict[str, dict]:
     return ((profile or {}).get("relax") or {}).get("task_records") or {}
 
 
-def model_stage_graph(data: RunData, profile: dict | None, num_input: int | None, base: dict) -> dict | None:
+def model_stage_graph(function, profile: dict | None, num_input: int | None, base: dict) -> dict | None:
     """The model's kernel calls (tasks) as nodes with per-call cost and share, their data flow as
     edges (``analysis.stagegraph.model_graph``); None when the run's profile has no calls."""
-    graph = model_graph(data.function, profile, num_input, _task_info(profile))
+    graph = model_graph(function, profile, num_input, _task_info(profile))
     if not graph.nodes:
         return None
-    _, build = profile_calls(profile, data.function)
+    _, build = profile_calls(profile, function)
     pos = layered_positions(graph)
     nodes = [{"id": name, **attrs, "layer": pos[name][0], "row": pos[name][1]} for name, attrs in graph.nodes(data=True)]
     edges = [{"source": u, "target": v, **attrs} for u, v, attrs in graph.edges(data=True)]
     tasks = {n["task"] for n in nodes if n.get("kind") == "kernel"}
     return clean({"schema": STAGE_GRAPH_SCHEMA, "notes": [], **base, "status": "ok", "level": "model",
-                  "function": data.function.id, "kind": data.function.kind, "nodes": nodes, "edges": edges,
+                  "function": function.id, "kind": function.kind, "nodes": nodes, "edges": edges,
                   "summary": f"{len(nodes) - sum(1 for n in nodes if n.get('kind') == 'io')} kernel calls of "
                              f"{len(tasks)} tasks ({build} build); weights and what is folded from them not drawn",
                   "layout": "layer = longest path from the inputs; row = order within the layer",

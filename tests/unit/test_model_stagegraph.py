@@ -83,3 +83,35 @@ def test_binding_graph_folds_weights_and_never_takes_a_namespace_for_an_input():
     assert "R" not in inputs and not any("R" == a.get("label") for _, a in g.nodes(data=True))
     loose = build_graph(_fn())                      # without num_input every parameter is an input, still no `R`
     assert "input:R" not in loose and "input:w1" in loose
+
+
+# ---------------------------------------------------------------- one rule for every surface (views.loops.graph_of)
+
+BASE = {"run": {"id": "r1", "trials": 12, "task": None}, "notes": []}
+
+
+def test_graph_of_a_profiled_model_is_its_kernel_calls():
+    from asight_lsp.views.loops import graph_of
+    g = graph_of(_fn(), SOURCE, BASE, _profile())
+    assert g["status"] == "ok" and g["level"] == "model" and g["run"] == BASE["run"]
+    assert [n["id"] for n in g["nodes"] if n["kind"] == "kernel"] == [f"{c['task']}#0" for c in CALLS]
+    assert {n["id"] for n in g["nodes"] if n["kind"] == "io"} == {"input:x", "output:gv"}   # num_input from the text
+    assert g["summary"].startswith("5 kernel calls of 5 tasks (tuned build)")
+
+
+def test_graph_of_a_model_without_a_per_call_profile_is_its_bindings_and_says_so():
+    from asight_lsp.views.loops import graph_of
+    g = graph_of(_fn(), SOURCE, BASE, None)
+    assert "level" not in g and {n["kind"] for n in g["nodes"]} == {"binding", "io"}
+    assert all(n["cost"]["us"] is None for n in g["nodes"] if n["kind"] == "binding")
+    assert any("no per-call profile" in note for note in g["notes"]) and BASE["notes"] == []   # base left as it was
+
+
+def test_graph_of_before_any_run_is_the_source_map():
+    """The editor's panel before a run (server/custom.py): bindings, no cost, no note, no run."""
+    from asight_lsp.views.loops import graph_of, stage_graph_of
+    g = graph_of(_fn(), SOURCE)
+    assert g == stage_graph_of(_fn(), num_input=1)
+    assert g["run"] is None and g["notes"] == [] and not any("cost" in n for n in g["nodes"])
+    assert graph_of(_fn(), SOURCE, None, _profile())["nodes"] == g["nodes"]   # a profile without a run draws nothing
+
