@@ -17,9 +17,9 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..views.loops import loop_view, stage_graph
+    from ..views.loops import loop_view
     data = load(args)
-    view, graph = loop_view(data), stage_graph(data)
+    view, graph = loop_view(data), run_stage_graph(data)
     if view["status"] != "ok":
         raise AsightError(view["message"])
     if args.json:
@@ -27,6 +27,27 @@ def run(args) -> int:
     else:
         sys.stdout.write(render(view, graph))
     return 0
+
+
+def run_stage_graph(data) -> dict:
+    """The run's stage graph as the editor draws it.  A Relax model's is the whole model's (its kernel
+    calls and their data flow, whatever task ``--task`` shows in the loop view): the server's builder,
+    ``build_view("stageGraph")``, on the run's source (its file, else its snapshot).  A PrimFunc's is
+    ``stage_graph(data)``: the run's function, or the task shown."""
+    from ..views.loops import stage_graph
+    if data.meta.kind != "relax":
+        return stage_graph(data)
+    from ..services.run_data import build_view
+    return build_view("stageGraph", data.run.path, text=data.text if data.text is not None else _snapshot(data))
+
+
+def _snapshot(data) -> str | None:
+    """The run's source snapshot when its file cannot be read (``lookup.run_source``), else None."""
+    from ..services.lookup import run_source
+    try:
+        return run_source(data.run, data.meta)[0]
+    except AsightError:
+        return None
 
 
 def _dist(items: list[dict], limit: int = 4) -> str:
@@ -71,7 +92,10 @@ def render(view: dict, graph: dict) -> str:
     if view.get("gpu"):
         lines.append(f"GPU (best, trial {view['gpu']['trial']}):")
         lines += [f"  {line}" for line in view["gpu"]["lines"]]
-    if graph["status"] == "ok":
+    lines += [f"note: {note}" for note in graph.get("notes") or [] if note not in view.get("notes", [])]
+    if graph["status"] == "ok" and graph.get("level") == "model":
+        lines += _model_graph(graph)
+    elif graph["status"] == "ok":
         lines.append(f"stage graph ({len(graph['nodes'])} nodes, {len(graph['edges'])} buffer edges):")
         for n in graph["nodes"]:
             if n.get("cost"):
@@ -81,3 +105,26 @@ def render(view: dict, graph: dict) -> str:
     else:
         lines.append(f"stage graph: {graph['message']}")
     return "\n".join(lines) + "\n"
+
+
+def _model_graph(graph: dict) -> list[str]:
+    """A model's stage graph: its kernel calls (task, which call, trials, bindings and lines, time and
+    share) in the graph's order, then the tensors one call passes to another (the editor's boxes and
+    arrows)."""
+    kernels = [n for n in graph["nodes"] if n.get("kind") == "kernel"]
+    lines = [f"stage graph of {graph['function']}: {graph.get('summary') or f'{len(kernels)} kernel calls'}",
+             f"kernel calls ({len(kernels)}):"]
+    for n in kernels:
+        calls = n.get("calls") or 1
+        which = f"call {(n.get('call') or 0) + 1} of {calls}" if calls > 1 else "one call"
+        trials = "weights only" if n.get("weights_only") else \
+            f"{n['trials']} trial{'s' if n['trials'] != 1 else ''}" if n.get("trials") is not None else ""
+        where = ", ".join(n.get("bindings") or [])
+        if n.get("lines"):
+            first, last = n["lines"][0] + 1, n["lines"][-1] + 1
+            where += f" (line{f's {first}-{last}' if last != first else f' {first}'})"
+        cost = _cost(n)
+        lines.append(f"  {n['id']}: " + " · ".join(p for p in (which, trials, where, cost) if p))
+    lines.append(f"data flow ({len(graph['edges'])} edges):")
+    lines += [f"  {e['source']} --{e['buffer']}--> {e['target']}" for e in graph["edges"]]
+    return lines

@@ -93,6 +93,41 @@ async def test_model_lens_panel_views_and_code_per_task(client: LanguageClient, 
     assert unnamed["status"] == "unavailable" and task in unnamed["message"]
 
 
+async def test_the_clis_stage_graph_is_the_editors(client: LanguageClient, tuned_model):
+    """`asight loops --run R --json` draws the model's stage graph the editor's panel draws: one node per
+    kernel call and the tensors between them, node for node and edge for edge, under the whole run's header
+    (the loop view beside it shows one task), not one box per binding; its text lists those calls and edges."""
+    import json
+    uri = await _open_tuned(client, tuned_model)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=ident(uri)))
+    more = next(plain(lens.command.arguments[0]) for lens in lenses if lens.command.command == P.CLIENT_CMD_MORE)
+    arg = next(i["argument"] for i in more["items"] if i["label"] == "Stage graph")
+    editor = plain(await client.protocol.send_request_async(P.REQ_STAGE_GRAPH, arg))    # the panel's request
+    assert editor["status"] == "ok" and editor["level"] == "model", editor
+
+    def cli(*extra: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "asight_lsp", "loops", "--run", arg["run"], *extra],
+                              cwd=tuned_model.parent, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+    both = json.loads(cli("--json").stdout)
+    graph = both["stageGraph"]
+    assert graph["level"] == "model" and graph["function"] == editor["function"] == arg["function"]
+    assert [n["id"] for n in graph["nodes"]] == [n["id"] for n in editor["nodes"]]
+    assert [(e["source"], e["target"], e["buffer"]) for e in graph["edges"]] == \
+        [(e["source"], e["target"], e["buffer"]) for e in editor["edges"]]
+    assert graph["nodes"] == editor["nodes"] and graph["summary"] == editor["summary"]   # costs, trials, layout
+    assert graph["run"]["task"] is None and graph["run"]["trials"] == editor["run"]["trials"] == 12
+    assert both["loopView"]["run"]["task"] in editor["run"]["tasks"]                  # the loop view: one task
+    kernels = [n for n in editor["nodes"] if n["kind"] == "kernel"]
+    assert kernels and not any(n["kind"] == "binding" for n in graph["nodes"])
+    text = cli("--no-extract").stdout.splitlines()
+    assert f"kernel calls ({len(kernels)}):" in text
+    assert [line.split(":")[0].strip() for line in text if line.startswith("  ") and "#" in line.split(":")[0]
+            and " --" not in line] == [n["id"] for n in kernels]
+    assert all(f"  {e['source']} --{e['buffer']}--> {e['target']}" in text for e in editor["edges"])
+
+
 async def test_export_command_writes_a_checked_library_with_progress(client: LanguageClient, tuned_model, tmp_path):
     uri = await _open_tuned(client, tuned_model)
     export = [a for a in await _raw_code_actions(client, uri, 12) if (a.get("command") or {}).get("command") == P.CMD_EXPORT_MODEL]

@@ -115,3 +115,22 @@ def test_graph_of_before_any_run_is_the_source_map():
     assert g["run"] is None and g["notes"] == [] and not any("cost" in n for n in g["nodes"])
     assert graph_of(_fn(), SOURCE, None, _profile())["nodes"] == g["nodes"]   # a profile without a run draws nothing
 
+
+def test_cli_text_lists_the_kernel_calls_and_their_data_flow():
+    from asight_lsp.commands.loops import render
+    from asight_lsp.views.loops import graph_of
+    profile = _profile()
+    lines = {"fused_conv2d_add_relu": [7, 10], "transpose": [15, 15]}     # 0-based, as the worker reports them
+    for call in profile["relax"]["tasks"]["tuned"]["tasks"]:
+        call["lines"] = lines.get(call["task"])
+    g = graph_of(_fn(), SOURCE, BASE, profile)
+    view = {"function": "Module.main", "run": {"id": "r1", "measured": 12, "task": "mean"}, "stages": [], "notes": []}
+    text = render(view, g)
+    assert "stage graph of Module.main: 5 kernel calls of 5 tasks" in text and "kernel calls (5):" in text
+    assert "  fused_conv2d_add_relu#0: one call · 12 trials · c1, a1, r1 (lines 8-11) · 40 µs, 40.0% of the program" \
+        in text.splitlines(), text
+    assert "  transpose#0: one call · weights only · t (line 16) · 5.0 µs" in text
+    assert f"data flow ({len(g['edges'])} edges):" in text
+    assert all(f"  {e['source']} --{e['buffer']}--> {e['target']}" in text.splitlines() for e in g["edges"])
+    bindings = render(view, graph_of(_fn(), SOURCE, BASE, None))
+    assert "note: no per-call profile of this run yet" in bindings and "buffer edges" in bindings
