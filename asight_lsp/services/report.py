@@ -24,7 +24,7 @@ from .guidance import compare_with_plain
 from .hotspots import collect
 from ..tvmscript.outline import build_outline
 from .lookup import read_text, require_no_unreadable
-from .run_data import load_run
+from .run_data import build_view, load_run
 
 
 def best_schedule(data) -> dict | None:
@@ -50,7 +50,8 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
     payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
-                "stageGraph": stage_graph(data), "principles": principles(data, seed=seed)}
+                "stageGraph": build_view("stageGraph", data.run.path, text=text) if data.meta.kind == "relax"
+                else stage_graph(data), "principles": principles(data, seed=seed)}   # a model's: the editor's
     hot, hot_error = None, None
     if hotspots:
         if worker is None:
