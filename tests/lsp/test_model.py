@@ -126,6 +126,13 @@ async def test_the_clis_stage_graph_is_the_editors(client: LanguageClient, tuned
     assert [line.split(":")[0].strip() for line in text if line.startswith("  ") and "#" in line.split(":")[0]
             and " --" not in line] == [n["id"] for n in kernels]
     assert all(f"  {e['source']} --{e['buffer']}--> {e['target']}" in text for e in editor["edges"])
+    from asight_lsp.services import report       # the HTML report embeds the same graph
+    drawn: dict = {}
+    html = report.report_html
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report, "report_html", lambda payloads, *a, **k: drawn.update(payloads) or html(payloads, *a, **k))
+        report.build_report(str(tuned_model), arg["run"], str(tuned_model.parent / ".asight"), hotspots=False)
+    assert drawn["stageGraph"]["nodes"] == editor["nodes"] and drawn["stageGraph"]["edges"] == editor["edges"]
 
 
 async def test_export_command_writes_a_checked_library_with_progress(client: LanguageClient, tuned_model, tmp_path):
