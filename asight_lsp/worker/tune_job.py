@@ -27,21 +27,13 @@ from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
 from . import lever_guard
 from .sandbox import limit_memory, over_allowance, private_cwd
+from .tune_plan import InputProblem, parse_selection
 
 REMEASURE_TIMEOUT_S = 3600.0
 JOB_MEMORY_SCALE = 2.0   # the job may add twice a worker's allowance (ASIGHT_WORKER_MEM_GB): a model's build
 SPACE_PROBE_TIMEOUT_S = float(os.environ.get("ASIGHT_SPACE_TIMEOUT_S", "60"))
 TUNING_SOURCE = ("MetaSchedule's runner while tuning (3 calls per trial, builders loading the cores): "
                  "kept for reference, not the headline")
-
-
-class InputProblem(Exception):
-    """The source (kind "input": the CLI exits 1) or the request (kind "usage", e.g. an unknown
-    target: exit 2) is wrong; the message is one line."""
-
-    def __init__(self, message: str, kind: str = "input"):
-        super().__init__(message)
-        self.kind = kind
 
 
 class TuningProcess:
@@ -274,7 +266,7 @@ class TuningProcess:
         from . import metaschedule as tuning
         from .remeasure import device_of
         from ..store.runs import read_records
-        parsed, member = self.parse(meta)
+        parsed, member = parse_selection(self.run, meta, self.update)
         parsed, build = self.deployable(parsed, member, meta)
         try:
             target = tuning.resolve_target(meta.extra.get("target_spec"))
@@ -429,30 +421,6 @@ class TuningProcess:
             raise InputProblem(str(err)) from None
         self.update(extra={**self.run.load().extra, "space": {**space, "mapping": reply["mapping"]}})
         return userspace.space_generator(reply["traces"], space["mode"])
-
-    def parse(self, meta: RunMeta):
-        """The parsed unit (PrimFunc or IRModule) and the member function to tune (or None)."""
-        from ..tvmscript.outline import build_outline
-        from ..tvmscript.pysource import source_lines
-        from ..engine.targets import runs_on_device
-        from .parse import error_to_problem, parse_unit, require_no_native_calls
-        selection = meta.extra.get("selection") or {}
-        text = self.run.source_path.read_text(encoding="utf-8")
-        outline = build_outline(text, meta.file)
-        unit = next((u for u in outline.units if u.name == selection.get("unit")), None)
-        if unit is None:
-            raise InputProblem(f"{meta.file}: unit {selection.get('unit')!r} not found")
-        spec = {"start_line": unit.start_line, "end_line": unit.end_line}
-        try:
-            parsed = parse_unit(source_lines(text), spec, outline.constants, outline.aliases)
-            # the native-call rule for the run's target: a CPU build may not call device-library names
-            require_no_native_calls(parsed, device=runs_on_device(meta.extra.get("target_spec")))
-        except Exception as err:  # noqa: BLE001  DiagnosticError, SyntaxError, ... -> a located message
-            problem = error_to_problem(err)
-            problem["unit"] = unit.name
-            self.update(extra={**self.run.load().extra, "problem": problem})
-            raise InputProblem(f"{meta.file}:{problem['line']}:{problem['col']}: {problem['message']}") from None
-        return parsed, selection.get("member")
 
 
 def failure_line(err: BaseException) -> str:
