@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..engine.framing import FrameError, read_frame, write_frame
     from . import sandbox
     from .handlers import HANDLERS   # imports TVM (and everything a request needs) before the filter
-    from . import lever_guard, steps  # noqa: F401  (every request goes through them: loaded before the filter too)
+    from . import lever_guard, steps, tune_plan  # noqa: F401  (every request goes through them: loaded before the filter too)
     from .namespace_guard import NamespaceGuard, after_request
 
     if "--unsandboxed" not in argv:
@@ -82,10 +82,8 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
 
     try:
         from . import lever_guard
-        from .twins import for_run
         lever_guard.start()
-        with for_run(params.get("run_dir") if isinstance(params.get("run_dir"), str) else None):
-            result = handler(params, emit)
+        result = handler(params, emit, _levers(params))
         if isinstance(result, dict) and lever_guard.refused():   # the levers TVM refused while answering
             result = {**result, "levers_refused": lever_guard.refused()}
         write_frame(stdout, {"id": rid, "result": result})
@@ -95,6 +93,19 @@ def _serve(handler, rid, params: dict, stdout, write_frame) -> None:
         message = sandbox.memory_message(err) or (None if sandbox.STATUS.requested else
                                                   sandbox.over_allowance(err, 2.0)) or message
         write_frame(stdout, {"id": rid, "error": {"type": type(err).__name__, "message": message}})
+
+
+def _levers(params: dict) -> frozenset[str] | None:
+    """The levers a request works without, decided once (``tune_plan.params_levers``): its run's
+    (``run_dir``), else the environment's.  An ``ASIGHT_LEVERS_OFF`` typo fails a request on a run
+    here, and any other only where its handler needs the levers (None: it decides them, and fails)."""
+    from .tune_plan import params_levers
+    try:
+        return params_levers(params)
+    except ValueError:
+        if isinstance(params.get("run_dir"), str):
+            raise
+        return None
 
 
 def _refusal(status) -> str | None:

@@ -45,7 +45,7 @@ def _same_ir(workload_mod, func) -> bool:
     return False
 
 
-def match(params: dict, emit=None) -> dict:
+def match(params: dict, emit=None, off=None) -> dict:
     """``{workload: index | None, how, hashes, bad, flops, dtypes}`` for the unit's function in
     ``work_dir``'s database; ``bad``: records TVM cannot load (``unloadable``); ``flops`` and the
     buffers' ``dtypes``: what a claimed latency is checked against (``analysis.gpu_peak``)."""

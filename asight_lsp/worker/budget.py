@@ -93,11 +93,10 @@ def floors_us(tasks: list, peak_gflops: float | None) -> list[float | None]:
     return out
 
 
-def scheduler_for(plan, per_iter: int, peak_gflops: float | None = None):
-    """(BudgetState, ShareScheduler, BudgetWatch) for a Relax plan of several tasks when the lever is
-    on, else (None, None, None): MetaSchedule's gradient scheduler then."""
-    from .twins import lever_on
-    if plan.kind != "relax" or len(plan.tasks) < 2 or not lever_on("budget"):
+def scheduler_for(plan, per_iter: int, peak_gflops: float | None = None, *, off: frozenset[str]):
+    """(BudgetState, ShareScheduler, BudgetWatch) for a Relax plan of several tasks when the budget
+    lever is on (not in ``off``), else (None, None, None): MetaSchedule's gradient scheduler then."""
+    if plan.kind != "relax" or len(plan.tasks) < 2 or "budget" in off:
         return None, None, None
     state = BudgetState([t.name for t in plan.tasks], [t.weight for t in plan.tasks],
                         floors_us(plan.tasks, peak_gflops), per_iter)

@@ -93,7 +93,7 @@ def costs_of(reply) -> list[float]:
     return values
 
 
-def run_candidate(params: dict, emit=None) -> dict:
+def run_candidate(params: dict, emit=None, off=None) -> dict:
     """Load one built candidate, time it as ``LocalRunner`` does (``metaschedule.evaluator_config``,
     ``inputs.runner_arguments``), return ``{"costs": [seconds, ...]}``.  Only in a sandboxed worker."""
     from . import sandbox

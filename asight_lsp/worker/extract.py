@@ -129,7 +129,7 @@ def _extract_group(extractor, ctx, cands: list) -> list:
         return out
 
 
-def features(params: dict, emit=None) -> dict:
+def features(params: dict, emit=None, off=None) -> dict:
     """Feature rows and loop nests of a run's records (all, or ``params["trials"]``)."""
     started = time.perf_counter()
     stub_tensor_intrin()

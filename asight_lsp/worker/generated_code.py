@@ -30,25 +30,27 @@ from .relax_pipeline import bindings
 from .parse import parse_request
 from .programs import measuring_target, prim_funcs
 from .records import apply_record, best_record, fresh_copy, record_latency, run_database
+from .tune_plan import params_levers
 
 LEVELS = CODE_LEVELS
 
 
-def _relax_task(parsed, params: dict):
-    """(task name, PrimFunc MetaSchedule tuned for it, its call sites) of a Relax module."""
+def _relax_task(parsed, params: dict, off: frozenset[str]):
+    """(task name, PrimFunc MetaSchedule tuned for it, its call sites) of a Relax module, whose tasks
+    are its pipeline's without the levers ``off``."""
     from .relax_pipeline import deployable, fuse
     from .relax_profile import block_names, call_sites
     stub_tensor_intrin()
     target = measuring_target(params.get("target"), device=True, build_only=True)   # tasks need no device
     entry = next(gv.name_hint for gv, f in parsed.functions_items() if isinstance(f, relax.Function))
     built, _ = deployable(parsed, entry, params.get("weights"))     # the tasks the run tuned
-    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target), target)}
+    tasks = {t.task_name: t for t in ms.relax_integration.extract_tasks(fuse(built, target, off=off), target)}
     name = params.get("task")
     if name not in tasks:
         what = f"no task '{name}' in this model" if name else "a Relax model has one kernel per task: pick one with --task"
         raise ValueError(f"{what} (tasks: {', '.join(sorted(tasks))})")
     lines = {b.var.name: int(b.value.span.line) for b in bindings(parsed[entry]) if b.value.span is not None}
-    found = [s for s in call_sites(parsed, target, True, entry) if s["callee"] == name]
+    found = [s for s in call_sites(parsed, target, True, entry, off=off) if s["callee"] == name]
     func = tasks[name].dispatched[0]["main"]
     sites = [{"call": k, "vars": s["vars"], "lines": sorted(lines[v] for v in s["vars"] if v in lines),
               "blockVars": _block_vars(func, s, lines)} for k, s in enumerate(found)]
@@ -67,10 +69,10 @@ def _block_vars(fused_func, site: dict, lines: dict) -> dict[str, list]:
     return {block: [var, lines.get(var)] for block, (var, _) in zip(fused, members)}
 
 
-def _function(params: dict):
+def _function(params: dict, off: frozenset[str]):
     parsed = parse_request(params)
     if isinstance(parsed, tvm.IRModule) and any(isinstance(f, relax.Function) for _, f in parsed.functions_items()):
-        name, func, sites = _relax_task(parsed, params)
+        name, func, sites = _relax_task(parsed, params, off)
         params["_sites"] = sites
         return name, func
     funcs = prim_funcs(parsed, params.get("function"))
@@ -156,12 +158,13 @@ def lowered(mod, target):
     return pipeline(bound)
 
 
-def code(params: dict, emit=None) -> dict:
-    """Generated code of one PrimFunc at ``level`` (see the module docstring)."""
+def code(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """Generated code of one PrimFunc at ``level`` (see the module docstring); a Relax model's task
+    is its pipeline's without the request's levers ``off`` (its run's, ``tune_plan.params_levers``)."""
     level = params.get("level") or "scheduled"
     if level not in LEVELS:
         raise ValueError(f"unknown level '{level}' (one of {', '.join(LEVELS)})")
-    name, func = _function(params)
+    name, func = _function(params, params_levers(params) if off is None else off)
     mod, applied = _schedule(func, params)
     out = {"function": name, "level": level, "applied": applied, "lineage": applied.get("lineage") or []}
     if "_sites" in params:

@@ -1,7 +1,10 @@
-"""Method name -> handler(params, emit) for the worker process.
+"""Method name -> handler(params, emit, off) for the worker process.
 
 Each worker module that serves requests exposes a ``HANDLERS`` dict; they are merged here, so a
-feature adds its module to ``MODULES`` and nothing else.
+feature adds its module to ``MODULES`` and nothing else.  ``off``: the levers the request works
+without, decided once per request by the request loop (``__main__._serve``: its run's, else the
+environment's; ``tune_plan.params_levers``); a handler that builds a model's kernels passes them down,
+and one called directly (a test) with ``off`` None decides them the same way.
 """
 from __future__ import annotations
 
@@ -18,13 +21,13 @@ MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_g
            "candidate_runner"]   # each has HANDLERS
 
 
-def ping(params: dict, emit=None) -> dict:
+def ping(params: dict, emit=None, off=None) -> dict:
     from .sandbox import STATUS
     return {"pid": os.getpid(), "tvm": tvm.__version__, "threads": os.environ.get("TVM_NUM_THREADS"),
             "sandbox": STATUS.to_dict()}
 
 
-def debug_sleep(params: dict, emit=None) -> dict:
+def debug_sleep(params: dict, emit=None, off=None) -> dict:
     """Sleeps: lets tests and health checks exercise timeouts and crashes mid-request."""
     time.sleep(float(params.get("seconds", 1.0)))
     return {"slept": params.get("seconds", 1.0)}

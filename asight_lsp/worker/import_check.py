@@ -30,7 +30,7 @@ def session(ort, path: str):
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def check_import(params: dict, emit=None) -> dict:
+def check_import(params: dict, emit=None, off=None) -> dict:
     """``{check, against, seconds, inputs}``, or ``{skipped}`` without onnxruntime."""
     try:
         ort = onnxruntime_module()

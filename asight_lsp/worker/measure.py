@@ -37,6 +37,7 @@ from .relax_pipeline import deployable, fuse
 from .relax_profile import profile_relax
 from .remeasure import as_deployed, build_prim, choose_all, compare_relax, compare_tir, prim_inputs
 from .stages import profile_stages
+from .tune_plan import params_levers
 
 
 def feature_rows(sch_or_mod, target) -> dict:
@@ -162,8 +163,10 @@ def _options(params: dict) -> dict:
             "weights": params.get("weights") or None}
 
 
-def profile(params: dict, emit=None) -> dict:
-    """Profile one function or unit; see the module docstring for what is measured."""
+def profile(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """Profile one function or unit; see the module docstring for what is measured.  ``off``: the
+    request's levers (its run's, ``tune_plan.params_levers``)."""
+    off = params_levers(params) if off is None else off
     started = time.perf_counter()
     watch = LoadWatch()   # the load of the whole profile: its per-stage / per-call times are measured too
     parsed = parse_to_run(params)
@@ -178,10 +181,10 @@ def profile(params: dict, emit=None) -> dict:
         result["build"] = {"deployable": True, "bound": len(bound)}
     candidate = _candidate(params["candidate"]) if params.get("candidate") else None
     if params.get("choose") and db is not None and candidate is None:
-        chosen = result["chosen"] = _choose(parsed, result["kind"], run_dir, target, params.get("function"))
+        chosen = result["chosen"] = _choose(parsed, result["kind"], run_dir, target, params.get("function"), off)
     if result["kind"] == "relax":
         result["relax"], result["headline"] = _profile_relax(parsed, target, run_dir, chosen, opts,
-                                                             params.get("function") or "main")
+                                                             params.get("function") or "main", off)
     else:
         result["kernels"], pairs = [], []
         for name, func in prim_funcs(parsed, params.get("function")):
@@ -206,38 +209,38 @@ def _headline_tir(pairs: list, target, opts: dict) -> dict:
     return compare_tir(pairs, target, opts["seed"], opts["check"], opts["budget_s"])
 
 
-def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str) -> tuple[dict, dict | None]:
+def _profile_relax(mod, target, run_dir, chosen, opts: dict, fn: str, off: frozenset[str]) -> tuple[dict, dict | None]:
     stub_tensor_intrin()
     trials = read_trials(run_dir) if run_dir else None
     database = None
     if trials is not None:
         # an empty choice is a choice (every task kept its default schedule), not "no choice"
         database = chosen_database(trials, chosen) if chosen is not None else run_database(run_dir)
-    detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn)
+    detail_out = profile_relax(mod, target, trials, database, chosen, opts, fn, off=off)
     tuned = [name for name, r in detail_out["task_records"].items() if r["tuned"]]
     # every task with a valid trial: a task that kept its default schedule still shows its best trial's
     # code (asight code --task), with that schedule's per-block times
     tried = {name for name, r in detail_out["task_records"].items() if r["trials"] > r["failed"]}
     if tried and opts["stages"] and run_dir:
-        detail_out["task_stages"] = task_stages(fuse(mod, target), target, run_database(run_dir), run_dir, chosen,
-                                                opts, tried)
+        detail_out["task_stages"] = task_stages(fuse(mod, target, off=off), target, run_database(run_dir), run_dir,
+                                                chosen, opts, tried)
     # the headline measures the tuned build the profile made (with a choice that kept every default
     # schedule: the fused defaults, measured rather than "—")
     measured = database if "tuned" in detail_out["tasks"] else None
     headline = compare_relax(mod, fn, measured, target, tuned, opts["seed"], opts["check"],
-                             opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"))
+                             opts["budget_s"], timed=opts["timing"], weights=opts.get("weights"), off=off)
     return detail_out, headline
 
 
-def _choose(parsed, kind: str, run_dir, target, function: str | None) -> list[dict]:
+def _choose(parsed, kind: str, run_dir, target, function: str | None, off: frozenset[str]) -> list[dict]:
     """The best per task by re-measurement (``remeasure.choose_all``) for a run without a record."""
     if kind == "relax":
         stub_tensor_intrin()
         tasks = [(t.task_name, t.dispatched[0])
-                 for t in ms.relax_integration.extract_tasks(fuse(parsed, target), target)]
+                 for t in ms.relax_integration.extract_tasks(fuse(parsed, target, off=off), target)]
     else:
         tasks = [(name, normalize_mod(func)) for name, func in prim_funcs(parsed, function)]
-    return choose_all(read_trials(run_dir), tasks, target, with_default=kind == "relax")
+    return choose_all(read_trials(run_dir), tasks, target, with_default=kind == "relax", off=off)
 
 
 def _candidate(spec: dict):
@@ -248,8 +251,10 @@ def _candidate(spec: dict):
     return funcs[0][1]
 
 
-def apply_best(params: dict, emit=None) -> dict:
-    """Per function (TIR) or tuned task (Relax): the best record's scheduled TVMScript and trace."""
+def apply_best(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """Per function (TIR) or tuned task (Relax): the best record's scheduled TVMScript and trace
+    (a Relax model's tasks: its pipeline without the request's levers ``off``)."""
+    off = params_levers(params) if off is None else off
     parsed = parse_request(params)
     run_dir, chosen = params.get("run_dir"), params.get("chosen")
     db = run_database(run_dir)
@@ -260,7 +265,7 @@ def apply_best(params: dict, emit=None) -> dict:
         target = measuring_target(params.get("target"))
         parsed, _ = deployable(parsed, params.get("function"), params.get("weights"))
         database = chosen_database(read_trials(run_dir), chosen) if chosen is not None else db
-        for task in ms.relax_integration.extract_tasks(fuse(parsed, target), target):
+        for task in ms.relax_integration.extract_tasks(fuse(parsed, target, off=off), target):
             mod = task.dispatched[0]
             if not database.has_workload(mod):
                 continue

@@ -158,15 +158,16 @@ class Plan:
                  "workload_hash": str(tvm_ffi.structural_hash(t.mod))} for t in self.tasks]
 
 
-def plan_for(parsed, function: str | None, target) -> Plan:
-    """Tasks for a parsed unit, each one's buffers small enough to allocate (``require_fits_memory``)."""
-    plan = _plan_for(parsed, function, target)
+def plan_for(parsed, function: str | None, target, *, off: frozenset[str]) -> Plan:
+    """Tasks for a parsed unit, each one's buffers small enough to allocate (``require_fits_memory``);
+    a Relax module's are the kernels of its pipeline without the levers ``off`` (``relax_pipeline.fuse``)."""
+    plan = _plan_for(parsed, function, target, off)
     for task in plan.tasks:
         require_fits_memory(task)
     return plan
 
 
-def _plan_for(parsed, function: str | None, target) -> Plan:
+def _plan_for(parsed, function: str | None, target, off: frozenset[str]) -> Plan:
     """Tasks for a parsed unit.
 
     ``parsed`` is a PrimFunc or an IRModule; ``function`` (a name inside the module, or None for
@@ -183,7 +184,7 @@ def _plan_for(parsed, function: str | None, target) -> Plan:
     if any(isinstance(f, relax.Function) for f in funcs.values()):
         entry = function if function in funcs and isinstance(funcs[function], relax.Function) else "main"
         require_static_inputs(funcs.get(entry))
-        fused = fuse(parsed, target)
+        fused = fuse(parsed, target, off=off)
         tasks = [Task(t.task_name, t.dispatched[0], float(t.weight), [t.task_name])
                  for t in ms.relax_integration.extract_tasks(fused, target) if not is_reshape(t.dispatched[0]["main"])]
         if not tasks:
@@ -383,7 +384,7 @@ def trials_per_iter(trials: int, n_tasks: int = 1) -> int:
 # --------------------------------------------------------------------------- worker handlers
 
 
-def handle_target(params: dict, emit=None) -> dict:
+def handle_target(params: dict, emit=None, off=None) -> dict:
     """``tuning.target``: resolve a target text (None = host) to its JSON and a label."""
     target = resolve_target(params.get("target"))
     return {"target": target_json(target), "label": str(target)}

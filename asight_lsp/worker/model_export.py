@@ -37,6 +37,7 @@ from .relax_pipeline import bind_weights, build_tuned, deployable, fuse  # noqa:
 from .relax_profile import call_sites, per_call
 from .remeasure import applied_kernels, choose_tasks, device_of, flatten, relax_inputs, split_defaults
 from .search import TrialBudget, logged_rejections
+from .tune_plan import params_levers
 
 EXPORT_TUNED = "export-tuned"          # <run>/export-tuned/: records of kernels tuned at export
 EXPORT_CHOSEN = "chosen.json"          # their best by re-measurement (trial indices into that database)
@@ -72,14 +73,15 @@ def _database(params: dict):
     return database, chosen, extra, kept + won
 
 
-def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict], kept: set) -> dict:
+def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: list[dict], kept: set, *,
+                    off: frozenset[str]) -> dict:
     """Which kernels of the deployable build take a record; ``default_kept``: on the default
     schedule because the run's re-measurement found it faster than every trial (``kept``);
     ``missing``: on the default schedule without such a measurement; ``folded``: tuned tasks the
     deployable build no longer has (weight-only kernels of a run tuned before the build bound its
-    weights); ``tuned_at_export``: kernels whose record an export tuned."""
-    applied = applied_kernels(mod, database, target)
-    kept_entries, kept = kept, kept_now(mod, target, kept)
+    weights); ``tuned_at_export``: kernels whose record an export tuned.  ``off``: the run's levers off."""
+    applied = applied_kernels(mod, database, target, off=off)
+    kept_entries, kept = kept, kept_now(mod, target, kept, off=off)
     tuned = {c["task"] for c in chosen or []} | kept
     applied["default_kept"] = sorted(set(applied["default"]) & kept)
     applied["nothing_to_tune"] = sorted({e["task"] for e in kept_entries if e.get("default") == NOTHING_TO_TUNE}
@@ -90,23 +92,23 @@ def kernels_applied(mod, database, target, chosen: list[dict] | None, extra: lis
     return applied
 
 
-def kept_now(mod, target, entries: list[dict]) -> set[str]:
+def kept_now(mod, target, entries: list[dict], *, off: frozenset[str]) -> set[str]:
     """The tasks whose default schedule won the re-measurement AND whose workload is still the one
     measured (same structural hash): a changed scalar weight is another kernel, not a kept default."""
     if not entries:
         return set()
     hashes = {t.task_name: str(tvm_ffi.structural_hash(t.dispatched[0]))
-              for t in ms.relax_integration.extract_tasks(fuse(mod, target), target)}
+              for t in ms.relax_integration.extract_tasks(fuse(mod, target, off=off), target)}
     return {e["task"] for e in entries if hashes.get(e["task"]) == str(e.get("workload_hash"))}
 
 
 def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: str,
-                 emit=None) -> dict | None:
+                 emit=None, *, off: frozenset[str]) -> dict | None:
     """Tune the kernels ``names`` of the deployable module with ``trials`` trials into
     ``<run>/export-tuned/``, their best by re-measurement saved for later exports; returns why fewer
     trials were measured than asked (``analysis/shortfall.summarise``; None when all were)."""
     from . import metaschedule as tuning
-    plan = tuning.plan_for(mod, fn, target)
+    plan = tuning.plan_for(mod, fn, target, off=off)
     tasks = [t for t in plan.tasks if t.name in set(names)]
     if not tasks:
         return None
@@ -127,17 +129,17 @@ def tune_missing(mod, fn: str, target, names: list[str], trials: int, run_dir: s
     short = shortfall.summarise(trials, done[0], done[1], fails.group(failures), budget.ended, logged_rejections(work))
     if emit:
         emit({"type": "status", "message": f"re-measuring the best candidates of {len(tasks)} kernels"})
-    chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True)
+    chosen = choose_tasks(read_trials(work), [(t.name, t.mod) for t in tasks], target, with_default=True, off=off)
     _, before = _export_tuned(run_dir)
     keep = [c for c in before if c["task"] not in {n["task"] for n in chosen}] + chosen
     (work / EXPORT_CHOSEN).write_text(json.dumps(keep), encoding="utf-8")
     return short
 
 
-def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> list[dict]:
+def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str], *, off: frozenset[str]) -> list[dict]:
     """µs each named kernel takes in one run of the built program (all its calls; VM instrument
     hook, median per call), with its share of the program's kernel time."""
-    measured = per_call(executable, arrays, call_sites(mod, target, True, fn), {}, {})
+    measured = per_call(executable, arrays, call_sites(mod, target, True, fn, off=off), {}, {})
     total = measured["sum_us"] or None
     out = []
     for name in names:
@@ -148,8 +150,10 @@ def kernel_costs(executable, mod, target, arrays, fn: str, names: list[str]) -> 
     return sorted(out, key=lambda c: -(c["us"] or 0.0))
 
 
-def export_model(params: dict, emit=None) -> dict:
-    """Build, refuse or write, reload and check; see the module docstring."""
+def export_model(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """Build, refuse or write, reload and check; see the module docstring.  ``off``: the request's
+    levers (its run's: the kernels as tuned, ``tune_plan.params_levers``)."""
+    off = params_levers(params) if off is None else off
     fn = params.get("function") or "main"
     parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
@@ -159,7 +163,7 @@ def export_model(params: dict, emit=None) -> dict:
         applied = {"from_records": [], "kernels": None, "untuned_build": True}
         return _written(params, fn, mod, target, tvm.compile(mod, target=target), applied, len(bound))
     database, chosen, extra, kept = _database(params)
-    applied = kernels_applied(mod, database, target, chosen, extra, kept)
+    applied = kernels_applied(mod, database, target, chosen, extra, kept, off=off)
     # without the weights bound none may fit (the run's schedules pack bound weights): a refusal that
     # says so (services/export.py), not "do the records match this model?"
     if chosen and not applied["from_records"] and bound and not int(params.get("tune_missing") or 0):
@@ -169,17 +173,17 @@ def export_model(params: dict, emit=None) -> dict:
     if applied["missing"] and int(params.get("tune_missing") or 0) > 0:
         require_device(target, "tune the missing kernels")
         trials = int(params["tune_missing"])
-        short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit)
+        short = tune_missing(mod, fn, target, applied["missing"], trials, params["run_dir"], emit, off=off)
         tuned_missing = {"kernels": list(applied["missing"]), "trials": trials, "shortfall": short}
         database, chosen, extra, kept = _database(params)
-        applied = kernels_applied(mod, database, target, chosen, extra, kept)
+        applied = kernels_applied(mod, database, target, chosen, extra, kept, off=off)
     if emit:
         emit({"type": "status", "message": f"building with {len(applied['from_records'])} tuned kernels"})
-    executable = build_tuned(database, mod, target)
+    executable = build_tuned(database, mod, target, off=off)
     if applied["missing"]:
         if not is_gpu(target):     # per-call costs are measured on the CPU (a GPU's: DLight's, not measured)
             arrays = relax_inputs(mod[fn], int(params.get("seed") or 0))
-            applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"])
+            applied["missing_cost"] = kernel_costs(executable, mod, target, arrays, fn, applied["missing"], off=off)
         if not params.get("allow_untuned"):
             return {**_reply(fn, mod, target, applied, len(bound)), "tuned_missing": tuned_missing,
                     "status": "refused", "library": None}
@@ -210,7 +214,7 @@ def _written(params: dict, fn: str, mod, target, executable, applied: dict, boun
     return {**reply, "status": "written", "library": out, "bytes": os.path.getsize(out)}
 
 
-def check_export(params: dict, emit=None) -> dict:
+def check_export(params: dict, emit=None, off=None) -> dict:
     """The written library (``params["library"]``) loaded and its outputs compared with the untuned
     build's on the same seeded inputs: the compare record (``ok``, ``rtol``, per output); on the
     target's device, and ``{"ok": None, "skipped": why}`` where this machine has none (a model built
@@ -239,10 +243,11 @@ def headline_program(parsed, fn: str, build: str, weights: str | None):
     return parsed
 
 
-def measure_export(params: dict, emit=None) -> dict:
+def measure_export(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
     """The written library vs the build the run's headline measured: interleaved rounds of the one
     harness (``harness.time_rounds``), same inputs, outputs compared; a measurement record whose
-    ``speedup`` is headline build / library."""
+    ``speedup`` is headline build / library.  ``off``: the request's levers (its run's)."""
+    off = params_levers(params) if off is None else off
     fn = params.get("function") or "main"
     parsed = parse_to_run(params)
     _relax_entry(parsed, fn)
@@ -251,7 +256,7 @@ def measure_export(params: dict, emit=None) -> dict:
     program = headline_program(parsed, fn, params.get("headline_build") or "deployable", weights)
     database = chosen_database(read_trials(params["run_dir"]), params["chosen"])
     dev = device_of(target)
-    headline_vm = relax.VirtualMachine(build_tuned(database, program, target), dev)
+    headline_vm = relax.VirtualMachine(build_tuned(database, program, target, off=off), dev)
     library_vm = relax.VirtualMachine(tvm.runtime.load_module(params["library"]), dev)
     seed = int(params.get("seed") or 0)
     head_arrays = relax_inputs(program[fn], seed, weights)

@@ -341,7 +341,7 @@ def weights_path_of(out: str) -> str:
     return os.path.splitext(out)[0] + wire.WEIGHTS_SUFFIX
 
 
-def import_model(params: dict, emit=None) -> dict:
+def import_model(params: dict, emit=None, off=None) -> dict:
     """Import the ONNX file ``params["model"]`` into ``params["out"]`` (+ weights beside); see the
     module docstring."""
     model, out = params["model"], params["out"]

@@ -29,6 +29,7 @@ from .relax_pipeline import build_tuned, deployable
 from .parse import parse_to_run
 from .programs import measuring_target
 from .remeasure import flatten
+from .tune_plan import params_levers
 
 ONNX_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
                "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
@@ -70,14 +71,15 @@ def _inputs(session, model_inputs: list[dict], seed: int) -> list[tuple[str, np.
     return out
 
 
-def _tuned_vm(params: dict, fn: str):
-    """The tuned model's VM (built as asight export builds it) and its input parameters."""
+def _tuned_vm(params: dict, fn: str, off: frozenset[str]):
+    """The tuned model's VM (built as asight export builds it, without the levers ``off``) and its
+    input parameters."""
     parsed = parse_to_run(params)
     target = measuring_target(params.get("target"))
     mod, _ = deployable(parsed, fn, params.get("weights"))     # as asight export builds it
     database = _database(params)[0]
     inputs = tensor_params(mod[fn], len(mod[fn].params))
-    return relax.VirtualMachine(build_tuned(database, mod, target), tvm.cpu(0)), inputs
+    return relax.VirtualMachine(build_tuned(database, mod, target, off=off), tvm.cpu(0)), inputs
 
 
 def interleaved(contenders: dict, rounds: int, budget_s: float, settled: list | None = None,
@@ -117,8 +119,9 @@ def per_call_s(fn, least_s: float = 0.05) -> float:
         calls *= 2
 
 
-def compare_onnx(params: dict, emit=None) -> dict:
-    """See the module text.  Returns ``{versus summary, threads, calls, rounds, outputs_match, load}``."""
+def compare_onnx(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """See the module text.  Returns ``{versus summary, threads, calls, rounds, outputs_match, load}``.
+    ``off``: the request's levers (its run's, ``tune_plan.params_levers``)."""
     ort = onnxruntime_module()
     fn = params.get("function") or "main"
     threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
@@ -127,7 +130,7 @@ def compare_onnx(params: dict, emit=None) -> dict:
     session = ort.InferenceSession(params["onnx"], options, providers=["CPUExecutionProvider"])
     if emit:
         emit({"type": "status", "message": "building the tuned model"})
-    vm, model_inputs = _tuned_vm(params, fn)
+    vm, model_inputs = _tuned_vm(params, fn, params_levers(params) if off is None else off)
     inputs = _inputs(session, model_inputs, int(params.get("seed") or 0))
     dev = tvm.cpu(0)
     tvm_args = [tvm.runtime.tensor(a, dev) for _, a in inputs]

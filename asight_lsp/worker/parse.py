@@ -147,7 +147,7 @@ def checked_for_build(mod, target, what: str):
     return mod
 
 
-def parse_ir(params: dict, emit=None) -> dict:
+def parse_ir(params: dict, emit=None, off=None) -> dict:
     """The sandboxed worker's half of ``parse_in_sandbox``: the unit as TVM's JSON, or the problem."""
     if not sandbox.STATUS.active:
         raise RuntimeError("parse_ir is answered only by a sandboxed worker")
@@ -259,7 +259,7 @@ def function_names(parsed) -> list[str]:
     return sorted(gv.name_hint for gv in parsed.get_global_vars())
 
 
-def check(params: dict, emit=None) -> dict:
+def check(params: dict, emit=None, off=None) -> dict:
     """Parse every unit; return the problems found and which units parsed."""
     lines = source_lines(params["text"])
     constants, aliases = params.get("constants") or {}, params.get("aliases") or {}

@@ -11,6 +11,7 @@ from .compat import host_target, relax, tirx, tvm
 from .parse import parse_request
 from .relax_pipeline import bindings, converted, deployable, group, legalize
 from .tir_graphs import _DIGITS, _int, _realizes, block_node
+from .tune_plan import params_levers
 
 
 def _tensor(var) -> tuple[list, str]:
@@ -207,8 +208,10 @@ def _single_call(prim, call, var, site: int, produced: dict, edges: list):
     return [node], [node["id"]]
 
 
-def relax_graph(params: dict, emit=None) -> dict:
-    """Source bindings and tuned kernel calls of a Relax function (default ``main``)."""
+def relax_graph(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
+    """Source bindings and tuned kernel calls of a Relax function (default ``main``), through the
+    pipeline without the request's levers ``off`` (its run's, ``tune_plan.params_levers``)."""
+    off = params_levers(params) if off is None else off
     parsed = parse_request(params)
     fn = params.get("function") or "main"
     if not isinstance(parsed, tvm.IRModule) or fn not in [g.name_hint for g in parsed.get_global_vars()] \
@@ -216,10 +219,10 @@ def relax_graph(params: dict, emit=None) -> dict:
         raise ValueError(f"no Relax function '{fn}' in the unit")
     target = host_target()
     parsed, _ = deployable(parsed, fn, params.get("weights"))    # the build tuned, profiled and exported
-    legal = legalize(parsed, target)
-    grouped = group(parsed, target)
+    legal = legalize(parsed, target, off=off)
+    grouped = group(parsed, target, off=off)
     fused_tir = relax.transform.FuseTIR()(grouped)
-    layouts = converted(parsed, target)        # the source as tuned: its layout transforms, the model's lines
+    layouts = converted(parsed, target, off=off)        # the source as tuned: its layout transforms, the model's lines
     source = relax_source_graph(layouts, legal, fn, binding_lines(parsed[fn])) if layouts is not parsed \
         else relax_source_graph(parsed, legal, fn)
     return {"function": fn, "source": source,

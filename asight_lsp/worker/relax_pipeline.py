@@ -90,11 +90,14 @@ def deployable(parsed, fn: str | None, weights_path: str | None) -> tuple[object
     return bind_weights(parsed, entry, weights_path)
 
 
-def legalize(mod, target, convert: bool = True):
+def legalize(mod, target, convert: bool = True, *, off: frozenset[str]):
     """Operators lowered to PrimFuncs (each binding keeps its name), with op patterns annotated; on a
-    CPU the convolutions first converted to channels-last (``converted``) unless ``convert`` is
-    False (the untuned build: the model as ``tvm.compile`` builds it)."""
-    mod = converted(mod, target) if convert else mod
+    CPU the convolutions first converted to channels-last (``converted``, unless ``off`` names the
+    lever) unless ``convert`` is False (the untuned build: the model as ``tvm.compile`` builds it).
+
+    ``off``, here and in every function below that takes it: the levers this job or request works
+    without (``worker/tune_plan.py``)."""
+    mod = converted(mod, target, off=off) if convert else mod
     with target:      # the dispatch passes look the target up (sort, scan: TopK, CumSum, argsort)
         return tvm.transform.Sequential([*relax.pipeline.library_dispatch_passes(target),
                                          relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
@@ -106,13 +109,13 @@ def legalize(mod, target, convert: bool = True):
 KEEP_LAYOUT = ("relax.nn.conv2d_transpose",)
 
 
-def convert_layout(target, only: set | None = None) -> list:
+def convert_layout(target, only: set | None = None, *, off: frozenset[str]) -> list:
     """``ConvertLayout`` to the lever's layouts (``channels_last``) for the operators whose weight is a
     constant (a deployable module's bound weights: the transform it inserts on the weight is folded
     into the constant at build time, never run), or no pass.  A weight that is a parameter would be
     re-laid at every call: that operator keeps its layout.  ``only``: the calls converted (all such
     calls when None)."""
-    layouts = channels_last(target)
+    layouts = channels_last(target, off=off)
     if not layouts:
         return []
 
@@ -128,10 +131,10 @@ def convert_layout(target, only: set | None = None) -> list:
     return [relax.transform.ConvertLayout({}, on_constant_weight)]
 
 
-def convertible(mod, target) -> dict[str, object]:
+def convertible(mod, target, *, off: frozenset[str]) -> dict[str, object]:
     """``{binding: call}`` of the calls ``convert_layout`` would convert, in program order; a binding
     said as a user finds it: ``conv2d lv8 (line 21)`` (the line where the parsed source's span has one)."""
-    layouts = channels_last(target) or {}
+    layouts = channels_last(target, off=off) or {}
     out = {}
     for func in (f for _, f in mod.functions_items() if isinstance(f, relax.Function)):
         for b in bindings(func):
@@ -144,21 +147,21 @@ def convertible(mod, target) -> dict[str, object]:
     return out
 
 
-def converted(mod, target):
+def converted(mod, target, *, off: frozenset[str]):
     """``mod`` after ``convert_layout``, each layout transform it inserted named ``layout_transform<k>``:
     the pass names them as a builder does (``lv``, ``lv1``...), the names the importer gave the model's
     own bindings, and a view would then show a transform at the line of the binding it shares a name
     with.  The model's bindings keep their names.  A convolution whose conversion TVM refuses keeps
     the model's layout (``lever_guard.each``: the others are converted; ONNX's ``Sum`` of two
     convolutions, imported as stack + sum, is refused: docs/models.md)."""
-    if not channels_last(target):
+    if not channels_last(target, off=off):
         return mod
     from . import lever_guard
     mod = inference_dropout(mod)
-    calls = convertible(mod, target)
+    calls = convertible(mod, target, off=off)
 
     def convert(names: list[str]):
-        out = tvm.transform.Sequential(convert_layout(target, {calls[n] for n in names}))(mod)
+        out = tvm.transform.Sequential(convert_layout(target, {calls[n] for n in names}, off=off))(mod)
         for gv, func in list(out.functions_items()):
             if isinstance(func, relax.Function) and isinstance(mod.functions.get(gv), relax.Function):
                 out[gv] = _RenameInserted(inserted(mod[gv], func)).visit_expr(func)
@@ -166,16 +169,15 @@ def converted(mod, target):
 
     out = (lever_guard.each("nhwc", mod, list(calls), convert) if calls
            else lever_guard.whole("nhwc", lambda _: convert([]), mod))
-    return with_winograd(out, target)
+    return with_winograd(out, target, off=off)
 
 
-def with_winograd(mod, target):
+def with_winograd(mod, target, *, off: frozenset[str]):
     """``mod`` (converted) with the convolutions that fit computed as Winograd (``worker/winograd.py``),
     when the lever is on: FoldConstant first, so each converted weight is a constant; a module with
     no such convolution comes back as it came."""
-    from .twins import levers_off_now
     from .winograd import rewrite
-    if not levers.winograd(target.kind.name, levers_off_now()):
+    if not levers.winograd(target.kind.name, off):
         return mod
     from . import lever_guard
 
@@ -260,33 +262,32 @@ class _NoDropout(relax.PyExprMutator):
         self.set_var_remap(var, new)
 
 
-def channels_last(target) -> dict | None:
+def channels_last(target, *, off: frozenset[str]) -> dict | None:
     """The layouts this job converts convolutions to before tuning (``analysis/levers.channels_last``
-    with the job's levers: a run's own, ``twins.for_run``), or None."""
-    from .twins import levers_off_now
-    return levers.channels_last(target.kind.name, levers_off_now())
+    with the job's levers ``off``: a run's own, ``tune_plan.request_levers``), or None."""
+    return levers.channels_last(target.kind.name, off)
 
 
-def folded(mod, target):
+def folded(mod, target, *, off: frozenset[str]):
     """``legalize`` + FoldConstant: the calls FuseOps groups (kernels on bound weights alone are
     gone, their constants passed directly; binding names kept)."""
-    return relax.transform.FoldConstant()(legalize(mod, target))
+    return relax.transform.FoldConstant()(legalize(mod, target, off=off))
 
 
-def group(mod, target):
+def group(mod, target, *, off: frozenset[str]):
     """``folded`` + FuseOps: fused groups as Relax functions (names inside kept)."""
-    return relax.transform.FuseOps()(folded(mod, target))
+    return relax.transform.FuseOps()(folded(mod, target, off=off))
 
 
-def fuse(mod, target):
+def fuse(mod, target, *, off: frozenset[str]):
     """``group`` + FuseTIR: one PrimFunc per fused group, named as MetaSchedule names the tasks.
     On a CPU the weights (bound constants) are marked layout-free (``prepacks``), so the schedules
     MetaSchedule samples may store them in the layout the loops read (``RewriteLayout``)."""
     from . import lever_guard
     from .steps import step
     with step("lowering the model to kernels (LegalizeOps, FuseOps, FuseTIR)", LOWER_TODO):
-        fused = relax.transform.FuseTIR()(group(mod, target))
-    return lever_guard.whole("layout", mark_layout_free, fused) if prepacks(target) else fused
+        fused = relax.transform.FuseTIR()(group(mod, target, off=off))
+    return lever_guard.whole("layout", mark_layout_free, fused) if prepacks(target, off=off) else fused
 
 
 LOWER_TODO = ("an operator of the model TVM cannot lower: compare the imported model with onnxruntime "
@@ -315,11 +316,10 @@ def mark_layout_free(mod):
     return mod
 
 
-def prepacks(target) -> bool:
+def prepacks(target, *, off: frozenset[str]) -> bool:
     """Whether a build for ``target`` packs weights into the tuned schedules' layouts (the layout
-    lever, issue 21; docs/models.md): on CPUs, unless ``ASIGHT_LEVERS_OFF`` names ``layout``."""
-    from .twins import levers_off_now
-    return levers.prepacks(target.kind.name, levers_off_now())
+    lever, issue 21; docs/models.md): on CPUs, unless ``off`` names ``layout``."""
+    return levers.prepacks(target.kind.name, off)
 
 
 def is_reshape(func) -> bool:
@@ -335,12 +335,12 @@ def kernel_of(built_name: str) -> str:
     return built_name.removesuffix("_prepacked")
 
 
-def build_tuned(database, mod, target):
+def build_tuned(database, mod, target, *, off: frozenset[str]):
     """``_build_tuned`` as one step: a TVM error names the kernel that does not build (``steps.step``)."""
     from .steps import step
     seen: dict = {}
     with step("building the model with the run's records", BUILD_TODO, lambda: failing_kernel(seen, target)):
-        return _build_tuned(database, mod, target, seen)
+        return _build_tuned(database, mod, target, seen, off=off)
 
 
 def failing_kernel(seen: dict, target) -> str | None:
@@ -354,7 +354,7 @@ def failing_kernel(seen: dict, target) -> str | None:
     return None
 
 
-def _build_tuned(database, mod, target, seen: dict):
+def _build_tuned(database, mod, target, seen: dict, *, off: frozenset[str]):
     """The executable of ``mod`` with ``database``'s schedules: what ``compile_relax`` builds, plus the
     weight prepack on a CPU: the fused kernels (``fuse``) take their records, each record's weight
     re-layout is split into its own kernel (``SplitLayoutRewritePreproc``) and folded into the
@@ -364,12 +364,12 @@ def _build_tuned(database, mod, target, seen: dict):
     from .baseline import dlight_default, is_gpu
     from .parse import checked_for_build
     with target, database, tvm.transform.PassContext(opt_level=3):
-        applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target)), target,
+        applied = checked_for_build(relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target, off=off)), target,
                                     "the build with the run's records")
     seen["applied"] = applied
     if is_gpu(target):
         return tvm.compile(dlight_default(applied, target), target=target)
-    if not prepacks(target) and not channels_last(target):
+    if not prepacks(target, off=off) and not channels_last(target, off=off):
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
     from . import lever_guard      # refused: each kernel re-lays its weights at every call (slower, same outputs)
     packed = relax.transform.FoldConstant()(lever_guard.whole("layout", split_layout_preproc, applied))

@@ -50,8 +50,9 @@ def _match_call(value, env: dict, index: dict) -> str | None:
     return names.pop(0) if names else None
 
 
-def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
-    """Kernel calls of ``fn`` in execution order, each with the source variables it computes.
+def call_sites(mod, target, fused: bool, fn: str = "main", *, off: frozenset[str]) -> list[dict]:
+    """Kernel calls of ``fn`` in execution order, each with the source variables it computes (the
+    fused build's: the pipeline without the levers ``off``).
 
     LegalizeOps drops spans but keeps binding names 1:1.  FuseOps shares one grouped function
     between identical groups (its inner names are the first group's), so each call site is followed
@@ -62,10 +63,10 @@ def call_sites(mod, target, fused: bool, fn: str = "main") -> list[dict]:
     constant argument there, not a variable.
     """
     if not fused:
-        legal_fn = legalize(mod, target, convert=False)[fn]
+        legal_fn = legalize(mod, target, convert=False, off=off)[fn]
         return [{"callee": _callee(b.value), "vars": [b.var.name]} for b in bindings(legal_fn) if _callee(b.value)]
-    grouped = group(mod, target)
-    index = _legal_index(folded(mod, target)[fn])
+    grouped = group(mod, target, off=off)
+    index = _legal_index(folded(mod, target, off=off)[fn])
     env: dict = {}
     sites = []
     for b in bindings(grouped[fn]):
@@ -205,24 +206,25 @@ def per_call(executable, arrays: list[np.ndarray], sites: list[dict], flops: dic
             "source": SOURCE_TASKS}
 
 
-def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts: dict, fn: str = "main") -> dict:
-    """Per-call latency of the untuned and the tuned Relax program (detail; the headline is
-    ``remeasure.compare_relax``)."""
+def profile_relax(mod, target, trials, database, chosen: list[dict] | None, opts: dict, fn: str = "main", *,
+                  off: frozenset[str]) -> dict:
+    """Per-call latency of the untuned and the tuned Relax program (the tuned one without the levers
+    ``off``; detail: the headline is ``remeasure.compare_relax``)."""
     arrays = relax_inputs(mod[fn], opts["seed"], opts.get("weights"))
     out = {"name": fn, "tasks": {}, "notes": [],
            "var_lines": {b.var.name: (int(b.value.span.line) if b.value.span is not None else None)
                          for b in bindings(mod[fn])}}
-    fused = fuse(mod, target)
-    out["channels_last"] = channels_last(target)
+    fused = fuse(mod, target, off=off)
+    out["channels_last"] = channels_last(target, off=off)
     records = task_records(trials, chosen, fused, target) if trials is not None else {}
-    legal_flops = _prim_flops(legalize(mod, target, convert=False))
+    legal_flops = _prim_flops(legalize(mod, target, convert=False, off=off))
     out["tasks"]["baseline"] = per_call(tvm.compile(mod, target=target), arrays,
-                                        call_sites(mod, target, False, fn), legal_flops, {})
+                                        call_sites(mod, target, False, fn, off=off), legal_flops, {})
     if any(r["tuned"] for r in records.values()) or (database is not None and chosen is not None):
         # with a choice that kept every default schedule the build is the fused default one: its calls
         # are still the model's kernels, each with its default time
-        executable = build_tuned(database, mod, target)
-        out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn),
+        executable = build_tuned(database, mod, target, off=off)
+        out["tasks"]["tuned"] = per_call(executable, arrays, call_sites(mod, target, True, fn, off=off),
                                          _prim_flops(fused), records)
     elif trials is not None:
         out["notes"].append("the run has no successful record for any task of this module")

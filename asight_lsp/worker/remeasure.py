@@ -30,6 +30,7 @@ from .programs import buffer_specs, entry_name
 from .records import Trials, chosen_database, fresh_copy, read_trials
 from . import lever_guard
 from .relax_pipeline import build_tuned, fuse, is_reshape, load_weights
+from .tune_plan import params_levers
 
 TOP_K = 5
 CANDIDATE_BUDGET_S = 0.6
@@ -116,13 +117,10 @@ def choose_best(trials: Trials, workload: int, mod, target, name: str, k: int = 
 DEFAULT_LABEL = "default schedule"
 
 
-def default_program(mod, target, arrays, dev, cold: bool = False) -> tuple[Program | None, float | None]:
+def default_program(mod, target, arrays, dev, cold: bool = False) -> tuple[Program, float]:
     """The workload as the untuned build runs it (no schedule applied), one more candidate (issue 21:
-    no task ends slower than untuned), and one call's µs; (None, None) when the lever is off
-    (``ASIGHT_LEVERS_OFF=default``)."""
-    from .twins import lever_on
-    if not lever_on("default"):
-        return None, None
+    no task ends slower than untuned), and one call's µs.  Asked only with the default lever on
+    (``choose_tasks``)."""
     plain = baseline_of(mod, target)[0] if is_gpu(target) else fresh_copy(mod)   # a GPU's default: DLight
     rt = build_prim(plain, target)
     args = [tvm.runtime.tensor(a.copy(), dev) for a in arrays]
@@ -131,22 +129,25 @@ def default_program(mod, target, arrays, dev, cold: bool = False) -> tuple[Progr
 
 
 def choose_all(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
-               with_default: bool = False) -> list[dict]:
+               with_default: bool = False, *, off: frozenset[str]) -> list[dict]:
     """``choose_best`` for every task that has a valid trial and (``with_default``: a model's tasks)
     whose best beat its default schedule (``tasks``: (name, tuned module)): the records a build applies."""
-    return split_defaults(choose_tasks(trials, tasks, target, k, with_default))[0]
+    return split_defaults(choose_tasks(trials, tasks, target, k, with_default, off=off))[0]
 
 
 def choose_tasks(trials: Trials, tasks: list[tuple[str, object]], target, k: int = TOP_K,
-                 with_default: bool = False) -> list[dict]:
-    """``choose_best`` for every task that has a valid trial, default-schedule winners included."""
-    cold = with_default and cold_lever(target)      # a model's tasks run in a chain, their weights evicted
+                 with_default: bool = False, *, off: frozenset[str]) -> list[dict]:
+    """``choose_best`` for every task that has a valid trial, default-schedule winners included.
+    ``with_default``: a model's tasks, whose default schedule competes unless ``off`` names the
+    ``default`` lever, re-measured cold unless it names ``cold``."""
+    cold = with_default and cold_lever(target, off=off)   # a model's tasks run in a chain, their weights evicted
+    defaults = with_default and "default" not in off
     k = max(k, levers.COLD_TOP_K) if cold else k
     chosen = []
     for name, mod in tasks:
         workload = trials.workload_of(mod)
-        entry = None if workload is None else pick(trials, workload, mod, target, name, k, with_default, cold)
-        if entry is None and with_default and nothing_to_tune(mod, target):
+        entry = None if workload is None else pick(trials, workload, mod, target, name, k, defaults, cold)
+        if entry is None and defaults and nothing_to_tune(mod, target):
             entry = default_alone(mod, target, name, cold)
         if entry is not None:
             chosen.append(entry)
@@ -172,13 +173,11 @@ def nothing_to_tune(mod, target) -> bool:
     return defaults_rule.nothing_to_tune(estimate_flops(mod), decisions)
 
 
-def default_alone(mod, target, name: str, cold: bool = False) -> dict | None:
+def default_alone(mod, target, name: str, cold: bool = False) -> dict:
     """A task without a trial that has nothing to tune, its default schedule timed alone as its measured
-    candidate (``default_candidate.untried_entry``); None when the default lever is off."""
+    candidate (``default_candidate.untried_entry``)."""
     dev = device_of(target)
     default, once_us = default_program(mod, target, prim_inputs(mod)[1], dev, cold)
-    if default is None:
-        return None
     raw = time_rounds([default], budget_s=CANDIDATE_BUDGET_S)
     samples = raw["samples_us"].get(DEFAULT_LABEL)
     return defaults_rule.untried_entry(name, str(tvm_ffi.structural_hash(mod)),
@@ -190,10 +189,10 @@ def default_alone(mod, target, name: str, cold: bool = False) -> dict | None:
 split_defaults = defaults_rule.split
 
 
-def cold_lever(target) -> bool:
-    """Whether a model's tasks are re-measured cold on ``target`` (``levers.cold_remeasure``)."""
-    from .twins import levers_off_now
-    return levers.cold_remeasure(target.kind.name, levers_off_now())
+def cold_lever(target, *, off: frozenset[str]) -> bool:
+    """Whether a model's tasks are re-measured cold on ``target`` without the levers ``off``
+    (``levers.cold_remeasure``)."""
+    return levers.cold_remeasure(target.kind.name, off)
 
 
 def compare_tir(pairs: list[tuple[str, object, object]], target, seed: int = 0, check: bool = True,
@@ -236,9 +235,9 @@ def _merge_checks(checks: list[dict]) -> dict | None:
             "atol_scaled_by": first["atol_scaled_by"], "buffers": buffers, "source": first["source"]}
 
 
-def applied_kernels(program, database, target) -> dict:
+def applied_kernels(program, database, target, *, off: frozenset[str]) -> dict:
     """Which fused kernels a build with ``database`` takes from records (``tirx.is_scheduled``)."""
-    fused = fuse(program, target)
+    fused = fuse(program, target, off=off)
     with target, database, tvm.transform.PassContext(opt_level=3):
         applied = relax.transform.MetaScheduleApplyDatabase()(fused)
     # a kernel is what the plan tuned (``metaschedule.plan_for``: the fused function is not a reshape);
@@ -278,21 +277,21 @@ def flatten(value) -> list[np.ndarray]:
 
 def compare_relax(program, entry: str, database, target, tasks_with_records: list[str], seed: int = 0,
                   check: bool = True, budget_s: float | None = None, timed: bool = True,
-                  weights: str | None = None) -> dict:
-    """The untuned program vs the program built with ``database``, end to end, interleaved (without a
-    database: the untuned program alone).
+                  weights: str | None = None, *, off: frozenset[str]) -> dict:
+    """The untuned program vs the program built with ``database`` (without the levers ``off``), end to
+    end, interleaved (without a database: the untuned program alone).
 
     Raises ``ValueError`` when the tuned build took none of the kernels that have records (a build
     that silently ignored the database, docs/tvm.md §6)."""
     executables = {"untuned": tvm.compile(program, target=target)}
     applied = None
     if database is not None:
-        applied = applied_kernels(program, database, target)
+        applied = applied_kernels(program, database, target, off=off)
         missing = sorted(set(tasks_with_records) - set(applied["from_records"]))
         applied.update(tasks_with_records=sorted(tasks_with_records), missing=missing)
         if tasks_with_records and not applied["from_records"]:
             raise ValueError(f"the tuned build applied none of the {len(tasks_with_records)} tuned kernels")
-        executables["tuned"] = build_tuned(database, program, target)
+        executables["tuned"] = build_tuned(database, program, target, off=off)
     dev = device_of(target)
     arrays = relax_inputs(program[entry], seed, weights)
     programs, outputs = [], {}
@@ -312,20 +311,21 @@ def compare_relax(program, entry: str, database, target, tasks_with_records: lis
 
 def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by: str, *, program=None,
                 entry: str = "main", chosen: list[dict] | None = None, seed: int = 0,
-                weights: str | None = None) -> dict | None:
+                weights: str | None = None, off: frozenset[str]) -> dict | None:
     """The measurement record of a run: the best per task by re-measurement (unless ``chosen`` is
     given), then untuned vs tuned through the harness.  ``tasks``: (name, module MetaSchedule tuned);
-    for Relax ``program`` is the raw module, measured end to end.  None when no task has a record."""
+    for Relax ``program`` is the raw module, measured end to end; ``off``: the run's levers off
+    (``tune_plan.request_levers``).  None when no task has a record."""
     trials = read_trials(run_dir)
     # the default schedule competes in a model's tasks (a kernel run keeps showing its tuned schedule)
-    chosen, defaults = split_defaults(choose_tasks(trials, tasks, target, with_default=kind == "relax")
+    chosen, defaults = split_defaults(choose_tasks(trials, tasks, target, with_default=kind == "relax", off=off)
                                       if chosen is None else chosen)
     if not chosen and not defaults:
         return None
     extra = {"chosen": chosen, "trials": len(trials.rows), "defaults": defaults}
     if kind == "relax":
         result = compare_relax(program, entry, chosen_database(trials, chosen), target,
-                               [c["task"] for c in chosen], seed, weights=weights)
+                               [c["task"] for c in chosen], seed, weights=weights, off=off)
         extra["applied"] = result["applied"]
         scope = "program"
     else:
@@ -349,9 +349,10 @@ def measure_run(kind: str, tasks: list[tuple[str, object]], run_dir, target, by:
     return record
 
 
-def remeasure(params: dict, emit=None) -> dict:
+def remeasure(params: dict, emit=None, off: frozenset[str] | None = None) -> dict:
     """``measure_run`` asked by the tuning job of its sandboxed worker (docs/sandbox.md): the tuned and
-    untuned programs are built and timed where their code cannot write, start or signal anything."""
+    untuned programs are built and timed where their code cannot write, start or signal anything.
+    ``off``: the request's levers (its run's, ``tune_plan.params_levers``)."""
     from .sandbox import STATUS
     if not STATUS.active:
         raise RuntimeError("remeasure is answered only by a sandboxed worker")
@@ -359,7 +360,7 @@ def remeasure(params: dict, emit=None) -> dict:
     program = load_ir(params["program"]) if params.get("program") else None
     record = measure_run(params["kind"], tasks, params["run_dir"], tvm.target.Target(params["target"]), params["by"],
                          program=program, entry=params.get("entry") or "main", weights=params.get("weights"),
-                         chosen=params.get("chosen"))
+                         chosen=params.get("chosen"), off=params_levers(params) if off is None else off)
     if record is not None:
         record["process"] = "sandboxed worker"    # where the programs ran (docs/sandbox.md)
     return {"record": record}

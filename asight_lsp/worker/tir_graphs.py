@@ -244,7 +244,7 @@ def _lineage(func, sch, source: dict) -> dict[str, str]:
         return {}
 
 
-def block_graph(params: dict, emit=None) -> dict:
+def block_graph(params: dict, emit=None, off=None) -> dict:
     """Source graph of one PrimFunc and the transformed graphs of some of its schedules.
 
     ``traces``: JSON traces ``[insts, decisions]`` as stored in MetaSchedule's database; or

@@ -261,7 +261,7 @@ def send_weight(emit, name: str, value: np.ndarray) -> None:
                   "data": raw[start:start + WEIGHT_PART]})
 
 
-def import_exported(params: dict, emit=None) -> dict:
+def import_exported(params: dict, emit=None, off=None) -> dict:
     """Load, import and check ``params["model"]``; each weight goes out as a ``weight`` event (name,
     dtype, shape, raw bytes), the reply carries the file's text and the check."""
     path = params["model"]

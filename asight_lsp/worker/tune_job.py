@@ -27,7 +27,7 @@ from ..engine.targets import require_runs_here
 from ..store.runs import Run, RunMeta
 from . import lever_guard
 from .sandbox import limit_memory, over_allowance, private_cwd
-from .tune_plan import InputProblem, parse_selection
+from .tune_plan import InputProblem, TunePlan
 
 REMEASURE_TIMEOUT_S = 3600.0
 JOB_MEMORY_SCALE = 2.0   # the job may add twice a worker's allowance (ASIGHT_WORKER_MEM_GB): a model's build
@@ -105,9 +105,7 @@ class TuningProcess:
     def _main(self) -> int:
         meta = self.update(state="running", pid=os.getpid(), started=time.time())
         try:
-            from .twins import for_run
-            with for_run(str(self.run.path)):   # a resumed run keeps the layouts it was made with
-                self.tune(meta)
+            self.tune(meta)
         except InputProblem as err:
             self.finish("failed", str(err), err.kind)
             return 1 if err.kind == "input" else 2
@@ -124,7 +122,8 @@ class TuningProcess:
 
     def tune(self, meta: RunMeta) -> None:
         from . import metaschedule as tuning
-        plan, target, space, meta, before = self.prepare(meta)
+        job, meta, before = self.prepare(meta)
+        plan, target, space = job.plan, job.target, job.space
         remaining = max(meta.trials_requested - before, 0)
         tracker = tuning.BestTracker(plan, before)
         database = tuning.open_database(str(self.run.path))
@@ -148,9 +147,9 @@ class TuningProcess:
 
         started = time.perf_counter()
         self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks])
-        transfers, wrap = self.twin_transfer(plan)
+        transfers, wrap = self.twin_transfer(job)
         per_iter = tuning.trials_per_iter(remaining, len(plan.tasks))
-        shares, scheduler, watch = self.share_scheduler(plan, per_iter)
+        shares, scheduler, watch = self.share_scheduler(job, per_iter)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
                         on_batch=on_batch, database=database, constraints=meta.extra.get("constraints"),
@@ -158,7 +157,7 @@ class TuningProcess:
                         extra_callbacks=(watch,) if watch else ())
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
-        self.conclude(meta, plan, target, space, tracker, database, time.perf_counter() - started)
+        self.conclude(meta, job, tracker, database, time.perf_counter() - started)
         self.collect_counters()
 
     def collect_counters(self) -> None:
@@ -176,20 +175,20 @@ class TuningProcess:
         self.update(extra={**self.run.load().extra, "counters": result})
         self.event("status", stage="counters", message=result["text"], counters=result)
 
-    def twin_transfer(self, plan):
+    def twin_transfer(self, job: TunePlan):
         """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
         from . import twins
-        return twins.transfer_wrap(plan, self.budget)
+        return twins.transfer_wrap(job.plan, self.budget, job.levers_off)
 
-    def share_scheduler(self, plan, per_iter: int):
+    def share_scheduler(self, job: TunePlan, per_iter: int):
         """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""
         from . import budget
-        if plan.kind != "relax":
+        if job.plan.kind != "relax":
             return None, None, None
         from ..analysis.peak import peak_figures
         from .host import host_info
-        return lever_guard.either("budget", lambda: budget.scheduler_for(plan, per_iter, peak_figures(host_info()).get(
-            "gflops")), lambda: (None, None, None))
+        return lever_guard.either("budget", lambda: budget.scheduler_for(
+            job.plan, per_iter, peak_figures(host_info()).get("gflops"), off=job.levers_off), lambda: (None, None, None))
 
     def keep_outlook(self, state) -> None:
         """``extra.budget`` in run.json: per task what the next batch is expected to save, and the order
@@ -260,12 +259,16 @@ class TuningProcess:
             return log
         return f"; most often ({top['count']} × {top['stage']}): {top['reason']}{log}"
 
-    def prepare(self, meta: RunMeta):
-        """Parse, resolve the target, plan the tasks, check the device (and, over RPC, the baseline)."""
+    def prepare(self, meta: RunMeta) -> tuple[TunePlan, RunMeta, int]:
+        """Parse, resolve the target, plan the tasks, check the device (and, over RPC, the baseline):
+        (the session's ``TunePlan``, run.json, records before this session).  The levers are the run's
+        (``tune_plan.request_levers``: a resumed run keeps the layouts it was made with)."""
         from . import rpc_baseline as baseline
         from . import metaschedule as tuning
         from .remeasure import device_of
+        from .tune_plan import parse_selection, request_levers
         from ..store.runs import read_records
+        off = request_levers(str(self.run.path))
         parsed, member = parse_selection(self.run, meta, self.update)
         parsed, build = self.deployable(parsed, member, meta)
         try:
@@ -275,7 +278,7 @@ class TuningProcess:
             raise InputProblem(str(err), "usage") from None
         self.check_database()
         try:
-            plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target), target)
+            plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target, off=off), target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
         space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
@@ -293,7 +296,7 @@ class TuningProcess:
             self.event("status", stage="baseline", message="measuring the untuned latency on the RPC device")
             self.baseline_us, detail = baseline.baseline_us(plan, target, meta.rpc)
             meta = self.update(baseline_us=self.baseline_us, extra={**meta.extra, "baseline_detail": detail})
-        return plan, target, space, meta, before
+        return TunePlan(plan, target, space, off, member), meta, before
 
     def deployable(self, parsed, member, meta: RunMeta):
         """The unit as ``asight export`` builds it (a Relax model's weights file bound,
@@ -320,9 +323,10 @@ class TuningProcess:
             self.event("status", stage="repair", message=f"set aside {dropped} torn line of the records file (a write "
                        f"cut short); {health.records} measured records kept")
 
-    def conclude(self, meta: RunMeta, plan, target, space, tracker, database, tune_s: float) -> None:
+    def conclude(self, meta: RunMeta, job: TunePlan, tracker, database, tune_s: float) -> None:
         """Keep what tuning measured, then re-measure: the best per task and untuned vs tuned
         (end to end for Relax) through the harness; that record is the run's headline."""
+        space = job.space
         tracker.seed_from_db(database)
         shortfall = self.record_shortfall(meta, tracker)
         if shortfall and all(b is None for b in tracker.best) and space is None:
@@ -338,7 +342,7 @@ class TuningProcess:
         record = meta.measurement if tracker.trials_done == tracker.trials_before and meta.measurement else None
         if record is None and not meta.rpc and any(b is not None for b in tracker.best):
             self.event("status", stage="measure", message="re-measuring the best candidates, then untuned vs tuned")
-            record = self.measure(plan, target)
+            record = self.measure(job)
         self.update(extra={**self.run.load().extra, "tuning": tuning})
         if record is not None and record.get("untuned") and record is not meta.measurement:
             with self.lock:   # the run's new headline; the record it replaces goes to the history
@@ -350,16 +354,19 @@ class TuningProcess:
         self.baseline_us = record["untuned"]["median_us"] if record and record.get("untuned") else self.baseline_us
         self.update(best_us=self.best_us, baseline_us=self.baseline_us)
 
-    def measure(self, plan, target) -> dict | None:
+    def measure(self, job: TunePlan) -> dict | None:
         """The run's measurement record (``worker/remeasure.measure_run``); a failure is recorded, not fatal.
-        On the CPU it runs in the sandboxed worker: the programs timed are the file's native code."""
+        On the CPU it runs in the sandboxed worker (which works with the run's levers, as this job does):
+        the programs timed are the file's native code."""
         from . import remeasure
         from ..engine.wire import weights_beside
+        plan, target = job.plan, job.target
         weights = weights_beside(self.run.load().file)
         try:
             if remeasure.is_gpu(target):   # the GPU needs its driver's ioctls, which the sandbox refuses
                 record = remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], self.run.path, target,
-                                               "tuning job", program=plan.program, entry=plan.entry, weights=weights)
+                                               "tuning job", program=plan.program, entry=plan.entry, weights=weights,
+                                               off=job.levers_off)
             else:
                 record = self.measure_sandboxed(plan, target, weights)
             if record is not None and plan.kind == "relax":   # the figure is of the deployable build

@@ -20,69 +20,12 @@ best).  Each transfer is logged (``log``) for ``analysis.twins.summary``.
 from __future__ import annotations
 
 from ..analysis import twins as rules
-from ..analysis.levers import LEVERS_OFF_ENV, levers_off
 from .compat import derived_object, ms, s_tir, stmt_children, tvm_ffi
 from .compat import Trace
 from .programs import short_error
 
 SIBLING_VARIANTS = 2
 FAILED_SECS = 1e9
-
-
-_RUN_OFF: list = []   # the levers off for the run the current request works on (``for_run``)
-
-
-def levers_off_now() -> set[str]:
-    """The levers this job runs without (``ASIGHT_LEVERS_OFF``; ``analysis/levers.py``), with the
-    pipeline levers of the run the request works on (``for_run``)."""
-    import os
-    return _RUN_OFF[-1] if _RUN_OFF else levers_off(os.environ.get(LEVERS_OFF_ENV))
-
-
-class for_run:
-    """``with for_run(run_dir):`` the levers a job on that run works without (``levers.run_levers_off``:
-    its kernels as they were tuned); without a run directory, nothing changes (the environment's)."""
-
-    def __init__(self, run_dir: str | None):
-        self.run_dir = run_dir
-
-    def __enter__(self):
-        import os
-        if self.run_dir:
-            _RUN_OFF.append(run_levers(self.run_dir, levers_off(os.environ.get(LEVERS_OFF_ENV))))
-        return self
-
-    def __exit__(self, *exc):
-        if self.run_dir:
-            _RUN_OFF.pop()
-        return False
-
-
-def run_levers(run_dir: str, now_off: set[str]) -> set[str]:
-    """``levers.run_levers_off`` for a run directory (its run.json record; its workloads when the run
-    predates the record)."""
-    from ..analysis.levers import KNOWN_KEY, RECORD_KEY, run_levers_off
-    from ..errors import AsightError
-    from ..store.database import workloads_text
-    from ..store.runs import Run
-    try:
-        extra = Run(run_dir).load().extra
-    except (AsightError, OSError):   # a missing, damaged or unreadable run.json: as a run made before the record
-        extra = {}
-    recorded, known = extra.get(RECORD_KEY), extra.get(KNOWN_KEY)
-    known = known if isinstance(known, list) else None
-    if isinstance(recorded, list):
-        return run_levers_off(recorded, now_off, None, known)
-    try:
-        workloads = workloads_text(run_dir)
-    except OSError:
-        workloads = None
-    return run_levers_off(None, now_off, workloads, known)
-
-
-def lever_on(name: str) -> bool:
-    """Whether a tuning lever (twins, budget, default, layout, nhwc) is on for this job (all are, by default)."""
-    return name not in levers_off_now()
 
 
 # --------------------------------------------------------------------------- signatures
@@ -332,9 +275,10 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
         return TransferSearch(self.inner.clone(), self.name, self.log, self.budget)
 
 
-def transfer_wrap(plan, budget):
-    """(TransferLog, wrap for ``metaschedule.tune``) for a Relax plan with related tasks, else (None, None)."""
-    if plan.kind != "relax" or not lever_on("twins"):
+def transfer_wrap(plan, budget, off: frozenset[str]):
+    """(TransferLog, wrap for ``metaschedule.tune``) for a Relax plan with related tasks when the twins
+    lever is on (not in ``off``), else (None, None)."""
+    if plan.kind != "relax" or "twins" in off:
         return None, None
     relations = relations_for(plan.tasks)
     if not any(rules.donors(name, relations) for name in relations):

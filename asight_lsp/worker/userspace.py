@@ -165,7 +165,7 @@ def require_buildable(traces: list, mod, target, name: str) -> None:
         require_no_native_calls(space.mod, target, f"design space '{name}'")
 
 
-def space_traces(params: dict, emit=None) -> dict:
+def space_traces(params: dict, emit=None, off=None) -> dict:
     """In a sandboxed worker: load the file's space function, generate its design space on the task
     (``mod``, TVM's JSON) and return the line mapping and the spaces' traces, or ``{error}``."""
     from .compat import save_ir

@@ -33,7 +33,7 @@ def gpu_run(store: Path, script: Path, meta, skip: tuple = ()) -> None:
     for old in run.path.glob("database_*.json"):
         old.unlink()
     database = ms.database.JSONDatabase(work_dir=str(run.path))
-    for k, task in enumerate(ms.relax_integration.extract_tasks(fuse(mod, target), target)):
+    for k, task in enumerate(ms.relax_integration.extract_tasks(fuse(mod, target, off=frozenset()), target)):
         if task.task_name in skip:
             continue
         kernel = task.dispatched[0]

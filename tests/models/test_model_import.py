@@ -73,7 +73,7 @@ def _call_sites(script: Path, weights: Path | None = None):
     mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
                      outline.constants, outline.aliases)
     mod, _ = deployable(mod, "main", str(weights) if weights else None)
-    return call_sites(mod, measuring_target(None), True)
+    return call_sites(mod, measuring_target(None), True, off=frozenset())
 
 
 def test_calls_of_the_deployable_build_keep_their_bindings(imported, monkeypatch):

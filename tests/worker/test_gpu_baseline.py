@@ -31,7 +31,7 @@ def test_dlight_schedules_its_own_copy_for_a_gpu_and_leaves_cpu_programs_alone()
     from asight_lsp.worker.baseline import baseline_of
     from asight_lsp.worker.compat import tvm, tvm_ffi
     target = M.resolve_target("nvidia/nvidia-h100")
-    mod = M.gpu_ready(M.plan_for(parsed("matmul_bias_relu.py"), None, target), target).tasks[0].mod
+    mod = M.gpu_ready(M.plan_for(parsed("matmul_bias_relu.py"), None, target, off=frozenset()), target).tasks[0].mod
     before = tvm_ffi.structural_hash(mod)
     program, what = baseline_of(mod, target)
     assert what == {"kind": "dlight", "label": "DLight's default schedule"}
@@ -40,7 +40,7 @@ def test_dlight_schedules_its_own_copy_for_a_gpu_and_leaves_cpu_programs_alone()
     cuda = tvm.tirx.build(program, target=target).imports[0].inspect_source()  # codegen needs no GPU
     assert "__global__" in cuda
     cpu = M.resolve_target("llvm")
-    plain = M.plan_for(parsed("matmul64.py"), None, cpu).tasks[0].mod
+    plain = M.plan_for(parsed("matmul64.py"), None, cpu, off=frozenset()).tasks[0].mod
     assert baseline_of(plain, cpu)[0].same_as(plain)
 
 
@@ -77,7 +77,7 @@ def test_the_module_a_gpu_run_tunes_is_recognised_for_its_vendor_call():
     target = M.resolve_target("nvidia/nvidia-h100")
 
     def tuned_module(name):
-        return M.gpu_ready(M.plan_for(parsed(name), None, target), target).tasks[0].mod
+        return M.gpu_ready(M.plan_for(parsed(name), None, target, off=frozenset()), target).tasks[0].mod
 
     conv = vendor_workload(tuned_module("conv2d_nhwc.py"))
     assert (conv["op"], conv["layout"], conv["kernel_layout"], conv["padding"]) == ("conv2d", "NHWC", "HWIO", [1, 1, 1, 1])

@@ -54,11 +54,11 @@ def _module(base: Path):
     return deployable_module(base / "tiny_relax.py")
 
 
-def _marked(mod, target) -> dict:
+def _marked(mod, target, off: frozenset[str] = frozenset()) -> dict:
     from asight_lsp.worker.compat import tirx
     from asight_lsp.worker.relax_pipeline import fuse
     return {gv.name_hint: [int(i) for i in f.attrs["layout_free_buffers"]]
-            for gv, f in fuse(mod, target).functions_items()
+            for gv, f in fuse(mod, target, off=off).functions_items()
             if isinstance(f, tirx.PrimFunc) and f.attrs and "layout_free_buffers" in f.attrs}
 
 
@@ -87,7 +87,7 @@ def test_the_build_packs_weights_once_and_computes_the_same(tuned):
     records = (run.path / "database_tuning_record.json").read_text()
     assert "TransformLayout" in records                  # the schedules re-lay the weights
     db = ms_side.open_database(str(run.path))
-    tuned_vm = relax.VirtualMachine(build_tuned(db, mod, target), tvm.cpu())
+    tuned_vm = relax.VirtualMachine(build_tuned(db, mod, target, off=frozenset()), tvm.cpu())
     plain_vm = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")
     names = []
@@ -112,10 +112,10 @@ def test_the_per_call_profile_maps_prepacked_kernels_to_their_call_sites(tuned):
     base, run, _ = tuned
     target = ms_side.resolve_target(None)
     mod = _module(base)
-    vm = relax.VirtualMachine(build_tuned(ms_side.open_database(str(run.path)), mod, target), tvm.cpu())
+    vm = relax.VirtualMachine(build_tuned(ms_side.open_database(str(run.path)), mod, target, off=frozenset()), tvm.cpu())
     x = tvm.runtime.tensor(np.zeros((1, 3, 8, 8), "float32"))
     per_run, _ = relax_profile._time_calls(vm, [x], 2)
-    sites = relax_profile.call_sites(mod, target, fused=True)
+    sites = relax_profile.call_sites(mod, target, fused=True, off=frozenset())
     rows = relax_profile.task_latencies(per_run, sites, {})
     assert CONVS <= {r["task"] for r in rows}
     assert all(r["mapped"] for r in rows if r["task"] in CONVS)   # each call tied to its bindings
@@ -124,9 +124,10 @@ def test_the_per_call_profile_maps_prepacked_kernels_to_their_call_sites(tuned):
 
 def test_the_ablation_switch_marks_nothing(tuned, monkeypatch):
     from asight_lsp.worker import metaschedule as ms_side
+    from asight_lsp.worker.tune_plan import env_levers
     base, _, _ = tuned
     monkeypatch.setenv("ASIGHT_LEVERS_OFF", "layout")
-    assert _marked(_module(base), ms_side.resolve_target(None)) == {}
+    assert _marked(_module(base), ms_side.resolve_target(None), env_levers()) == {}
 
 
 def test_a_transferred_schedule_marks_its_postprocessing(tuned):
@@ -139,7 +140,7 @@ def test_a_transferred_schedule_marks_its_postprocessing(tuned):
     base, run, _ = tuned
     target = ms_side.resolve_target(None)
     ms_side.stub_tensor_intrin()
-    mods = {t.name: t.mod for t in ms_side.plan_for(_module(base), None, target).tasks}
+    mods = {t.name: t.mod for t in ms_side.plan_for(_module(base), None, target, off=frozenset()).tasks}
     donor, twin = "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"
     record = twins.best_record(ms_side.open_database(str(run.path)), mods[donor])
     assert record is not None
@@ -161,13 +162,13 @@ def test_an_empty_choice_builds_every_default_schedule(tuned):
     target = ms_side.resolve_target(None)
     opts = measure._options({"timing": False, "stages": False, "check": True,
                              "weights": str(base / "tiny_relax.weights.npz")})
-    detail, headline = measure._profile_relax(_module(base), target, str(run.path), [], opts, "main")
+    detail, headline = measure._profile_relax(_module(base), target, str(run.path), [], opts, "main", frozenset())
     assert headline["tuned"] == ["tuned"] and headline["check"]["ok"]    # measured, the same outputs: no "tuned —"
     assert headline["applied"]["from_records"] == []
     assert not any(r["tuned"] for r in detail["task_records"].values()), detail["task_records"]
     calls = detail["tasks"]["tuned"]["tasks"]       # the fused build with every default schedule
     assert CONVS <= {c["task"] for c in calls} and not any(c.get("weights_packed") for c in calls)
-    chosen, _ = measure._profile_relax(_module(base), target, str(run.path), None, opts, "main")
+    chosen, _ = measure._profile_relax(_module(base), target, str(run.path), None, opts, "main", frozenset())
     assert any(r["tuned"] for r in chosen["task_records"].values())   # no choice at all: the fastest records
 
 
@@ -192,18 +193,18 @@ def test_convolutions_on_bound_weights_are_tuned_channels_last(tuned):
     base, run, meta = tuned
     target = ms_side.resolve_target(None)
     mod = _module(base)
-    assert _conv_blocks(fuse(mod, target)) == {"conv2d_nhwc"}
+    assert _conv_blocks(fuse(mod, target, off=frozenset())) == {"conv2d_nhwc"}
     assert "conv2d_nhwc" in workloads_text(run.path)                            # what the run tuned
-    names = [b.var.name for b in bindings(converted(mod, target)["main"])]
+    names = [b.var.name for b in bindings(converted(mod, target, off=frozenset())["main"])]
     own = [b.var.name for b in bindings(mod["main"])]
     added = [n for n in names if n not in own]
     assert added and all(n.startswith("layout_transform") for n in added)      # no transform under a model name
     assert sorted(n for n in names if n in own) == sorted(own)                  # every binding of the model kept
     unbound = _module_with_parameters(base)
-    assert _conv_blocks(fuse(unbound, target)) == {"conv2d_nchw"}              # a weight parameter: its layout kept
+    assert _conv_blocks(fuse(unbound, target, off=frozenset())) == {"conv2d_nchw"}   # a weight parameter: its layout kept
     x = tvm.runtime.tensor(np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype("float32"))
     outs = [relax.VirtualMachine(tvm.compile(m, target=target), tvm.cpu())["main"](x).numpy()
-            for m in (mod, converted(mod, target))]
+            for m in (mod, converted(mod, target, off=frozenset()))]
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
 
 
@@ -220,15 +221,17 @@ def _module_with_parameters(base: Path):
 def test_a_run_keeps_the_layouts_it_was_tuned_with(tuned, monkeypatch):
     from asight_lsp.worker import metaschedule as ms_side
     from asight_lsp.worker.relax_pipeline import channels_last, prepacks
-    from asight_lsp.worker.twins import for_run
+    from asight_lsp.worker.tune_plan import env_levers, request_levers
     _, run, meta = tuned
     target = ms_side.resolve_target(None)
     assert meta.extra["levers_off"] == []                       # recorded when the run was made
     monkeypatch.setenv("ASIGHT_LEVERS_OFF", "nhwc,layout,twins")
-    assert channels_last(target) is None and not prepacks(target)
-    with for_run(str(run.path)):                                # a job on the run: its own layouts
-        assert channels_last(target) and prepacks(target)
-    assert channels_last(target) is None                        # and the environment's again after it
+    now = env_levers()
+    assert channels_last(target, off=now) is None and not prepacks(target, off=now)
+    on_run = request_levers(str(run.path))                      # a job on the run: its own layouts
+    assert channels_last(target, off=on_run) and prepacks(target, off=on_run)
+    assert on_run == {"twins"}                                  # the other levers: the environment's
+    assert request_levers(None) == now                          # a request without a run: the environment's
 
 
 def test_a_run_made_before_the_record_is_read_as_it_was_tuned(tuned, tmp_path):
@@ -236,7 +239,7 @@ def test_a_run_made_before_the_record_is_read_as_it_was_tuned(tuned, tmp_path):
     every kernel lacks a record and the export refuses), and pack weights where their workloads did."""
     import json
     import shutil
-    from asight_lsp.worker.twins import run_levers
+    from asight_lsp.worker.tune_plan import run_levers
     _, run, _ = tuned
     old = tmp_path / run.id
     shutil.copytree(run.path, old)
@@ -276,12 +279,13 @@ def test_a_transposed_convolution_after_a_converted_one_keeps_its_layout(tmp_pat
     mod, bound = deployable(parse_script(CONV_THEN_TRANSPOSE), "main", str(tmp_path / "w.npz"))
     assert bound == ["w", "wt"]
     target = ms_side.resolve_target(None)
-    left = {getattr(b.value.op, "name", "") for b in legalize(mod, target)["main"].body.blocks[0].bindings}
+    left = {getattr(b.value.op, "name", "") for b in legalize(mod, target, off=frozenset())["main"].body.blocks[0].bindings}
     assert left <= {"relax.call_tir", ""}                                   # every operator lowered
-    assert _conv_blocks(fuse(mod, target)) == {"conv2d_nhwc"}                # the convolution still converted
+    assert _conv_blocks(fuse(mod, target, off=frozenset())) == {"conv2d_nhwc"}   # the convolution still converted
     x = tvm.runtime.tensor(rng.standard_normal((1, 3, 8, 8)).astype("float32"))
     plain = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())["main"](x).numpy()
-    lowered = relax.VirtualMachine(tvm.compile(legalize(mod, target), target=target), tvm.cpu())["main"](x).numpy()
+    lowered = relax.VirtualMachine(tvm.compile(legalize(mod, target, off=frozenset()), target=target),
+                                   tvm.cpu())["main"](x).numpy()
     np.testing.assert_allclose(lowered, plain, rtol=1e-4, atol=1e-4)
 
 

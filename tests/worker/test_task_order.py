@@ -18,7 +18,7 @@ def _plan(path: Path, unit: str):
     outline = build_outline(text, str(path))
     spec = next({"start_line": u.start_line, "end_line": u.end_line} for u in outline.units if u.name == unit)
     parsed = parse_unit(text.splitlines(), spec, outline.constants, outline.aliases)
-    return tuning.plan_for(parsed, None, tuning.resolve_target(None))
+    return tuning.plan_for(parsed, None, tuning.resolve_target(None), off=frozenset())
 
 
 def test_relax_tasks_heaviest_first():

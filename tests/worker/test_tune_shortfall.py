@@ -81,10 +81,10 @@ def test_gpu_space_samples_only_once_the_allocations_sit_in_the_root_block():
                        database=ms.database.MemoryDatabase(), cost_model=ms.cost_model.RandomModel())
         return ctx.search_strategy.generate_measure_candidates()
 
-    as_parsed = M.plan_for(parsed, None, target)
+    as_parsed = M.plan_for(parsed, None, target, off=frozenset())
     assert sampled(as_parsed.tasks[0].mod) is None          # VerifyGPUCode rejects every sample
-    ready = M.gpu_ready(M.plan_for(parsed, None, target), target)
+    ready = M.gpu_ready(M.plan_for(parsed, None, target, off=frozenset()), target)
     assert len(sampled(ready.tasks[0].mod)) == 8
     cpu = M.resolve_target("llvm")
-    plain = M.plan_for(parsed, None, cpu)
+    plain = M.plan_for(parsed, None, cpu, off=frozenset())
     assert M.gpu_ready(plain, cpu).tasks[0].mod.same_as(plain.tasks[0].mod)   # CPU runs keep their hashes

@@ -132,7 +132,7 @@ def test_a_twin_transfer_replays_the_donors_decisions(tuned):
     from asight_lsp.engine.wire import weights_beside
     from asight_lsp.worker.relax_pipeline import deployable
     module, _ = deployable(parsed, None, weights_beside(str(tuned[0] / "tiny_relax.py")))   # as the job tunes it
-    plan = ms_side.plan_for(module, None, target)
+    plan = ms_side.plan_for(module, None, target, off=frozenset())
     mods = {t.name: t.mod for t in plan.tasks}
     db = ms_side.open_database(str(run.path))
     donor, twin = "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"

@@ -66,20 +66,22 @@ def test_the_block_convolutions_are_rewritten_under_their_names_and_compute_the_
     target = ms_side.resolve_target(None)
     mod = _module(model)
     before = _calls(mod["main"])
-    after = _calls(converted(mod, target)["main"])
+    after = _calls(converted(mod, target, off=frozenset())["main"])
     convs = [v for v, op in before.items() if op == "relax.nn.conv2d"]
     rewritten = [v for v in convs if str(after.get(v, "")).startswith("conv2d_winograd")]
     assert len(convs) == 5 and len(rewritten) == 4, after       # the stem (3 channels in) stays direct
     assert after[next(v for v in convs if v not in rewritten)] == "relax.nn.conv2d"
     x = np.random.default_rng(0).standard_normal((1, 3, SIZE, SIZE)).astype("float32")
-    np.testing.assert_allclose(_run(converted(mod, target), target, x), _run(mod, target, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_run(converted(mod, target, off=frozenset()), target, x), _run(mod, target, x),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_the_switch_keeps_the_direct_convolution(model, monkeypatch):
     from asight_lsp.worker import metaschedule as ms_side
     from asight_lsp.worker.relax_pipeline import converted
+    from asight_lsp.worker.tune_plan import env_levers
     monkeypatch.setenv("ASIGHT_LEVERS_OFF", "winograd")
-    after = _calls(converted(_module(model), ms_side.resolve_target(None))["main"])
+    after = _calls(converted(_module(model), ms_side.resolve_target(None), off=env_levers())["main"])
     assert not any(str(op).startswith("conv2d_winograd") for op in after.values())
 
 
@@ -114,7 +116,7 @@ def test_a_tuning_job_tunes_winograd_kernels_and_the_build_computes_the_same(mod
     assert transfers and not any(t.get("error") for t in transfers), transfers
     target = ms_side.resolve_target(None)
     mod = _module(model)
-    vm = relax.VirtualMachine(build_tuned(ms_side.open_database(str(run.path)), mod, target), tvm.cpu())
+    vm = relax.VirtualMachine(build_tuned(ms_side.open_database(str(run.path)), mod, target, off=frozenset()), tvm.cpu())
     x = np.random.default_rng(1).standard_normal((1, 3, SIZE, SIZE)).astype("float32")
     out = vm["main"](tvm.runtime.tensor(x)).numpy()
     np.testing.assert_allclose(out, _run(mod, target, x), rtol=1e-3, atol=1e-4)
