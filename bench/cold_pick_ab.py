@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ PICKS = {"warm": "cold", "cold": ""}     # pick -> ASIGHT_LEVERS_OFF
 
 def repick(store: Path, run: str, pick: str) -> str:
     """A copy of ``run`` whose measurement's chosen/defaults are re-picked with the lever as ``pick``."""
+    from asight_lsp.analysis.levers import levers_off
     from asight_lsp.worker import remeasure
     from asight_lsp.worker.metaschedule import resolve_target, stub_tensor_intrin
     from asight_lsp.worker.records import read_trials
@@ -39,13 +39,9 @@ def repick(store: Path, run: str, pick: str) -> str:
     meta["id"], record = copy, meta["measurement"]
     stub_tensor_intrin()
     target, trials = resolve_target(None), read_trials(store / "runs" / copy)   # a run tuned on this host
-    os.environ["ASIGHT_LEVERS_OFF"] = PICKS[pick]
-    try:
-        tasks = [(e["task"], trials.workloads[trials.hashes.index(e["workload_hash"])].mod)
-                 for e in record["chosen"] + (record.get("defaults") or [])]
-        entries = remeasure.choose_tasks(trials, tasks, target, with_default=True)
-    finally:
-        os.environ.pop("ASIGHT_LEVERS_OFF", None)
+    tasks = [(e["task"], trials.workloads[trials.hashes.index(e["workload_hash"])].mod)
+             for e in record["chosen"] + (record.get("defaults") or [])]
+    entries = remeasure.choose_tasks(trials, tasks, target, with_default=True, off=frozenset(levers_off(PICKS[pick])))
     record["chosen"], record["defaults"] = remeasure.split_defaults(entries)
     meta_path.write_text(json.dumps(meta))
     return copy

@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("TVM_NUM_THREADS", "2")
 import tvm  # noqa: E402
+from asight_lsp.analysis.levers import levers_off  # noqa: E402
 from asight_lsp.analysis.versus import ratio_interval  # noqa: E402
 from asight_lsp.worker import relax_pipeline as rp  # noqa: E402
 from asight_lsp.worker.compat import ms, RemoveWeightLayoutRewriteBlock  # noqa: E402
@@ -38,11 +39,8 @@ def load(path: str):
 
 
 def fused_with(mod, target, off: str):
-    os.environ["ASIGHT_LEVERS_OFF"] = off
-    try:
-        return rp.fuse(mod, target)
-    finally:
-        os.environ.pop("ASIGHT_LEVERS_OFF", None)
+    """The fused module without the levers ``off`` names (an ``ASIGHT_LEVERS_OFF`` value)."""
+    return rp.fuse(mod, target, off=frozenset(levers_off(off)))
 
 
 def best_of(func, target, label: str, trials: int, runner=None, prefix: str = "nhwc_ab"):

@@ -9,6 +9,7 @@ import sys, json, time, glob, os
 from asight_lsp.worker.compat import tvm, save_ir
 from asight_lsp.worker import metaschedule as tuning, remeasure
 from asight_lsp.worker.relax_pipeline import deployable
+from asight_lsp.worker.tune_plan import request_levers
 from asight_lsp.worker.parse import parse_unit, sandboxed_worker
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.tvmscript.pysource import source_lines
@@ -19,10 +20,11 @@ parsed = parse_unit(source_lines(text), {"start_line": u.start_line, "end_line":
 weights = weights_beside(src)
 module, _ = deployable(parsed, None, weights)
 target = tuning.resolve_target(None)
-plan = tuning.plan_for(module, None, target)
+off = request_levers(run)     # the run's levers, as the sandboxed worker decides them from run_dir
+plan = tuning.plan_for(module, None, target, off=off)
 chosen = json.load(open(run + "/run.json"))["measurement"]["chosen"]
 def inproc():
-    return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], run, target, "ab", program=plan.program, entry=plan.entry, chosen=chosen, weights=weights)
+    return remeasure.measure_run(plan.kind, [(t.name, t.mod) for t in plan.tasks], run, target, "ab", program=plan.program, entry=plan.entry, chosen=chosen, weights=weights, off=off)
 def sandboxed():
     # the same request the job sends, but with the chosen records fixed (no top-k re-measurement)
     params = {"kind": plan.kind, "tasks": [[t.name, save_ir(t.mod)] for t in plan.tasks], "program": save_ir(plan.program),

@@ -36,9 +36,10 @@ def kernels(script: str, weights: str) -> int:
     from asight_lsp.worker.compat import parse_script, tirx
     from asight_lsp.worker.programs import measuring_target
     from asight_lsp.worker.relax_pipeline import deployable, fuse, is_reshape
+    from asight_lsp.worker.tune_plan import env_levers
     text = Path(script).read_text()
     mod, _ = deployable(parse_script(text[text.index("@I.ir_module"):]), "main", weights)
-    fused = fuse(mod, measuring_target(None))
+    fused = fuse(mod, measuring_target(None), off=env_levers())     # as a new run's job, with ASIGHT_LEVERS_OFF
     return sum(isinstance(f, tirx.PrimFunc) and not is_reshape(f) for _, f in fused.functions_items())
 
 
