@@ -118,7 +118,7 @@ async def compute_schedule_edit(ls, a: dict):
         errors = "; ".join(e["error"] for e in entries if e.get("error"))
         raise ScheduleUnavailable(f"run {meta.id} has no schedule for {fn.id}" + (f" ({errors})" if errors else ""))
     edit = schedule_edit(doc.uri, fn, doc.lines, unit.end_line, entry, mode, meta.id)
-    try:    # the very text that goes into the file (red team round 9: a check before a rewrite was bypassed)
+    try:    # the very text that goes into the file: a check of an earlier text could be bypassed
         require_insertable(edit.changes[doc.uri][0].new_text, mode)
     except AsightError as err:
         raise ScheduleUnavailable(f"run {meta.id}: {err}") from None

@@ -115,7 +115,7 @@ def run_line(result: FunctionResult) -> str:
     else:
         figures = tuning_best_text(m.best_us, m.extra)
     stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
-    other = f"\n\n⚠ {result.unreadable}" if result.unreadable else ""     # outside probe 14, F4
+    other = f"\n\n⚠ {result.unreadable}" if result.unreadable else ""     # another run of it cannot be read
     return (f"**run `{m.id}`** ({m.state}, {trials_text(m.trials_done, m.extra)}{', ' + when if when else ''}): "
             f"{figures}{stale}{other}")
 
@@ -127,7 +127,7 @@ def block_run_lines(result: FunctionResult, blk: Block) -> list[str]:
     if prof and prof.get("us") is not None:
         lines.extend(latency_lines(blk.name, prof, summary))
 
-    if result.unmatched(blk.name):     # the records name it otherwise (outside probe 12, F3)
+    if result.unmatched(blk.name):     # the records name it otherwise
         lines.append(f"- ⚠ {result.named_otherwise}")
     if summary is None:
         if result.best is not None and not result.unmatched(blk.name):
@@ -187,7 +187,7 @@ def gpu_lines(result: FunctionResult, metrics: dict | None = None) -> list[str]:
     """The best candidate's measured GPU words, as the loop view says them (``gpu_words.measured_lines``:
     launch figures, limiting factor, each figure the counters lack said); [] for a run with neither
     counters nor a GPU target.  ``metrics``: ``best_counters(result)`` when the caller has them.  A
-    refused counters file is said with its bad line (outside probe 5, N3)."""
+    refused counters file is said with its bad line."""
     from ..analysis.gpu_words import measured_lines
     from ..engine.targets import runs_on_device
     metrics = best_counters(result) if metrics is None else metrics

@@ -41,7 +41,7 @@ def block_hints(fn: Function, result: FunctionResult) -> list[tuple[int, str, st
                          + f"{format_latency(change['before_us'])} → {format_latency(change['after_us'])}")
         summary = result.block(blk.name)
         head = block_headline(summary) if summary else ""
-        if result.unmatched(blk.name):    # the records name it otherwise: said, not left blank (probe 12, F3)
+        if result.unmatched(blk.name):    # the records name it otherwise: said, not left blank
             parts.append(f"⚠ not in the run's records (they get {', '.join(result.blocks_gone)})")
         elif head:
             parts.append(head)

@@ -251,7 +251,7 @@ def returns_text(outputs: list[dict] | None) -> str:
 
 def input_text(entry: dict) -> str:
     """The load snippet's word on an input: the library takes exactly its static shape (a model
-    imported with a dynamic batch is built for the batch it was imported with: model probe)."""
+    imported with a dynamic batch is built for the batch it was imported with)."""
     symbolic = [str(d) for d in entry["shape"] if not isinstance(d, int)]
     if symbolic:
         return f"your input (any {', '.join(symbolic)}; the other dimensions as shown)"
