@@ -148,6 +148,9 @@ class RunSummary(TypedDict, total=False):
     shortfall: str | None    # why fewer trials were measured than asked (analysis/shortfall.py), None if all were
     measurement: dict | None  # which measurement the figures are: {taken, when, by, load, busy, text} (views/measured.py)
     shipped: bool            # present (true) for a run this user did not make on this machine: read-only, never resumed
+    status: str              # a function's run: live | fresh | stale | failed (services/catalogue.py)
+    reasons: list            # why stale or failed, one line each
+    movedFrom: str | None    # the path the run recorded when found by its place in a moved or copied project
 
 
 class RunUpdated(TypedDict, total=False):

@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from .. import protocol as P
 from ..errors import AsightError
-from ..services.lookup import unreadable_note
+from ..services.catalogue import Catalogue, Current, names_of, unreadable_note
 from ..store.runs import RunMeta
 from ..tvmscript.model import Function
 from ..views.runs import runs_payload
@@ -36,17 +36,19 @@ class PayloadRequest:
 
 
 def runs_request(req: PayloadRequest) -> dict:
-    """``asight/runs``: the runs of a file / function (newest first), or of the whole store."""
-    index = req.state.index
+    """``asight/runs``: the runs of a file / function (newest first), or of the whole store; a function's
+    runs each with the catalogue's status for the document's text."""
+    index, views, shown = req.state.index, None, None
     if req.file and req.function is not None:
-        metas = index.for_function(req.file, req.function.id)
+        current = Current.of_text(req.text, [req.function], req.file) if req.text is not None else Current(file=req.file)
+        metas, views, shown = Catalogue(index).listing(req.file, names_of(req.function), current)
     elif req.file:
         metas = list(reversed(index.for_file(req.file)))
     else:
         metas = list(reversed(index.metas()))
     refusal = req.state.results.refusal
-    return runs_payload(metas, req.function, req.text, index.problems(), {m.id: refusal(m) for m in metas},
-                        {m.id for m in metas if index.shipped(m.id)})
+    return runs_payload(metas, views, index.problems(), {m.id: refusal(m) for m in metas},
+                        {m.id for m in metas if index.shipped(m.id)}, shown.meta.id if shown else None)
 
 
 def view(kind: str) -> Callable[[PayloadRequest], dict]:
@@ -103,7 +105,7 @@ def code_payload(req: PayloadRequest) -> dict:
     level, candidate = _code_params(req.params)
     if req.file is None or req.function is None:
         raise JsonRpcInvalidParams("asight/code needs 'uri' and 'function'" + _unit_hint(req))
-    if level == "ptx" and not req.state.options.trusted:    # nvcc runs outside the sandbox (red team round 10)
+    if level == "ptx" and not req.state.options.trusted:    # nvcc runs outside the sandbox
         return P.unavailable(P.SCHEMA_CODE, "the PTX level compiles the file's program with nvcc outside the "
                                             "sandbox, so it needs a trusted workspace; the other levels work here")
     try:
@@ -222,14 +224,14 @@ async def build_request(ls, params: dict) -> PayloadRequest:
         if run is None:
             raise JsonRpcInvalidParams(f"no run '{run_id}' in {state.index.runs_dir}")
     elif fn is not None and file is not None:
-        result = state.results.result(file, fn, None, with_details=False)
+        result = state.result(doc, fn, details=False)     # the lens's run: the catalogue's, by the current text
         run = result.meta if result else None
     return PayloadRequest(params, run, state.index.run_dir(run.id) if run else None, file, text, fn, state)
 
 
 def no_run_message(req: PayloadRequest) -> str:
-    """Why a panel has no run: the function's unreadable run named (outside probe 11, F2), else none yet."""
-    unreadable = req.state.index.unreadable_for(req.file, req.function) if req.function is not None and req.file else []
+    """Why a panel has no run: the function's unreadable run named, else none yet."""
+    unreadable = req.state.index.unreadable_for(req.file, names_of(req.function)) if req.function is not None and req.file else []
     return unreadable_note(*unreadable[-1]) if unreadable else "no run yet: tune the function first"
 
 
@@ -248,11 +250,11 @@ async def dispatch(ls, method: str, params: Any) -> dict:
 
 def with_unreadable(req: PayloadRequest, payload: dict) -> dict:
     """A panel that shows another run of the function names the function's run that cannot be read
-    first in its notes (outside probe 13, F1: the older run was shown as if it were the latest)."""
+    first in its notes: the older run shown must not pass for the latest."""
     if not isinstance(payload, dict) or req.function is None or not req.file:
         return payload
     shown = req.run.id if req.run is not None else None
-    unreadable = [u for u in req.state.index.unreadable_for(req.file, req.function) if u[0] != shown]
+    unreadable = [u for u in req.state.index.unreadable_for(req.file, names_of(req.function)) if u[0] != shown]
     said = f"⚠ {unreadable_note(*unreadable[-1])}" if unreadable else None
     if said and isinstance(payload.get("notes"), list):
         payload["notes"] = [said] + payload["notes"]

@@ -10,7 +10,7 @@ from lsprotocol import types
 from .. import protocol as P
 from ..tvmscript.model import Function, Outline
 from .convert import RawJSON
-from ..services.lookup import unreadable_note
+from ..services.catalogue import names_of, unreadable_note
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
@@ -35,7 +35,7 @@ def static_lenses(uri: str, fn: Function, line: int, profile: bool = True,
     """Tune / Profile / Search space / Loop view: ``(line, title, command, argument)``.  Where the
     function's run cannot be profiled here (``profiles`` false: a GPU run, an adopted run tuned for
     another CPU architecture): no Profile; a GPU run's Tune tunes its target
-    (``target``; it clicked into a CPU tune of a 1024³ matmul before: outside probe 3, F3)."""
+    (``target``: a GPU run's lens must not start a CPU tune of it)."""
     arg = {"uri": uri, "function": fn.id}
     tune = {**arg, "target": target} if target else arg
     return [(line, "▶ Tune", P.CMD_TUNE, tune)] + ([(line, "Profile", P.CMD_PROFILE, arg)] if profile else []) + [
@@ -60,15 +60,15 @@ def result_lens(uri: str, fn: Function, result: FunctionResult, line: int) -> tu
     """The run's result (or live progress: a click cancels it), with how it was measured as tooltip."""
     arg = {"uri": uri, "function": fn.id, "run": result.meta.id}
     command = P.CMD_CANCEL if result.running else P.CMD_SHOW_SEARCH_SPACE
-    if result.refused:      # an adopted run edited since: no figure of it (outside probe 6, N1)
+    if result.refused:      # an adopted run edited since: no figure of it
         return (line, f"⚠ run {result.meta.id} not used: its files changed after adopt", command, arg, result.refused)
     return (line, result_lens_title(result), command, arg, result_lens_tooltip(result))
 
 
 def unreadable_lenses(uri: str, fn: Function, unreadable: list[tuple[str, str]], line: int) -> list[tuple]:
     """A function's run that cannot be read: "⚠ run R not shown: run.json is unreadable", the reason in
-    its tooltip; a click opens the search space, which says it again (outside probe 11, F2: the editor
-    showed the function as never tuned; probe 13, F1: or its other run, without a word)."""
+    its tooltip; a click opens the search space, which says it again.  Without it the function would
+    look never tuned, or its older run would pass for its latest."""
     if not unreadable:
         return []
     run_id = unreadable[-1][0]
@@ -285,7 +285,7 @@ def lens_list_json(ls, doc, outline: Outline, lines: list[str]) -> RawJSON:
         if result is not None:
             parts.append(code_lens_json(result_lenses(doc.uri, fn, result, line)))
         unreadable = ((result.unreadable_runs or []) if result is not None      # asked by ``result`` already
-                      else ls.state.index.unreadable_for(doc.path, fn))
+                      else ls.state.index.unreadable_for(doc.path, names_of(fn)))
         parts.append(code_lens_json(unreadable_lenses(doc.uri, fn, unreadable, line)))   # beside another run too
     return RawJSON("[" + ", ".join(p for p in parts if p) + "]")
 

@@ -284,7 +284,7 @@ class ServerState:
     def result(self, doc: DocState, fn: Function, details: bool = True,
                lines: list[str] | None = None) -> FunctionResult | None:
         results = self.results
-        if not results.index.for_function(doc.path, fn.id):
+        if not results.has_runs(doc.path, fn):
             return None   # most functions have no run: their source hash is not needed (after an Enter
             #               every function below it is a new object, and hashing them all cost ms)
         return results.result(doc.path, fn, self.hash_of(doc, fn, lines), with_details=details,

@@ -28,7 +28,8 @@ from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..analysis.default_candidate import dlight_kept
-from .lookup import changed_since, check_run_function, chosen_records, latest_run, prepare_run
+from .catalogue import find_run
+from .lookup import check_run_function, chosen_records, latest_run, prepare_run, stale_now
 
 SCHEMA = SCHEMA_CODE
 DIFF_SCHEMA = SCHEMA_CODE_DIFF
@@ -64,7 +65,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection, "show the code of")
-    found = _find_run(path, run, selection, store_root)
+    found = _find_run(path, run, selection, store_root, text)
     if candidate is not None and found is None:
         raise AsightError("--candidate needs a run (--run R)")
     records = read_records(found.path) if found else []
@@ -113,7 +114,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
 
 def _require_tir_task(meta, task: str) -> None:
     """``--task`` on a TIR run names one of its tasks, as ``space`` and ``loops`` take it (the PrimFunc's code
-    is that task's); another name was ignored (outside probe 12, F7; probe 13, F4: one rule)."""
+    is that task's); another name is refused, not ignored."""
     if meta is None:
         raise AsightError("--task names a task of a run, and this function has none (tune it first)")
     names = [t.get("name") for t in meta.tasks or [] if isinstance(t, dict)]
@@ -133,7 +134,7 @@ def _dlight_payload(payload: dict, meta) -> None:
 
 def default_kept_note(meta, task) -> str | None:
     """A task whose default schedule the re-measurement kept: what ships is not the trial shown (the
-    code view showed a trial's code for it without a word: model probe round 5)."""
+    code view would show a trial's code for it without a word)."""
     name = task.get("name") if isinstance(task, dict) else task
     defaults = {d.get("task") for d in ((meta.measurement or {}).get("defaults") or [])} if meta else set()
     if name not in defaults:
@@ -191,9 +192,9 @@ def _reply(worker, params: dict, text: str, path: str, selection, check: bool) -
 
 def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> str | None:
     """Why a run's trace does not apply, in the product's words: the blocks its records get that the
-    function no longer has (probe 4, F9: a renamed block answered TVM's raw "ScheduleError: An error
-    occurred in the schedule primitive 'get-block'."); not ``stale``: the source was never edited, but
-    its blocks are named otherwise than in the records adopted for it (outside probe 11, F1); None when
+    function no longer has (instead of TVM's raw "ScheduleError: An error occurred in the schedule
+    primitive 'get-block'."); not ``stale``: the source was never edited, but its blocks are named
+    otherwise than in the records adopted for it; None when
     not ``stale`` and every block the records get is there (another ScheduleError: TVM's own words)."""
     have = {b.name for fn in selection.functions for b in fn.blocks} | {"root"}
     gone = blocks_gone((r.get("insts") for r in records), have)
@@ -208,8 +209,8 @@ def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> 
 
 
 def _stale(run: Run, selection, text: str) -> bool:
-    """Whether the selected function's source differs from what the run tuned (``lookup.changed_since``)."""
-    return changed_since(run.load(), text, selection.functions)
+    """Whether the run is stale for the selection as ``text`` has it (the catalogue's rule: ``lookup.stale_now``)."""
+    return bool(stale_now(run.load(), text, selection.functions))
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:
@@ -218,11 +219,11 @@ def _trace(record: dict | None, serial: bool) -> list | None:
     return list(drop_parallel(record["insts"], record["decisions"])) if serial else [record["insts"], record["decisions"]]
 
 
-def _find_run(path: str, run: str | None, selection, store_root: str | None) -> Run | None:
-    store = RunStore(store_root)
+def _find_run(path: str, run: str | None, selection, store_root: str | None, text: str) -> Run | None:
+    """The run ``run`` names, else the catalogue's run of the selection (None: untuned)."""
     if run is None:
-        return latest_run(store, path, selection)
-    found = store.get(run)
+        return latest_run(RunStore(store_root), path, selection, text)
+    found = find_run(store_root, run)
     check_run_function(found, selection)
     return found
 
@@ -293,7 +294,7 @@ def _lineage(text: str, lineage: list[dict], level: str) -> list[dict]:
 def adopted_best(meta: RunMeta | None, records: list[dict]) -> dict | None:
     """An adopted run's best: the fastest record of the workload adopt matched.  Adopt may match "by
     the same IR, attributes aside", which no structural hash finds again in a folder of several
-    workloads: the code view said "was it edited since?" of a file nobody edited (outside probe 10, F2)."""
+    workloads: the code view must not ask "was it edited since?" of a file nobody edited."""
     adopted = ((meta.extra or {}).get("adopted") if meta is not None else None)
     workload = adopted.get("workload") if isinstance(adopted, dict) else None
     mine = [r for r in records if r["workload"] == workload and r["latency_us"] is not None]

@@ -1,8 +1,9 @@
-"""Find the run a request means and the text it tuned (TVM-free, shared by the services).
+"""Find the run a CLI request means and the text it tuned (TVM-free, shared by the services).
 
-``latest_run`` picks the newest run of a file's selected function; ``check_run_function`` refuses a
-run given by id that tuned another function; ``run_source`` gives the text a run tuned (the file
-while its functions still hash as tuned, else the run's snapshot).
+``selection_view`` asks the run catalogue (``services/catalogue.py``, the one rule of which run and
+whether it is valid) for a file's selected function; ``check_run_function`` refuses a run given by
+id that tuned another function; ``run_source`` gives the text a run tuned (the file while its
+functions still hash as tuned, else the run's snapshot).
 """
 from __future__ import annotations
 
@@ -11,104 +12,60 @@ from pathlib import Path
 
 from ..errors import AsightError
 from ..store.database import require_records_target
-from ..store.folders import claimed_owner, claims
 from ..store.owner import is_own
-from ..store.runs import DB_RECORDS, Run, RunMeta, RunStore, read_records
-from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
+from ..store.place import run_file
+from ..store.runs import Run, RunMeta, RunStore, read_records
+from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..tvmscript.selection import Selection, check_selection, select
+from .catalogue import Catalogue, Current, find_run, stale_reasons, unreadable_note
 from .jobs import LIVE_STATES
 
 
 def check_run_function(run: Run, selection: Selection) -> None:
     """A run given by id must have tuned the selected function (or its unit)."""
     tuned = run.load().function
-    names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
-    if tuned not in names:
+    if tuned not in selection_names(selection):
         raise AsightError(f"run {run.id} tuned {tuned}, not {selection.label}; pick the function with --func")
 
 
-def latest_run(store: RunStore, path: str, selection: Selection) -> Run | None:
-    """The newest run of this file whose function is the selection (its label, a function id, the unit),
-    passing over runs that failed before measuring (``RunStore.latest_for``, the rule of ``latest``)."""
-    names = {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
-    newest = store.latest_for(path, names)
-    require_no_unreadable(store, path, names, newest)
-    return Run(store.runs_dir / newest.id) if newest else None
+def latest_run(store: RunStore, path: str, selection: Selection, text: str | None = None) -> Run | None:
+    """The run the catalogue shows for the selection (``catalogue.Catalogue.require_view``), None when it
+    has none; AsightError when the selection's newest run cannot be read."""
+    try:
+        return Run(selection_view(store.root, path, selection, text).run_dir)
+    except NoRun:
+        return None
 
 
-def changed_since(meta: RunMeta, text: str, functions) -> bool:
-    """Whether any of ``functions`` differs in ``text`` from what the run tuned: its source hash, or a module
-    constant it uses (``N = 1024`` -> 512) given another value (jobs.start_tune's hashes and constants)."""
-    hashes = meta.source_hashes or {}
-    constants = build_outline(text).constants
-    return any(hashes[fn.id] != function_hash(text, fn) or not constants_hold(
-        (meta.extra or {}).get("constants"), constants_used(constants, function_text(text, fn)))
-        for fn in functions if fn.id in hashes)
+class NoRun(AsightError):
+    """The selection has no run (tune it first)."""
 
 
-def unreadable_runs(store: RunStore, path: str, names: set[str]) -> list[tuple[str, str, str]]:
-    """``(run id, why, whose)`` of the runs of ``names`` in ``path`` whose run.json cannot be read (by the names
-    it still holds, else by its id), oldest first."""
-    out, runs = [], store.all()          # (a linked store is refused there first)
-    for run in sorted(headless_runs(store) + runs, key=lambda r: _written(store, r.id)):
-        try:
-            run.load()
-        except AsightError as err:
-            whose = claims(claimed_owner(run.meta_path), run.id, path, names, store.run_id_prefix)
-            if whose:
-                out.append((run.id, str(err), whose))
-    return out
+def selection_view(store_root, path: str, selection: Selection, text: str | None = None, ref: str | None = None):
+    """The catalogue's answer for a selection of ``path`` (``ref``: a run named by id, prefix or folder)."""
+    catalogue = Catalogue.of_store(store_root)
+    text = read_text(path) if text is None else text
+    current = Current.of_text(text, selection.functions, path)
+    names = selection_names(selection)
+    if ref is not None:
+        run = find_run(store_root, ref)
+        check_run_function(run, selection)
+        return catalogue.view_of(run.load(), path, names, current, run.path)
+    if not catalogue.runs_of(path, names) and not catalogue.index.unreadable_for(path, names):
+        raise NoRun(f"no run of {selection.label} in {catalogue.runs_dir}: tune it first (asight tune {path})")
+    return catalogue.require_view(path, names, current, selection.label)
 
 
-def require_no_unreadable(store: RunStore, path: str, names: set[str], shown: RunMeta | None = None) -> None:
-    """A function whose only runs are unreadable is not "never tuned", and one whose run.json written
-    last is unreadable is not its older run: AsightError naming the newest, as ``get("latest")`` (space,
-    loops) refuses it (outside probe 11, F2: "this function has no run"; probe 13, F1: the code view
-    showed the older run while space and loops refused)."""
-    unreadable = unreadable_runs(store, path, names)
-    if shown is not None:
-        after = _written(store, shown.id)
-        unreadable = [u for u in unreadable if _written(store, u[0]) > after]
-    if unreadable:
-        older = f" (run {shown.id}, written before it, can be read: pass --run {shown.id})" if shown else ""
-        raise AsightError(unreadable_note(*unreadable[-1]) + older)
+def stale_now(meta: RunMeta, text: str, functions, path: str | None = None) -> list[str]:
+    """Why the run is stale for ``functions`` as ``text`` has them (``catalogue.stale_reasons``), [] when fresh."""
+    return stale_reasons(meta, Current.of_text(text, functions, path))
 
 
-def headless_runs(store: RunStore) -> list[Run]:
-    """Run folders with records and no run.json to read (deleted, a broken or looping link): runs, said
-    (outside probe 14, F4; probe 15, F1), not skipped as ``RunStore.all`` skips them."""
-    if not store.runs_dir.is_dir():
-        return []
-    return [Run(p) for p in store.runs_dir.iterdir()
-            if p.is_dir() and not (p / "run.json").exists() and (p / DB_RECORDS).is_file()]
-
-
-def require_no_newer_headless(store: RunStore, shown: Run | None) -> None:
-    """``latest`` is not an older run while the newest folder has records and no run.json (the CLI's
-    space and loops showed the older run without a word: outside probe 15, F1)."""
-    after = _written(store, shown.id) if shown is not None else float("-inf")
-    newer = sorted((r for r in headless_runs(store) if _written(store, r.id) > after),
-                   key=lambda r: _written(store, r.id))
-    if newer:
-        raise AsightError(f"run {newer[-1].id} has no run.json (its records are there); it is the newest run: view "
-                          f"another with --run R (the runs are in {store.runs_dir})")
-
-
-def _written(store: RunStore, run_id: str) -> float:
-    """When a run's run.json was last written; its records' time when it has none; 0 when neither is there."""
-    for name in ("run.json", DB_RECORDS):
-        try:
-            return (store.runs_dir / run_id / name).stat().st_mtime
-        except OSError:
-            continue
-    return 0.0
-
-
-def unreadable_note(run_id: str, why: str, whose: str) -> str:
-    """One sentence for a function's run that is not shown (the CLI's error, the editor's lens tooltip)."""
-    return f"{why}; {whose}, not shown while its run.json cannot be read: adopt or tune again, or move {run_id} away"
+def selection_names(selection: Selection) -> set[str]:
+    """The names a selection's runs are filed under: its label, its unit's name, its functions' ids."""
+    return {selection.label, selection.unit.name, *(f.id for f in selection.functions)}
 
 
 @dataclass
@@ -119,6 +76,7 @@ class TunedFile:
     selection: Selection
     run: Run
     meta: RunMeta
+    view: object = None       # the catalogue's ``RunView``: status, reasons, shipped, moved
 
 
 def tuned_file(path: str, function: str | None, run: str | None, store_root: str | None,
@@ -128,12 +86,9 @@ def tuned_file(path: str, function: str | None, run: str | None, store_root: str
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection, "read")
-    store = RunStore(store_root)
-    found = store.get(run) if run else latest_run(store, path, selection)
-    if found is None:
-        raise AsightError(f"no run of {selection.label} in {store.runs_dir}: tune it first (asight tune {path})")
-    check_run_function(found, selection)
-    return TunedFile(text, outline, selection, found, prepare_run(found))
+    view = selection_view(store_root, path, selection, text, run)
+    found = Run(view.run_dir)
+    return TunedFile(text, outline, selection, found, prepare_run(found), view)
 
 
 def prepare_run(run: Run) -> RunMeta:
@@ -159,18 +114,20 @@ def chosen_records(meta: RunMeta | None) -> list[dict] | None:
 
 
 def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:
-    """(text, path): the file if its functions still hash as tuned, else the run's snapshot."""
+    """(text, path): the file (in the workspace the run is in now) if its functions still hash as tuned,
+    else the run's snapshot."""
+    path = run_file(meta, run.path)
     try:
-        text = read_text(meta.file)
-        outline = build_outline(text, meta.file)
+        text = read_text(path)
+        outline = build_outline(text, path)
         hashes = {f.id: function_hash(text, f) for f in outline.functions if f.id in meta.source_hashes}
         if hashes == meta.source_hashes:
-            return text, meta.file
+            return text, path
     except AsightError:
         pass
     if run.source_path.exists():
-        return decode_source(read_bytes(str(run.source_path))), meta.file      # bounded, as the user's file
-    raise AsightError(f"run {run.id}: {meta.file} changed since tuning and the run has no source snapshot")
+        return decode_source(read_bytes(str(run.source_path))), path      # bounded, as the user's file
+    raise AsightError(f"run {run.id}: {path} changed since tuning and the run has no source snapshot")
 
 
 def read_text(path: str) -> str:
@@ -188,3 +145,23 @@ def read_bytes(path: str) -> bytes:
         raise AsightError(f"{path} is {err}") from None
     except OSError as err:
         raise AsightError(f"cannot read {path}: {err.strerror}") from None
+
+
+def file_runs(path: str, function: str | None, store_root: str | None) -> list[dict]:
+    """``asight runs``: for each function of ``path`` (or the one named), the ``asight/runs`` payload the
+    editor gets for it: its runs newest first, each with the catalogue's status, and the run it shows."""
+    from ..views.runs import runs_payload
+    text = read_text(path)
+    outline = build_outline(text, path)
+    functions = outline.functions if function is None else select(outline, function).functions
+    catalogue = Catalogue.of_store(store_root)
+    out = []
+    for fn in functions:
+        names = {name for name in (fn.id, fn.unit) if name}
+        metas, views, shown = catalogue.listing(path, names, Current.of_text(text, [fn], path))
+        unreadable = catalogue.index.unreadable_for(path, names)
+        payload = runs_payload(metas, views, [unreadable_note(*u) for u in unreadable],
+                               shipped={m.id for m in metas if views[m.id].shipped},
+                               shown=shown.meta.id if shown else None)
+        out.append({"function": fn.id, **payload})
+    return out

@@ -29,7 +29,8 @@ from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
-from .lookup import changed_since, check_run_function, latest_run, prepare_run, read_text, run_source
+from .catalogue import find_run
+from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source, stale_now
 
 
 
@@ -74,10 +75,9 @@ def profile_file(path: str, function: str | None = None, run: str | None = None,
     outline = build_outline(text, path)
     selection = select(outline, function)
     check_selection(outline, selection, "profile")
-    store = RunStore(store_root)
     found = None
     if candidate is None:
-        found = store.get(run) if run else latest_run(store, path, selection)
+        found = find_run(store_root, run) if run else latest_run(RunStore(store_root), path, selection, text)
         if run:
             check_run_function(found, selection)
     return _profile(text, path, outline, selection, found, worker, options or ProfileOptions(),
@@ -107,7 +107,8 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         raise AsightError(device_run_refusal(meta, options.by))
     if meta is not None and candidate is None and foreign_cpu(meta.target):
         raise AsightError(foreign_run_refusal(meta, foreign_cpu(meta.target), options.by))
-    fresh = meta is not None and candidate is None and _fresh(meta, text, selection)
+    stale = stale_now(meta, text, selection.functions, path) if meta is not None and candidate is None else []
+    fresh = meta is not None and candidate is None and not stale
     record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
     measure = record is None or options.remeasure
     key = _cache_key(text, selection, run, options, record)
@@ -136,7 +137,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
                    candidate=os.path.abspath(candidate) if candidate else None,
                    measured=_measured(raw, started, options.by, record, measure))
-    _notes(profile, candidate, run, meta, fresh)
+    _notes(profile, candidate, run, meta, stale)
     if run is not None and candidate is None:
         _keep(run, profile, key, new_record if fresh else None, options.replace)
     return _with_build(profile, meta)
@@ -162,7 +163,7 @@ def device_run_refusal(meta: RunMeta, by: str = "asight profile") -> str:
 
 def foreign_run_refusal(meta: RunMeta, arch: str, by: str = "asight profile") -> str:
     """Why a CPU run tuned for another architecture (an adopted aarch64 folder here on x86_64) or OS (an
-    ``x86_64-pc-windows-msvc`` folder on Linux, outside probe 9, F4) has no profile or hotspots: they
+    ``x86_64-pc-windows-msvc`` folder on Linux) has no profile or hotspots: they
     time programs on this machine's CPU, and its programs are that CPU's or that system's code.
     Not ``require_runs_here``'s advice to adopt: the run is the adopted folder."""
     best = f" ({meta.best_us:,.1f} µs there)" if meta.best_us else ""
@@ -242,12 +243,6 @@ def _measure(client, params: dict, options: ProfileOptions) -> dict:
         return unsandboxed.request(wire.PROFILE, params, timeout=options.timeout)
 
 
-def _fresh(meta: RunMeta, text: str, selection: Selection) -> bool:
-    """The selection's functions are as the run tuned them: their source and the module constants they use
-    (``lookup.changed_since``, the rule the lens's "stale" follows too)."""
-    return not changed_since(meta, text, selection.functions)
-
-
 def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: list | None = None,
                 by: str = "asight profile") -> dict | None:
     """The measurement record of the worker's headline; a current run keeps it as its headline."""
@@ -266,13 +261,13 @@ def _new_record(raw: dict, params: dict, started: float, run: Run | None, kept: 
     return record
 
 
-def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta | None, fresh: bool) -> None:
+def _notes(profile: dict, candidate: str | None, run: Run | None, meta: RunMeta | None, stale: list[str]) -> None:
     if candidate is None and run is None:
         profile["note"] = "no tuning run of this function: untuned only (tune it with `asight tune`)"
     elif meta is not None and meta.state in LIVE_STATES:
         profile["note"] = f"run {meta.id} is still tuning: best schedule so far"
-    elif run is not None and candidate is None and not fresh:
-        profile["note"] = (f"the function changed since run {meta.id}: measured now with its best trace, "
+    elif run is not None and candidate is None and stale:
+        profile["note"] = (f"run {meta.id} is stale ({'; '.join(stale)}): measured now with its best trace, "
                            "not kept as the run's headline")
     unread = records_note(run) if run is not None and candidate is None else None
     if unread:

@@ -23,7 +23,7 @@ from ..views.report import report_html
 from .guidance import compare_with_plain
 from .hotspots import collect
 from ..tvmscript.outline import build_outline
-from .lookup import read_text, require_no_unreadable
+from .lookup import read_text
 from .run_data import build_view, load_run
 
 
@@ -41,8 +41,7 @@ def best_schedule(data) -> dict | None:
 
 def build_report(file: str, run_ref: str, store_root: str | None = None, worker=None, text: str | None = None,
                  hotspots: bool = True, seed: int = 0, task: str | None = None) -> str:
-    """The report page of a run (of one of its tasks: ``task``, else the default one; `--task` was
-    ignored: outside probe 9, F1).  Without a worker: cached features only, no hotspots."""
+    """The report page of a run (of one of its tasks: ``task``, else the default one).  Without a worker: cached features only, no hotspots."""
     text = read_text(file) if text is None else text
     if run_ref == "latest":
         run_ref = latest_of_file(file, text, store_root)
@@ -67,18 +66,13 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
 
 
 def latest_of_file(file: str, text: str, store_root: str | None) -> str:
-    """The newest run of ``file``'s functions, by the rule of the code view (``lookup.latest_run``): the
-    store's newest run was reported under this file's name even when another file tuned it, and another
-    function's unreadable run refused this file's report (outside probe 14, F1)."""
-    store = RunStore(store_root)
+    """The run the catalogue shows for ``file``'s functions (any of them), by the rule every view follows."""
+    from .catalogue import Catalogue, Current
+    catalogue = Catalogue.of_store(store_root)
     outline = build_outline(text, file)
     names = {fn.id for fn in outline.functions} | {unit.name for unit in outline.units}
-    newest = store.latest_for(file, names)
-    require_no_unreadable(store, file, names, newest)
-    if newest is None:
-        raise AsightError(f"no run of {file} in {store.runs_dir}: tune it first (asight tune {file}), or name a run "
-                          "with --run")
-    return newest.id
+    view = catalogue.require_view(file, names, Current.of_text(text, outline.functions, file), file)
+    return view.meta.id
 
 
 def write_report(file: str, run_ref: str, output: str | os.PathLike, store_root: str | None = None, worker=None,

@@ -1,7 +1,6 @@
-"""Which run speaks for which function, and what its best schedule did (TVM-free, cached).
+"""What the run shown for a function did: its best schedule, its trace and profile (TVM-free, cached).
 
-Runs are found in the run index by file and function id; a run is *fresh* for a function when the
-function's current source hash equals the one the run recorded, *stale* otherwise.  Everything the
+Which run is shown, and whether it is fresh, is the run catalogue's (``services/catalogue.py``).  Everything the
 editor shows (lenses, hovers, inlay hints) is recomputed from the current outline by stable id, so
 ranges follow the text and edits to other functions leave a function's results alone.  Trace
 summaries are cached per record, block profiles per profile file.
@@ -21,10 +20,9 @@ from ..store.caches import PROFILE_FILE, load_profile
 from ..store.files import stamp
 from ..store.index import RunIndex
 from ..store.runs import DB_RECORDS, Run, RunMeta
-from ..tvmscript.hashing import constants_hold
 from ..tvmscript.model import Function
 from .adopt_checks import adopted_problem
-from .lookup import unreadable_note
+from .catalogue import Catalogue, Current, RunView, names_of, unreadable_note
 from .jobs import LIVE_STATES
 
 
@@ -45,6 +43,7 @@ class FunctionResult:
     unreadable: str | None = None     # the function's other run that cannot be read, said (``lookup.unreadable_note``)
     unreadable_runs: list | None = None   # those runs, ``(run id, why, whose)`` (``RunIndex.unreadable_for``)
     shipped: bool = False             # a run this user did not make here: shown read-only (``store/owner.py``)
+    view: RunView | None = None       # the catalogue's answer: status, reasons, moved (``services/catalogue.py``)
 
     @property
     def running(self) -> bool:
@@ -85,7 +84,7 @@ class FunctionResult:
     @property
     def named_otherwise(self) -> str | None:
         """Why the best schedule is not shown on the function's blocks: its records name them otherwise
-        (an adopted folder whose source renamed a block; outside probe 12, F3), None when they agree."""
+        (an adopted folder whose source renamed a block), None when they agree."""
         return blocks_named_otherwise(self.meta.id, self.blocks_gone) if self.blocks_gone else None
 
     def unmatched(self, name: str) -> bool:
@@ -108,31 +107,24 @@ class Results:
 
     def result(self, file: str, fn: Function, current_hash: str | None, with_details: bool = True,
                constants: dict | None = None) -> FunctionResult | None:
-        """The run to show for ``fn``: a live one, else the newest fresh one with results, else the
-        newest stale one with results.  ``constants``: the module constants the function uses now
-        (``hashing.constants_used``): a run that tuned another value of one is stale."""
-        runs = self.index.for_function(file, fn.id)
-        if not runs:
+        """The run the catalogue shows for ``fn`` (``catalogue.choose``), with what its best schedule did.
+        ``current_hash`` / ``constants``: the function's source hash and the module constants it uses
+        now (``hashing.constants_used``); None: not compared."""
+        current = Current({fn.id: current_hash}, {fn.id: constants or {}}, file)
+        view = Catalogue(self.index).view(file, names_of(fn), current)
+        if view is None:
             return None
-
-        def fresh(meta: RunMeta) -> bool:
-            recorded = (meta.source_hashes or {}).get(fn.id)
-            same = recorded is None or current_hash is None or recorded == current_hash
-            return same and constants_hold((meta.extra or {}).get("constants"), constants or {})
-
-        useful = [m for m in runs if m.best_us is not None or m.trials_done]
-        chosen = (next((m for m in runs if m.state in LIVE_STATES and fresh(m)), None)
-                  or next((m for m in useful if fresh(m)), None)
-                  or next((m for m in useful), None)
-                  or runs[0])
-        others = [u for u in self.index.unreadable_for(file, fn) if u[0] != chosen.id]
-        result = FunctionResult(fn.id, chosen, self.index.run_dir(chosen.id), stale=not fresh(chosen),
-                                refused=self.refusal(chosen), shipped=self.index.shipped(chosen.id))
-        result.unreadable = unreadable_note(*others[-1]) if others else None
-        result.unreadable_runs = others
+        result = FunctionResult(fn.id, view.meta, view.run_dir, stale=view.stale, refused=self.refusal(view.meta),
+                                shipped=view.shipped, view=view)
+        result.unreadable_runs = list(view.unreadable)
+        result.unreadable = unreadable_note(*view.unreadable[-1]) if view.unreadable else None
         if with_details and not result.refused:
             self.fill_details(result, fn)
         return result
+
+    def has_runs(self, file: str, fn: Function) -> bool:
+        """Whether ``fn`` has a readable run (cheap: no source hash needed to know it has none)."""
+        return bool(Catalogue(self.index).runs_of(file, names_of(fn)))
 
     def refusal(self, meta: RunMeta) -> str | None:
         """Why a run's records are not used (``adopt_checks.adopted_problem``), cached per run.json and

@@ -22,9 +22,11 @@ from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
 from ..store.database import require_records_target
 from .adopt_checks import require_adopted_records
-from ..store.runs import Run, RunMeta, RunStore, read_records
+from ..store.runs import Run, RunMeta, read_records
 from ..tvmscript.model import Function
-from .lookup import changed_since, require_no_newer_headless
+from ..store.place import run_file
+from .catalogue import find_run
+from .lookup import stale_now
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.registry import BUILDERS
@@ -33,7 +35,7 @@ from ..views.context import RunData
 
 def source_params(meta: RunMeta, run_dir: Path) -> dict:
     """Source text and unit of the run's function, for the worker's fallback (empty if unreadable)."""
-    path = resolve_source(meta.file, run_dir)
+    path = resolve_source(run_file(meta, run_dir), run_dir)
     if path is None:
         return {}
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -92,8 +94,8 @@ def resolve_source(file: str | None, run_dir: Path) -> Path | None:
 def source_text(meta: RunMeta, run_dir: Path) -> str | None:
     """The run's source file's text, or None when it cannot be read.  Read bounded and only when a
     regular file (``pysource.read_bounded``): ``file`` is run.json's, data a repository ships
-    ("/dev/zero" was read without end by "Compare runs": red team round 10)."""
-    path = resolve_source(meta.file, run_dir)
+    (a run.json naming "/dev/zero" must not be read without end)."""
+    path = resolve_source(run_file(meta, run_dir), run_dir)
     try:
         return decode_source(read_bounded(str(path))) if path is not None else None
     except (OSError, ValueError):
@@ -154,8 +156,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     PrimFunc task is shown as its own function (its source blocks), not the module's first.
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
-    run = ref if isinstance(ref, Run) else _latest(store_root) if ref == "latest" else \
-        RunStore(store_root).get(ref)
+    run = ref if isinstance(ref, Run) else find_run(store_root, ref)
     meta = _load(run, ref == "latest")
     require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None
@@ -191,20 +192,8 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
                    counters_refused=refused, on_device=runs_on_device(meta.target))
 
 
-def _latest(store_root: str | None) -> Run:
-    """The store's newest run, unless a newer folder has records and no run.json (outside probe 15, F1)."""
-    store = RunStore(store_root)
-    try:
-        run = store.get("latest")
-    except AsightError:
-        require_no_newer_headless(store, None)
-        raise
-    require_no_newer_headless(store, run)
-    return run
-
-
 def _load(run: Run, latest: bool) -> RunMeta:
-    """run.json; the newest run, unreadable, says how to view another (outside probe 14, F5)."""
+    """run.json; the newest run, unreadable, says how to view another."""
     try:
         return run.load()
     except AsightError as err:
@@ -216,9 +205,9 @@ def _load(run: Run, latest: bool) -> RunMeta:
 
 def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[str]:
     """The lens's "⚠ stale" in every panel and the report: the function (or a constant it uses) changed since
-    the run, whose figures are of the source it tuned (outside probe 14, F3: N 1024 -> 512 showed the 512
-    shapes beside the 1024 run's time, without a word)."""
-    if function is None or text is None or not changed_since(meta, text, [function]):
+    the run, whose figures are of the source it tuned (N 1024 -> 512 would show the 512 shapes beside
+    the 1024 run's time)."""
+    if function is None or text is None or not stale_now(meta, text, [function]):
         return []
     return [f"⚠ stale: {function.id} changed since run {meta.id} (its source or a constant it uses): the figures are "
             "the run's, of the source it tuned; tune it again for the current one"]
@@ -226,7 +215,7 @@ def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[s
 
 def _named_otherwise(meta: RunMeta, function: Function | None, records: list[dict]) -> list[str]:
     """An adopted run whose records get blocks the function names otherwise: the loop view had no best
-    schedule line and said nothing (outside probe 12, F3); the note says why."""
+    schedule line and said nothing; the note says why."""
     workload = ((meta.extra or {}).get("adopted") or {}).get("workload")
     if workload is None or function is None or function.kind != "prim_func":
         return []
@@ -270,7 +259,7 @@ def _task_blocks(run: Run, workload: int | None, function: Function | None, text
 def task_of_function(meta: RunMeta, function_id: str | None) -> str | None:
     """The task of a run of several PrimFuncs that tuned ``function_id`` (``Module.mm_tall`` ->
     ``mm_tall``), None for another run or function: the editor's Loop view and Search space lenses
-    name the function, and showed the module's largest task under its name (outside probe 9, F1)."""
+    name the function, and showed the module's largest task under its name."""
     tasks = [t for t in meta.tasks or [] if isinstance(t, dict)]
     if not function_id or meta.kind == "relax" or len(tasks) < 2:
         return None
@@ -356,7 +345,7 @@ def task_stage_graph(data: RunData, worker) -> dict:
     from .codeview import code_view
     if worker is None:
         raise AsightError("a kernel's stage graph needs its tuned code from the TVM worker (a trusted workspace)")
-    path = resolve_source(data.meta.file, data.run.path)
+    path = resolve_source(run_file(data.meta, data.run.path), data.run.path)
     code = code_view(str(path) if path else data.meta.file, str(data.run.path), function=data.function.id,
                      worker=worker, text=data.text, task=data.task)
     if code.get("status") != "ok":

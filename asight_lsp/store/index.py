@@ -20,6 +20,7 @@ from ..tvmscript.model import Function
 from .files import MAX_RUN_FILE_BYTES, NotPlainFile, read_plain, record_lines
 from .folders import claimed_owner, claims, require_plain_store
 from .owner import is_own
+from .place import belongs
 from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
 
 
@@ -141,7 +142,7 @@ class RunIndex:
 
     def problems(self) -> list[str]:
         """Why runs are not shown: a linked store, unreadable run.json files (the LSP said nothing of
-        them: outside probe 3, F9; the CLI refuses in one line)."""
+        them; the CLI refuses in one line)."""
         with self.lock:
             self._metas_locked()
             return list(self._refused.values())
@@ -187,7 +188,7 @@ class RunIndex:
 
     def _headless(self, entry: os.DirEntry, seen: set) -> bool:
         """A run folder with records and no run.json (deleted) is an unreadable run, said, not skipped
-        (outside probe 14, F4)."""
+        (every view would skip it otherwise)."""
         try:
             mtime = (os.stat(os.path.join(entry.path, DB_RECORDS)).st_mtime_ns,)
         except OSError:
@@ -206,15 +207,34 @@ class RunIndex:
         self._unreadable[entry.name] = (mtime, claimed_owner(Path(entry.path) / "run.json"), str(err))
         return news
 
-    def unreadable_for(self, file: str, function: Function) -> list[tuple[str, str, str]]:
-        """``(run id, why, whose)`` of the function's runs whose run.json cannot be read (by the names it
-        still holds, else by its id), oldest first: the editor names them instead of "no run yet"."""
-        names = {name for name in (function.id, function.unit) if name}
+    def unreadable_for(self, file: str, names: set[str]) -> list[tuple[str, str, str]]:
+        """``(run id, why, whose)`` of the runs of ``names`` (a function's id, its unit's name) in ``file``
+        whose run.json cannot be read (by the names it still holds, else by its id), oldest first: the
+        editor names them instead of "no run yet"."""
+        names = {name for name in names if name}
         with self.lock:
             self._metas_locked()
             found = sorted((mtime, run_id, why, whose) for run_id, (mtime, owner, why) in self._unreadable.items()
                            if (whose := claims(owner, run_id, file, names, RunStore.run_id_prefix)))
             return [(run_id, why, whose) for _, run_id, why, whose in found]
+
+    def unreadable_all(self) -> list[tuple[str, str]]:
+        """``(run id, why)`` of every run whose run.json cannot be read, oldest written first."""
+        with self.lock:
+            self._metas_locked()
+            return [(run_id, why) for _, run_id, why in sorted((v[0], k, v[2]) for k, v in self._unreadable.items())]
+
+    def written(self, run_id: str) -> int:
+        """When a run's run.json was last written (ns; its records' time when it has none; -1 unknown)."""
+        with self.lock:
+            state = (self._metas.get(run_id) or self._unreadable.get(run_id) or ((-1,),))[0]
+            return state[0]
+
+    def store_refusal(self) -> str | None:
+        """Why the whole store is not read (a linked store), None when it is."""
+        with self.lock:
+            self._metas_locked()
+            return self._refused.get("")
 
     def shipped(self, run_id: str) -> bool:
         """A run shown read-only: not made by this user on this machine (cloned, copied, unpacked)."""
@@ -234,13 +254,8 @@ class RunIndex:
         metas = self.metas()
         key = (path, self.version)
         if self._by_file.get(path, (None,))[0] != key:
-            self._by_file[path] = (key, [m for m in metas if os.path.abspath(m.file) == path])
+            self._by_file[path] = (key, [m for m in metas if belongs(m, path, self.root)])
         return self._by_file[path][1]
-
-    def for_function(self, file: str, function_id: str) -> list[RunMeta]:
-        """Runs of a function, newest first."""
-        runs = [m for m in self.for_file(file) if function_id in (m.source_hashes or {}) or m.function == function_id]
-        return list(reversed(runs))
 
     def best_record(self, run_id: str, fn: Function | None = None, chosen: list | None = None) -> dict | None:
         """The best record of ``fn``'s workload: the trial the run's measurement ``chosen`` by
@@ -278,7 +293,7 @@ class RunIndex:
         if not records.best:
             return None
         adopted = self._adopted_workload(run_id)
-        if adopted is not None:         # adopt matched the function to this workload (outside probe 10, F1)
+        if adopted is not None:         # adopt matched the function to this workload
             return records.best.get(adopted)
         if len(records.best) == 1:
             return next(iter(records.best.values()))

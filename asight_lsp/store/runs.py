@@ -28,6 +28,7 @@ from ..errors import AsightError
 from .files import MAX_LINE_BYTES, NotPlainFile, file_lines, read_plain, record_lines, write_atomic
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 from .owner import is_own, make_own_folder
+from .place import belongs, relative_file
 
 RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")
@@ -75,6 +76,7 @@ class RunMeta:
     guided_by: str | None = None
     extra: dict = field(default_factory=dict)
     schema: str = RUN_SCHEMA
+    workspace_file: str | None = None  # ``file`` relative to the store's workspace (store/place.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,8 +129,10 @@ class Run:
         return meta
 
     def save(self, meta: RunMeta) -> None:
-        """Write ``run.json`` atomically (a reader never sees half a file)."""
+        """Write ``run.json`` atomically (a reader never sees half a file), with the file's place in the
+        workspace of the store it is in (``store/place.py``) when it has none yet."""
         self.path.mkdir(parents=True, exist_ok=True)
+        meta.workspace_file = meta.workspace_file or relative_file(meta.file, self.path.parent.parent)
         write_atomic(self.meta_path, json.dumps(meta.to_dict(), indent=2, default=str))
 
     def update(self, **changes) -> RunMeta:
@@ -422,13 +426,11 @@ class RunStore:
         return out
 
     def get(self, ref: str) -> Run:
-        """A run by id, unique id prefix, directory path, or ``latest``."""
+        """A run by id, unique id prefix or directory path (``latest`` is the catalogue's: ``catalogue.find_run``)."""
         path = Path(ref)
         if (path / "run.json").exists():
             return Run(path)
         runs = self.all()
-        if ref == "latest" and runs:
-            return next((r for r in reversed(runs) if not _refused(r)), runs[-1])
         exact = [r for r in runs if r.id == ref]
         if exact:
             return exact[0]
@@ -456,41 +458,12 @@ class RunStore:
                     raise AsightError(f"{err}; it may be this function's run ({_records_said(run)}): repair or move "
                                       f"{run.path} away, or pass --new for a separate run") from None
                 continue
-            if (os.path.abspath(meta.file) == os.path.abspath(file) and meta.function == function
+            if (belongs(meta, file, self.root) and meta.function == function
                     and meta.source_hashes == source_hashes and meta.target_label == target_label
                     and not meta.guided_by  # a guided run is its own experiment: never resumed as plain
                     and _space_key(meta) == space_key):
                 return run
         return None
-
-    def latest_for(self, file: str, functions: str | set | None = None) -> RunMeta | None:
-        """Newest run of a file, optionally of one function (a name, or a set of its names), by the rule
-        of ``get("latest")``: a run that failed before measuring is passed over unless every run is one
-        (probe 4, F6: the code view showed a refused vulkan tune instead of the adopted run beside it)."""
-        names = {functions} if isinstance(functions, str) else functions
-        mine = []
-        for run in self.all():
-            try:
-                meta = run.load()
-            except AsightError:
-                continue
-            if os.path.abspath(meta.file) == os.path.abspath(file) and (names is None or meta.function in names):
-                mine.append((run, meta))
-        if not mine:
-            return None
-        return next((meta for run, meta in reversed(mine) if not _refused(run, meta)), mine[-1][1])
-
-
-def _refused(run: Run, meta: RunMeta | None = None) -> bool:
-    """A run that failed before measuring anything (its target refused, its file refused): ``latest``
-    and ``latest_for`` pass over it, as the editor does (outside probe 2, F7: `asight loops` answered
-    "no measured candidate yet" after a refused tune, for an adopted run beside it)."""
-    try:
-        meta = meta or run.load()
-    except AsightError:
-        return False
-    records = run.path / DB_RECORDS
-    return meta.state == "failed" and not meta.trials_done and not (records.is_file() and records.stat().st_size)
 
 
 def _space_key(meta: RunMeta) -> tuple | None:

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from .. import protocol as P
 from ..store.runs import RunMeta
-from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
-from ..tvmscript.outline import build_outline
-from ..tvmscript.model import Function
 from .measured import measurement_stamp
 from .text import headline_text
 
@@ -37,25 +34,25 @@ def run_summary(meta: RunMeta, stale: bool | None = None, refused: str | None = 
     return out
 
 
-def runs_payload(metas: list[RunMeta], function: Function | None = None, text: str | None = None,
-                 notes: list[str] | None = None, refused: dict[str, str | None] | None = None,
-                 shipped: set[str] | None = None) -> dict:
-    """``asight/runs``: these runs, each marked stale when ``function``'s text changed since it;
+def runs_payload(metas: list[RunMeta], views: dict | None = None, notes: list[str] | None = None,
+                 refused: dict[str, str | None] | None = None, shipped: set[str] | None = None,
+                 shown: str | None = None) -> dict:
+    """``asight/runs``: these runs; ``views``: the run catalogue's answer for each (``catalogue.RunView``,
+    by run id) when the runs are a function's — its status, reasons and where it was found;
     ``notes``: why other runs are not shown (``RunIndex.problems``); ``refused``: why a run's records
-    are not used, by run id; ``shipped``: the runs this user did not make here (``shipped: true``)."""
-    current = {function.id: function_hash(text, function)} if function is not None and text is not None else {}
-    used = (constants_used(build_outline(text).constants, function_text(text, function))
-            if function is not None and text is not None else {})
+    are not used, by run id; ``shipped``: the runs this user did not make here (``shipped: true``);
+    ``shown``: the run the lenses, hovers and panels show for the function."""
     runs = []
     for meta in metas:
-        stale = None
-        if function is not None and function.id in (meta.source_hashes or {}):
-            stale = (meta.source_hashes[function.id] != current.get(function.id)
-                     or not constants_hold((meta.extra or {}).get("constants"), used))
-        runs.append(run_summary(meta, stale, (refused or {}).get(meta.id)))
+        view = (views or {}).get(meta.id)
+        runs.append(run_summary(meta, view.stale if view is not None else None, (refused or {}).get(meta.id)))
+        if view is not None:
+            runs[-1].update(status=view.status, reasons=list(view.reasons), movedFrom=view.moved_from)
         if meta.id in (shipped or ()):
             runs[-1]["shipped"] = True
     payload = {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}
     if notes:
         payload["notes"] = notes[:5]
+    if shown is not None:
+        payload["shown"] = shown
     return payload

@@ -222,14 +222,17 @@ class OneRunIndex:
     def __init__(self, meta):
         self.meta = meta
 
-    def for_function(self, file, fn_id):
+    def for_file(self, file):
         return [self.meta]
 
     def run_dir(self, run_id):
         return Path(".")
 
-    def unreadable_for(self, file, fn):
+    def unreadable_for(self, file, names):
         return []
+
+    def written(self, run_id):
+        return 0
 
     def shipped(self, run_id):
         return False
@@ -256,8 +259,8 @@ def test_a_run_that_tuned_another_value_of_a_module_constant_is_stale():
 def test_profile_and_the_lens_agree_a_constant_edit_is_stale():
     """``asight profile`` judged a run fresh by its functions' hashes alone, while the lens also asks
     the module constants they use: N = 1024 -> 512 made the lens say stale and profile treat the
-    run's headline as current.  Both follow ``lookup.changed_since`` now."""
-    from asight_lsp.services.profiling import _fresh
+    run's headline as current.  Both follow the catalogue's ``stale_reasons`` now."""
+    from asight_lsp.services.lookup import stale_now
     from asight_lsp.services.results import Results
     from asight_lsp.tvmscript.selection import select
     from asight_lsp.store.runs import RunMeta
@@ -273,4 +276,4 @@ def test_profile_and_the_lens_agree_a_constant_edit_is_stale():
         now = outline.functions[0]
         lens = Results(OneRunIndex(meta)).result("x.py", now, function_hash(text, now), with_details=False,
                                        constants=constants_used(outline.constants, function_text(text, now)))
-        assert lens.stale is stale and _fresh(meta, text, select(outline, "f")) is not stale
+        assert lens.stale is stale and bool(stale_now(meta, text, select(outline, "f").functions)) is stale

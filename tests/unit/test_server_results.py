@@ -187,8 +187,9 @@ def test_an_adopted_run_edited_since_shows_no_figure_in_lens_hover_or_run_list(s
     assert title == "⚠ run adopted not used: its files changed after adopt" and tooltip == edited.refused
     assert scheduled_code_lens(str(source), fn, edited, 0) is None
     assert "2.0 µs" not in run_line(edited).split("not used")[0] and "not used: run adopted: run.json's best" in run_line(edited)
-    listed = runs_payload([edited.meta], fn, text, None, {"adopted": results.refusal(edited.meta)})["runs"][0]
+    listed = runs_payload([edited.meta], {"adopted": edited.view}, None, {"adopted": results.refusal(edited.meta)})["runs"][0]
     assert listed["bestUs"] is None and listed["headline"].startswith("not used: run adopted: run.json's best")
+    assert listed["status"] == "fresh" and listed["stale"] is False
 
 
 def test_a_block_named_otherwise_than_in_the_records_is_said_in_hover_and_hint_not_left_blank(store):

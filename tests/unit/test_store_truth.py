@@ -447,11 +447,9 @@ def test_a_record_whose_run_secs_are_not_positive_seconds_is_damage_and_never_th
 
 
 def test_an_unreadable_run_is_named_for_its_function_by_the_names_it_holds_else_by_its_id(tmp_path):
-    """Outside probe 11, F2: the editor and the code view said "no run" of a function whose run.json
-    could not be read; they name it now (``lookup.require_no_unreadable``, ``RunIndex.unreadable_for``)."""
-    from asight_lsp.services.lookup import require_no_unreadable, unreadable_runs
-    from asight_lsp.store.index import RunIndex
-    from asight_lsp.tvmscript.model import Function
+    """The editor and the CLI name a function's run whose run.json cannot be read instead of saying "no
+    run" (``RunIndex.unreadable_for``, the catalogue's ``require_view``)."""
+    from asight_lsp.services.catalogue import Catalogue, Current
     store = RunStore(tmp_path)
     named = store.runs_dir / "x-20260101-000000-0000"      # names its file and function, one field bad
     named.mkdir(parents=True)
@@ -459,39 +457,42 @@ def test_an_unreadable_run_is_named_for_its_function_by_the_names_it_holds_else_
     torn = store.runs_dir / "M.main-20260101-000000-0001"   # no JSON: its id says whose it is
     torn.mkdir()
     (torn / "run.json").write_text("{")
-    assert [rid for rid, *_ in unreadable_runs(store, "/w/m.py", {"M.main"})] == [named.name, torn.name]
-    assert [rid for rid, *_ in unreadable_runs(store, "/w/other.py", {"M.main"})] == [torn.name]
-    assert unreadable_runs(store, "/w/m.py", {"M.small"}) == []
-    assert [whose for *_, whose in unreadable_runs(store, "/w/m.py", {"M.main"})] == [
+    os.utime(named / "run.json", (1_000_000, 1_000_000))
+    index = Catalogue.of_store(tmp_path).index
+    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", {"M.main", "M"})] == [named.name, torn.name]
+    assert [rid for rid, *_ in index.unreadable_for("/w/other.py", {"M.main"})] == [torn.name]
+    assert index.unreadable_for("/w/m.py", {"M.small"}) == []
+    assert [whose for *_, whose in index.unreadable_for("/w/m.py", {"M.main"})] == [
         "it is this function's run (its run.json names this file and function)",
         "it may be this function's run (its id begins as this function's runs do)"]
     with pytest.raises(AsightError, match=f"run {torn.name}: run.json is unreadable.*it may be this function's run"):
-        require_no_unreadable(store, "/w/m.py", {"M.main"})
-    index = RunIndex(tmp_path, min_interval=0)
-    fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
-    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [named.name, torn.name]
+        Catalogue.of_store(tmp_path).require_view("/w/m.py", {"M.main"}, Current(), "M.main")
     shutil.rmtree(named)
-    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", fn)] == [torn.name]
+    index.invalidate()
+    assert [rid for rid, *_ in index.unreadable_for("/w/m.py", {"M.main"})] == [torn.name]
 
 
 def test_an_unreadable_run_written_after_the_functions_readable_run_is_refused_not_passed_over(tmp_path):
-    """Outside probe 13, F1: with the newer run.json unreadable, `asight code` showed the older run while
-    `space` and `loops` (the latest by mtime) refused on the newer one."""
-    from asight_lsp.services.lookup import require_no_unreadable
+    """With the newer run.json unreadable, the CLI does not show the older run as the function's latest
+    (``asight code`` did while ``space`` and ``loops`` refused on the newer one); the editor shows the older
+    one and names the newer beside it."""
+    from asight_lsp.services.catalogue import Catalogue, Current
     source = tmp_path / "matmul64.py"
     shutil.copy(FIX / "matmul64.py", source)
-    store = RunStore(tmp_path / ".asight")
     older = resumable_run(tmp_path / ".asight", source, "matmul64-20260101-000000-0000")
-    newer = store.runs_dir / "matmul64-20260102-000000-0000"
+    newer = older.path.parent / "matmul64-20260102-000000-0000"
     newer.mkdir()
     (newer / "run.json").write_text(json.dumps({"file": str(source), "function": "matmul64", "target": 42}))
     os.utime(older.meta_path, (1_000_000, 1_000_000))
-    shown = older.load()
+    catalogue = Catalogue.of_store(tmp_path / ".asight")
     with pytest.raises(AsightError, match=r"run matmul64-20260102-000000-0000: run.json is unreadable .* \(run "
                                           r"matmul64-20260101-000000-0000, written before it, can be read: pass --run"):
-        require_no_unreadable(store, str(source), {"matmul64"}, shown)
+        catalogue.require_view(str(source), {"matmul64"}, Current(), "matmul64")
+    view = catalogue.view(str(source), {"matmul64"}, Current())
+    assert view.meta.id == older.id and view.newer_unreadable[0] == newer.name
     os.utime(newer / "run.json", (500_000, 500_000))          # the unreadable one is the older: the other is shown
-    require_no_unreadable(store, str(source), {"matmul64"}, shown)
+    catalogue = Catalogue.of_store(tmp_path / ".asight")
+    assert catalogue.require_view(str(source), {"matmul64"}, Current(), "matmul64").meta.id == older.id
 
 
 def test_a_run_json_that_is_a_directory_is_one_unreadable_run(tmp_path):
@@ -508,18 +509,16 @@ def test_a_run_json_that_is_a_directory_is_one_unreadable_run(tmp_path):
 
 
 def test_a_run_folder_whose_run_json_was_deleted_is_named_not_skipped(tmp_path):
-    """Outside probe 14, F4: a run folder with its records but no run.json was skipped by every view."""
-    from asight_lsp.services.lookup import require_no_unreadable
+    """A run folder with its records but no run.json is named, not skipped by every view."""
+    from asight_lsp.services.catalogue import Catalogue, Current
     from asight_lsp.store.index import RunIndex
-    from asight_lsp.tvmscript.model import Function
     headless = tmp_path / "runs" / "M.main-20260101-000000-0000"
     headless.mkdir(parents=True)
     (headless / DB_RECORDS).write_text("")
     with pytest.raises(AsightError, match=r"^run M.main-20260101-000000-0000 has no run.json .* it may be this "
                                           r"function's run"):
-        require_no_unreadable(RunStore(tmp_path), "/w/m.py", {"M.main"})
-    fn = Function(id="M.main", name="main", kind="prim_func", range={}, name_range={}, unit="M")
-    [(run_id, why, _)] = RunIndex(tmp_path, min_interval=0).unreadable_for("/w/m.py", fn)
+        Catalogue.of_store(tmp_path).require_view("/w/m.py", {"M.main"}, Current(), "M.main")
+    [(run_id, why, _)] = RunIndex(tmp_path, min_interval=0).unreadable_for("/w/m.py", {"M.main", "M"})
     assert run_id == headless.name and why == f"run {headless.name} has no run.json (its records are there)"
 
 

@@ -147,12 +147,16 @@ export interface RunSummary {
   shortfall?: string | null; // why fewer trials were measured than asked (analysis/shortfall.py)
   measurement?: MeasurementStamp | null; // which measurement the figures are (views/measured.py measurement_stamp)
   shipped?: boolean; // present (true) for a run this user did not make on this machine: read-only, never resumed
+  status?: "live" | "fresh" | "stale" | "failed" | string; // a function's run (services/catalogue.py)
+  reasons?: string[]; // why stale or failed, one line each
+  movedFrom?: string | null; // the path the run recorded when found by its place in a moved or copied project
 }
 /** Which measurement a run's figures are: its measurement record (the headline every view starts from). */
 export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
-  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement", "shipped"] as const;
+  "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement", "shipped", "status", "reasons",
+  "movedFrom"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
@@ -204,6 +208,7 @@ export interface RunsPayload {
   status?: string;
   runs?: RunSummary[];
   notes?: string[];
+  shown?: string; // a function's runs: the one its lenses, hovers and panels show (services/catalogue.py)
 }
 
 /** `asight/status`: what the server is doing. */
