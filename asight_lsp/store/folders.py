@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from .files import read_plain
+from .record import Adopted, require_schema
 
 
 MAX_META_BYTES = 4 << 20      # run.json: metadata (a tiny model's is 19 KB), never more
@@ -24,6 +25,7 @@ def meta_json(data: bytes) -> dict:
     meta = capped_json(data)
     if not isinstance(meta, dict):
         raise ValueError(f"a JSON {type(meta).__name__}, not an object")
+    require_schema(meta)
     require_meta_types(meta)
     return meta
 
@@ -52,6 +54,8 @@ def require_meta_types(meta: dict) -> None:
         if name in meta and (not isinstance(value, kinds) or isinstance(value, bool)):
             raise ValueError(f"its {name} is {json.dumps(value)[:60]}, not what asight writes there")
     extra = meta.get("extra") if isinstance(meta.get("extra"), dict) else {}
+    if "adopted" in meta:               # RunMeta.from_dict moves unknown top-level keys into extra
+        extra = {**extra, "adopted": meta["adopted"]}
     adopted = extra.get("adopted")
     if adopted is not None and not isinstance(adopted, dict):
         raise ValueError(f"its extra.adopted is {json.dumps(adopted)[:60]}, not what `asight adopt` writes there "
@@ -61,6 +65,9 @@ def require_meta_types(meta: dict) -> None:
         # named as its own field: all of extra.adopted, cut at 60 characters, may not reach the bad value
         raise ValueError(f"its extra.adopted.workload is {json.dumps(workload)[:60]}, not what `asight adopt` writes "
                          "there (a workload's line index; adopt the work folder again)")
+    why = Adopted.read(extra)[1]       # its other fields: a run of a wrong-typed one would skip adopt's checks
+    if why:
+        raise ValueError(f"its {why}, not what `asight adopt` writes there (adopt the work folder again)")
     target = meta.get("target")
     readable = target is None or (isinstance(target, str) and 0 < len(target) <= 4096) or \
         (isinstance(target, dict) and isinstance(target.get("kind"), str))

@@ -29,8 +29,8 @@ from .files import MAX_LINE_BYTES, NotPlainFile, file_lines, read_plain, record_
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 from .owner import is_own, make_own_folder
 from .place import belongs, relative_file
+from .record import RUN_SCHEMA, Adopted, Build, Shortfall, Space
 
-RUN_SCHEMA = "asight.run/1"
 STATES = ("queued", "running", "done", "cancelled", "failed")
 FAILED_LATENCY = 1e9  # MetaSchedule stores failed builds/runs as run_secs [1e10]
 DB_RECORDS = "database_tuning_record.json"
@@ -87,6 +87,23 @@ class RunMeta:
         meta = cls(**{k: v for k, v in data.items() if k in known})
         meta.extra.update({k: v for k, v in data.items() if k not in known})
         return meta
+
+    # run.json's sections, typed (store/record.py): None when absent or not of the shape asight writes
+    @property
+    def adopted(self) -> Adopted | None:
+        return Adopted.from_extra(self.extra)
+
+    @property
+    def space(self) -> Space | None:
+        return Space.from_extra(self.extra)
+
+    @property
+    def build(self) -> Build | None:
+        return Build.from_extra(self.extra)
+
+    @property
+    def shortfall(self) -> Shortfall | None:
+        return Shortfall.from_extra(self.extra)
 
 
 class Run:
@@ -317,6 +334,11 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
     return out
 
 
+def measured_something(meta: RunMeta) -> bool:
+    """The run's figures say it measured something (its records may too: ``RunIndex.measured``)."""
+    return meta.best_us is not None or bool(meta.trials_done)
+
+
 def measured(secs: list) -> bool:
     """Seconds a runner measured: every repeat positive and below the failure mark.  A failed trial
     (``[1e10]``) has none; a damaged one (negative, NaN, a failure mark among real repeats: a "mean"
@@ -426,11 +448,14 @@ class RunStore:
         return out
 
     def get(self, ref: str) -> Run:
-        """A run by id, unique id prefix or directory path (``latest`` is the catalogue's: ``catalogue.find_run``)."""
+        """A run by id, unique id prefix, directory path, or ``latest`` (``RunIndex.newest``)."""
         path = Path(ref)
         if (path / "run.json").exists():
             return Run(path)
         runs = self.all()
+        if ref == "latest":
+            from .index import RunIndex
+            return Run(self.runs_dir / RunIndex(self.root, min_interval=0).newest().id)
         exact = [r for r in runs if r.id == ref]
         if exact:
             return exact[0]
@@ -468,5 +493,5 @@ class RunStore:
 
 def _space_key(meta: RunMeta) -> tuple | None:
     """The design space a run tuned with (docs/spaces.md), None for MetaSchedule's default space."""
-    space = meta.extra.get("space")
-    return (space.get("function"), space.get("mode"), space.get("hash")) if space else None
+    space = meta.space
+    return space.key() if space else None
