@@ -176,7 +176,7 @@ def run_counters_of(result: FunctionResult) -> tuple[list | None, str | None]:
     if key[1] is None:
         return None, None
     if key not in _CHECKED:
-        found = checked_counters(run_dir, read_records(run_dir), (result.meta.extra or {}).get("adopted"))
+        found = checked_counters(run_dir, read_records(run_dir), result.meta.adopted)
         if len(_CHECKED) >= 16:
             _CHECKED.clear()
         _CHECKED[key] = found

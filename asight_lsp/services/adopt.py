@@ -105,11 +105,11 @@ def adopted_before(store: RunStore, folder: Path, function: str) -> str | None:
     size = (folder / DB_RECORDS).stat().st_size
 
     def from_size(meta) -> int | None:
-        kept = meta.extra["adopted"].get("from_size")
+        kept = meta.adopted.from_size
         path = store.runs_dir / meta.id / DB_RECORDS
         return kept if kept is not None else path.stat().st_size if path.is_file() else None
 
-    same = [m for m in store.metas() if ((m.extra or {}).get("adopted") or {}).get("from") == str(folder)
+    same = [m for m in store.metas() if m.adopted is not None and m.adopted.source == str(folder)
             and m.function == function and from_size(m) == size]
     return max(same, key=lambda m: m.created).id if same else None
 

@@ -18,6 +18,7 @@ from ..errors import AsightError
 from ..store.counters import COUNTERS, OCCUPANCY, REGISTERS, max_occupancy, read_counters
 from ..store.database import database_health, require_records_target
 from ..store.files import printable_name
+from ..store.record import Adopted
 from ..store.runs import DB_RECORDS, SET_ASIDE, read_records
 
 FASTER = 2.0                            # ncu faster than the runner by more: said at adopt
@@ -97,15 +98,15 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
     view; a change no check names (another GPU's arch, a copy of the workload, a trace that does not
     replay) is caught by the files' digests.  AsightError (one line) naming the run and, where a check
     names one, the line."""
-    adopted = (meta.extra or {}).get("adopted")
-    if not isinstance(adopted, dict) or meta.state in ("queued", "running"):
+    adopted = meta.adopted
+    if adopted is None or meta.state in ("queued", "running"):
         return
     tail = f"run {meta.id}'s records changed after adopt: adopt the work folder again"
     health = database_health(run.path)
     if health.problems:
         raise AsightError(f"run {meta.id}: {health.problems[0]}: its records changed after adopt; adopt the work "
                           "folder again")
-    reply = {"workload": adopted.get("workload"), "flops": adopted.get("flops"), "dtypes": adopted.get("dtypes")}
+    reply = adopted.work()
     try:
         require_adoptable(records, reply, Path(run.path), meta.function, tail)
     except AsightError as err:
@@ -123,12 +124,12 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
                           f"({best:,.1f} µs): run.json was edited; adopt the work folder again")
 
 
-def _require_unchanged(run, run_id: str, adopted: dict) -> None:
+def _require_unchanged(run, run_id: str, adopted: Adopted) -> None:
     """The run's database files are the ones adopt checked (runs adopted before the digest: not checked)."""
     changed = _changed_files(run, adopted)
     if not changed:
         return
-    aside = int(run.load().extra.get("set_aside_records") or 0) > int(adopted.get("set_aside") or 0)
+    aside = int(run.load().extra.get("set_aside_records") or 0) > int(adopted.set_aside or 0)
     torn = (f" (its last line was torn, a write cut short, and is set aside in {DB_RECORDS}{SET_ASIDE})" if aside
             else " (its last line is torn: a write cut short)" if database_health(run.path).unreadable else "")
     raise AsightError(f"run {run_id}: {' and '.join(changed)} changed after adopt checked "
@@ -136,10 +137,10 @@ def _require_unchanged(run, run_id: str, adopted: dict) -> None:
                       "adopt the work folder again")
 
 
-def _changed_files(run, adopted: dict) -> list[str] | None:
+def _changed_files(run, adopted: Adopted) -> list[str] | None:
     """The database files whose digest is not the one adopt kept; None for a run adopted before the digest."""
-    digest = adopted.get("digest")
-    if not isinstance(digest, dict):
+    digest = adopted.digest
+    if digest is None:
         return None
     now = run.database_digest()
     return [name for name in sorted(digest) if now.get(name) != digest[name]]
@@ -149,7 +150,7 @@ def adopted_problem(run, meta) -> str | None:
     """Why an adopted run is not used (its records or run.json changed after adopt: the checks of
     ``require_adopted_records``), None when it holds or was not adopted.  The editor's lens, hover and
     run list read run.json through the index, so they would show an edited best without it."""
-    if not isinstance((meta.extra or {}).get("adopted"), dict) or meta.state in ("queued", "running"):
+    if meta.adopted is None or meta.state in ("queued", "running"):
         return None
     try:
         require_records_target(run, meta)
@@ -159,20 +160,19 @@ def adopted_problem(run, meta) -> str | None:
     return None
 
 
-def run_counters(run_dir, records: list[dict], adopted: dict | None = None) -> list[dict] | None:
+def run_counters(run_dir, records: list[dict], adopted: Adopted | None = None) -> list[dict] | None:
     """A run's own ``counters.jsonl`` as the views use it, checked as adopt checked it (one bad line
     refuses the whole file, AsightError naming it): a line edited, torn or appended after adopt would
     be shown as measured, or make every view drop all lines silently.  ``adopted``:
-    run.json's ``extra.adopted`` (its workload, FLOPs and types), if any.  None: no file."""
+    run.json's ``extra.adopted`` (its workload, FLOPs and types: ``RunMeta.adopted``), if any.  None: no file."""
     entries = read_counters(run_dir)
     if entries:
-        adopted = adopted or {}
-        counter_candidates(entries, records, adopted.get("workload"), str(Path(run_dir) / COUNTERS),
-                           work=adopted)
+        work = adopted.work() if adopted is not None else {}
+        counter_candidates(entries, records, work.get("workload"), str(Path(run_dir) / COUNTERS), work=work)
     return entries
 
 
-def checked_counters(run_dir, records: list[dict], adopted: dict | None = None) -> tuple[list | None, str | None]:
+def checked_counters(run_dir, records: list[dict], adopted: Adopted | None = None) -> tuple[list | None, str | None]:
     """``run_counters`` for a view: ``(entries, None)``, or ``(None, why)`` when the file is refused,
     ``why`` naming the file by its name in the run folder ("counters.jsonl:1: ...")."""
     try:

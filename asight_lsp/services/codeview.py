@@ -295,8 +295,8 @@ def adopted_best(meta: RunMeta | None, records: list[dict]) -> dict | None:
     """An adopted run's best: the fastest record of the workload adopt matched.  Adopt may match "by
     the same IR, attributes aside", which no structural hash finds again in a folder of several
     workloads: the code view must not ask "was it edited since?" of a file nobody edited."""
-    adopted = ((meta.extra or {}).get("adopted") if meta is not None else None)
-    workload = adopted.get("workload") if isinstance(adopted, dict) else None
+    adopted = meta.adopted if meta is not None else None
+    workload = adopted.workload if adopted is not None else None
     mine = [r for r in records if r["workload"] == workload and r["latency_us"] is not None]
     return min(mine, key=lambda r: r["latency_us"]) if workload is not None and mine else None
 

@@ -99,7 +99,7 @@ def prepare_run(run: Run) -> RunMeta:
         require_records_target(run, meta)
         if is_own(run.path):
             run.repair_db()
-        if (meta.extra or {}).get("adopted"):
+        if meta.adopted:
             from .adopt_checks import require_adopted_records
             require_adopted_records(run, meta, read_records(run.path))
     return meta

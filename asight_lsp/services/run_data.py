@@ -216,7 +216,8 @@ def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[s
 def _named_otherwise(meta: RunMeta, function: Function | None, records: list[dict]) -> list[str]:
     """An adopted run whose records get blocks the function names otherwise: the loop view had no best
     schedule line and said nothing; the note says why."""
-    workload = ((meta.extra or {}).get("adopted") or {}).get("workload")
+    adopted = meta.adopted
+    workload = adopted.workload if adopted else None
     if workload is None or function is None or function.kind != "prim_func":
         return []
     gone = blocks_gone((r["insts"] for r in records if r["workload"] == workload), (b.name for b in function.blocks))
@@ -227,7 +228,7 @@ def _counters(run: Run, meta: RunMeta, records: list[dict], notes: list[str]) ->
     """The run's measured counters, checked as adopt checks them (``adopt_checks.run_counters``), and
     why a file there is not used: a bad file is one note, and the views fall back to the model."""
     from .adopt_checks import checked_counters
-    entries, why = checked_counters(run.path, records, (meta.extra or {}).get("adopted"))
+    entries, why = checked_counters(run.path, records, meta.adopted)
     if why:
         notes.append(f"counters not used: {run.path / why}")
     return entries, why

@@ -21,7 +21,7 @@ from .files import MAX_RUN_FILE_BYTES, NotPlainFile, read_plain, record_lines
 from .folders import claimed_owner, claims, require_plain_store
 from .owner import is_own
 from .place import belongs
-from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured
+from .runs import DB_RECORDS, DB_WORKLOADS, Run, RunMeta, RunStore, measured, measured_something
 
 
 def chosen_entry(chosen: list | None, workload: int) -> dict | None:
@@ -230,6 +230,33 @@ class RunIndex:
             state = (self._metas.get(run_id) or self._unreadable.get(run_id) or ((-1,),))[0]
             return state[0]
 
+    def measured(self, meta: RunMeta) -> bool:
+        """The run measured something: its figures say so, or its records file holds a line."""
+        if measured_something(meta):
+            return True
+        try:
+            return (self.run_dir(meta.id) / DB_RECORDS).stat().st_size > 0
+        except OSError:
+            return False
+
+    def newest(self) -> RunMeta:
+        """The store's newest run (``--run latest``), passing over one that failed before measuring;
+        AsightError when a newer run folder cannot be read, the store is refused, or it has no run."""
+        refused = self.store_refusal()
+        if refused:
+            raise AsightError(refused)
+        metas = list(reversed(self.metas()))
+        meta = next((m for m in metas if not (m.state == "failed" and not self.measured(m))), None) \
+            or next(iter(metas), None)
+        after = self.written(meta.id) if meta is not None else -1
+        newer = [why for rid, why in self.unreadable_all() if self.written(rid) > after]
+        if newer:
+            raise AsightError(f"{newer[-1]}; it is the newest run: view another with --run R (the runs are in "
+                              f"{self.runs_dir})")
+        if meta is None:
+            raise AsightError(f"no run in {self.runs_dir}: tune a function first (asight tune FILE)")
+        return meta
+
     def store_refusal(self) -> str | None:
         """Why the whole store is not read (a linked store), None when it is."""
         with self.lock:
@@ -306,9 +333,8 @@ class RunIndex:
         """The workload adopt matched an adopted run's function to (a run of one function), else None:
         by names, a folder holding a second kernel left the hover without a best."""
         meta = self.get(run_id)
-        adopted = (meta.extra or {}).get("adopted") if meta is not None else None
-        workload = adopted.get("workload") if isinstance(adopted, dict) else None
-        return workload if isinstance(workload, int) and not isinstance(workload, bool) else None
+        adopted = meta.adopted if meta is not None else None
+        return adopted.workload if adopted is not None else None
 
     def workload_of(self, run_id: str, fn: Function) -> int | None:
         """The workload (task) of a function in a multi-workload run, by the names it contains."""

@@ -5,6 +5,7 @@ import time
 
 from ..analysis.default_candidate import baseline_medians, dlight_kept
 from ..analysis.measurement import short_speedup, speedup_text
+from ..store.record import Adopted
 
 
 def relative_time(then: float | None, now: float | None = None) -> str:
@@ -85,7 +86,7 @@ def member_parts(record: dict, member: str) -> list[str] | None:
 def tuning_best_text(best_us: float, extra: dict | None = None) -> str:
     """The best MetaSchedule's runner saw, said as such, and where: an adopted run's was seen on the
     machine that tuned it (else an H100's 0.13 ms reads like this CPU's)."""
-    if (extra or {}).get("adopted"):
+    if Adopted.from_extra(extra):
         return f"best {format_latency(best_us)} on the machine that tuned it (adopted, not re-measured)"
     return f"best {format_latency(best_us)} while tuning (not re-measured)"
 
@@ -106,8 +107,8 @@ def best_trial_text(best: dict | None) -> str:
 def trials_text(trials_done: int, extra: dict | None = None) -> str:
     """``128 trials``; an adopted run's says how many were measured where it was tuned ("66 of 128
     trials measured": 62 never built on the H100 run, and the lens said "128 trials")."""
-    adopted = (extra or {}).get("adopted") or {}
-    measured = adopted.get("measured")
+    adopted = Adopted.from_extra(extra)
+    measured = adopted.measured if adopted else None
     if isinstance(measured, int) and measured < trials_done:
         return f"{measured} of {trials_done} trials measured"
     return f"{trials_done} trials"
