@@ -24,7 +24,7 @@ from ..errors import AsightError
 from ..store.index import RunIndex
 from ..store.owner import is_own
 from ..store.place import moved_from
-from ..store.runs import DB_RECORDS, Run, RunMeta, RunStore
+from ..store.runs import Run, RunMeta, RunStore, measured_something
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
 from .jobs import LIVE_STATES
@@ -119,10 +119,6 @@ def _weights_reason(meta: RunMeta, current: Current) -> str | None:
     return CHANGED if build and headline_build(build, wire.weights_digest(weights))["text"] == CHANGED else None
 
 
-def measured_something(meta: RunMeta) -> bool:
-    return meta.best_us is not None or bool(meta.trials_done)
-
-
 def choose(runs: list[RunMeta], current: Current, measured=measured_something) -> RunMeta | None:
     """The run to show among a function's runs, newest first (the module's rule); ``measured``: whether
     a run measured something (its figures, else records on disk)."""
@@ -147,11 +143,8 @@ def status_of(meta: RunMeta, current: Current, measured=measured_something) -> t
 
 
 def find_run(store_root: str | os.PathLike | None, ref: str) -> Run:
-    """A run named on a command line: ``latest`` (``Catalogue.newest``), an id, a unique id prefix, or
-    a run folder's path."""
-    if ref == "latest":
-        catalogue = Catalogue.of_store(store_root)
-        return Run(catalogue.index.run_dir(catalogue.newest().id))
+    """A run named on a command line: ``latest`` (``RunIndex.newest``), an id, a unique id prefix, or
+    a run folder's path (``RunStore.get``)."""
     return RunStore(store_root).get(ref)
 
 
@@ -173,12 +166,7 @@ class Catalogue:
 
     def measured(self, meta: RunMeta) -> bool:
         """The run measured something: its figures say so, or its records file holds a line."""
-        if measured_something(meta):
-            return True
-        try:
-            return (self.index.run_dir(meta.id) / DB_RECORDS).stat().st_size > 0
-        except OSError:
-            return False
+        return self.index.measured(meta)
 
     @property
     def runs_dir(self) -> Path:
@@ -234,17 +222,5 @@ class Catalogue:
         return found
 
     def newest(self) -> RunMeta:
-        """The store's newest run, passing over one that failed before measuring (``asight space`` without
-        --run); AsightError when a newer folder cannot be read or there is no run."""
-        metas = list(reversed(self.index.metas()))
-        meta = next((m for m in metas if not (m.state == "failed" and not self.measured(m))), None) \
-            or next(iter(metas), None)
-        after = self.index.written(meta.id) if meta is not None else -1
-        newer = [(rid, why) for rid, why in self.index.unreadable_all() if self.index.written(rid) > after]
-        if newer:
-            rid, why = newer[-1]
-            raise AsightError(f"{why}; it is the newest run: view another with --run R (the runs are in "
-                              f"{self.runs_dir})")
-        if meta is None:
-            raise AsightError(f"no run in {self.runs_dir}: tune a function first (asight tune FILE)")
-        return meta
+        """The store's newest run (``RunIndex.newest``: ``asight space`` without --run)."""
+        return self.index.newest()

@@ -66,7 +66,7 @@ class Workspace:
                        trials_done=8, state="done", created=self.clock, best_us=10.0, baseline_us=40.0,
                        extra={"constants": build_outline(text).constants})
         for key, value in fields.items():
-            setattr(meta, key, value) if hasattr(meta, key) else meta.extra.__setitem__(key, value)
+            setattr(meta, key, value) if key in RunMeta.__dataclass_fields__ else meta.extra.__setitem__(key, value)
         run = self.store.create(meta)
         (run.path / DB_RECORDS).write_text("")
         os.utime(run.meta_path, (self.clock, self.clock))
