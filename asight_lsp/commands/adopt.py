@@ -35,21 +35,21 @@ def run(args) -> int:
     if args.json:
         print_json(meta.to_dict())
         return 0
-    info = meta.extra["adopted"]
+    info = meta.adopted                  # this command's own run, just written and loaded: never None
     best = f"{meta.best_us:.1f} µs" if meta.best_us else "n/a"
     print(f"run      {meta.id}  ({new.path})")
-    print(f"adopted  {info['records']} records ({info['measured']} measured) of {meta.function} from {info['from']}"
-          f" [matched by {info['how']}]")
+    print(f"adopted  {info.records} records ({info.measured} measured) of {meta.function} from {info.source}"
+          f" [matched by {info.how}]")
     for key in ("note", "earlier", "blocks_note"):
-        if info.get(key):
-            print(f"note     {info[key]}")
+        if getattr(info, key):
+            print(f"note     {getattr(info, key)}")
     print(f"target   {meta.target_label}")
     print(f"best     {best} [MetaSchedule's runner on the machine that tuned]")
     unmeasured = gpu_unmeasured(meta.target_label, meta.measurement)
     if unmeasured:
         print(f"note     {unmeasured}")
-    print(f"counters {info['counters'] or 'none (views use the model, labelled as a model)'}")
+    print(f"counters {info.counters or 'none (views use the model, labelled as a model)'}")
     for key in ("counters_note", "counters_lack"):
-        if info.get(key):
-            print(f"note     {info[key]}")
+        if getattr(info, key):
+            print(f"note     {getattr(info, key)}")
     return 0

@@ -195,9 +195,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     failed = (meta.extra.get("tuning") or {}).get("failed")
     print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
           file=out)
-    short = meta.extra.get("shortfall")
+    short = meta.shortfall
     if short:
-        print(f"why      {short['text']}", file=out)
+        print(f"why      {short.text}", file=out)
     for line in failure_lines(meta):
         print(line, file=out)
     for line in refusal_lines(meta.extra):
@@ -210,9 +210,9 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     counters = meta.extra.get("counters") if meta.extra.get("counters_request") else None
     if counters:
         print(f"counters {counters['text']}", file=out)
-    space = meta.extra.get("space")
+    space = meta.space
     if space:
-        print(f"space    {space['function']} ({space['mode']})", file=out)
+        print(f"space    {space.function} ({space.mode})", file=out)
     guidance = meta.extra.get("guidance")
     if guidance:
         print(f"guided   by run {guidance['guided_by']} ({meta.extra.get('seeded_records', 0)} records seeded):",

@@ -307,8 +307,8 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
         parts = [tuning_best_text(m.best_us, m.extra)]
     else:
         parts = []
-    shortfall = m.extra.get("shortfall") or {}
-    parts.append(f"⚠ {shortfall['measured']} of {shortfall['requested']} trials measured" if shortfall
+    shortfall = m.shortfall
+    parts.append(f"⚠ {shortfall.measured} of {shortfall.requested} trials measured" if shortfall
                  else trials_text(m.trials_done, m.extra))
     when = None if short else relative_time(m.finished or m.started or m.created, now)
     if when:
@@ -342,7 +342,7 @@ def result_lens_tooltip(result: FunctionResult) -> str | None:
 def _measured_tooltip(result: FunctionResult) -> str | None:
     record = result.measurement
     failed = failures_text(result.meta.extra.get("failures") or [])
-    short = (result.meta.extra.get("shortfall") or {}).get("text")
+    short = result.meta.shortfall.text if result.meta.shortfall else None
     failed = f"{short[0].upper()}{short[1:]}. {failed}".strip() if short else failed
     if not record.get("tuned"):
         return failed or None

@@ -29,7 +29,7 @@ class SpaceResult:
 
 def space_runs(index: RunIndex, path: str, name: str) -> list[RunMeta]:
     """Runs of ``path`` tuned with the space function ``name``, newest first."""
-    return [m for m in reversed(index.for_file(path)) if (m.extra.get("space") or {}).get("function") == name]
+    return [m for m in reversed(index.for_file(path)) if m.space is not None and m.space.function == name]
 
 
 def space_result(index: RunIndex, path: str, space: SpaceFunction, current: str,
@@ -39,13 +39,14 @@ def space_result(index: RunIndex, path: str, space: SpaceFunction, current: str,
     runs = space_runs(index, path, space.name)
     if not runs:
         return None
-    fresh = [m for m in runs if m.extra["space"].get("hash") == current]
+    fresh = [m for m in runs if m.space.hash == current]
     meta = next((m for m in fresh if m.trials_done), None) or (fresh[0] if fresh else runs[0])
-    stale = meta.extra["space"].get("hash") != current
+    ran = meta.space
+    stale = ran.hash != current
     by_line = {}
-    mapping = meta.extra["space"].get("mapping")
+    mapping = ran.mapping
     if stats and not stale and mapping:
-        shift = space.line - meta.extra["space"].get("line", space.line)
+        shift = space.line - (ran.line if ran.line is not None else space.line)
         by_line = {line + shift: stats for line, stats in _stats(index.run_dir(meta.id), mapping).items()}
     return SpaceResult(space, meta, stale, by_line)
 

@@ -51,7 +51,7 @@ def run_info(data: RunData) -> dict:
                   "task": data.task, "tasks": data.tasks or None,
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                                for g in m.extra.get("failures") or []] or None,
-                  "shortfall": (m.extra.get("shortfall") or {}).get("text"),
+                  "shortfall": m.shortfall.text if m.shortfall else None,
                   "measurement": measurement_stamp(record)})
 
 

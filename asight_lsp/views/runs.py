@@ -22,7 +22,7 @@ def run_summary(meta: RunMeta, stale: bool | None = None, refused: str | None = 
            "finished": meta.finished, "error": meta.error, "kind": meta.kind,
            "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                         for g in meta.extra.get("failures") or []],
-           "shortfall": (meta.extra.get("shortfall") or {}).get("text"),
+           "shortfall": meta.shortfall.text if meta.shortfall else None,
            "measurement": measurement_stamp(record)}
     if refused:
         out.update(bestUs=None, baselineUs=None, speedup=None, speedupCi=None, error=refused,

@@ -24,6 +24,7 @@ import time
 import traceback
 
 from ..engine.targets import require_runs_here
+from ..store.record import Space, read_section
 from ..store.runs import Run, RunMeta
 from . import lever_guard
 from .sandbox import limit_memory, over_allowance, private_cwd
@@ -281,7 +282,7 @@ class TuningProcess:
             plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target, off=off), target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
-        space = self.user_space(meta, plan, target) if meta.extra.get("space") else None
+        space = self.user_space(meta, plan, target) if meta.extra.get("space") else None   # refused there if unread
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
@@ -405,7 +406,10 @@ class TuningProcess:
         from .compat import save_ir
         from .metaschedule import target_json
         from .parse import sandboxed_worker
-        space = meta.extra["space"]
+        space, why = read_section(meta.extra, Space)
+        if space is None:
+            raise InputProblem(f"run.json's {why}: run `asight tune --space` again")
+        space = meta.extra["space"]       # the dict written back with its mapping
         if plan.kind != "tir" or len(plan.tasks) != 1:
             raise InputProblem(f"design space '{space['function']}' schedules one PrimFunc, not {plan.kind} "
                                f"with {len(plan.tasks)} tasks")
