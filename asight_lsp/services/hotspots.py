@@ -9,6 +9,12 @@ server and the report share ``collect``.
 """
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+
 from ..analysis.attribution import before_after, block_verbs
 from ..analysis.hotspot_ranking import relax_hotspots, scale_to_headline, tir_hotspots
 from ..analysis.trace_replay import source_blocks
@@ -95,7 +101,7 @@ def _relax_part(relax: dict, unit: dict, selection, outline, worker) -> dict:
     if not calls:
         raise AsightError("the profile has no per-call latency of the tuned program (no tuned task yet?)")
     fn_name = selection.member or "main"
-    reply = worker.request(wire.RELAX_GRAPH, {**unit, "function": fn_name}, timeout=300)
+    reply = relax_graphs(worker, {**unit, "function": fn_name})
     match = match_relax(reply["source"], reply["transformed"])
     part = relax_hotspots(reply["source"], reply["transformed"], match, calls)
     fn = next((f for f in outline.functions if f.kind == "relax_function" and f.name == fn_name
@@ -110,6 +116,30 @@ def _relax_part(relax: dict, unit: dict, selection, outline, worker) -> dict:
                        "sites": [{k: s[k] for k in ("site", "function", "bindings", "match")} for s in match["sites"]],
                        "unmatched": match["unmatched"], "unmatched_source": match["unmatched_source"]})
     return part
+
+
+_GRAPHS: OrderedDict = OrderedDict()      # key -> the worker's RELAX_GRAPH reply (a few models' worth)
+_GRAPHS_KEPT = 4
+_GRAPHS_LOCK = threading.Lock()
+
+
+def relax_graphs(worker, params: dict) -> dict:
+    """The worker's graphs of a Relax function, source and transformed, kept in this process by the
+    unit's text, the function and the weights' digest: building them runs the model's pipeline (about
+    2 s for 21 kernels), and a hotspots panel opened again, or after a re-measure, needs the same."""
+    key = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()
+                         + (wire.weights_digest(params.get("weights")) or "").encode()).hexdigest()
+    with _GRAPHS_LOCK:
+        kept = _GRAPHS.get(key)
+        if kept is not None:
+            _GRAPHS.move_to_end(key)
+            return copy.deepcopy(kept)
+    reply = worker.request(wire.RELAX_GRAPH, params, timeout=300)
+    with _GRAPHS_LOCK:
+        _GRAPHS[key] = copy.deepcopy(reply)
+        while len(_GRAPHS) > _GRAPHS_KEPT:
+            _GRAPHS.popitem(last=False)
+    return reply
 
 
 def _match_summary(match: dict) -> dict:
