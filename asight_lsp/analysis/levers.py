@@ -25,9 +25,8 @@ from typing import Callable
 LEVERS = ("twins", "budget", "default", "layout", "nhwc", "cold", "winograd")
 LEVERS_OFF_ENV = "ASIGHT_LEVERS_OFF"
 PIPELINE = ("layout", "nhwc", "winograd")   # levers that change the kernels: a run's records are for its own
-RECORD_KEY = "levers_off"       # run.json ``extra``: the levers off when the run was made
-KNOWN_KEY = "pipeline_levers"   # run.json ``extra``: the pipeline levers that existed when it was made
-BEFORE_KNOWN = ("layout", "nhwc")   # those of a run made before KNOWN_KEY was recorded
+BEFORE_KNOWN = ("layout", "nhwc")   # the pipeline levers of a run made before run.json recorded them
+#                                     (store/record.Levers: ``extra.levers_off``, ``extra.pipeline_levers``)
 PREPACK_KINDS = ("llvm", "c")   # CPU targets; a GPU schedule keeps the weights' layout (DLight fallback)
 
 
@@ -71,7 +70,7 @@ def run_levers_off(recorded: list | None, now_off: set[str], workloads_text: str
     """The levers a job on a run works without: the pipeline levers (``PIPELINE``) as the run was made
     (its records are for those kernels: an export with other layouts finds no record), the others as
     now.  A pipeline lever that did not exist when the run was made (not in ``known``, its run.json's
-    ``KNOWN_KEY``; ``BEFORE_KNOWN`` without one) was off.  A run made before the record existed had no
+    ``Levers.known``; ``BEFORE_KNOWN`` without one) was off.  A run made before the record existed had no
     channels-last conversion, and packed weights only if its workloads carry ``layout_free_buffers``."""
     if recorded is not None:
         pipeline = set(recorded) & set(PIPELINE)

@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.levers import KNOWN_KEY, LEVERS_OFF_ENV, PIPELINE, RECORD_KEY, levers_off
+from ..analysis.levers import LEVERS_OFF_ENV, PIPELINE, levers_off
+from ..store.record import Levers
 from ..engine.target_tags import TAGS, TVM_VERSION as TAGS_TVM_VERSION
 from ..engine.rpc import parse_rpc, reach_tracker
 from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
@@ -242,8 +243,8 @@ def start_tune(req: TuneRequest) -> TuneJob:
     meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
                           "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
     if run is None:   # the kernels' layouts of this run's records (analysis/levers.run_levers_off)
-        meta.extra[RECORD_KEY] = sorted(levers_off(os.environ.get(LEVERS_OFF_ENV)))
-        meta.extra[KNOWN_KEY] = list(PIPELINE)
+        meta.extra[Levers.OFF_KEY] = sorted(levers_off(os.environ.get(LEVERS_OFF_ENV)))
+        meta.extra[Levers.KNOWN_KEY] = list(PIPELINE)
     run = run or store.create(meta)
     if guidance:
         seeded = seed_from(guidance.pop("base_dir"), run)

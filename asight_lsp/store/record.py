@@ -166,7 +166,36 @@ class Shortfall(_Section):
         ("reasons", "reasons", _LIST, False))
 
 
-SECTIONS = (Adopted, Space, Build, Shortfall)
+@dataclass(frozen=True)
+class Levers:
+    """``extra.levers_off`` and ``extra.pipeline_levers`` (two keys, written by services/tuning.py): the
+    model levers off when the run was made, and the pipeline levers that existed then
+    (analysis/levers.py ``run_levers_off``: a resumed run keeps the kernels it was tuned with).
+    Absent: a run made before the record (its workloads tell which layouts it has)."""
+    off: tuple
+    known: tuple | None = None
+
+    OFF_KEY: ClassVar[str] = "levers_off"
+    KNOWN_KEY: ClassVar[str] = "pipeline_levers"
+
+    @classmethod
+    def read(cls, extra) -> tuple:
+        """``(Levers, None)``; ``(None, None)`` for a run made before the record; ``(None, why)``."""
+        extra = extra if isinstance(extra, dict) else {}
+        off, known = extra.get(cls.OFF_KEY), extra.get(cls.KNOWN_KEY)
+        for key, value in ((cls.OFF_KEY, off), (cls.KNOWN_KEY, known)):
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                return None, f"extra.{key} is {json.dumps(value, default=str)[:60]}, not a list of lever names"
+        if off is None:
+            return None, None
+        return cls(tuple(off), tuple(known) if known is not None else None), None
+
+    @classmethod
+    def from_extra(cls, extra) -> "Levers | None":
+        return cls.read(extra)[0]
+
+
+SECTIONS = (Adopted, Space, Build, Shortfall, Levers)
 
 
 def read_section(extra, section: type):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..analysis.levers import KNOWN_KEY, LEVERS_OFF_ENV, RECORD_KEY, levers_off, run_levers_off
+from ..analysis.levers import LEVERS_OFF_ENV, levers_off, run_levers_off
 
 
 def env_levers() -> frozenset[str]:
@@ -31,15 +31,15 @@ def run_levers(run_dir: str, now_off: set[str] | frozenset[str]) -> frozenset[st
     predates the record), the other levers as ``now_off``."""
     from ..errors import AsightError
     from ..store.database import workloads_text
+    from ..store.record import Levers
     from ..store.runs import Run
     try:
-        extra = Run(run_dir).load().extra
+        levers = Levers.from_extra(Run(run_dir).load().extra)
     except (AsightError, OSError):   # a missing, damaged or unreadable run.json: as a run made before the record
-        extra = {}
-    recorded, known = extra.get(RECORD_KEY), extra.get(KNOWN_KEY)
-    known = known if isinstance(known, list) else None
-    if isinstance(recorded, list):
-        return frozenset(run_levers_off(recorded, set(now_off), None, known))
+        levers = None
+    known = list(levers.known) if levers is not None and levers.known is not None else None
+    if levers is not None:
+        return frozenset(run_levers_off(list(levers.off), set(now_off), None, known))
     try:
         workloads = workloads_text(run_dir)
     except OSError:

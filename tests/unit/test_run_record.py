@@ -80,3 +80,15 @@ def test_load_refuses_a_wrong_typed_adopted_field(tmp_path):
         _write(tmp_path, {"extra": {"adopted": {"workload": 0, "from_size": "9"}}}).load()
     with pytest.raises(AsightError, match=r"extra.adopted.digest"):
         _write(tmp_path / "b", {"adopted": {"workload": 0, "digest": 3}}).load()    # top level: moved into extra
+
+
+def test_the_levers_a_run_was_made_with_are_a_typed_section():
+    from asight_lsp.store.record import Levers, section_problems
+    from asight_lsp.store.runs import RunMeta
+    made = RunMeta(id="r", file="m.py", function="main", extra={"levers_off": ["layout"], "pipeline_levers": ["layout", "nhwc"]})
+    assert Levers.from_extra(made.extra) == Levers(("layout",), ("layout", "nhwc"))
+    assert Levers.read({}) == (None, None)                         # a run made before the record
+    assert Levers.read({"levers_off": ["layout"]}) == (Levers(("layout",), None), None)
+    bad = RunMeta(id="r", file="m.py", function="main", extra={"levers_off": "layout"})
+    assert Levers.from_extra(bad.extra) is None
+    assert section_problems(bad) == ['extra.levers_off is "layout", not a list of lever names']
