@@ -151,6 +151,7 @@ class RunSummary(TypedDict, total=False):
     status: str              # a function's run: live | fresh | stale | failed (services/catalogue.py)
     reasons: list            # why stale or failed, one line each
     movedFrom: str | None    # the path the run recorded when found by its place in a moved or copied project
+    unread: list             # present when run.json sections were not read: one line each (store/record.py)
 
 
 class RunUpdated(TypedDict, total=False):

@@ -42,4 +42,5 @@ def _line(run: dict) -> str:
         parts.append("shipped (read-only)")
     if run.get("movedFrom"):
         parts.append(f"tuned as {run['movedFrom']}")
+    parts += [f"not read: {why}" for why in run.get("unread") or []]
     return " · ".join(p for p in parts if p)

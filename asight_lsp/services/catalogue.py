@@ -24,6 +24,7 @@ from ..errors import AsightError
 from ..store.index import RunIndex
 from ..store.owner import is_own
 from ..store.place import moved_from
+from ..store.record import section_problems
 from ..store.runs import Run, RunMeta, RunStore, measured_something
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
@@ -62,6 +63,7 @@ class RunView:
     moved_from: str | None = None
     unreadable: tuple = ()              # (run id, why, whose) of the function's other runs not read, oldest first
     newer_unreadable: tuple | None = None   # the last of them when written after this run
+    problems: tuple = ()                # run.json sections not read, and why (``record.section_problems``)
 
     @property
     def stale(self) -> bool:
@@ -199,7 +201,8 @@ class Catalogue:
         run_dir = run_dir or self.index.run_dir(meta.id)
         shipped = self.index.shipped(meta.id) if run_dir == self.index.run_dir(meta.id) else not is_own(run_dir)
         return RunView(meta, run_dir, status, reasons, shipped,
-                       moved_from(meta, file), unreadable, newer[-1] if newer else None)
+                       moved_from(meta, file), unreadable, newer[-1] if newer else None,
+                       tuple(section_problems(meta)))
 
     def listing(self, file: str, names: set[str], current: Current) -> tuple[list, dict, RunView | None]:
         """``(runs newest first, {run id: RunView}, the run shown)`` of ``names`` in ``file``: what

@@ -48,6 +48,8 @@ def runs_payload(metas: list[RunMeta], views: dict | None = None, notes: list[st
         runs.append(run_summary(meta, view.stale if view is not None else None, (refused or {}).get(meta.id)))
         if view is not None:
             runs[-1].update(status=view.status, reasons=list(view.reasons), movedFrom=view.moved_from)
+            if view.problems:
+                runs[-1]["unread"] = list(view.problems)
         if meta.id in (shipped or ()):
             runs[-1]["shipped"] = True
     payload = {"schema": P.SCHEMA_RUNS, "status": P.STATUS_OK, "runs": runs}

@@ -96,6 +96,8 @@ def state_table(ws: Workspace) -> dict[str, dict]:
     case("adopted", ws.run(s, adopted={"workload": 0, "flops": None, "dtypes": ["float32"]}), "fresh")
     s = ws.source("notused")              # adopted, then run.json's figure edited: shown, its records not used
     case("notused", ws.run(s, best_us=0.001, adopted={"workload": 0, "flops": None, "dtypes": ["float32"]}), "fresh")
+    s = ws.source("badsection")           # a section of run.json of the wrong shape: read as absent, said
+    case("badsection", ws.run(s, shortfall="fewer"), "fresh", 'extra.shortfall is "fewer", not an object')
     s = ws.source("shipped")
     run = ws.run(s)
     (run.path / OWNER_FILE).unlink()
@@ -162,8 +164,8 @@ def cli_answer(ws: Workspace, name: str) -> dict:
 
 
 def essentials(payload: dict) -> tuple:
-    runs = tuple((r["id"], r.get("status"), tuple(r.get("reasons") or ()), bool(r.get("shipped")), r.get("movedFrom"))
-                 for r in payload.get("runs") or [])
+    runs = tuple((r["id"], r.get("status"), tuple(r.get("reasons") or ()), bool(r.get("shipped")), r.get("movedFrom"),
+                  tuple(r.get("unread") or ())) for r in payload.get("runs") or [])
     return payload.get("shown"), runs
 
 
@@ -189,6 +191,7 @@ async def test_the_cli_and_the_server_show_the_same_run_status_and_reasons_in_ev
         said = " ".join(filter(None, [*(l.command.title for l in lenses if l.command), *(
             json.dumps(l.command.arguments) for l in lenses if l.command)]))
         tips = " ".join([" ".join((shown or {}).get("reasons") or []), *(cli.get("notes") or []),
+                         *((shown or {}).get("unread") or []),
                          "shipped" if (shown or {}).get("shipped") else "",
                          f"tuned as {shown['movedFrom']}" if (shown or {}).get("movedFrom") else ""])
         if want["reason"]:

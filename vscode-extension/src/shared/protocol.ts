@@ -150,13 +150,14 @@ export interface RunSummary {
   status?: "live" | "fresh" | "stale" | "failed" | string; // a function's run (services/catalogue.py)
   reasons?: string[]; // why stale or failed, one line each
   movedFrom?: string | null; // the path the run recorded when found by its place in a moved or copied project
+  unread?: string[]; // present when run.json sections were not read: one line each (store/record.py)
 }
 /** Which measurement a run's figures are: its measurement record (the headline every view starts from). */
 export interface MeasurementStamp { taken: number; when: string; by: string; load: string; busy: boolean; text: string }
 export const RUN_SUMMARY_KEYS = ["id", "file", "function", "state", "trialsRequested", "trialsDone",
   "baselineUs", "bestUs", "speedup", "speedupCi", "verdict", "noisy", "headline", "target", "created", "finished",
   "stale", "error", "kind", "tasks", "failures", "shortfall", "measurement", "shipped", "status", "reasons",
-  "movedFrom"] as const;
+  "movedFrom", "unread"] as const;
 
 /** `asight/runUpdated`: sent on every progress event and when a run ends. */
 export interface RunUpdated {
