@@ -67,13 +67,14 @@ def _call_sites(script: Path, weights: Path | None = None):
     from asight_lsp.worker.programs import measuring_target
     from asight_lsp.worker.relax_pipeline import deployable
     from asight_lsp.worker.relax_profile import call_sites
+    from asight_lsp.worker.tune_plan import env_levers
     text = script.read_text()
     outline = build_outline(text)
     unit = outline.units[0]
     mod = parse_unit(text.splitlines(), {"start_line": unit.start_line, "end_line": unit.end_line},
                      outline.constants, outline.aliases)
     mod, _ = deployable(mod, "main", str(weights) if weights else None)
-    return call_sites(mod, measuring_target(None), True, off=frozenset())
+    return call_sites(mod, measuring_target(None), True, off=env_levers())    # ASIGHT_LEVERS_OFF, as a job reads it
 
 
 def test_calls_of_the_deployable_build_keep_their_bindings(imported, monkeypatch):
