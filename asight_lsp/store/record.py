@@ -172,23 +172,23 @@ class Levers:
     model levers off when the run was made, and the pipeline levers that existed then
     (analysis/levers.py ``run_levers_off``: a resumed run keeps the kernels it was tuned with).
     Absent: a run made before the record (its workloads tell which layouts it has)."""
-    off: tuple
-    known: tuple | None = None
+    off: tuple | None = None            # None: the levers off were not recorded (a run from before the record)
+    known: tuple | None = None          # None: a run from before ``pipeline_levers``
 
     OFF_KEY: ClassVar[str] = "levers_off"
     KNOWN_KEY: ClassVar[str] = "pipeline_levers"
 
     @classmethod
     def read(cls, extra) -> tuple:
-        """``(Levers, None)``; ``(None, None)`` for a run made before the record; ``(None, why)``."""
+        """``(Levers, None)``; ``(None, None)`` for a run made before either key; ``(None, why)``."""
         extra = extra if isinstance(extra, dict) else {}
         off, known = extra.get(cls.OFF_KEY), extra.get(cls.KNOWN_KEY)
         for key, value in ((cls.OFF_KEY, off), (cls.KNOWN_KEY, known)):
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 return None, f"extra.{key} is {json.dumps(value, default=str)[:60]}, not a list of lever names"
-        if off is None:
+        if off is None and known is None:
             return None, None
-        return cls(tuple(off), tuple(known) if known is not None else None), None
+        return cls(tuple(off) if off is not None else None, tuple(known) if known is not None else None), None
 
     @classmethod
     def from_extra(cls, extra) -> "Levers | None":

@@ -38,7 +38,7 @@ def run_levers(run_dir: str, now_off: set[str] | frozenset[str]) -> frozenset[st
     except (AsightError, OSError):   # a missing, damaged or unreadable run.json: as a run made before the record
         levers = None
     known = list(levers.known) if levers is not None and levers.known is not None else None
-    if levers is not None:
+    if levers is not None and levers.off is not None:
         return frozenset(run_levers_off(list(levers.off), set(now_off), None, known))
     try:
         workloads = workloads_text(run_dir)

@@ -89,6 +89,7 @@ def test_the_levers_a_run_was_made_with_are_a_typed_section():
     assert Levers.from_extra(made.extra) == Levers(("layout",), ("layout", "nhwc"))
     assert Levers.read({}) == (None, None)                         # a run made before the record
     assert Levers.read({"levers_off": ["layout"]}) == (Levers(("layout",), None), None)
+    assert Levers.read({"pipeline_levers": ["layout"]}) == (Levers(None, ("layout",)), None)   # off not recorded
     bad = RunMeta(id="r", file="m.py", function="main", extra={"levers_off": "layout"})
     assert Levers.from_extra(bad.extra) is None
     assert section_problems(bad) == ['extra.levers_off is "layout", not a list of lever names']
