@@ -63,12 +63,12 @@ def profile_as_the_editor_does(work: Path) -> float:
     """What the server does once its own tuning job of a model ends (``server/commands.profile_model``):
     the run's per-call profile, measured and kept in the run; seconds it took."""
     from asight_lsp.engine.client import WorkerClient
-    from asight_lsp.services.catalogue import find_run
     from asight_lsp.services.profiling import profile_run
+    from asight_lsp.store.runs import RunStore
     started = time.perf_counter()
     worker = WorkerClient()
     try:
-        profile_run(find_run(str(work / ".asight"), "latest"), worker)
+        profile_run(RunStore(str(work / ".asight")).get("latest"), worker)
     finally:
         worker.close()
     return time.perf_counter() - started

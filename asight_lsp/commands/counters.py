@@ -18,9 +18,9 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..services.counters import budget_seconds, collect
-    from ..services.catalogue import find_run
+    from ..store.runs import RunStore
     budget_seconds(args.budget_s, "--budget-s")   # refused before the run is looked up or anything starts
-    run = find_run(args.work_dir, args.run_ref)
+    run = RunStore(args.work_dir).get(args.run_ref)
     result = collect(run, args.budget_s, args.python)
     if result.get("status") != "ok":
         raise AsightError(f"counters of run {run.id} not collected: {result.get('message')}")

@@ -25,7 +25,7 @@ from ..store.index import RunIndex
 from ..store.owner import is_own
 from ..store.place import moved_from
 from ..store.record import section_problems
-from ..store.runs import Run, RunMeta, RunStore, measured_something
+from ..store.runs import RunMeta, RunStore, measured_something
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
 from .jobs import LIVE_STATES
@@ -42,8 +42,9 @@ class Current:
     file: str | None = None                          # the file now: a model's weights are beside it
 
     @classmethod
-    def of_text(cls, text: str, functions, file: str | None = None) -> "Current":
-        found = build_outline(text).constants
+    def of_text(cls, text: str, functions, file: str | None = None, constants: dict | None = None) -> "Current":
+        """``constants``: the module constants of ``text`` when the caller has its outline already."""
+        found = build_outline(text).constants if constants is None else constants
         hashes, constants = {}, {}
         for fn in functions:
             own = function_text(text, fn)
@@ -144,12 +145,6 @@ def status_of(meta: RunMeta, current: Current, measured=measured_something) -> t
     return (STALE, reasons) if reasons else (FRESH, ())
 
 
-def find_run(store_root: str | os.PathLike | None, ref: str) -> Run:
-    """A run named on a command line: ``latest`` (``RunIndex.newest``), an id, a unique id prefix, or
-    a run folder's path (``RunStore.get``)."""
-    return RunStore(store_root).get(ref)
-
-
 class Catalogue:
     """The runs of one store, by file and function names (a function id, its unit's name)."""
 
@@ -179,14 +174,9 @@ class Catalogue:
         return [m for m in reversed(self.index.for_file(file))
                 if m.function in names or any(n in (m.source_hashes or {}) for n in names)]
 
-    def view(self, file: str, names: set[str], current: Current, ref: str | None = None) -> RunView | None:
-        """The run ``ref`` names (an id), else the one to show for ``names`` in ``file``; None when none."""
-        if ref is not None:
-            meta = self.index.get(ref)
-            if meta is None:
-                raise AsightError(f"no run '{ref}' in {self.runs_dir}")
-        else:
-            meta = choose(self.runs_of(file, names), current, self.measured)
+    def view(self, file: str, names: set[str], current: Current) -> RunView | None:
+        """The run to show for ``names`` in ``file``; None when there is none."""
+        meta = choose(self.runs_of(file, names), current, self.measured)
         if meta is None:
             return None
         return self.view_of(meta, file, names, current)
@@ -223,7 +213,3 @@ class Catalogue:
         if found is None:
             raise AsightError(f"no run of {label} in {self.runs_dir}: tune it first (asight tune {file})")
         return found
-
-    def newest(self) -> RunMeta:
-        """The store's newest run (``RunIndex.newest``: ``asight space`` without --run)."""
-        return self.index.newest()

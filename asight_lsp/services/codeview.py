@@ -28,7 +28,6 @@ from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..analysis.default_candidate import dlight_kept
-from .catalogue import find_run
 from .lookup import check_run_function, chosen_records, latest_run, prepare_run, stale_now
 
 SCHEMA = SCHEMA_CODE
@@ -223,7 +222,7 @@ def _find_run(path: str, run: str | None, selection, store_root: str | None, tex
     """The run ``run`` names, else the catalogue's run of the selection (None: untuned)."""
     if run is None:
         return latest_run(RunStore(store_root), path, selection, text)
-    found = find_run(store_root, run)
+    found = RunStore(store_root).get(run)
     check_run_function(found, selection)
     return found
 

@@ -23,12 +23,11 @@ from ..analysis.matching import match_relax, match_tir
 from ..engine import wire
 from ..errors import AsightError
 from ..store.caches import archived_profiles
-from ..store.runs import read_records
+from ..store.runs import RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..views.measured import others_text, shown_measurement
 from .lookup import read_text
-from .catalogue import find_run
 from .profiling import ProfileOptions, profile_file
 
 
@@ -39,7 +38,7 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
             use_cache: bool = True, text: str | None = None, profile: dict | None = None) -> dict:
     """Hotspots of ``path`` for a run: profile (cached in the run), graphs, match, ranking."""
     text = read_text(path) if text is None else text
-    run = find_run(store_root, run_ref)
+    run = RunStore(store_root).get(run_ref)
     meta = run.load()
     function = function or meta.function
     outline = build_outline(text, path)

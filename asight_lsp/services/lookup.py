@@ -19,7 +19,7 @@ from ..tvmscript.hashing import function_hash
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..tvmscript.selection import Selection, check_selection, select
-from .catalogue import Catalogue, Current, find_run, stale_reasons, unreadable_note
+from .catalogue import Catalogue, Current, stale_reasons, unreadable_note
 from .jobs import LIVE_STATES
 
 
@@ -50,7 +50,7 @@ def selection_view(store_root, path: str, selection: Selection, text: str | None
     current = Current.of_text(text, selection.functions, path)
     names = selection_names(selection)
     if ref is not None:
-        run = find_run(store_root, ref)
+        run = RunStore(store_root).get(ref)
         check_run_function(run, selection)
         return catalogue.view_of(run.load(), path, names, current, run.path)
     if not catalogue.runs_of(path, names) and not catalogue.index.unreadable_for(path, names):
@@ -158,7 +158,7 @@ def file_runs(path: str, function: str | None, store_root: str | None) -> list[d
     out = []
     for fn in functions:
         names = {name for name in (fn.id, fn.unit) if name}
-        metas, views, shown = catalogue.listing(path, names, Current.of_text(text, [fn], path))
+        metas, views, shown = catalogue.listing(path, names, Current.of_text(text, [fn], path, outline.constants))
         unreadable = catalogue.index.unreadable_for(path, names)
         payload = runs_payload(metas, views, [unreadable_note(*u) for u in unreadable],
                                shipped={m.id for m in metas if views[m.id].shipped},

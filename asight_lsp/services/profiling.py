@@ -29,7 +29,6 @@ from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
 from .jobs import LIVE_STATES
-from .catalogue import find_run
 from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source, stale_now
 
 
@@ -77,7 +76,7 @@ def profile_file(path: str, function: str | None = None, run: str | None = None,
     check_selection(outline, selection, "profile")
     found = None
     if candidate is None:
-        found = find_run(store_root, run) if run else latest_run(RunStore(store_root), path, selection, text)
+        found = RunStore(store_root).get(run) if run else latest_run(RunStore(store_root), path, selection, text)
         if run:
             check_run_function(found, selection)
     return _profile(text, path, outline, selection, found, worker, options or ProfileOptions(),

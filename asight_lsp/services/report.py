@@ -71,7 +71,7 @@ def latest_of_file(file: str, text: str, store_root: str | None) -> str:
     catalogue = Catalogue.of_store(store_root)
     outline = build_outline(text, file)
     names = {fn.id for fn in outline.functions} | {unit.name for unit in outline.units}
-    view = catalogue.require_view(file, names, Current.of_text(text, outline.functions, file), file)
+    view = catalogue.require_view(file, names, Current.of_text(text, outline.functions, file, outline.constants), file)
     return view.meta.id
 
 

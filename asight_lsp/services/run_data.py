@@ -22,10 +22,9 @@ from ..errors import AsightError, WorkerError
 from ..store.caches import FEATURES_SCHEMA, read_feature_cache, write_feature_cache
 from ..store.database import require_records_target
 from .adopt_checks import require_adopted_records
-from ..store.runs import Run, RunMeta, read_records
+from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..store.place import run_file
-from .catalogue import find_run
 from .lookup import stale_now
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
@@ -156,7 +155,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     PrimFunc task is shown as its own function (its source blocks), not the module's first.
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
     """
-    run = ref if isinstance(ref, Run) else find_run(store_root, ref)
+    run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = _load(run, ref == "latest")
     require_records_target(run, meta)
     function = source_function(meta, run.path, text) if text is not None else None

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from asight_lsp.cli import main
-from asight_lsp.services.catalogue import find_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = str(ROOT / "fixtures" / "matmul_bias_relu.py")
@@ -90,7 +89,7 @@ def test_the_default_run_passes_over_a_newer_run_refused_before_measuring(tmp_pa
                                   state="failed", error="no vulkan device on this machine; measure on one with --rpc"))
     later = time.time() + 5
     os.utime(failed.meta_path, (later, later))
-    assert find_run(str(store.root), "latest").id == "mbr128"
+    assert store.get("latest").id == "mbr128"
     assert latest_run(store, SOURCE, selection).id == "mbr128"
     shutil.rmtree(store.runs_dir / "mbr128")   # when every run was refused, the newest is still the answer
     assert latest_run(store, SOURCE, selection).id == failed.id

@@ -12,7 +12,6 @@ import pytest
 
 from asight_lsp.errors import AsightError, InputError
 from asight_lsp.services import jobs, tuning
-from asight_lsp.services.catalogue import find_run
 from asight_lsp.services.jobs import TuneJob, refresh_run
 from asight_lsp.services.tuning import TuneRequest, start_tune
 from asight_lsp.tvmscript.selection import select
@@ -450,6 +449,6 @@ def test_latest_passes_over_a_run_that_failed_before_measuring_anything(tmp_path
     shutil.copytree(FIX / "runs" / "mbr128", tmp_path / "runs" / "mbr128")
     store = RunStore(str(tmp_path))
     refused = store.create(RunMeta(id="zz-refused", file="x.py", function="f", state="failed", created=time.time()))
-    assert find_run(str(store.root), "latest").id == "mbr128"
+    assert store.get("latest").id == "mbr128"
     (refused.path / "database_tuning_record.json").write_text("[0, [[[], []], [1e-05], null, []]]\n")
-    assert find_run(str(store.root), "latest").id == "zz-refused"           # it has a record: it is the latest run
+    assert store.get("latest").id == "zz-refused"           # it has a record: it is the latest run
