@@ -45,7 +45,8 @@ def run(args) -> int:
             print(f"note     {getattr(info, key)}")
     print(f"target   {meta.target_label}")
     print(f"best     {best} [MetaSchedule's runner on the machine that tuned]")
-    unmeasured = gpu_unmeasured(meta.target_label, meta.measurement)
+    measured = meta.measured
+    unmeasured = gpu_unmeasured(meta.target_label, measured.raw if measured else None)
     if unmeasured:
         print(f"note     {unmeasured}")
     print(f"counters {info.counters or 'none (views use the model, labelled as a model)'}")

@@ -8,6 +8,7 @@ from ..analysis.measurement import how_text, speedup_text
 from ..errors import AsightError, InputError
 from ..services.hotspots import add_changes
 from ..services.profiling import ProfileOptions, profile_file
+from ..store.record import UNMEASURED, Measurement
 from ..views.text import change_text
 from ..engine.client import WorkerClient
 from .common import print_json
@@ -87,7 +88,7 @@ def render(profile: dict) -> str:
         lines.append(f"note: {profile['note']}")
     if profile.get("cached"):
         lines.append("(cached profile; --no-cache profiles again, --remeasure also times untuned vs tuned again)")
-    lines += _headline_lines(profile.get("measurement") or {}, profile["summary"])
+    lines += _headline_lines(Measurement.of(profile.get("measurement")) or UNMEASURED, profile["summary"])
     peak = profile["peak"]
     parts = profile.get("kernels") or [profile["relax"]]
     for part in parts:
@@ -101,21 +102,21 @@ def render(profile: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _headline_lines(record: dict, summary: dict) -> list[str]:
+def _headline_lines(measured: Measurement, summary: dict) -> list[str]:
     """The measurement record: untuned vs tuned, the speed-up with its interval, how and under what load."""
-    if not record.get("untuned"):
-        return ["headline: not measured" + (f" ({record['error']})" if record.get("error") else "")]
-    scope = {"program": " end to end", "module": " (sum of the PrimFuncs)"}.get(record.get("scope"), "")
-    if record.get("tuned"):
-        out = [f"headline{scope}: untuned {_spread(record['untuned'])} -> tuned {_spread(record['tuned'])}",
-               f"  {speedup_text(record)}"]
+    if not measured.headline:
+        return ["headline: not measured" + (f" ({measured.error})" if measured.error else "")]
+    scope = {"program": " end to end", "module": " (sum of the PrimFuncs)"}.get(measured.scope, "")
+    if measured.tuned:
+        out = [f"headline{scope}: untuned {_spread(measured.untuned)} -> tuned {_spread(measured.tuned)}",
+               f"  {speedup_text(measured.raw)}"]
     else:
-        out = [f"headline{scope}: untuned {_spread(record['untuned'])}"]
-    out.append(f"  how: {how_text(record)}")
+        out = [f"headline{scope}: untuned {_spread(measured.untuned)}"]
+    out.append(f"  how: {how_text(measured.raw)}")
     if summary.get("busy"):
         out.append("  the machine was busy while measuring: the figures are noisy (--remeasure when it is quiet)")
-    out += _check_lines(record.get("check"))
-    applied = record.get("applied")
+    out += _check_lines(measured.check)
+    applied = measured.applied
     if applied:
         out.append(f"  tuned build: {len(applied['from_records'])} of {applied['kernels']} kernels from the run's "
                    f"records ({len(applied['tasks_with_records'])} tasks tuned"

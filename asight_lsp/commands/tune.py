@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..services.jobs import LIVE_STATES, TuneJob, cancel_run, failure_message
 from ..services.tuning import TuneRequest, start_tune
 from ..store.database import records_note
+from ..store.record import UNMEASURED
 from ..store.runs import RunMeta, RunStore
 from ..analysis.measurement import baseline_word, how_text, speedup_text
 from .common import print_json
@@ -236,26 +237,26 @@ def failure_lines(meta: RunMeta) -> list[str]:
 
 def headline_lines(meta: RunMeta) -> list[str]:
     """The run's measurement record in words: what was measured, how, and under what load."""
-    record = meta.measurement or {}
+    measured = meta.measured or UNMEASURED
+    record = measured.raw
     tuning = meta.extra.get("tuning") or {}
     lines = []
-    if record.get("tuned"):
-        scope = "end to end" if record.get("scope") == "program" else "sum of its PrimFuncs" \
-            if record.get("scope") == "module" else ""
-        lines.append(f"measured {baseline_word(record)} {fmt_us(record['untuned']['median_us'])} -> tuned "
-                     f"{fmt_us(record['tuned']['median_us'])}{' (' + scope + ')' if scope else ''}: "
+    if measured.tuned:
+        scope = {"program": "end to end", "module": "sum of its PrimFuncs"}.get(measured.scope, "")
+        lines.append(f"measured {baseline_word(record)} {fmt_us(measured.untuned_us)} -> tuned "
+                     f"{fmt_us(measured.tuned_us)}{' (' + scope + ')' if scope else ''}: "
                      f"{speedup_text(record)}")
         lines.append(f"         how: {how_text(record)}")
         lines += [f"gpu      {line}" if i == 0 else f"         {line}"
-                  for i, line in enumerate((record.get("gpu") or {}).get("lines") or [])]
+                  for i, line in enumerate((measured.gpu or {}).get("lines") or [])]
         lines += build_lines(meta)
-        if (record.get("load") or {}).get("busy"):
+        if measured.busy:
             lines.append(f"         the machine was busy: the figures are noisy; re-measure later with "
                          f"`asight profile {meta.file} --run {meta.id} --remeasure`")
-        if record.get("check") and not record["check"].get("ok"):
+        if measured.check and not measured.check.get("ok"):
             lines.append("         !!! the tuned program's outputs differ from the untuned one's !!!")
-    elif record.get("error"):
-        lines.append(f"measured not re-measured: {record['error']}")
+    elif measured.error:
+        lines.append(f"measured not re-measured: {measured.error}")
     elif meta.baseline_us:
         lines.append(f"untuned  {fmt_us(meta.baseline_us)} (before tuning)")
     if tuning.get("best_us"):
@@ -272,16 +273,17 @@ def build_lines(meta: RunMeta) -> list[str]:
     from ..services.export import headline_of
     from ..analysis.deployable import search_credit, unrecorded_text
     build = headline_of(meta)
-    record = meta.measurement or {}
-    untried = unrecorded_text([t["name"] for t in meta.tasks or []], (record.get("chosen") or []) + (record.get("defaults") or []))
-    credit = search_credit(len(meta.tasks or []), record.get("chosen"))
+    measured = meta.measured or UNMEASURED
+    untried = unrecorded_text([t["name"] for t in meta.tasks or []], measured.picks)
+    credit = search_credit(len(meta.tasks or []), measured.chosen)
     return [f"         build: {'!!! ' if build['stale'] else ''}{build['text']}"] + \
         ([f"         kernels: {credit}"] if credit else []) + ([f"         !!! {untried}"] if untried else [])
 
 
 def speedup(meta: RunMeta) -> float | None:
     """The measured speed-up (untuned / tuned) of the run's measurement record."""
-    return ((meta.measurement or {}).get("speedup") or {}).get("estimate")
+    measured = meta.measured
+    return measured.speedup_estimate if measured else None
 
 
 def exit_code(job: TuneJob, meta: RunMeta) -> int:

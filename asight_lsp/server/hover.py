@@ -104,13 +104,13 @@ def run_line(result: FunctionResult) -> str:
     if result.refused:
         return f"**run `{m.id}`** ({m.state}) ⚠ not used: {result.refused}"
     when = relative_time(m.finished or m.started or m.created)
-    record = result.measurement
-    if record.get("tuned"):
-        figures = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
-                   f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}")
-        if record.get("scope") == "module":
+    measured = result.measured
+    if measured and measured.tuned:
+        figures = (f"untuned {format_latency(measured.untuned_us)} → tuned {format_latency(measured.tuned_us)}: "
+                   f"{speedup_text(measured.raw)}")
+        if measured.scope == "module":
             figures += " (the module: the sum of its PrimFuncs)"
-        if (record.get("load") or {}).get("busy"):
+        if measured.busy:
             figures += " (measured on a busy machine: noisy)"
     else:
         figures = tuning_best_text(m.best_us, m.extra)

@@ -153,27 +153,27 @@ def model_lenses(uri: str, fn: Function, result: FunctionResult, line: int) -> l
 def model_lens_short(result: FunctionResult) -> str:
     """``40 µs``: the tuned latency only (``⚠`` after it when the machine was busy or the
     source changed since the run; the run's state when nothing was measured)."""
-    record = result.measurement
+    measured = result.measured
     m = result.meta
-    if record.get("tuned"):
-        figure = format_latency(record["tuned"]["median_us"])
+    if measured and measured.tuned:
+        figure = format_latency(measured.tuned_us)
     elif m.best_us:
         figure = format_latency(m.best_us)
     else:
         figure = m.state
-    warn = result.stale or bool((record.get("load") or {}).get("busy"))
+    warn = result.stale or bool(measured and measured.busy)
     return figure + (" ⚠" if warn else "")
 
 
 def model_lens_title(result: FunctionResult) -> str:
     """``40 µs · 2.0× slower · noisy`` (``⚠ stale`` first when the source changed)."""
-    record = result.measurement
+    measured = result.measured
     m = result.meta
-    if record.get("tuned"):
-        verdict = short_speedup(record).replace(" than untuned", "").replace(" vs untuned", " faster")
+    if measured and measured.tuned:
+        verdict = short_speedup(measured.raw).replace(" than untuned", "").replace(" vs untuned", " faster")
         verdict = "≈ untuned" if verdict.startswith("≈") else verdict
-        parts = [format_latency(record["tuned"]["median_us"]), verdict]
-        if (record.get("load") or {}).get("busy"):
+        parts = [format_latency(measured.tuned_us), verdict]
+        if measured.busy:
             parts.append("noisy")
     elif m.best_us:
         parts = [f"{format_latency(m.best_us)} while tuning"]
@@ -297,10 +297,10 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
     if result.running:
         best = f" · best so far {format_latency(m.best_us)}" if m.best_us else ""
         return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
-    record = result.measurement
-    if record.get("tuned"):
-        parts = member_parts(record, result.function_id.rsplit(".", 1)[-1]) or result_parts(record)
-        if (record.get("load") or {}).get("busy"):
+    measured = result.measured
+    if measured and measured.tuned:
+        parts = member_parts(measured.raw, result.function_id.rsplit(".", 1)[-1]) or result_parts(measured.raw)
+        if measured.busy:
             parts.append("noisy")
         parts.append(build_mark(result.build))
     elif m.best_us:
@@ -340,15 +340,15 @@ def result_lens_tooltip(result: FunctionResult) -> str | None:
 
 
 def _measured_tooltip(result: FunctionResult) -> str | None:
-    record = result.measurement
+    measured = result.measured
     failed = failures_text(result.meta.extra.get("failures") or [])
     short = result.meta.shortfall.text if result.meta.shortfall else None
     failed = f"{short[0].upper()}{short[1:]}. {failed}".strip() if short else failed
-    if not record.get("tuned"):
+    if not measured or not measured.tuned:
         return failed or None
-    text = (f"untuned {format_latency(record['untuned']['median_us'])} → tuned "
-            f"{format_latency(record['tuned']['median_us'])}: {speedup_text(record)}. Measured {how_text(record)}.")
-    if (record.get("load") or {}).get("busy"):
+    text = (f"untuned {format_latency(measured.untuned_us)} → tuned {format_latency(measured.tuned_us)}: "
+            f"{speedup_text(measured.raw)}. Measured {how_text(measured.raw)}.")
+    if measured.busy:
         text += " The machine was busy: the figures are noisy; run `asight profile --remeasure` when it is quiet."
     if result.build:
         text += f" Build: {result.build['text']}."

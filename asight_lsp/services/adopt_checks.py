@@ -118,7 +118,8 @@ def require_adopted_records(run, meta, records: list[dict]) -> None:
         raise
     _require_unchanged(run, meta.id, adopted)
     best = min(r["latency_us"] for r in records if r["workload"] == reply["workload"] and r["latency_us"] is not None)
-    remeasured = bool((meta.measurement or {}).get("tuned"))      # then best_us is the re-measurement's
+    measured = meta.measured
+    remeasured = measured is not None and bool(measured.tuned)      # then best_us is the re-measurement's
     if meta.best_us is not None and not remeasured and abs(meta.best_us - best) > 1e-3 * best:
         raise AsightError(f"run {meta.id}: run.json's best ({meta.best_us:,.1f} µs) is not its records' "
                           f"({best:,.1f} µs): run.json was edited; adopt the work folder again")

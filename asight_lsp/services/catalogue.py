@@ -24,7 +24,7 @@ from ..errors import AsightError
 from ..store.index import RunIndex
 from ..store.owner import is_own
 from ..store.place import moved_from
-from ..store.record import section_problems
+from ..store.record import build_of, section_problems
 from ..store.runs import RunMeta, RunStore, measured_something
 from ..tvmscript.hashing import constants_hold, constants_used, function_hash, function_text
 from ..tvmscript.outline import build_outline
@@ -117,9 +117,9 @@ def _weights_reason(meta: RunMeta, current: Current) -> str | None:
         return None
     from ..analysis.deployable import CHANGED, headline_build
     from ..engine import wire
-    build = (meta.extra or {}).get("build") or (meta.measurement or {}).get("build")
+    build = build_of(meta)
     weights = wire.weights_beside(current.file or meta.file)
-    return CHANGED if build and headline_build(build, wire.weights_digest(weights))["text"] == CHANGED else None
+    return CHANGED if build and headline_build(build.as_dict(), wire.weights_digest(weights))["text"] == CHANGED else None
 
 
 def choose(runs: list[RunMeta], current: Current, measured=measured_something) -> RunMeta | None:

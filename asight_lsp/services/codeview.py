@@ -77,7 +77,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     params = {**wire.source_params(text, outline, selection.unit, selection.member), "level": level,
               "run_dir": str(found.path) if found else None, "target": meta.target if meta else None,
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
-              "kept": "dlight" if candidate is None and meta and dlight_kept(meta.measurement) else None,
+              "kept": "dlight" if candidate is None and _dlight_kept(meta) else None,
               "task": task, "weights": wire.weights_beside(path)}
     try:
         reply = _reply(worker, params, text, path, selection, check or level == "ptx")
@@ -121,10 +121,18 @@ def _require_tir_task(meta, task: str) -> None:
         raise AsightError(f"no task '{task}' in this run (tasks: {', '.join(map(str, names)) or 'none'})")
 
 
+def _dlight_kept(meta: RunMeta | None) -> dict | None:
+    """The ``kept`` entry of a GPU run whose measurement kept DLight's program (its tuned record lost), else None."""
+    measured = meta.measured if meta is not None else None
+    return dlight_kept(measured.raw) if measured else None
+
+
 def _dlight_payload(payload: dict, meta) -> None:
     """A GPU run whose DLight baseline beat the tuned record shows DLight's program as its result."""
-    kept = dlight_kept(meta.measurement)
-    default = next((d for d in (meta.measurement or {}).get("defaults") or [] if d.get("default") == "dlight"), {})
+    kept = _dlight_kept(meta)
+    if kept is None:       # the worker keeps DLight only when the run's measurement asks it to (``kept``)
+        return
+    default = next((d for d in meta.measured.defaults or [] if d.get("default") == "dlight"), {})
     payload["candidate"] = {"trial": None, "kept": "dlight", "latencyUs": default.get("default_us"), "best": True,
                             "tunedTrial": default.get("trial"), "tunedUs": default.get("measured_us")}
     payload["note"] = (f"{kept['text']}: this is DLight's default schedule, the run's result "
@@ -135,8 +143,8 @@ def default_kept_note(meta, task) -> str | None:
     """A task whose default schedule the re-measurement kept: what ships is not the trial shown (the
     code view would show a trial's code for it without a word)."""
     name = task.get("name") if isinstance(task, dict) else task
-    defaults = {d.get("task") for d in ((meta.measurement or {}).get("defaults") or [])} if meta else set()
-    if name not in defaults:
+    measured = meta.measured if meta else None
+    if measured is None or name not in measured.default_tasks:
         return None
     return (f"⚠ the tuned build ships TVM's default schedule for {name} (re-measured faster than every trial); "
             "the code shown is its fastest trial while tuning.")

@@ -14,6 +14,7 @@ from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.runs import run_summary
 from .adopt_checks import adopted_problem
+from .lookup import chosen_records
 from .run_data import source_text
 
 
@@ -49,7 +50,7 @@ def _run_summary_blocks(index: RunIndex, meta) -> dict:
         return {}
     outline = build_outline(text, meta.file)
     fn = outline.function(meta.function) or (outline.functions[0] if len(outline.functions) == 1 else None)
-    best = index.best_record(meta.id, fn, (meta.measurement or {}).get("chosen")) if fn else None
+    best = index.best_record(meta.id, fn, chosen_records(meta)) if fn else None
     if not best:
         return {}
     return summarize_trace(best["insts"], best["decisions"], source_blocks(fn))["blocks"]

@@ -13,9 +13,10 @@ from ..engine.client import WorkerClient, borrowed, trusted
 from ..engine.targets import runs_on_device
 from ..errors import AsightError, WorkerError
 from ..store.owner import require_own
+from ..store.record import build_of
 from ..tvmscript.diagnostics import require_parsed
 from .jobs import LIVE_STATES
-from .lookup import tuned_file
+from .lookup import chosen_records, tuned_file
 
 CPU_PREAMBLE = """# TVM's runtime may otherwise default to one thread: the headline was measured with {threads}
 os.environ.setdefault("TVM_NUM_THREADS", "{threads}")"""
@@ -54,16 +55,18 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     if tune_missing:
         require_own(found.path, f"tuning its missing kernels ({tune_missing} trials into {found.path}/export-tuned)")
     require_exportable(found, meta, out)
+    measured = meta.measured
+    record = measured.raw if measured else None
     params = {**wire.source_params(text, outline, selection.unit, selection.member),
               "run_dir": str(found.path.resolve()), "target": meta.target,
-              "chosen": (meta.measurement or {}).get("chosen"),   # [] = measured, every default kept: not "none"
+              "chosen": chosen_records(meta),   # [] = measured, every default kept: not "none"
               "weights": wire.weights_beside(path), "out": os.path.abspath(out),
               "tune_missing": int(tune_missing or 0), "allow_untuned": bool(allow_untuned),
               "defaults": [{"task": d["task"], "workload_hash": d.get("workload_hash"), "default": d.get("default")}
-                           for d in (meta.measurement or {}).get("defaults") or []]}
+                           for d in (measured.defaults if measured else None) or []]}
     params["function"] = next((f.name for f in selection.functions if f.kind == "relax_function"), "main")
     why_untuned = ("--untuned: exported the untuned build (TVM's default schedules, the model as tvm.compile "
-                   "builds it)") if untuned else None if tuned else untuned_wins(meta.measurement)
+                   "builds it)") if untuned else None if tuned else untuned_wins(record)
     params["untuned"] = why_untuned is not None
     with borrowed(worker) as client:
         require_parsed(text, path, selection.unit, client)     # the sandboxed worker parses first
@@ -72,14 +75,14 @@ def export_model(path: str, out: str, run: str | None = None, function: str | No
     reply.update(run=meta.id, weights=params["weights"], headline={**headline_of(meta), **_headline(meta)},
                  levers_refused=refusals_of(meta.extra, reply), levers_refused_text=refusal_lines(meta.extra, reply))
     if reply.get("status") == "refused":
-        if params["weights"] is None and ((meta.extra or {}).get("build") or {}).get("bound"):
+        if params["weights"] is None and meta.build is not None and meta.build.bound:
             reply["applied"]["unbound"] = True   # tuned with the weights bound, exported without them
         reply["message"] = refusal_text(reply["applied"])
         return reply
     reply["load"] = load_snippet(reply)
     if reply.get("device") == "cuda":
         reply["device_code"] = CUDA_SOURCE_NOTE
-    busy_note = None if why_untuned or tuned else untuned_faster_but_busy(meta.measurement)
+    busy_note = None if why_untuned or tuned else untuned_faster_but_busy(record)
     reply.update({k: v for k, v in (("untuned_export", why_untuned), ("untuned_note", busy_note)) if v})
     python = getattr(worker, "python", None)
     with library_worker(meta.target, python) as checker:
@@ -127,8 +130,9 @@ def library_worker(target, python: str | None):
 
 
 def _headline(meta) -> dict:
-    record = meta.measurement or {}
-    return {"tuned_us": (record.get("tuned") or {}).get("median_us"), "threads": (record.get("harness") or {}).get("threads")}
+    measured = meta.measured
+    return {"tuned_us": measured.tuned_us if measured else None,
+            "threads": (measured.harness or {}).get("threads") if measured else None}
 
 
 def measure_library(params: dict, meta, reply: dict, worker, on_event=None) -> dict:
@@ -137,7 +141,7 @@ def measure_library(params: dict, meta, reply: dict, worker, on_event=None) -> d
     plus ``verdict`` (``analysis.deployable.export_verdict``)."""
     if on_event:
         on_event({"type": "status", "message": "timing the library against the headline's build"})
-    build = "deployable" if (meta.extra.get("build") or (meta.measurement or {}).get("build")) else "parameters"
+    build = "deployable" if build_of(meta) else "parameters"
     request = {**params, "library": reply["library"], "headline_build": build}
     record = worker.request(wire.MEASURE_EXPORT, request, timeout=1800)
     record["verdict_export"] = export_verdict(record, bool(reply["applied"].get("tuned_at_export")),
@@ -148,8 +152,8 @@ def measure_library(params: dict, meta, reply: dict, worker, on_event=None) -> d
 def headline_of(meta) -> dict:
     """Which build a Relax run's headline measured and whether ``asight export`` would build the
     same now (``analysis.deployable.headline_build``; the weights file's digest is memoised)."""
-    build = meta.extra.get("build") or (meta.measurement or {}).get("build")
-    return headline_build(build, wire.weights_digest(wire.weights_beside(meta.file)))
+    build = build_of(meta)
+    return headline_build(build.as_dict() if build else None, wire.weights_digest(wire.weights_beside(meta.file)))
 
 
 def default_output(path: str) -> str:

@@ -109,8 +109,8 @@ def chosen_records(meta: RunMeta | None) -> list[dict] | None:
     """The records the run's measurement chose by re-measurement (what builds and views use as best);
     ``[]`` when it measured and every task kept its default schedule (what ``asight export`` ships:
     not the run's fastest trials, as None means), None when the run has no measurement."""
-    chosen = (meta.measurement or {}).get("chosen") if meta is not None else None
-    return list(chosen) if isinstance(chosen, list) else None
+    measured = meta.measured if meta is not None else None
+    return list(measured.chosen) if measured is not None and measured.chosen is not None else None
 
 
 def run_source(run: Run, meta: RunMeta) -> tuple[str, str]:

@@ -108,7 +108,8 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         raise AsightError(foreign_run_refusal(meta, foreign_cpu(meta.target), options.by))
     stale = stale_now(meta, text, selection.functions, path) if meta is not None and candidate is None else []
     fresh = meta is not None and candidate is None and not stale
-    record = meta.measurement if fresh and is_current(meta.measurement, len(run.records())) else None
+    measured = meta.measured if fresh else None        # the run's record: its choice of records, its defaults
+    record = measured.raw if measured and is_current(measured.raw, len(run.records())) else None
     measure = record is None or options.remeasure
     key = _cache_key(text, selection, run, options, record)
     if run is not None and use_cache and not options.remeasure:
@@ -119,7 +120,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         require_own(run.path, "measuring its profile now" if not options.remeasure else "re-measuring it")
     params = {**wire.source_params(text, outline, selection.unit, selection.member), **options.worker_params(),
               "run_dir": str(run.path) if run else None, "target": meta.target if meta else None,
-              "weights": wire.weights_beside(path), "timing": measure, "chosen": (record or meta.measurement or {}).get("chosen") if fresh else None}
+              "weights": wire.weights_beside(path), "timing": measure, "chosen": measured.chosen if measured else None}
     params["choose"] = bool(run is not None and candidate is None and params["chosen"] is None)
     started = time.time()
     with borrowed(worker) as client:
@@ -127,7 +128,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         if candidate is not None:
             params["candidate"] = _candidate_params(candidate, client)
         raw = _measure(client, params, options)
-    kept = (record or meta.measurement or {}).get("defaults") if fresh else None   # from the record chosen is from
+    kept = measured.defaults if measured else None   # from the record chosen is from
     new_record = _new_record(raw, params, started, run if fresh else None, kept, options.by) if measure else None
     if measure:
         record = new_record

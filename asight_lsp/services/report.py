@@ -60,9 +60,10 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
                 hot = collect(file, str(data.run.path), None, store_root, worker, text=text)
             except (AsightError, WorkerError) as err:
                 hot_error = str(err)
-    guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if data.run.load().guided_by else None
+    meta = data.run.load()
+    guided = compare_with_plain(RunStore(data.run.path.parent.parent), data.run) if meta.guided_by else None
     return report_html(payloads, best_schedule(data), hot, hot_error, guided=guided,
-                       measurement=data.run.load().measurement)
+                       measurement=meta.measured.raw if meta.measured else None)
 
 
 def latest_of_file(file: str, text: str, store_root: str | None) -> str:

@@ -19,6 +19,7 @@ from ..analysis.traces import blocks_got, blocks_named_otherwise
 from ..store.caches import PROFILE_FILE, load_profile
 from ..store.files import stamp
 from ..store.index import RunIndex
+from ..store.record import Measurement, measured_headline
 from ..store.runs import DB_RECORDS, Run, RunMeta
 from ..tvmscript.model import Function
 from .adopt_checks import adopted_problem
@@ -62,10 +63,16 @@ class FunctionResult:
         return runs_on_device(self.meta.target)
 
     @property
+    def measured(self) -> Measurement | None:
+        """The run's measurement record (docs/measurement.md) when it measured the untuned side: the
+        figures the lens and hover show; None before one exists."""
+        return measured_headline(self.meta)
+
+    @property
     def measurement(self) -> dict:
-        """The run's measurement record (docs/measurement.md), ``{}`` before one exists."""
-        record = self.meta.measurement or {}
-        return record if record.get("untuned") else {}
+        """``measured`` as run.json holds it (the texts of analysis/measurement.py take it), ``{}`` before one."""
+        measured = self.measured
+        return measured.raw if measured else {}
 
     @property
     def build(self) -> dict | None:
@@ -79,7 +86,8 @@ class FunctionResult:
     @property
     def speedup(self) -> float | None:
         """Untuned / tuned as the measurement record has it (None before a measurement)."""
-        return (self.measurement.get("speedup") or {}).get("estimate")
+        measured = self.measured
+        return measured.speedup_estimate if measured else None
 
     @property
     def named_otherwise(self) -> str | None:
@@ -143,7 +151,8 @@ class Results:
             self._fill_details(result, fn)
 
     def _fill_details(self, result: FunctionResult, fn: Function) -> None:
-        best = self.index.best_record(result.meta.id, fn, result.measurement.get("chosen"))
+        measured = result.measured
+        best = self.index.best_record(result.meta.id, fn, measured.chosen if measured else None)
         result.best = best
         if best is not None and fn.kind == "prim_func":
             key = (result.meta.id, best["workload"], best["trial"], fn.id, _blocks_key(fn))
@@ -243,9 +252,10 @@ def task_schedules(run: Run, meta: RunMeta) -> dict[str, str]:
     from ..analysis.workload_loops import block_loop_vars
     from ..store.database import workload_graph
     from ..store.runs import read_records
-    chosen = (meta.measurement or {}).get("chosen") or []
+    measured = meta.measured
+    chosen = (measured.chosen if measured else None) or []
     out = {d["task"]: "default schedule kept (it re-measured faster than every trial)"
-           for d in (meta.measurement or {}).get("defaults") or [] if d.get("task")}
+           for d in (measured.defaults if measured else None) or [] if d.get("task")}
     if not chosen:
         return out
     records = {r["trial"]: r for r in read_records(run.path)}

@@ -25,6 +25,7 @@ from .adopt_checks import require_adopted_records
 from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..store.place import run_file
+from .lookup import chosen_records
 from .lookup import stale_now
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
@@ -175,7 +176,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
                                    workload=only, records=records, blocks=blocks)
     if shown is not None and len(names) > 1:
         notes.append(f"task {shown} of {len(names)} (pick another with --task: "
-                     f"{', '.join(ordered_tasks(meta.tasks or [], names, records, (meta.measurement or {}).get('chosen')))})")
+                     f"{', '.join(ordered_tasks(meta.tasks or [], names, records, chosen_records(meta)))})")
     if function is None:
         try:
             function = source_function(meta, run.path)
@@ -184,7 +185,7 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     text = text if text is not None else source_text(meta, run.path)
     notes.extend(_named_otherwise(meta, function, records) + _stale(meta, function, text))
     counters, refused = _counters(run, meta, records, notes)
-    chosen = (meta.measurement or {}).get("chosen")
+    chosen = chosen_records(meta)
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
                    text=text if text is not None else source_text(meta, run.path), counters=counters,
@@ -281,7 +282,7 @@ def _task_function(meta: RunMeta, task: str, text: str | None) -> Function | Non
 
 def _task(run: Run, meta: RunMeta, wanted: str | None, records: list[dict]) -> tuple[str | None, dict, int | None]:
     """(task shown or None, task -> workload index, workload to keep or None)."""
-    chosen = (meta.measurement or {}).get("chosen")
+    chosen = chosen_records(meta)
     workloads = task_workloads(meta.tasks or [], run.workload_hashes(), chosen)
     try:
         shown = pick_task(meta.tasks or [], workloads, records, chosen, wanted)

@@ -2,7 +2,8 @@
 
 ``extra`` holds what the jobs and commands write (dicts: writers stay as they are); a *reader* takes
 a section through these types (``RunMeta.adopted``, ``.space``, ``.build``, ``.shortfall``), never by
-``extra["..."]``.  run.json is data a cloned repository can ship, so a section of the wrong shape is
+``extra["..."]``.  The run's measurement record (``RunMeta.measurement``, top level) is read the same
+way, through ``Measurement`` (``RunMeta.measured``).  run.json is data a cloned repository can ship, so a section of the wrong shape is
 never an exception: ``read_section`` gives ``(None, why)`` and ``section_problems`` says which
 sections of a run were not read and why.
 
@@ -24,7 +25,7 @@ while its ``extra`` holds one.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 RUN_SCHEMA = "asight.run/1"
@@ -44,31 +45,41 @@ def _fits(value, kinds: tuple) -> bool:
     return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
 
 
+def _said(value) -> str:
+    return json.dumps(value, default=str)[:60]
+
+
+def _read_fields(raw: dict, fields: tuple, where: str) -> tuple[dict, str | None]:
+    """``(values, None)`` of ``fields`` (attribute, JSON key, types, required) in ``raw``, an absent optional
+    field left out (its dataclass default); ``({}, why)`` naming ``where.key`` when one does not fit."""
+    values = {}
+    for attr, key, kinds, required in fields:
+        value = raw.get(key)
+        if value is None and required:
+            return {}, f"{where}.{key} is missing"
+        if value is not None and not _fits(value, kinds):
+            return {}, f"{where}.{key} is {_said(value)}, not {' or '.join(k.__name__ for k in kinds)}"
+        if value is not None:
+            values[attr] = value
+    return values, None
+
+
 class _Section:
     KEY: ClassVar[str]
     FIELDS: ClassVar[tuple]       # (attribute, JSON key, types, required)
 
     @classmethod
-    def read(cls, extra) -> tuple:
-        """``(section, None)``; ``(None, None)`` when absent (a run from before it); ``(None, why)``."""
+    def read(cls, extra, where: str = "extra") -> tuple:
+        """``(section, None)``; ``(None, None)`` when absent (a run from before it); ``(None, why)``.
+        ``where``: what holds the section, as a problem names it (``extra``, or ``measurement`` for
+        the build older runs kept in their measurement record)."""
         raw = extra.get(cls.KEY) if isinstance(extra, dict) else None
         if raw is None or raw == {}:       # {}: as absent, as the truthy checks before these types read it
             return None, None
         if not isinstance(raw, dict):
-            return None, f"extra.{cls.KEY} is {json.dumps(raw, default=str)[:60]}, not an object"
-        values = {}
-        for attr, key, kinds, required in cls.FIELDS:
-            value = raw.get(key)
-            if value is None and not required:
-                values[attr] = None
-            elif value is None:
-                return None, f"extra.{cls.KEY}.{key} is missing"
-            elif not _fits(value, kinds):
-                names = " or ".join(k.__name__ for k in kinds)
-                return None, f"extra.{cls.KEY}.{key} is {json.dumps(value, default=str)[:60]}, not {names}"
-            else:
-                values[attr] = value
-        return cls(**values), None
+            return None, f"{where}.{cls.KEY} is {_said(raw)}, not an object"
+        values, why = _read_fields(raw, cls.FIELDS, f"{where}.{cls.KEY}")
+        return (None, why) if why else (cls(**values), None)
 
     @classmethod
     def from_extra(cls, extra):
@@ -135,20 +146,32 @@ class Space(_Section):
         """What a resumed run must share: ``(function, mode, hash)``."""
         return self.function, self.mode, self.hash
 
+    @classmethod
+    def key_of(cls, extra) -> tuple | None:
+        """The key of the design space a run tuned with (docs/spaces.md), None for MetaSchedule's own."""
+        space = cls.from_extra(extra)
+        return space.key() if space else None
+
 
 @dataclass(frozen=True)
 class Build(_Section):
     """``extra.build``: the build a Relax run tuned and measured (worker/tune_job.py ``deployable``;
-    analysis/deployable.py).  Absent: a run from before the deployable build, or of a PrimFunc."""
-    deployable: bool = True
+    analysis/deployable.py).  Absent: a run from before the deployable build, or of a PrimFunc.  Runs
+    before ``extra.build`` kept it in their measurement record (``Measurement.build``)."""
+    deployable: bool = True             # a build without the key is the deployable one (every writer says True)
     weights: str | None = None
     bound: int | None = None
     weights_digest: str | None = None
 
     KEY: ClassVar[str] = "build"
     FIELDS: ClassVar[tuple] = (
-        ("deployable", "deployable", _BOOL, True), ("weights", "weights", _STR, False), ("bound", "bound", _INT, False),
+        ("deployable", "deployable", _BOOL, False), ("weights", "weights", _STR, False), ("bound", "bound", _INT, False),
         ("weights_digest", "weights_digest", _STR, False))
+
+    def as_dict(self) -> dict:
+        """The section as run.json holds it (``analysis.deployable.headline_build`` takes the dict)."""
+        return {"deployable": self.deployable, "weights": self.weights, "bound": self.bound,
+                "weights_digest": self.weights_digest}
 
 
 @dataclass(frozen=True)
@@ -195,6 +218,137 @@ class Levers:
         return cls.read(extra)[0]
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """run.json's ``measurement`` (top level, not under ``extra``; ``RunMeta.measured``): the record
+    the run's figures are (``analysis.measurement.comparison_record``, extended by the tuning job,
+    ``worker/remeasure.measure_run``, and ``asight profile``, services/profiling.py).  Absent (None or
+    ``{}``): not measured yet, or re-measurement was not run (an RPC run).  A record of the wrong
+    shape reads as absent, and ``section_problems`` names the field.  Every field may be absent: a
+    record whose measurement failed holds ``error`` alone."""
+    raw: dict = field(repr=False)       # the record as run.json holds it: what the pure functions of
+    #                                     analysis/measurement.py and analysis/deployable.py take
+    schema: str | None = None           # asight.measurement/1
+    scope: str | None = None            # function | module (its PrimFuncs summed) | program (end to end)
+    by: str | None = None               # who measured: "tuning job", "asight profile", ...
+    taken: float | None = None          # when (seconds since the epoch)
+    harness: dict | None = None         # {method, rounds, threads, calls_per_repeat, seconds}
+    load: dict | None = None            # {other_cores, steal, busy, reasons}
+    untuned: dict | None = None         # the untuned side (DLight's on a GPU: ``baseline``): {median_us, p25_us, ...}
+    tuned: dict | None = None           # the tuned side, as ``untuned``
+    parts: dict | None = None           # label -> the same summary, per program timed
+    speedup: dict | None = None         # {estimate, ci, confidence, rounds, method}: untuned / tuned
+    verdict: str | None = None          # faster | slower | same
+    chosen: list | None = None          # [{task, workload, trial, ...}] the records re-measurement chose; []: it
+    #                                     measured and every task kept its default schedule (None: no choice)
+    defaults: list | None = None        # [{task, default, default_us, measured_us, ...}] the tasks that kept it
+    trials: int | None = None           # the run's records when it was measured (``is_current``)
+    applied: dict | None = None         # a model: which records the tuned build applied
+    check: dict | None = None           # the tuned outputs against the untuned ones ({ok, buffers, ...})
+    baseline: dict | None = None        # a GPU record: {kind: "dlight", label}
+    vendor: dict | None = None          # a GPU kernel: the vendor library's time, or a note
+    gpu: dict | None = None             # a GPU record in words: {lines, kept, baseline, vendor_ratio}
+    kept: dict | None = None            # a GPU record whose DLight side won: {program: "dlight", text}
+    build: Build | None = None          # a run before ``extra.build``: the build its figures are of
+    error: str | None = None            # why the run was not measured
+
+    KEY: ClassVar[str] = "measurement"
+    FIELDS: ClassVar[tuple] = (
+        ("schema", "schema", _STR, False), ("scope", "scope", _STR, False), ("by", "by", _STR, False),
+        ("taken", "taken", _NUM, False), ("harness", "harness", _DICT, False), ("load", "load", _DICT, False),
+        ("untuned", "untuned", _DICT, False), ("tuned", "tuned", _DICT, False), ("parts", "parts", _DICT, False),
+        ("speedup", "speedup", _DICT, False), ("verdict", "verdict", _STR, False), ("chosen", "chosen", _LIST, False),
+        ("defaults", "defaults", _LIST, False), ("trials", "trials", _INT, False),
+        ("applied", "applied", _DICT, False), ("check", "check", _DICT, False), ("baseline", "baseline", _DICT, False),
+        ("vendor", "vendor", _DICT, False), ("gpu", "gpu", _DICT, False), ("kept", "kept", _DICT, False),
+        ("error", "error", _STR, False))
+    ENTRIES: ClassVar[tuple] = ("chosen", "defaults")    # lists whose entries readers take as objects
+    SIDES: ClassVar[tuple] = ("untuned", "tuned")        # summaries whose ``median_us`` readers take as a number
+
+    @classmethod
+    def read(cls, value) -> tuple:
+        """``(Measurement, None)``; ``(None, None)`` when absent; ``(None, why)`` when of the wrong shape."""
+        if value is None or value == {}:
+            return None, None
+        if not isinstance(value, dict):
+            return None, f"{cls.KEY} is {_said(value)}, not an object"
+        values, why = _read_fields(value, cls.FIELDS, cls.KEY)
+        build, build_why = Build.read(value, cls.KEY)
+        whys = [why] + [_entry_problem(key, values[key]) for key in cls.ENTRIES if key in values] + \
+            [_median_problem(side, values[side]) for side in cls.SIDES if values.get(side)] + [build_why]
+        why = next((why for why in whys if why), None)
+        return (None, why) if why else (cls(raw=value, build=build, **values), None)
+
+    @classmethod
+    def of(cls, value) -> "Measurement | None":
+        """The record of ``value`` (a ``RunMeta.measurement``, or a profile's copy of it), None when absent
+        or of the wrong shape."""
+        return cls.read(value)[0]
+
+    @property
+    def headline(self) -> bool:
+        """It measured the untuned side: its figures are the run's (a failed one's ``error`` is not)."""
+        return bool(self.untuned)
+
+    @property
+    def untuned_us(self) -> float | None:
+        return self.untuned["median_us"] if self.untuned else None
+
+    @property
+    def tuned_us(self) -> float | None:
+        return self.tuned["median_us"] if self.tuned else None
+
+    @property
+    def speedup_estimate(self) -> float | None:
+        """Untuned / tuned, None without a tuned side."""
+        estimate = (self.speedup or {}).get("estimate")
+        return estimate if _fits(estimate, _NUM) else None
+
+    @property
+    def busy(self) -> bool:
+        """Other work competed for the cores while it measured: its figures are noisy."""
+        return bool((self.load or {}).get("busy"))
+
+    @property
+    def default_tasks(self) -> set:
+        """The tasks whose default schedule re-measured faster than every trial (what ships for them)."""
+        return {d.get("task") for d in self.defaults or []}
+
+    @property
+    def picks(self) -> list:
+        """``chosen`` then ``defaults``: how each task's schedule was picked."""
+        return list(self.chosen or []) + list(self.defaults or [])
+
+
+def _entry_problem(key: str, entries: list) -> str | None:
+    bad = next((i for i, entry in enumerate(entries) if not isinstance(entry, dict)), None)
+    return None if bad is None else f"measurement.{key}[{bad}] is {_said(entries[bad])}, not an object"
+
+
+def _median_problem(side: str, summary: dict) -> str | None:
+    median = summary.get("median_us")
+    if median is None:
+        return f"measurement.{side}.median_us is missing"
+    return None if _fits(median, _NUM) else f"measurement.{side}.median_us is {_said(median)}, not int or float"
+
+
+UNMEASURED = Measurement(raw={})        # every figure None: what a summary shows of a run before a measurement
+
+
+def measured_headline(meta) -> Measurement | None:
+    """A run's measurement when its figures are the run's headline (it measured the untuned side; a
+    failed one holds only its ``error``), else None."""
+    measured = Measurement.of(getattr(meta, "measurement", None))
+    return measured if measured is not None and measured.headline else None
+
+
+def build_of(meta) -> Build | None:
+    """The build a run's figures are of: ``extra.build``, else the one a run before it kept in its
+    measurement record; None for neither (a run from before the deployable build, or of a PrimFunc)."""
+    measured = Measurement.of(getattr(meta, "measurement", None))
+    return Build.from_extra(getattr(meta, "extra", None)) or (measured.build if measured else None)
+
+
 SECTIONS = (Adopted, Space, Build, Shortfall, Levers)
 
 
@@ -204,6 +358,8 @@ def read_section(extra, section: type):
 
 
 def section_problems(meta) -> list[str]:
-    """Which of a run's sections were not read and why (one line each); [] when all that are there fit."""
+    """Which of a run's sections (and its measurement record) were not read and why (one line each); []
+    when all that are there fit."""
     extra = getattr(meta, "extra", None)
-    return [why for why in (section.read(extra)[1] for section in SECTIONS) if why]
+    whys = [section.read(extra)[1] for section in SECTIONS] + [Measurement.read(getattr(meta, "measurement", None))[1]]
+    return [why for why in whys if why]

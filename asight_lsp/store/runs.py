@@ -29,7 +29,7 @@ from .files import MAX_LINE_BYTES, NotPlainFile, file_lines, read_plain, record_
 from .folders import MAX_META_BYTES, meta_json, require_plain_folder, require_plain_store, require_run_name
 from .owner import is_own, make_own_folder
 from .place import belongs, relative_file
-from .record import RUN_SCHEMA, Adopted, Build, Shortfall, Space
+from .record import RUN_SCHEMA, Adopted, Build, Measurement, Shortfall, Space
 
 STATES = ("queued", "running", "done", "cancelled", "failed")
 FAILED_LATENCY = 1e9  # MetaSchedule stores failed builds/runs as run_secs [1e10]
@@ -104,6 +104,11 @@ class RunMeta:
     @property
     def shortfall(self) -> Shortfall | None:
         return Shortfall.from_extra(self.extra)
+
+    @property
+    def measured(self) -> Measurement | None:
+        """``measurement`` typed (writers and run.json keep the dict)."""
+        return Measurement.of(self.measurement)
 
 
 class Run:
@@ -486,12 +491,6 @@ class RunStore:
             if (belongs(meta, file, self.root) and meta.function == function
                     and meta.source_hashes == source_hashes and meta.target_label == target_label
                     and not meta.guided_by  # a guided run is its own experiment: never resumed as plain
-                    and _space_key(meta) == space_key):
+                    and Space.key_of(meta.extra) == space_key):
                 return run
         return None
-
-
-def _space_key(meta: RunMeta) -> tuple | None:
-    """The design space a run tuned with (docs/spaces.md), None for MetaSchedule's default space."""
-    space = meta.space
-    return space.key() if space else None

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..analysis.candidates import CandidateTable
 from ..store.index import chosen_entry
+from ..store.record import UNMEASURED, measured_headline
 from ..store.runs import Run, RunMeta
 from ..tvmscript.model import Function
 from .measured import measurement_stamp
@@ -38,21 +39,20 @@ def run_info(data: RunData) -> dict:
     lat = data.table.latency_us
     ok = np.isfinite(lat)
     tuning_best = float(np.nanmin(lat)) if ok.any() else None
-    record = m.measurement if (m.measurement or {}).get("untuned") else {}
+    shown = measured_headline(m) or UNMEASURED
     return clean({"id": data.run.id or m.id, "file": m.file, "function": m.function, "state": m.state,
                   "target": m.target_label or (m.target if isinstance(m.target, str) else None),
                   "trials": len(lat), "measured": int(ok.sum()), "failed": int((~ok).sum()),
-                  "baseline_us": (record.get("untuned") or {}).get("median_us"),
-                  "best_us": (record.get("tuned") or {}).get("median_us"),
-                  "speedup": (record.get("speedup") or {}).get("estimate"), "verdict": record.get("verdict"),
-                  "headline": headline_text(record, tuning_best, m.extra), "tuning_best_us": tuning_best,
+                  "baseline_us": shown.untuned_us, "best_us": shown.tuned_us,
+                  "speedup": shown.speedup_estimate, "verdict": shown.verdict,
+                  "headline": headline_text(shown.raw, tuning_best, m.extra), "tuning_best_us": tuning_best,
                   "tuning_source": (m.extra.get("tuning") or {}).get("source"),
-                  "measured_by": record.get("by"), "noisy": bool((record.get("load") or {}).get("busy")),
+                  "measured_by": shown.by, "noisy": shown.busy,
                   "task": data.task, "tasks": data.tasks or None,
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                                for g in m.extra.get("failures") or []] or None,
                   "shortfall": m.shortfall.text if m.shortfall else None,
-                  "measurement": measurement_stamp(record)})
+                  "measurement": measurement_stamp(shown.raw)})
 
 
 def best_candidate(data: RunData) -> tuple[int | None, dict | None]:
@@ -64,7 +64,8 @@ def best_candidate(data: RunData) -> tuple[int | None, dict | None]:
     fastest = table.best_index()
     if fastest is None:
         return None, None
-    entry = chosen_entry((data.meta.measurement or {}).get("chosen"), int(table.workload[fastest]))
+    measured = data.meta.measured
+    entry = chosen_entry(measured.chosen if measured else None, int(table.workload[fastest]))
     picked = np.flatnonzero((table.trials == entry["trial"]) & table.valid) if entry else []
     return (int(picked[0]), entry) if len(picked) else (fastest, None)
 

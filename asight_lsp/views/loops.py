@@ -44,7 +44,8 @@ def gpu_summary(data: RunData, index: int | None = None) -> dict | None:
     words = gpu_words(data.table.rows[index], data.table.stores[index], metrics, data.counters_refused)
     if words is not None:
         words["trial"] = int(data.table.trials[index])
-        kept = dlight_kept(data.meta.measurement)
+        measured = data.meta.measured
+        kept = dlight_kept(measured.raw) if measured else None
         if kept:      # the run's result is DLight's program, not this candidate (docs/gpu.md)
             words["kept"] = f"{kept['text']}: the run keeps DLight's default schedule; this is the best tuned candidate"
             words["lines"] = words["lines"] + [words["kept"]]

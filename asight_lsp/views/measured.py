@@ -8,6 +8,7 @@ kept measurements it does not show (with why).  Pure: the caller reads the store
 from __future__ import annotations
 
 from ..analysis.measurement import load_text, when_text
+from ..store.record import UNMEASURED, Measurement
 
 
 def _who(by: str | None) -> str:
@@ -18,13 +19,12 @@ def shown_measurement(profile: dict, kept: list[dict] | None = None) -> dict:
     """``{"id", "perCall", "headline", "same", "text", "others"}`` of a profile; ``kept``: the
     run's archived profiles (``store.caches.archived_profiles`` entries' ``profile``)."""
     m = profile.get("measured") or {}
-    rec = profile.get("measurement") or {}
+    rec = Measurement.of(profile.get("measurement")) or UNMEASURED     # the record its headline is
     per_taken = m.get("taken") or profile.get("created")
     per = {"taken": per_taken, "when": when_text(per_taken), "by": m.get("by"),
            "load": load_text(m.get("load")), "busy": bool((m.get("load") or {}).get("busy"))}
-    head = {"taken": rec.get("taken"), "when": when_text(rec.get("taken")), "by": rec.get("by"),
-            "load": load_text(rec.get("load")), "busy": bool((rec.get("load") or {}).get("busy"))}
-    same = bool((m.get("headline") or {}).get("same")) or (per_taken is not None and per_taken == rec.get("taken"))
+    head = {"taken": rec.taken, "when": when_text(rec.taken), "by": rec.by, "load": load_text(rec.load), "busy": rec.busy}
+    same = bool((m.get("headline") or {}).get("same")) or (per_taken is not None and per_taken == rec.taken)
     if same:
         text = f"Per-call times and end to end: one measurement, {per['when']} UTC ({_who(per['by'])}, {per['load']})."
     else:

@@ -10,6 +10,7 @@ from ..analysis.default_candidate import NOTHING_TO_TUNE
 from ..analysis.deployable import search_credit
 from ..analysis.levers import refusal_lines
 from ..protocol import SCHEMA_MODEL
+from ..store.record import UNMEASURED, Measurement
 from .context import clean
 from .measured import others_text, shown_measurement
 
@@ -114,7 +115,8 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
                      "failed": rec.get("failed"), "tuned": rec.get("tuned", False), "recordUs": rec.get("best_us")})
     related = twin_rows(tuning)
     outlook = {r["task"]: r for r in ((tuning or {}).get("budget") or {}).get("outlook") or []}
-    defaults = {d["task"]: d for d in ((profile.get("measurement") or {}).get("defaults") or []) if d.get("task")}
+    measured = Measurement.of(profile.get("measurement")) or UNMEASURED     # the record the profile's headline is
+    defaults = {d["task"]: d for d in measured.defaults or [] if d.get("task")}
     for row in rows:
         if row["task"] in related:
             row["twins"] = related[row["task"]]
@@ -129,11 +131,11 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
-    credit = search_credit(len(rows), (profile.get("measurement") or {}).get("chosen")) if rows else None
+    credit = search_credit(len(rows), measured.chosen) if rows else None
     refused = refusal_lines(tuning)
     notes = [SHARE_NOTE] + refused + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
                                         winograd_note([r["task"] for r in rows]),
-                                        pick_note(profile.get("measurement"))] if n]
+                                        pick_note(measured)] if n]
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
@@ -167,10 +169,9 @@ def winograd_note(tasks: list[str]) -> str | None:
             f"time keeps the direct convolution.")
 
 
-def pick_note(measurement: dict | None) -> str | None:
+def pick_note(measured: Measurement) -> str | None:
     """How each kernel's schedule was picked, when the cold lever re-measured it (issue 21), else None."""
-    entries = [e for e in ((measurement or {}).get("chosen") or []) + ((measurement or {}).get("defaults") or [])
-               if isinstance(e, dict)]
+    entries = measured.picks
     if not entries or not all((e.get("harness") or {}).get("cold") for e in entries):
         return None
     most = max(len(e.get("candidates") or []) for e in entries)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import protocol as P
+from ..store.record import UNMEASURED, measured_headline
 from ..store.runs import RunMeta
 from .measured import measurement_stamp
 from .text import headline_text
@@ -10,20 +11,20 @@ from .text import headline_text
 def run_summary(meta: RunMeta, stale: bool | None = None, refused: str | None = None) -> dict:
     """``protocol.RunSummary`` of a run: its figures are the measurement record's (docs/measurement.md);
     ``refused``: why the run's records are not used (an adopted run edited since): no figure of it."""
-    record = meta.measurement if (meta.measurement or {}).get("untuned") else {}
-    speedup = record.get("speedup") or {}
+    shown = measured_headline(meta) or UNMEASURED
+    speedup = shown.speedup or {}
     out = {"id": meta.id, "file": meta.file, "function": meta.function, "state": meta.state,
            "trialsRequested": meta.trials_requested, "trialsDone": meta.trials_done,
            "baselineUs": meta.baseline_us, "bestUs": meta.best_us, "speedup": speedup.get("estimate"),
-           "speedupCi": speedup.get("ci"), "verdict": record.get("verdict"),
-           "noisy": bool((record.get("load") or {}).get("busy")),
-           "headline": headline_text(record, meta.best_us if meta.state != "done" or not record else None, meta.extra),
+           "speedupCi": speedup.get("ci"), "verdict": shown.verdict, "noisy": shown.busy,
+           "headline": headline_text(shown.raw, meta.best_us if meta.state != "done" or not shown.headline else None,
+                                     meta.extra),
            "target": meta.target_label or str(meta.target or ""), "created": meta.created,
            "finished": meta.finished, "error": meta.error, "kind": meta.kind,
            "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                         for g in meta.extra.get("failures") or []],
            "shortfall": meta.shortfall.text if meta.shortfall else None,
-           "measurement": measurement_stamp(record)}
+           "measurement": measurement_stamp(shown.raw)}
     if refused:
         out.update(bestUs=None, baselineUs=None, speedup=None, speedupCi=None, error=refused,
                    headline=f"not used: {refused}")

@@ -14,6 +14,7 @@ from ..analysis import contour as ct
 from ..analysis import counters as cn
 from ..analysis import honeycomb as hc
 from ..analysis.vectors import feature_matrix, standardise
+from ..store.record import Measurement
 from .context import RunData, best_candidate, clean, run_info
 
 SCHEMA = "asight.searchSpace/1"
@@ -106,7 +107,7 @@ def search_space(data: RunData, seed: int = 0) -> dict:
                   for a, b in hc.adjacent_pairs(lay.cells_qr) if stats["cell_cat"][a] != stats["cell_cat"][b]]
     timings["cells_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    contour = _contour(lay, stats, lat, None if several else _measured_log2(data.meta.measurement))
+    contour = _contour(lay, stats, lat, None if several else _measured_log2(data.meta.measured))
     timings["contour_s"] = time.perf_counter() - t0
     categories = [{"id": s["id"], "label": s["label"], "tags": s["tags"],
                    "count": int((cats == s["id"]).sum())} for s in table.sketches]
@@ -241,17 +242,17 @@ def _best(lay, lat: np.ndarray, cats: np.ndarray, idx: np.ndarray, data: RunData
     out = {"trial": int(data.table.trials[index]), "cell": cell, "latency_us": round(float(lat[bi]), 3),
            "x": round(float(lay.cells_xy[cell, 0]), 4), "y": round(float(lay.cells_xy[cell, 1]), 4),
            "category": int(cats[bi]), "chosen_by": "re-measurement" if entry else "fastest while tuning"}
-    measurement = data.meta.measurement or {}
-    if entry and len(measurement.get("chosen") or []) == 1 and measurement.get("tuned"):
-        out["measured_us"] = round(float(measurement["tuned"]["median_us"]), 3)      # the run's headline
+    measured = data.meta.measured
+    if entry and measured and len(measured.chosen or []) == 1 and measured.tuned:
+        out["measured_us"] = round(float(measured.tuned_us), 3)      # the run's headline
     elif entry and isinstance(entry.get("measured_us"), (int, float)):
         out["measured_us"] = round(float(entry["measured_us"]), 3)                   # one task's
     return out
 
 
-def _measured_log2(measurement: dict | None) -> float | None:
+def _measured_log2(measured: Measurement | None) -> float | None:
     """log2 of the run's re-measured speed-up (untuned / tuned), when it has one."""
-    estimate = ((measurement or {}).get("speedup") or {}).get("estimate")
+    estimate = measured.speedup_estimate if measured else None
     return float(np.log2(estimate)) if estimate and estimate > 0 else None
 
 

@@ -340,7 +340,8 @@ class TuningProcess:
                   "failed": tracker.errors, "source": TUNING_SOURCE,
                   "repeats_skipped": self.budget.repeats_skipped if self.budget else 0}
         meta = self.run.load()
-        record = meta.measurement if tracker.trials_done == tracker.trials_before and meta.measurement else None
+        kept = meta.measured if tracker.trials_done == tracker.trials_before else None   # no trial since: it stands
+        record = kept.raw if kept is not None else None
         if record is None and not meta.rpc and any(b is not None for b in tracker.best):
             self.event("status", stage="measure", message="re-measuring the best candidates, then untuned vs tuned")
             record = self.measure(job)
