@@ -67,7 +67,8 @@ def view(kind: str) -> Callable[[PayloadRequest], dict]:
         task = req.params.get("task") if isinstance(req.params.get("task"), str) else None
         try:
             return build_view(kind, req.run_dir, text=req.text, worker=worker, task=task,
-                              for_function=req.function.id if req.function is not None else None)
+                              for_function=req.function.id if req.function is not None else None,
+                              catalogue=Catalogue(req.state.index), file=req.file)
         except AsightError as err:   # e.g. a task the run does not have
             return P.unavailable(P.REQUEST_SCHEMAS.get(f"asight/{kind}", P.SCHEMA_STAGE_GRAPH), str(err))
     return build

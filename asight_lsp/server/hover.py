@@ -114,7 +114,7 @@ def run_line(result: FunctionResult) -> str:
             figures += " (measured on a busy machine: noisy)"
     else:
         figures = tuning_best_text(m.best_us, m.extra)
-    stale = " · ⚠ **stale**: the function changed since this run" if result.stale else ""
+    stale = f" · ⚠ **stale**: {'; '.join(result.view.reasons) or 'the function changed since this run'}" if result.stale else ""
     other = f"\n\n⚠ {result.unreadable}" if result.unreadable else ""     # another run of it cannot be read
     return (f"**run `{m.id}`** ({m.state}, {trials_text(m.trials_done, m.extra)}{', ' + when if when else ''}): "
             f"{figures}{stale}{other}")

@@ -317,7 +317,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
     if m.state in ("cancelled", "failed"):
         title = f"{m.state}: {title}"
     if result.stale:
-        title = f"⚠ stale · {title}" if short else f"⚠ stale (source changed since run) · {title}"
+        title = f"⚠ stale · {title}"       # why: the tooltip's first sentence (``result_lens_tooltip``)
     return f"shipped · {title}" if result.shipped else title
 
 
@@ -334,9 +334,18 @@ SHIPPED = ("Shipped run: not made by you on this machine (a cloned or copied run
 
 
 def result_lens_tooltip(result: FunctionResult) -> str | None:
-    """How the lens's figures were measured (and whether the machine was busy); a shipped run says so first."""
-    text = _measured_tooltip(result)
+    """Why the run is stale (the catalogue's reasons), then how the lens's figures were measured (and whether
+    the machine was busy); a shipped run says so first."""
+    text = " ".join(part for part in (stale_text(result), _measured_tooltip(result)) if part) or None
     return f"{SHIPPED} {text or ''}".strip() if result.shipped else text
+
+
+def stale_text(result: FunctionResult) -> str | None:
+    """``Stale: main's source changed since run r; tune again for the current source.`` (None when fresh)."""
+    if not result.stale:
+        return None
+    why = "; ".join(result.view.reasons) or "the function changed since the run"
+    return f"Stale: {why}; the figures are of the source it tuned: tune again for the current one."
 
 
 def _measured_tooltip(result: FunctionResult) -> str | None:

@@ -161,6 +161,21 @@ class Catalogue:
             raise AsightError(refused)
         return cls(index)
 
+    @classmethod
+    def of_run(cls, run_dir: Path) -> "Catalogue":
+        """The catalogue of the store a run folder sits in (``<store>/runs/<id>``); of none (an empty
+        index) for a folder elsewhere."""
+        return cls(RunIndex(Path(run_dir).parent.parent, min_interval=0.0))
+
+    def view_of_run(self, meta: RunMeta, run_dir: Path, file: str | None, function, text: str | None) -> RunView:
+        """The status of a run named by its folder, for ``function`` as ``text`` has it in ``file`` (the
+        file now; None: where the run tuned it); unknown function or text: the source is not compared."""
+        file = file or meta.file
+        names = names_of(function) if function is not None else {meta.function}
+        current = (Current.of_text(text, [function], file) if function is not None and text is not None
+                   else Current(file=file))
+        return self.view_of(meta, file, names, current, run_dir=Path(run_dir))
+
     def measured(self, meta: RunMeta) -> bool:
         """The run measured something: its figures say so, or its records file holds a line."""
         return self.index.measured(meta)

@@ -45,11 +45,11 @@ def build_report(file: str, run_ref: str, store_root: str | None = None, worker=
     text = read_text(file) if text is None else text
     if run_ref == "latest":
         run_ref = latest_of_file(file, text, store_root)
-    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text, task=task)
+    data = load_run(run_ref, store_root, worker=worker, extract=worker is not None, text=text, task=task, file=file)
     for note in data.notes:
         print(f"asight: note: {note}", file=sys.stderr)
     payloads = {"searchSpace": search_space(data, seed=seed), "loopView": loop_view(data),
-                "stageGraph": build_view("stageGraph", data.run.path, text=text) if data.meta.kind == "relax"
+                "stageGraph": build_view("stageGraph", data.run.path, text=text, file=file) if data.meta.kind == "relax"
                 else stage_graph(data), "principles": principles(data, seed=seed)}   # a model's: the editor's
     hot, hot_error = None, None
     if hotspots:

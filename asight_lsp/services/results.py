@@ -29,11 +29,9 @@ from .jobs import LIVE_STATES
 
 @dataclass
 class FunctionResult:
-    """The run shown for one function, with its best record and what that record did."""
+    """The run the catalogue shows for one function (``view``), with its best record and what that record did."""
     function_id: str
-    meta: RunMeta
-    run_dir: Path
-    stale: bool
+    view: RunView                     # which run, its status and reasons, shipped, moved (``services/catalogue.py``)
     best: dict | None = None          # {"latency_us", "insts", "decisions", "trial", "workload"}
     summary: dict | None = None       # trace_summary.summarize_trace(...) of ``best``
     profile: dict | None = None       # {block name: {"us": float, "share": float, "source": str}}
@@ -41,10 +39,33 @@ class FunctionResult:
     refused: str | None = None        # why the run's records are not used (an adopted run edited since)
     blocks_gone: list | None = None   # blocks the fresh run's best record gets that the function names otherwise
     record_blocks: set | None = None  # the blocks the best record gets by name
-    unreadable: str | None = None     # the function's other run that cannot be read, said (``lookup.unreadable_note``)
-    unreadable_runs: list | None = None   # those runs, ``(run id, why, whose)`` (``RunIndex.unreadable_for``)
-    shipped: bool = False             # a run this user did not make here: shown read-only (``store/owner.py``)
-    view: RunView | None = None       # the catalogue's answer: status, reasons, moved (``services/catalogue.py``)
+
+    @property
+    def meta(self) -> RunMeta:
+        return self.view.meta
+
+    @property
+    def run_dir(self) -> Path:
+        return self.view.run_dir
+
+    @property
+    def stale(self) -> bool:
+        return self.view.stale
+
+    @property
+    def shipped(self) -> bool:
+        """A run this user did not make here: shown read-only (``store/owner.py``)."""
+        return self.view.shipped
+
+    @property
+    def unreadable_runs(self) -> list:
+        """The function's other runs that cannot be read, ``(run id, why, whose)`` (``RunIndex.unreadable_for``)."""
+        return list(self.view.unreadable)
+
+    @property
+    def unreadable(self) -> str | None:
+        """The last of them, said in one sentence (``catalogue.unreadable_note``)."""
+        return unreadable_note(*self.view.unreadable[-1]) if self.view.unreadable else None
 
     @property
     def running(self) -> bool:
@@ -122,10 +143,7 @@ class Results:
         view = Catalogue(self.index).view(file, names_of(fn), current)
         if view is None:
             return None
-        result = FunctionResult(fn.id, view.meta, view.run_dir, stale=view.stale, refused=self.refusal(view.meta),
-                                shipped=view.shipped, view=view)
-        result.unreadable_runs = list(view.unreadable)
-        result.unreadable = unreadable_note(*view.unreadable[-1]) if view.unreadable else None
+        result = FunctionResult(fn.id, view, refused=self.refusal(view.meta))
         if with_details and not result.refused:
             self.fill_details(result, fn)
         return result

@@ -26,7 +26,7 @@ from ..store.runs import Run, RunMeta, RunStore, read_records
 from ..tvmscript.model import Function
 from ..store.place import run_file
 from .lookup import chosen_records
-from .lookup import stale_now
+from .catalogue import Catalogue
 from ..tvmscript.outline import build_outline
 from ..tvmscript.pysource import decode_source, read_bounded
 from ..views.registry import BUILDERS
@@ -147,7 +147,8 @@ def load_candidates(run: Run, worker=None, function: Function | None = None, ext
 
 def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract: bool = True,
              text: str | None = None, on_event: Callable[[dict], None] | None = None,
-             task: str | None = None, all_tasks: bool = False, for_function: str | None = None) -> RunData:
+             task: str | None = None, all_tasks: bool = False, for_function: str | None = None,
+             catalogue: Catalogue | None = None, file: str | None = None) -> RunData:
     """The data of one run (see module doc).  ``text``: the source to use instead of the file.
 
     A run of several tasks (a Relax model, a module of PrimFuncs) is viewed one task at a time:
@@ -155,6 +156,8 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
     taking most of the tuned time (``analysis.tasks``); its candidates alone fill the table.  A
     PrimFunc task is shown as its own function (its source blocks), not the module's first.
     ``all_tasks`` (the model's stage graph) keeps every task's records when no task is named.
+    Its status is the catalogue's (``catalogue``: the caller's, else the one of the run's store) for the
+    function as ``text`` has it in ``file`` (the file now; None: the run's).
     """
     run = ref if isinstance(ref, Run) else RunStore(store_root).get(ref)
     meta = _load(run, ref == "latest")
@@ -183,13 +186,14 @@ def load_run(ref: str | Run, store_root: str | None = None, worker=None, extract
         except OSError:
             function = None
     text = text if text is not None else source_text(meta, run.path)
-    notes.extend(_named_otherwise(meta, function, records) + _stale(meta, function, text))
+    view = (catalogue or Catalogue.of_run(run.path)).view_of_run(meta, run.path, file, function, text)
+    notes.extend(_named_otherwise(meta, function, records) + _stale(view))
     counters, refused = _counters(run, meta, records, notes)
     chosen = chosen_records(meta)
     return RunData(run, meta, table, function, notes, task=shown,
                    tasks=ordered_tasks(meta.tasks or [], names, records, chosen) if names else [],
-                   text=text if text is not None else source_text(meta, run.path), counters=counters,
-                   counters_refused=refused, on_device=runs_on_device(meta.target))
+                   text=text, counters=counters, counters_refused=refused,
+                   on_device=runs_on_device(meta.target), view=view)
 
 
 def _load(run: Run, latest: bool) -> RunMeta:
@@ -203,14 +207,13 @@ def _load(run: Run, latest: bool) -> RunMeta:
                           f"{run.path.parent})") from None
 
 
-def _stale(meta: RunMeta, function: Function | None, text: str | None) -> list[str]:
-    """The lens's "⚠ stale" in every panel and the report: the function (or a constant it uses) changed since
-    the run, whose figures are of the source it tuned (N 1024 -> 512 would show the 512 shapes beside
-    the 1024 run's time)."""
-    if function is None or text is None or not stale_now(meta, text, [function]):
+def _stale(view) -> list[str]:
+    """The lens's "⚠ stale" in every panel and the report, with the catalogue's reasons: the figures are of
+    the source the run tuned (N 1024 -> 512 would show the 512 shapes beside the 1024 run's time)."""
+    if not view.stale:
         return []
-    return [f"⚠ stale: {function.id} changed since run {meta.id} (its source or a constant it uses): the figures are "
-            "the run's, of the source it tuned; tune it again for the current one"]
+    return [f"⚠ stale: {'; '.join(view.reasons)}: the figures are the run's, of the source it tuned; "
+            "tune it again for the current one"]
 
 
 def _named_otherwise(meta: RunMeta, function: Function | None, records: list[dict]) -> list[str]:
@@ -324,13 +327,15 @@ def _import_analysis() -> None:
 
 
 def build_view(kind: str, run_dir: str | Path, text: str | None = None, worker=None, seed: int = 0,
-               task: str | None = None, for_function: str | None = None) -> dict:
+               task: str | None = None, for_function: str | None = None, catalogue: Catalogue | None = None,
+               file: str | None = None) -> dict:
     """The ``kind`` payload (``searchSpace`` / ``loopView`` / ``stageGraph`` / ``principles``) of a run
-    (of one of its tasks: ``task``, else ``for_function``'s, else the default one)."""
+    (of one of its tasks: ``task``, else ``for_function``'s, else the default one); ``catalogue`` and
+    ``file``: as ``load_run``'s."""
     if kind == "searchSpace":
         warm_imports()   # scipy's imports overlap the reading of the run (see warm_imports)
     data = load_run(Run(run_dir), worker=worker, extract=worker is not None, text=text, task=task,
-                    all_tasks=kind == "stageGraph", for_function=for_function)
+                    all_tasks=kind == "stageGraph", for_function=for_function, catalogue=catalogue, file=file)
     if kind == "stageGraph" and task is not None and data.function is not None and data.function.kind != "prim_func":
         return task_stage_graph(data, worker)
     builder = BUILDERS[kind]

@@ -30,6 +30,7 @@ class RunData:
     counters: list | None = None                 # the run's counters.jsonl entries (store/counters.py), if any
     counters_refused: str | None = None          # why the run's counters.jsonl is not used (its bad line), if so
     on_device: bool = False                      # its target runs on a GPU (engine.targets.runs_on_device)
+    view: Any = None                             # the catalogue's ``RunView`` of the run (services/catalogue.py)
 
 
 def run_info(data: RunData) -> dict:
@@ -52,7 +53,9 @@ def run_info(data: RunData) -> dict:
                   "failures": [{k: g.get(k) for k in ("reason", "count", "stage", "log")}
                                for g in m.extra.get("failures") or []] or None,
                   "shortfall": m.shortfall.text if m.shortfall else None,
-                  "measurement": measurement_stamp(shown.raw)})
+                  "measurement": measurement_stamp(shown.raw),
+                  "status": data.view.status if data.view is not None else None,
+                  "reasons": list(data.view.reasons) if data.view is not None and data.view.reasons else None})
 
 
 def best_candidate(data: RunData) -> tuple[int | None, dict | None]:

@@ -189,7 +189,8 @@ async def test_the_cli_and_the_server_show_the_same_run_status_and_reasons_in_ev
         assert (shown or {}).get("status") == want["status"], (name, shown)
         lenses = await lens_of(client, uri)
         said = " ".join(filter(None, [*(l.command.title for l in lenses if l.command), *(
-            json.dumps(l.command.arguments) for l in lenses if l.command)]))
+            json.dumps(l.command.arguments) for l in lenses if l.command), *(
+            getattr(l.command, "tooltip", None) for l in lenses if l.command)]))
         tips = " ".join([" ".join((shown or {}).get("reasons") or []), *(cli.get("notes") or []),
                          *((shown or {}).get("unread") or []),
                          "shipped" if (shown or {}).get("shipped") else "",
@@ -199,6 +200,8 @@ async def test_the_cli_and_the_server_show_the_same_run_status_and_reasons_in_ev
         if shown is not None:      # the lens shows the same run, stale when the catalogue says so
             assert f'"run": "{shown["id"]}"' in said, (name, said)
             assert ("⚠ stale" in said) == (want["status"] == "stale"), (name, said)
+            for reason in shown.get("reasons") or [] if want["status"] == "stale" else []:
+                assert reason in said, (name, reason, said)     # the lens says why, in the catalogue's words
         for note in cli.get("notes") or []:   # the function's unreadable run is named on its lens as well
             run_id = note.split(":")[0].removeprefix("run ").split(" ")[0]
             assert f"run {run_id} not shown" in said, (name, said)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.errors import AsightError
 from asight_lsp.store.index import RunIndex
 from asight_lsp.store.runs import Run, read_records
@@ -73,7 +74,7 @@ def test_a_module_runs_lens_over_one_function_shows_its_own_figure_and_names_the
               "parts": {"untuned mm_square": part(62.0), "tuned mm_square": part(18.5)}}
     meta = RunMeta(id="m", file="/w/three_kernels.py", function="ThreeKernels", state="done", trials_done=24,
                    measurement=record, finished=time.time())
-    title = lambda fid: result_lens_title(FunctionResult(fid, meta, Path("/w"), stale=False))  # noqa: E731
+    title = lambda fid: result_lens_title(FunctionResult(fid, RunView(meta, Path("/w"), "fresh")))  # noqa: E731
     assert title("ThreeKernels.mm_square").startswith("18 µs · 3.4× vs untuned (medians) · module 56 µs · 24 trials")
     assert title("ThreeKernels").startswith("56 µs · 21× vs untuned · 24 trials")
 

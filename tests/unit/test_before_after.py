@@ -14,6 +14,7 @@ from asight_lsp.server.hover import hover_markdown
 from asight_lsp.server.inlay import block_hints
 from asight_lsp.services.hotspots import schedule_of
 from asight_lsp.services.results import FunctionResult, profile_blocks
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.store.runs import RunMeta, read_records
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views.report import _hotspots_section
@@ -81,7 +82,7 @@ def result_with_profile() -> FunctionResult:
     best = min(records, key=lambda r: r["latency_us"])
     meta = RunMeta(id="mbr128", file="x.py", function=fn.id, state="done", trials_done=40, finished=time.time())
     profile = profile_blocks({"kernels": [kernel()]}, fn)
-    return FunctionResult(fn.id, meta, Path("."), False, best,
+    return FunctionResult(fn.id, RunView(meta, Path("."), "fresh"), best,
                           summarize_trace(best["insts"], best["decisions"], source_blocks(fn)), profile)
 
 

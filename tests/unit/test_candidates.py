@@ -163,8 +163,8 @@ def test_a_view_draws_at_most_its_limit_the_fastest_in_trial_order():
 
 
 def test_a_function_edited_since_its_run_is_said_stale_in_every_views_notes(tmp_path):
-    """Outside probe 14, F3: after an edit the lens, hover and code view said "stale"; the report and the
-    loop-view, search-space and stage-graph panels showed the run's figures beside the edited source."""
+    """After an edit the report and the loop-view, search-space and stage-graph panels say "stale" with the
+    catalogue's reason, as the lens, hover and code view do; the payload's run carries the status."""
     from asight_lsp.services.run_data import load_run
     from asight_lsp.tvmscript.hashing import function_hash
     source = tmp_path / "matmul_bias_relu.py"
@@ -176,6 +176,8 @@ def test_a_function_edited_since_its_run_is_said_stale_in_every_views_notes(tmp_
     (tmp_path / "r" / "run.json").write_text(json.dumps({**meta, "file": str(source), "source_hashes": hashes}))
     assert not [n for n in load_run(str(tmp_path / "r"), extract=False).notes if "stale" in n]
     edited = text.replace('T.sblock("relu")', 'T.sblock("relu2")')
-    stale = [n for n in load_run(str(tmp_path / "r"), extract=False, text=edited).notes if "stale" in n]
-    assert stale == [f"⚠ stale: {meta['function']} changed since run r (its source or a constant it uses): the "
+    data = load_run(str(tmp_path / "r"), extract=False, text=edited)
+    stale = [n for n in data.notes if "stale" in n]
+    assert stale == [f"⚠ stale: {meta['function']}'s source changed since run r: the "
                      "figures are the run's, of the source it tuned; tune it again for the current one"]
+    assert (data.view.status, data.view.reasons) == ("stale", (f"{meta['function']}'s source changed since run r",))

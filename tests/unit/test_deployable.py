@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.analysis.deployable import (EXPORT_TOLERANCE, export_verdict, headline_build, missing_lines,
                                             refusal_text)
 
@@ -66,7 +67,7 @@ def test_lens_and_tune_summary_name_the_headline_build(tmp_path):
     meta = RunMeta(id="r", file=str(script), function="main", state="done", trials_done=8, trials_requested=8,
                    measurement=measured(2000.0, 100.0), kind="relax",
                    extra={"build": {"deployable": True, "bound": 1, "weights_digest": digest}})
-    result = FunctionResult("Module.main", meta, tmp_path, stale=False)
+    result = FunctionResult("Module.main", RunView(meta, tmp_path, "fresh"))
     assert " · deployable build · 8 trials" in result_lens_title(result)
     assert "Build: deployable build (weights bound" in result_lens_tooltip(result)
     assert build_lines(meta) == ["         build: deployable build (weights bound, as `asight export` builds it)"]

@@ -1,4 +1,5 @@
 """Failed candidates grouped by reason (analysis/failures.py): pure, no TVM."""
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.analysis import failures as F
 
 TRACEBACK = """LocalBuilder: An exception occurred
@@ -71,9 +72,9 @@ def test_lens_tooltip_names_the_failures_with_or_without_a_measurement():
                      [{"stage": "run", "message": "RuntimeError: x"}] * 2, "/ws/.asight/runs/r/failures.log")
     meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=32, trials_requested=32,
                    best_us=61.0, finished=time.time(), extra={"failures": groups})
-    tip = result_lens_tooltip(FunctionResult("main", meta, Path("."), stale=False))
+    tip = result_lens_tooltip(FunctionResult("main", RunView(meta, Path("."), "fresh")))
     assert tip.startswith("19 candidate(s) failed; by reason:")
     assert "17 × build: tvm.error.InternalError: S_global has duplicate definitions" in tip
     assert "2 × run: RuntimeError: x" in tip and tip.endswith("full messages: /ws/.asight/runs/r/failures.log")
     meta.extra = {}
-    assert result_lens_tooltip(FunctionResult("main", meta, Path("."), stale=False)) is None
+    assert result_lens_tooltip(FunctionResult("main", RunView(meta, Path("."), "fresh"))) is None

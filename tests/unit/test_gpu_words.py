@@ -14,6 +14,7 @@ from asight_lsp.analysis.gpu_words import gpu_words, launch, short_words
 from asight_lsp.server.hover import gpu_lines
 from asight_lsp.server.lens import result_lens_title, result_lens_tooltip
 from asight_lsp.services.results import FunctionResult
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.store.counters import read_counters
 from asight_lsp.store.runs import RunMeta
 
@@ -51,7 +52,7 @@ def test_words_of_the_recorded_best_candidate_with_its_counters():
 
 def test_hover_lines_read_the_runs_counters_for_its_best_trial():
     meta = RunMeta(id="r", file="f.py", function="main", target={"kind": "cuda", "arch": "sm_90a"})
-    result = FunctionResult("main", meta, GPU, stale=False, best={"trial": 76, "latency_us": 134.6})
+    result = FunctionResult("main", RunView(meta, GPU, "fresh"), best={"trial": 76, "latency_us": 134.6})
     assert gpu_lines(result) == [
         "- GPU (measured counters of trial 76):",
         "  - launch (measured): 128 registers a thread, 13,056 B shared memory a block, achieved occupancy 6 %",
@@ -60,7 +61,7 @@ def test_hover_lines_read_the_runs_counters_for_its_best_trial():
     result.best = {"trial": 0, "latency_us": 1.0}      # a failed build: no counters
     assert gpu_lines(result) == ["- GPU (trial 0): registers, occupancy, limiting factor: not measured (no counters "
                                  "for this candidate)"]
-    cpu = FunctionResult("main", RunMeta(id="c", file="f.py", function="main", target="llvm"), Path("."), False,
+    cpu = FunctionResult("main", RunView(RunMeta(id="c", file="f.py", function="main", target="llvm"), Path("."), "fresh"),
                          best={"trial": 0, "latency_us": 1.0})
     assert gpu_lines(cpu) == []
 
@@ -92,7 +93,7 @@ def test_each_figure_the_counters_lack_is_said_and_the_hover_says_what_the_loop_
         "launch (measured): 128 registers a thread, 13,056 B shared memory a block, achieved occupancy 6 %", NO_LIMITER]
     assert words["not_measured"] == [NO_LIMITER] and words["limiter"] is None
     meta = RunMeta(id="r", file="f.py", function="main", target={"kind": "cuda"})
-    hover = gpu_lines(FunctionResult("main", meta, tmp_path, stale=False, best={"trial": 76, "latency_us": 134.6}))
+    hover = gpu_lines(FunctionResult("main", RunView(meta, tmp_path, "fresh"), best={"trial": 76, "latency_us": 134.6}))
     assert [line.removeprefix("  - ") for line in hover[1:]] == words["lines"][-2:]
     only_time = gpu_words(rows, ["C"], {"gpu__time_duration.sum": 216768.0})
     assert only_time["lines"][-2:] == [
@@ -116,7 +117,7 @@ def test_lens_says_how_many_trials_were_measured_and_why():
     meta.extra["shortfall"] = {"measured": 0, "requested": 32,
                                "text": "measured 0 of 32 trials: 32 never proposed: the design space produced no "
                                        "valid candidate"}
-    result = FunctionResult("main", meta, Path("."), stale=False)
+    result = FunctionResult("main", RunView(meta, Path("."), "fresh"))
     assert "⚠ 0 of 32 trials measured" in result_lens_title(result)
     assert result_lens_tooltip(result).startswith("Measured 0 of 32 trials: 32 never proposed")
 
@@ -131,7 +132,7 @@ def recorded_best(run_dir: Path = GPU):
     best = next(r for r in read_records(GPU) if r["trial"] == 76)
     meta = RunMeta(id="h100", file="matmul1024.py", function=fn.id, state="done", trials_done=128,
                    target={"kind": "cuda", "arch": "sm_90a"})
-    return fn, FunctionResult(fn.id, meta, run_dir, False, best, summarize_trace(best["insts"], best["decisions"],
+    return fn, FunctionResult(fn.id, RunView(meta, run_dir, "fresh"), best, summarize_trace(best["insts"], best["decisions"],
                                                                                    source_blocks(fn)))
 
 
@@ -186,7 +187,7 @@ def test_a_block_hover_of_a_run_that_kept_dlight_says_so_first():
     record = keep_baseline({**measured(120.0, 140.0), "baseline": {"kind": "dlight", "label": "DLight's default schedule"},
                             "chosen": [{"task": "main", "trial": 76}], "defaults": []})
     meta = RunMeta(id="h100", file="matmul1024.py", function=fn.id, state="done", trials_done=128, measurement=record)
-    result = FunctionResult(fn.id, meta, GPU, False, best, summarize_trace(best["insts"], best["decisions"],
+    result = FunctionResult(fn.id, RunView(meta, GPU, "fresh"), best, summarize_trace(best["insts"], best["decisions"],
                                                                            source_blocks(fn)))
     lines = hover_markdown("block", fn, fn.blocks[0], result).splitlines()
     kept = next(i for i, line in enumerate(lines) if "DLight's default kept" in line)

@@ -10,6 +10,7 @@ from asight_lsp import protocol as P
 from asight_lsp.server.lens import model_lens, result_lenses
 from asight_lsp.services.export import default_output, export_summary, load_snippet
 from asight_lsp.services.results import FunctionResult
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.store.runs import RunMeta
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.views.runs import run_summary
@@ -44,12 +45,12 @@ def test_run_summary_names_a_relax_runs_tasks_only():
 
 def test_model_lens_only_for_an_ended_relax_run():
     fn = next(f for f in build_outline(SOURCE, "m.py").functions if f.kind == "relax_function")
-    done = FunctionResult(fn.id, _meta("relax"), Path("."), stale=False)
+    done = FunctionResult(fn.id, RunView(_meta("relax"), Path("."), "fresh"))
     lens = model_lens("file:///m.py", fn, done, 5)
     assert lens == (5, "Model", P.CMD_SHOW_MODEL, {"uri": "file:///m.py", "function": fn.id, "run": "r1"})
     assert lens in result_lenses("file:///m.py", fn, done, 5)
-    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, _meta("tir"), Path("."), stale=False), 5) is None
-    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, _meta("relax", "failed"), Path("."), stale=False), 5) is None
+    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, RunView(_meta("tir"), Path("."), "fresh")), 5) is None
+    assert model_lens("file:///m.py", fn, FunctionResult(fn.id, RunView(_meta("relax", "failed"), Path("."), "fresh")), 5) is None
 
 
 REPLY = {"library": "/w/m.so", "bytes": 1000, "run": "r1", "weights": "/w/m.weights.npz", "bound_weights": 12,
@@ -99,7 +100,7 @@ def test_a_models_lens_line_is_short():
     record = {**measured(40.0, 20.0, busy=True, by="the editor's Re-measure"), "taken": 1795674078.0}
     meta = RunMeta(id="Module-1", file="m.py", function="Module", state="done", trials_done=512, kind="relax",
                    measurement=record)
-    result = FunctionResult(fn.id, meta, Path("."), stale=False)
+    result = FunctionResult(fn.id, RunView(meta, Path("."), "fresh"))
     assert is_model(fn, result)
     [(l1, title, cmd, items, tip)] = model_lenses("file:///m.py", fn, result, 2)
     assert title == "20 µs ⚠" and tip.startswith("ASight, the model end to end") and cmd == P.CLIENT_CMD_MORE
@@ -113,11 +114,11 @@ def test_a_models_lens_line_is_short():
     assert which in model["detail"], model["detail"]
     assert "Shows the measurement of " in tip and "UTC (the editor's Re-measure, busy (other processes 0.90 cores))" in tip, tip
     assert "20 µs · 2.0× faster · noisy" in items["title"] and "512 trials" in items["title"]
-    quiet = FunctionResult(fn.id, dataclasses.replace(meta, measurement=measured(40.0, 20.0)), Path("."), stale=False)
+    quiet = FunctionResult(fn.id, RunView(dataclasses.replace(meta, measurement=measured(40.0, 20.0)), Path("."), "fresh"))
     assert model_lenses("file:///m.py", fn, quiet, 2)[0][1] == "20 µs"
     remeasure = next(i for i in items["items"] if i["label"] == "Re-measure")
     assert remeasure["command"] == P.CMD_PROFILE and remeasure["argument"]["remeasure"] is True
-    on_gpu = FunctionResult(fn.id, dataclasses.replace(meta, target={"kind": "cuda"}), Path("."), stale=False)
+    on_gpu = FunctionResult(fn.id, RunView(dataclasses.replace(meta, target={"kind": "cuda"}), Path("."), "fresh"))
     labels = [i["label"] for i in model_lenses("file:///m.py", fn, on_gpu, 2)[0][3]["items"]]
     assert labels == ["Model", "▶ Tune", "Scheduled code", "Stage graph", "Search space", "Loop view"]
 

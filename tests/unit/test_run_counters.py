@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.errors import AsightError
 from asight_lsp.services.adopt_checks import run_counters
 from asight_lsp.store.runs import Run, RunMeta, read_records
@@ -81,7 +82,7 @@ def test_the_hover_checks_the_run_counters_as_the_views_do(tmp_path, how):
     from asight_lsp.services.results import FunctionResult
     run_dir, first = _run(tmp_path, how)
     target = read_records(run_dir)[first]["target"]
-    result = FunctionResult("mm", RunMeta(id="x", file="", function="mm", target=target), run_dir, False,
+    result = FunctionResult("mm", RunView(RunMeta(id="x", file="", function="mm", target=target), run_dir, "fresh"),
                             best={"trial": first})
     lines = gpu_lines(result)
     if how is None:

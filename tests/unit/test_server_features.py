@@ -18,6 +18,7 @@ from asight_lsp.server.lens import function_lenses, lens_line
 from asight_lsp.server.options import ServerOptions
 from asight_lsp.tvmscript.outline_cache import OutlineCache
 from asight_lsp.services.results import FunctionResult
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.server.state import DocState
 from asight_lsp.server.symbols import outline_nodes
 from asight_lsp.tvmscript.outline import build_outline
@@ -34,7 +35,7 @@ def mbr_result(stale: bool = False) -> FunctionResult:
     best = min((r for r in records if r["latency_us"]), key=lambda r: r["latency_us"])
     meta = RunMeta(id="mbr128", file="x.py", function=fn.id, state="done", trials_done=40, best_us=115.5,
                    baseline_us=2706.0, measurement=measured(2706.0, 115.5), finished=time.time() - 10)
-    return FunctionResult(fn.id, meta, Path("."), stale, best, summarize_trace(best["insts"], best["decisions"],
+    return FunctionResult(fn.id, RunView(meta, Path("."), "stale" if stale else "fresh"), best, summarize_trace(best["insts"], best["decisions"],
                                                                                source_blocks(fn)),
                           {"matmul": {"us": 100.0, "share": 0.87, "source": "tuned program, rdtsc"}})
 

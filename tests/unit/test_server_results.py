@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import measured
 
 from asight_lsp.services.results import profile_blocks
+from asight_lsp.services.catalogue import RunView
 from asight_lsp.store.runs import Run, RunMeta
 from asight_lsp.tvmscript.hashing import function_hash
 from asight_lsp.services.results import Results
@@ -111,14 +112,16 @@ def test_formats():
 
 
 def test_result_lens_title_and_summary():
+    from asight_lsp.server.lens import result_lens_tooltip
     record = measured(21400.0, 200.0)
     meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=128, trials_requested=128,
                    best_us=200.0, baseline_us=21400.0, measurement=record, finished=time.time() - 180)
     from asight_lsp.services.results import FunctionResult
-    result = FunctionResult("main", meta, Path("."), stale=False)
+    result = FunctionResult("main", RunView(meta, Path("."), "fresh"))
     assert result_lens_title(result) == "0.20 ms · 107× vs untuned · 128 trials · 3 min ago"
-    result.stale = True
-    assert result_lens_title(result).startswith("⚠ stale (source changed since run) · 0.20 ms")
+    result.view = RunView(meta, Path("."), "stale", ("main's source changed since run r",))
+    assert result_lens_title(result).startswith("⚠ stale · 0.20 ms")
+    assert result_lens_tooltip(result).startswith("Stale: main's source changed since run r; ")
     summary = run_summary(meta, stale=True)
     assert summary["speedup"] == pytest.approx(107.0) and summary["stale"] is True and summary["bestUs"] == 200.0
     assert summary["headline"] == "0.20 ms · 107× vs untuned" and summary["verdict"] == "faster"
@@ -132,7 +135,7 @@ def test_lens_says_what_the_record_says_and_how_it_was_taken():
     def lens(record, **meta_fields):
         meta = RunMeta(id="r", file="f.py", function="main", state="done", trials_done=32, trials_requested=32,
                        measurement=record, finished=time.time(), **meta_fields)
-        result = FunctionResult("main", meta, Path("."), stale=False)
+        result = FunctionResult("main", RunView(meta, Path("."), "fresh"))
         return result_lens_title(result), result_lens_tooltip(result)
 
     title, tip = lens(measured(57.0, 56.5, spread=0.05))   # no measurable difference
