@@ -59,6 +59,9 @@ def cli_tuned_tiny_resnet(ws: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "asight_lsp", *argv], cwd=ws, capture_output=True, text=True,
                               timeout=900, env=env)
         assert done.returncode == 0, done.stderr
+        if argv[0] == "tune":     # a tuned model is profiled per kernel call before the command returns
+            assert "profiling each kernel call" in done.stdout, done.stdout
+            assert [p for p in (ws / ".asight" / "runs").glob("*/profile.msgpack")], done.stdout + done.stderr
 
 
 def job_tuned_tiny_resnet(ws: Path) -> None:

@@ -19,6 +19,7 @@ from ..services.tuning import TuneRequest, start_tune
 from ..store.database import records_note
 from ..store.record import UNMEASURED
 from ..store.runs import RunMeta, RunStore
+from ..engine.targets import runs_here
 from ..analysis.measurement import baseline_word, how_text, speedup_text
 from .common import print_json
 
@@ -50,6 +51,9 @@ def add_parser(sub):
                    "(stop it with `asight tune --cancel RUN`)")
     p.add_argument("--cancel", metavar="RUN", help="stop the tuning job of RUN (id, id prefix or run directory; "
                    "its records are kept) instead of tuning")
+    p.add_argument("--no-profile", action="store_true", help="a model: do not time each kernel call once tuned "
+                   "(hotspots, hints and the stage graph then measure it when first asked)")
+    p.add_argument("--python", help="interpreter for the TVM worker that profiles a tuned model (default: this one)")
     return p
 
 
@@ -100,11 +104,37 @@ def run(args) -> int:
     meta = follow(job, None if args.json else sys.stdout)
     nothing_measured = meta.state == "failed" and not meta.trials_done
     with contextlib.suppress(OSError):   # a closed terminal (SIGHUP): the run is recorded, nowhere to print
+        if profiles_after(meta, args):
+            profile_model(job, args, sys.stderr if args.json else sys.stdout)
         if args.json:
             print_json({**meta.to_dict(), "run_dir": str(job.run.path), "speedup": speedup(meta)})
         elif not nothing_measured:   # a failure before any trial: the one-line error says it all
             print_summary(job, meta)
     return exit_code(job, meta)
+
+
+def profiles_after(meta: RunMeta, args) -> bool:
+    """A model tuned to the end on this machine's CPU is profiled per kernel call, as the editor does after
+    its own tune (``server/commands.profile_model``), unless ``--no-profile``."""
+    return (meta.state == "done" and meta.kind == "relax" and not getattr(args, "no_profile", False)
+            and runs_here(meta.target))
+
+
+def profile_model(job: TuneJob, args, out) -> None:
+    """Time each kernel call of the tuned model now and keep it in the run: its hotspots, inlay hints and
+    stage graph then open at once, in the editor and the CLI.  A failure or Ctrl-C leaves the run as tuned."""
+    from ..engine.client import WorkerClient
+    from ..services.profiling import profile_run
+    print("profiling each kernel call of the tuned model (kept in the run; --no-profile skips it) ...",
+          file=out, flush=True)
+    try:
+        with WorkerClient(getattr(args, "python", None), default_timeout=3600) as worker:
+            profile_run(job.run, worker)
+    except (AsightError, OSError) as err:
+        print(f"asight: note: no per-call profile ({err}); `asight model FILE` measures it", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("asight: note: profile stopped; the run is kept as tuned (`asight model FILE` measures it)",
+              file=sys.stderr)
 
 
 def detached(job: TuneJob, args) -> int:

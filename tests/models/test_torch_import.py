@@ -142,7 +142,7 @@ def test_the_pytorch_path_tunes_and_exports_a_small_model(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout
     assert "outputs match PyTorch 2.13" in cli("import", "m.pt2")
-    cli("tune", "m_relax.py", "--trials", "4", "--seed", "0")
+    cli("tune", "m_relax.py", "--trials", "4", "--seed", "0", "--no-profile")
     reply = json.loads(cli("export", "m_relax.py", "-o", "m.so", "--json", "--tuned", "--no-measure"))
     assert (tmp_path / "m.so").is_file() and reply["check"]["ok"], reply
     applied = reply["applied"]          # each kernel from a record, or its default kept because it re-measured faster
