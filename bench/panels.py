@@ -4,7 +4,7 @@
                            [--repeat 3] [--out bench/results/panels.json]
 
 A zoo model (fixtures/models/zoo.py, seeded weights) is exported to ONNX, imported and tuned with the
-CLI (`asight import`, `asight tune`) in a work folder (kept with --work, and reused when its run is
+CLI (`asight import`, `asight tune`, which profiles it per kernel call) in a work folder (kept with --work, and reused when its run is
 there); then one `asight serve` opens the model file and asks each panel's request of its Relax
 function (`asight/runs`, `hotspots`, `searchSpace`, `loopView`, `stageGraph`, `principles`, `code`,
 `model`) --repeat times, one at a time: the first answer of each is the panel opened cold (the
@@ -43,8 +43,9 @@ def cli(*args: str, cwd: Path, timeout: float = 7200) -> str:
     return done.stdout
 
 
-def prepare(work: Path, model: str, style: str, size: str, trials: int) -> Path:
-    """The imported model's script in ``work``, tuned once (a run already there is reused)."""
+def prepare(work: Path, model: str, style: str, size: str, trials: int, cold: bool) -> Path:
+    """The imported model's script in ``work``, tuned once (a run already there is reused); ``asight tune``
+    profiles it per kernel call before it returns unless ``cold`` (``--no-profile``)."""
     work.mkdir(parents=True, exist_ok=True)
     script = work / f"{model}_relax.py"
     if not script.exists():
@@ -54,24 +55,10 @@ def prepare(work: Path, model: str, style: str, size: str, trials: int) -> Path:
     runs = work / ".asight" / "runs"
     if not runs.is_dir() or not any(runs.iterdir()):
         started = time.perf_counter()
-        cli("tune", str(script), "--trials", str(trials), cwd=work)
-        print(f"tuned {script.name}: {trials} trials in {time.perf_counter() - started:.0f} s", flush=True)
+        cli("tune", str(script), "--trials", str(trials), *(["--no-profile"] if cold else []), cwd=work)
+        print(f"tuned {script.name}: {trials} trials{'' if cold else ', then profiled per call'} in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
     return script
-
-
-def profile_as_the_editor_does(work: Path) -> float:
-    """What the server does once its own tuning job of a model ends (``server/commands.profile_model``):
-    the run's per-call profile, measured and kept in the run; seconds it took."""
-    from asight_lsp.engine.client import WorkerClient
-    from asight_lsp.services.profiling import profile_run
-    from asight_lsp.store.runs import RunStore
-    started = time.perf_counter()
-    worker = WorkerClient()
-    try:
-        profile_run(RunStore(str(work / ".asight")).get("latest"), worker)
-    finally:
-        worker.close()
-    return time.perf_counter() - started
 
 
 def relax_function(script: Path) -> str:
@@ -109,14 +96,11 @@ def main() -> int:
     p.add_argument("--work", default=None)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--cold-profile", action="store_true",
-                   help="leave the run unprofiled (a model tuned outside the editor): hotspots measures it first")
+                   help="tune with --no-profile (a run without its per-call profile): hotspots measures it first")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "panels.json"))
     args = p.parse_args()
     work = Path(args.work or f"/tmp/asight-panels-{args.model}-{args.size}").resolve()
-    script = prepare(work, args.model, args.style, args.size, args.trials)
-    if not args.cold_profile:
-        print(f"per-call profile after the tune (as the editor makes it): {profile_as_the_editor_does(work):.1f} s",
-              flush=True)
+    script = prepare(work, args.model, args.style, args.size, args.trials, args.cold_profile)
     load = os.getloadavg()[0]
     result = {"model": args.model, "style": args.style, "size": args.size, "trials": args.trials,
               "profiled_before": not args.cold_profile,

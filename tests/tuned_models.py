@@ -61,7 +61,8 @@ def cli_tuned_tiny_resnet(ws: Path) -> None:
         assert done.returncode == 0, done.stderr
         if argv[0] == "tune":     # a tuned model is profiled per kernel call before the command returns
             assert "profiling each kernel call" in done.stdout, done.stdout
-            assert [p for p in (ws / ".asight" / "runs").glob("*/profile.msgpack")], done.stdout + done.stderr
+            runs = ws / ".asight" / "runs"     # with the graphs its hotspots match
+            assert [*runs.glob("*/profile.msgpack")] and [*runs.glob("*/relax-graphs.msgpack")], done.stdout + done.stderr
 
 
 def job_tuned_tiny_resnet(ws: Path) -> None:

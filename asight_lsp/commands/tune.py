@@ -121,17 +121,18 @@ def profiles_after(meta: RunMeta, args) -> bool:
 
 
 def profile_model(job: TuneJob, args, out) -> None:
-    """Time each kernel call of the tuned model now and keep it in the run: its hotspots, inlay hints and
-    stage graph then open at once, in the editor and the CLI.  A failure or Ctrl-C leaves the run as tuned."""
+    """Time each kernel call of the tuned model now and keep it in the run with its hotspots' graphs
+    (``services/hotspots.prepare_model``): its hotspots, inlay hints and stage graph then open at once.  A failure or Ctrl-C leaves the run as tuned."""
     from ..engine.client import WorkerClient
-    from ..services.profiling import profile_run
+    from ..services.hotspots import prepare_model
     print("profiling each kernel call of the tuned model (kept in the run; --no-profile skips it) ...",
           file=out, flush=True)
     try:
         with WorkerClient(getattr(args, "python", None), default_timeout=3600) as worker:
-            profile_run(job.run, worker)
+            prepare_model(job.run, worker)
     except (AsightError, OSError) as err:
-        print(f"asight: note: no per-call profile ({err}); `asight model FILE` measures it", file=sys.stderr)
+        print(f"asight: note: the per-call profile and hotspots were not kept ({err}); the run stands as tuned, "
+              "`asight model FILE` measures it", file=sys.stderr)
     except KeyboardInterrupt:
         print("asight: note: profile stopped; the run is kept as tuned (`asight model FILE` measures it)",
               file=sys.stderr)

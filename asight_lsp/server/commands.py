@@ -195,12 +195,14 @@ async def monitor(ls, job: MonitoredJob) -> dict:
 
 
 async def profile_model(ls, run: Run, uri: str | None = None) -> None:
-    """After a model is tuned, time each kernel call at once (cached in the run) so the bindings get
-    their hints and hovers without a Profile click, and tell the client (``profiled``: a Model panel
+    """After a model is tuned, time each kernel call at once, then build its hotspots' graphs (both kept in
+    the run, as ``services/hotspots.prepare_model`` does for the CLI) so the bindings get their hints and
+    hovers without a Profile click and its panels open at once, and tell the client (``profiled``: a Model panel
     of the run redraws); a failure is logged, the run is untouched."""
+    from ..services.hotspots import keep_graphs
     from ..services.profiling import profile_run
     try:
-        await asyncio.to_thread(profile_run, run, ls.state.worker)
+        profile = await asyncio.to_thread(profile_run, run, ls.state.worker)
     except Exception as err:  # noqa: BLE001 - a background extra: the tune result stands
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning,
                                                      f"ASight: per-call profile of {run.id} failed: {err}"))
@@ -208,6 +210,11 @@ async def profile_model(ls, run: Run, uri: str | None = None) -> None:
     ls.state.index.invalidate()
     notify_run(ls, uri, "profiled", run.load())
     refresh_views(ls)
+    try:
+        await asyncio.to_thread(keep_graphs, run, ls.state.worker, profile)
+    except Exception as err:  # noqa: BLE001 - the hotspots panel builds them when opened
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Warning,
+                                                     f"ASight: hotspots of {run.id} not prepared: {err}"))
 
 
 def notify_profiled(ls, uri: str, profile: dict) -> None:

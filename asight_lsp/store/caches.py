@@ -4,6 +4,9 @@
   (``services/profiling.py``), reused by the editor and reports while its key matches;
 * ``profiles/<id>.msgpack`` — every profile measured for the run, the shown one included (one
   record per measurement, never overwritten; the newest ``KEEP_PROFILES`` are kept);
+* ``relax-graphs.msgpack`` — ``{"key": ..., "graphs": ...}``: the worker's source and transformed graphs
+  of a model's Relax function (``services/hotspots.relax_graphs``), for the key they were built for;
+  read and written in this user's own runs only (``owner.is_own``);
 * ``features.msgpack`` — ``{"schema": "asight.features/1", "records": {trial: entry},
   "baselines": {workload: entry}}``: feature rows and loop nests per trial from the worker's
   ``features`` request (rows as little-endian float32 bytes).  It only grows.
@@ -23,6 +26,7 @@ from .owner import is_own
 from .runs import Run
 
 PROFILE_FILE = "profile.msgpack"
+GRAPHS_FILE = "relax-graphs.msgpack"
 FEATURES_FILE = "features.msgpack"
 FEATURES_SCHEMA = "asight.features/1"
 PROFILES_DIR = "profiles"
@@ -86,6 +90,27 @@ def archived_profiles(run: Run) -> list[dict]:
     folder = run.path / PROFILES_DIR
     entries = [_read(p) for p in sorted(folder.glob("*.msgpack"))] if folder.is_dir() else []
     return [e for e in entries if isinstance(e, dict) and isinstance(e.get("profile"), dict)]
+
+
+def load_graphs(run_dir: str | os.PathLike, key: str) -> dict | None:
+    """The Relax graphs kept in this user's own run for ``key``, else None.  A shipped run's file is not
+    read: graphs decide which lines the hotspots name, and its key is one anybody can compute."""
+    if not is_own(Path(run_dir)):
+        return None
+    data = _read(Path(run_dir) / GRAPHS_FILE)
+    graphs = data.get("graphs") if isinstance(data, dict) and data.get("key") == key else None
+    return graphs if isinstance(graphs, dict) and all(isinstance(graphs.get(k), dict)
+                                                      for k in ("source", "transformed")) else None
+
+
+def store_graphs(run_dir: str | os.PathLike, key: str, graphs: dict) -> None:
+    """Keep the graphs of ``key`` in this user's own run (the last key only); a shipped run is left as it is."""
+    if not is_own(Path(run_dir)):
+        return
+    try:
+        _write(Path(run_dir) / GRAPHS_FILE, {"key": key, "graphs": graphs})
+    except OSError:
+        pass
 
 
 def read_feature_cache(run_dir: str | os.PathLike) -> dict | None:
