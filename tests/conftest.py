@@ -15,6 +15,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+# The harness's time budgets (docs/measurement.md), smaller for the suite: every tune re-measures its best
+# candidates (0.6 s a program) and times untuned vs tuned (1.5 s); the same rounds, never below 5, on
+# less time (a tuning test's 8-16 trials need no tighter interval).  The processes the tests start
+# (tuning jobs, workers, servers, code-server) inherit them.
+os.environ.setdefault("ASIGHT_MEASURE_BUDGET_S", "0.3")
+os.environ.setdefault("ASIGHT_CANDIDATE_BUDGET_S", "0.15")
 
 
 def fixture_text(name: str) -> str:
