@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import AsightError
 from .files import read_plain
-from .record import Adopted, require_schema
+from .record import Adopted, require_schema, set_aside_measurement
 
 
 MAX_META_BYTES = 4 << 20      # run.json: metadata (a tiny model's is 19 KB), never more
@@ -27,6 +27,7 @@ def meta_json(data: bytes) -> dict:
         raise ValueError(f"a JSON {type(meta).__name__}, not an object")
     require_schema(meta)
     require_meta_types(meta)
+    set_aside_measurement(meta)
     return meta
 
 
@@ -41,7 +42,7 @@ def capped_json(data: bytes):
 
 _TYPES = {"file": (str,), "function": (str,), "kind": (str,), "state": (str,), "target_label": (str,),
           "trials_requested": (int,), "trials_done": (int,), "baseline_us": (int, float, type(None)),
-          "best_us": (int, float, type(None)), "source_hashes": (dict,), "measurement": (dict, type(None)),
+          "best_us": (int, float, type(None)), "source_hashes": (dict,),
           "tasks": (list,), "sessions": (list,), "extra": (dict,), "error": (str, type(None)),
           "guided_by": (str, type(None)), "rpc": (str, type(None))}
 

@@ -275,7 +275,9 @@ class Measurement:
         values, why = _read_fields(value, cls.FIELDS, cls.KEY)
         build, build_why = Build.read(value, cls.KEY)
         whys = [why] + [_entry_problem(key, values[key]) for key in cls.ENTRIES if key in values] + \
-            [_median_problem(side, values[side]) for side in cls.SIDES if values.get(side)] + [build_why]
+            [_median_problem(side, values[side]) for side in cls.SIDES if values.get(side)] + [build_why] + \
+            [_read_fields(values[key], fields, f"{cls.KEY}.{key}")[1] for key, fields in _INNER if values.get(key)] + \
+            [_ci_problem(values.get("speedup"))]
         why = next((why for why in whys if why), None)
         return (None, why) if why else (cls(raw=value, build=build, **values), None)
 
@@ -320,6 +322,48 @@ class Measurement:
         return list(self.chosen or []) + list(self.defaults or [])
 
 
+# the fields of the record's objects that the words about it read (analysis/measurement.py: speedup_text,
+# how_text, load_verdict): (attribute, JSON key, types, required), as ``_read_fields`` takes them
+_INNER = (
+    ("speedup", (("estimate", "estimate", _NUM, False), ("ci", "ci", _LIST, False),
+                 ("confidence", "confidence", _NUM, False), ("rounds", "rounds", _INT, False))),
+    ("harness", (("rounds", "rounds", _INT, False), ("calls_per_repeat", "calls_per_repeat", _DICT, False),
+                 ("threads", "threads", _INT, False), ("method", "method", _STR, False))),
+    ("load", (("busy", "busy", _BOOL, False), ("reasons", "reasons", _LIST, False),
+              ("other_cores", "other_cores", _NUM, False), ("steal", "steal", _NUM, False))),
+)
+
+
+def _ci_problem(speedup: dict | None) -> str | None:
+    ci = (speedup or {}).get("ci")
+    if ci is None or (len(ci) == 2 and all(_fits(v, _NUM) for v in ci)):
+        return None
+    return f"measurement.speedup.ci is {_said(ci)}, not two numbers"
+
+
+UNREAD_KEY = "measurement_unread"     # extra.measurement_unread: {"why", "record"}, set aside at load
+
+
+def set_aside_measurement(data: dict) -> None:
+    """run.json's ``measurement`` as loaded (``data``: its object, types checked) is a record every reader
+    can take, or None: one of the wrong shape is moved to ``extra.measurement_unread`` with why, kept in
+    the run and never read, and ``section_problems`` names it.  The run stays shown (its records, its
+    profiles), as a run with no measurement yet."""
+    record = data.get("measurement")
+    why = Measurement.read(record)[1]
+    if why is None:
+        return
+    data["extra"] = {**(data.get("extra") or {}), UNREAD_KEY: {"why": why, "record": record}}
+    data["measurement"] = None
+
+
+def _unread_measurement(extra) -> str | None:
+    unread = extra.get(UNREAD_KEY) if isinstance(extra, dict) else None
+    why = unread.get("why") if isinstance(unread, dict) else None
+    return f"{why} (set aside in extra.{UNREAD_KEY}; measure again: asight profile FILE --remeasure)" \
+        if isinstance(why, str) else None
+
+
 def _entry_problem(key: str, entries: list) -> str | None:
     bad = next((i for i, entry in enumerate(entries) if not isinstance(entry, dict)), None)
     return None if bad is None else f"measurement.{key}[{bad}] is {_said(entries[bad])}, not an object"
@@ -361,5 +405,6 @@ def section_problems(meta) -> list[str]:
     """Which of a run's sections (and its measurement record) were not read and why (one line each); []
     when all that are there fit."""
     extra = getattr(meta, "extra", None)
-    whys = [section.read(extra)[1] for section in SECTIONS] + [Measurement.read(getattr(meta, "measurement", None))[1]]
+    whys = [section.read(extra)[1] for section in SECTIONS] + [Measurement.read(getattr(meta, "measurement", None))[1],
+                                                               _unread_measurement(extra)]
     return [why for why in whys if why]

@@ -79,8 +79,27 @@ def test_a_loaded_run_with_a_wrong_shaped_record_loads_and_says_it(tmp_path):
     run.meta_path.write_text(json.dumps({"id": "x", "file": "/m.py", "function": "main",
                                          "measurement": {**RECORD, "chosen": "all"}}))
     meta = run.load()
-    assert meta.measurement["chosen"] == "all" and meta.measured is None     # writers keep the dict
-    assert section_problems(meta) == ['measurement.chosen is "all", not list']
+    assert meta.measurement is None and meta.measured is None          # no reader meets it...
+    assert meta.extra["measurement_unread"]["record"]["chosen"] == "all"    # ...and it is kept
+    assert section_problems(meta)[0].startswith('measurement.chosen is "all", not list (set aside')
+    meta = Run(run.path).load()
+    run.save(meta)                                                     # saved again: still kept
+    assert json.loads(run.meta_path.read_text())["extra"]["measurement_unread"]["record"]["chosen"] == "all"
+
+
+def test_every_field_the_words_read_is_checked_so_a_damaged_record_never_reaches_them(tmp_path):
+    """A run.json of any of these shapes loads as a run with no measurement (its records shown), the record
+    set aside and named: the words about a record (speedup, how it was taken) never meet it."""
+    bad = [[1, 2, 3], "x", {**RECORD, "speedup": {"estimate": "fast", "ci": "wide"}},
+           {**RECORD, "speedup": {"estimate": 2.0, "ci": [1.0, "a"]}}, {**RECORD, "speedup": {"ci": [1.0]}},
+           {**RECORD, "harness": {"calls_per_repeat": [1]}}, {**RECORD, "load": {"busy": "yes"}}]
+    for i, record in enumerate(bad):
+        run = Run(tmp_path / "runs" / f"main-{i}")
+        run.path.mkdir(parents=True)
+        run.meta_path.write_text(json.dumps({"id": f"x{i}", "file": "/m.py", "function": "main", "measurement": record}))
+        meta = run.load()
+        assert meta.measurement is None and meta.extra["measurement_unread"]["record"] == record, record
+        assert len(section_problems(meta)) == 1, record
 
 
 def test_the_build_is_extra_s_else_the_one_an_older_run_kept_in_its_record():
