@@ -14,7 +14,8 @@ from .common import print_json
 def add_parser(sub):
     p = sub.add_parser("hotspots", help="source blocks/bindings ranked by tuned latency, with ranges and evidence")
     p.add_argument("file")
-    p.add_argument("--run", dest="run_ref", required=True, help="run id, id prefix, run directory or 'latest'")
+    p.add_argument("--run", dest="run_ref", required=True, help="run id, id prefix, run directory, or 'latest': the run "
+                   "shown for the file's function (as `asight runs FILE` says)")
     p.add_argument("--func", help="function id/name (default: the function the run tuned)")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight)")
     p.add_argument("--no-cache", action="store_true", help="measure again even if the run has a cached profile")
@@ -95,4 +96,5 @@ def render(result: dict) -> str:
         if part.get("warning"):
             lines.append(f"  warning: {part['warning']}")
     lines.append(f"note: {result['parts'][0]['split_rule']}" if result["parts"] else "no kernels profiled")
+    lines.extend(f"note: {note}" for note in result.get("notes") or [])     # stale, still tuning, kept aside
     return "\n".join(lines) + "\n"

@@ -82,7 +82,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     try:
         reply = _reply(worker, params, text, path, selection, check or level == "ptx")
     except WorkerError as err:
-        why = trace_gone(found, selection, [record] if record else records, _stale(found, selection, text)) \
+        why = trace_gone(found, selection, [record] if record else records, bool(_stale(found, selection, text, path))) \
             if "ScheduleError" in f"{err.error_type} {err}" and found is not None else None
         if why is None:
             raise
@@ -100,10 +100,11 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     lineage_error = (reply.get("applied") or {}).get("lineage_error")
     if lineage_error:
         payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
-    payload["stale"] = _stale(found, selection, text) if found else None
-    if payload["stale"]:
-        payload["note"] = " ".join(filter(None, ["⚠ the function changed since this run: its trace was replayed on "
-                                                 "the current source;", payload["note"]]))
+    reasons = _stale(found, selection, text, path) if found else []
+    payload["stale"] = bool(reasons) if found else None
+    if reasons:
+        payload["note"] = " ".join(filter(None, [f"⚠ stale: {'; '.join(reasons)}: its trace was replayed on the "
+                                                 "current source;", payload["note"]]))
     if serial:
         payload["serial"] = True
         payload["note"] = " ".join(filter(None, ["serial variant (Parallel dropped) so parallel loop bodies keep "
@@ -215,9 +216,10 @@ def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> 
             f"view the run's own source (asight code {run.source_path} --run {run.id})")
 
 
-def _stale(run: Run, selection, text: str) -> bool:
-    """Whether the run is stale for the selection as ``text`` has it (the catalogue's rule: ``lookup.stale_now``)."""
-    return bool(stale_now(run.load(), text, selection.functions))
+def _stale(run: Run, selection, text: str, path: str) -> list[str]:
+    """Why the run is stale for the selection as ``text`` has it in ``path`` ([] when fresh): the catalogue's
+    reasons (``lookup.stale_now``)."""
+    return stale_now(run.load(), text, selection.functions, path)
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:

@@ -27,7 +27,7 @@ from ..store.runs import Run, RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..views.measured import others_text, shown_measurement
-from .lookup import read_text, run_source
+from .lookup import latest_run, read_text, run_source
 from .profiling import ProfileOptions, profile_file, profile_run
 
 
@@ -38,12 +38,9 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
             use_cache: bool = True, text: str | None = None, profile: dict | None = None) -> dict:
     """Hotspots of ``path`` for a run: profile (cached in the run), graphs, match, ranking."""
     text = read_text(path) if text is None else text
-    run = RunStore(store_root).get(run_ref)
-    meta = run.load()
-    function = function or meta.function
     outline = build_outline(text, path)
-    selection = select(outline, function)
-    check_selection(outline, selection, "read")
+    run, selection = _run_of(path, text, outline, run_ref, function, store_root)
+    meta = run.load()
     if profile is None:   # the run's shown profile when it is current (measured only when there is none)
         profile = profile_file(path, meta.function, str(run.path), store_root, worker, text=text, use_cache=use_cache,
                                options=ProfileOptions(by="hotspots"))
@@ -51,7 +48,7 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
     out = {"schema": SCHEMA, "file": path, "function": selection.label, "run": meta.id, "kind": profile.get("kind"),
            "parts": [], "measurement": shown_measurement(profile, [e["profile"] for e in archived_profiles(run)])}
     kept_aside = others_text(out["measurement"])   # a newer, noisier measurement the view does not show
-    out["notes"] = [kept_aside] if kept_aside else []
+    out["notes"] = [note for note in (profile.get("note"), kept_aside) if note]   # stale, still tuning, ...
     if profile.get("kind") == "relax":
         out["parts"].append(_relax_part(profile["relax"], {**unit, "run_dir": str(run.path)}, selection, outline,
                                         worker))
@@ -60,6 +57,22 @@ def collect(path: str, run_ref: str, function: str | None = None, store_root: st
             headline = (kernel.get("tuned") or {}).get("median_us")
             out["parts"].append(_tir_part(kernel, unit, str(run.path), outline, worker, headline))
     return out
+
+
+def _run_of(path: str, text: str, outline, run_ref: str, function: str | None, store_root: str | None):
+    """``(run, selection)``: ``latest`` is the run the catalogue shows for the file's function (as for every
+    command on a file), not the store's newest; another ref names its run, whose function is the default."""
+    if run_ref == "latest":
+        selection = select(outline, function)
+        check_selection(outline, selection, "read")
+        run = latest_run(RunStore(store_root), path, selection, text)
+        if run is None:
+            raise AsightError(f"no run of {selection.label} in {path}: tune it first (asight tune {path})")
+        return run, selection
+    run = RunStore(store_root).get(run_ref)
+    selection = select(outline, function or run.load().function)
+    check_selection(outline, selection, "read")
+    return run, selection
 
 
 def prepare_model(run: Run, worker) -> dict:

@@ -8,6 +8,7 @@ reports reuse it.  Decisions: docs/profiling.md.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -23,11 +24,11 @@ from ..store.caches import archive_profile, load_profile, store_profile
 from ..store.database import records_note
 from ..store.owner import require_own
 from ..store.runs import Run, RunMeta, RunStore
-from ..tvmscript.hashing import function_hash
 from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
+from .catalogue import Current
 from .jobs import LIVE_STATES
 from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source, stale_now
 
@@ -111,7 +112,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     measured = meta.measured if fresh else None        # the run's record: its choice of records, its defaults
     record = measured.raw if measured and is_current(measured.raw, len(run.records())) else None
     measure = record is None or options.remeasure
-    key = _cache_key(text, selection, run, options, record)
+    key = _cache_key(text, path, outline, selection, run, options, record)
     if run is not None and use_cache and not options.remeasure:
         cached = _cached(run, key)
         if cached is not None:
@@ -132,7 +133,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     new_record = _new_record(raw, params, started, run if fresh else None, kept, options.by) if measure else None
     if measure:
         record = new_record
-        key = _cache_key(text, selection, run, options, record)
+        key = _cache_key(text, path, outline, selection, run, options, record)
     profile = finish_profile(raw, outline, selection, _run_summary(run, meta), record)
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
                    candidate=os.path.abspath(candidate) if candidate else None,
@@ -286,12 +287,16 @@ def _candidate_params(path: str, worker) -> dict:
 # --------------------------------------------------------------------------- cache
 
 
-def _cache_key(text: str, selection: Selection, run: Run | None, options: ProfileOptions,
-               record: dict | None) -> dict:
+def _cache_key(text: str, path: str, outline: Outline, selection: Selection, run: Run | None,
+               options: ProfileOptions, record: dict | None) -> dict:
+    """What a profile measured: the functions as the catalogue compares them (source hashes, the module
+    constants each uses: ``catalogue.Current``), the weights beside a model, the records, the options."""
+    current = Current.of_text(text, selection.functions, path, outline.constants)
     records = run.records_path if run is not None else None
     stat = records.stat() if records is not None and records.exists() else None
-    return {"function": selection.label,
-            "source": {f.id: function_hash(text, f) for f in selection.functions},
+    constants = json.loads(json.dumps(current.constants, default=str))     # as msgpack gives it back (tuples: lists)
+    return {"function": selection.label, "source": current.hashes, "constants": constants,
+            "weights": wire.weights_digest(wire.weights_beside(path)),
             "records": [stat.st_size, stat.st_mtime_ns] if stat else None,
             "measurement": (record or {}).get("taken"),
             "options": options.worker_params(), "schema": PROFILE_SCHEMA}
@@ -308,10 +313,15 @@ def _cached(run: Run, key: dict) -> dict | None:
 
 
 def _same_state(cached: dict, key: dict) -> bool:
-    """``cached`` (a profile's key) measured the same records and the same source as ``key`` asks."""
+    """``cached`` (a profile's key) measured the same records, source, constants and weights as ``key`` asks
+    (a profile kept before its key had constants and weights: the records and source only)."""
     source = cached.get("source") or {}
-    return (cached.get("schema") == key.get("schema") and cached.get("records") == key.get("records")
+    constants = cached.get("constants") if isinstance(cached.get("constants"), dict) else None
+    same = (cached.get("schema") == key.get("schema") and cached.get("records") == key.get("records")
             and all(source.get(fid) == h for fid, h in (key.get("source") or {}).items()))
+    if same and constants is not None:
+        same = all(constants.get(fid) == used for fid, used in (key.get("constants") or {}).items())
+    return same and ("weights" not in cached or cached.get("weights") == key.get("weights"))
 
 
 def _run_summary(run: Run | None, meta: RunMeta | None) -> dict | None:

@@ -131,17 +131,22 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
-    credit = search_credit(len(rows), measured.chosen) if rows else None
     refused = refusal_lines(tuning)
-    notes = [SHARE_NOTE] + refused + [n for n in [credit, others_text(shown), layout_note(relax.get("channels_last")),
-                                        winograd_note([r["task"] for r in rows]),
-                                        pick_note(measured)] if n]
+    notes = [SHARE_NOTE] + refused + view_notes(profile, relax, rows, measured, shown)
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
                                "build": build or profile.get("headline_build")},
                   "tasks": rows, "kernelUs": total, "leversRefused": refused, "notTimed": untried, "notes": notes, "measurement": shown,
                   "twinGroups": twin_rules.groups({k: v for k, v in related.items()})})
+
+
+def view_notes(profile: dict, relax: dict, rows: list[dict], measured: Measurement, shown) -> list[str]:
+    """The notes under the table: the profile's own (the run is stale, still tuning), the search's credit,
+    a newer measurement kept aside, the layout and Winograd levers, how the schedules were picked."""
+    credit = search_credit(len(rows), measured.chosen) if rows else None
+    return [n for n in [profile.get("note"), credit, others_text(shown), layout_note(relax.get("channels_last")),
+                        winograd_note([r["task"] for r in rows]), pick_note(measured)] if n]
 
 
 def layout_note(layouts: dict | None) -> str | None:

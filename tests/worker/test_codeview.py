@@ -117,7 +117,7 @@ def test_an_edited_function_is_flagged_stale(worker, tmp_path):
     edited.write_text(SOURCE.read_text().replace('T.sblock("relu")', 'T.sblock("relu2")'))
     run = fresh_run(tmp_path)
     view = code_view(str(edited), str(run), None, "scheduled", None, str(tmp_path / "store"), worker)
-    assert view["stale"] is True and view["note"].startswith("⚠ the function changed since this run")
+    assert view["stale"] is True and view["note"].startswith("⚠ stale: ") and "source changed since run" in view["note"]
     assert _view(worker, tmp_path, "scheduled", run=str(run))["stale"] is False
 
 
