@@ -341,7 +341,8 @@ def result_lens_tooltip(result: FunctionResult) -> str | None:
 
 
 def stale_text(result: FunctionResult) -> str | None:
-    """``Stale: main's source changed since run r; tune again for the current source.`` (None when fresh)."""
+    """``Stale: main's source changed since run r; the figures are of the source it tuned: tune again for the
+    current one.`` (None when fresh)."""
     if not result.stale:
         return None
     why = "; ".join(result.view.reasons) or "the function changed since the run"

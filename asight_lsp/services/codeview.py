@@ -79,10 +79,11 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
               "chosen": chosen_records(meta), "trace": _trace(record, serial), "serial": serial,
               "kept": "dlight" if candidate is None and _dlight_kept(meta) else None,
               "task": task, "weights": wire.weights_beside(path)}
+    reasons = stale_now(meta, text, selection.functions, path, outline.constants) if found else []
     try:
         reply = _reply(worker, params, text, path, selection, check or level == "ptx")
     except WorkerError as err:
-        why = trace_gone(found, selection, [record] if record else records, bool(_stale(found, selection, text, path))) \
+        why = trace_gone(found, selection, [record] if record else records, bool(reasons)) \
             if "ScheduleError" in f"{err.error_type} {err}" and found is not None else None
         if why is None:
             raise
@@ -100,8 +101,7 @@ def _view(path: str, run: str | None, candidate: int | None, level: str, functio
     lineage_error = (reply.get("applied") or {}).get("lineage_error")
     if lineage_error:
         payload["note"] = " ".join(filter(None, [payload["note"], f"derived blocks are not linked (lineage: {lineage_error})."]))
-    reasons = _stale(found, selection, text, path) if found else []
-    payload["stale"] = bool(reasons) if found else None
+    payload["stale"] = bool(reasons) if found else None     # the catalogue's reasons (``lookup.stale_now``)
     if reasons:
         payload["note"] = " ".join(filter(None, [f"⚠ stale: {'; '.join(reasons)}: its trace was replayed on the "
                                                  "current source;", payload["note"]]))
@@ -214,12 +214,6 @@ def trace_gone(run: Run, selection, records: list[dict], stale: bool = True) -> 
         return blocks_named_otherwise(run.id, gone)
     return (f"the function changed since run {run.id}{what}: its records no longer apply to it; re-tune it, or "
             f"view the run's own source (asight code {run.source_path} --run {run.id})")
-
-
-def _stale(run: Run, selection, text: str, path: str) -> list[str]:
-    """Why the run is stale for the selection as ``text`` has it in ``path`` ([] when fresh): the catalogue's
-    reasons (``lookup.stale_now``)."""
-    return stale_now(run.load(), text, selection.functions, path)
 
 
 def _trace(record: dict | None, serial: bool) -> list | None:

@@ -27,7 +27,7 @@ from ..store.runs import Run, RunStore, read_records
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import check_selection, select
 from ..views.measured import others_text, shown_measurement
-from .lookup import latest_run, read_text, run_source
+from .lookup import read_text, run_source, selection_view
 from .profiling import ProfileOptions, profile_file, profile_run
 
 
@@ -65,10 +65,7 @@ def _run_of(path: str, text: str, outline, run_ref: str, function: str | None, s
     if run_ref == "latest":
         selection = select(outline, function)
         check_selection(outline, selection, "read")
-        run = latest_run(RunStore(store_root), path, selection, text)
-        if run is None:
-            raise AsightError(f"no run of {selection.label} in {path}: tune it first (asight tune {path})")
-        return run, selection
+        return Run(selection_view(store_root, path, selection, text).run_dir), selection
     run = RunStore(store_root).get(run_ref)
     selection = select(outline, function or run.load().function)
     check_selection(outline, selection, "read")

@@ -58,9 +58,10 @@ def selection_view(store_root, path: str, selection: Selection, text: str | None
     return catalogue.require_view(path, names, current, selection.label)
 
 
-def stale_now(meta: RunMeta, text: str, functions, path: str | None = None) -> list[str]:
-    """Why the run is stale for ``functions`` as ``text`` has them (``catalogue.stale_reasons``), [] when fresh."""
-    return stale_reasons(meta, Current.of_text(text, functions, path))
+def stale_now(meta: RunMeta, text: str, functions, path: str | None = None, constants: dict | None = None) -> list[str]:
+    """Why the run is stale for ``functions`` as ``text`` has them (``catalogue.stale_reasons``), [] when fresh;
+    ``constants``: the module constants of ``text`` when the caller has its outline."""
+    return stale_reasons(meta, Current.of_text(text, functions, path, constants))
 
 
 def selection_names(selection: Selection) -> set[str]:

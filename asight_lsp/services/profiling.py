@@ -28,9 +28,9 @@ from ..tvmscript.diagnostics import require_parsed
 from ..tvmscript.model import Outline
 from ..tvmscript.outline import build_outline
 from ..tvmscript.selection import Selection, check_selection, select
-from .catalogue import Current
+from .catalogue import Current, stale_reasons
 from .jobs import LIVE_STATES
-from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source, stale_now
+from .lookup import check_run_function, latest_run, prepare_run, read_text, run_source
 
 
 
@@ -107,12 +107,13 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
         raise AsightError(device_run_refusal(meta, options.by))
     if meta is not None and candidate is None and foreign_cpu(meta.target):
         raise AsightError(foreign_run_refusal(meta, foreign_cpu(meta.target), options.by))
-    stale = stale_now(meta, text, selection.functions, path) if meta is not None and candidate is None else []
+    current = Current.of_text(text, selection.functions, path, outline.constants)   # the staleness and the cache key
+    stale = stale_reasons(meta, current) if meta is not None and candidate is None else []
     fresh = meta is not None and candidate is None and not stale
     measured = meta.measured if fresh else None        # the run's record: its choice of records, its defaults
     record = measured.raw if measured and is_current(measured.raw, len(run.records())) else None
     measure = record is None or options.remeasure
-    key = _cache_key(text, path, outline, selection, run, options, record)
+    key = _cache_key(current, path, selection, run, options, record)
     if run is not None and use_cache and not options.remeasure:
         cached = _cached(run, key)
         if cached is not None:
@@ -133,7 +134,7 @@ def _profile(text: str, path: str, outline: Outline, selection: Selection, run: 
     new_record = _new_record(raw, params, started, run if fresh else None, kept, options.by) if measure else None
     if measure:
         record = new_record
-        key = _cache_key(text, path, outline, selection, run, options, record)
+        key = _cache_key(current, path, selection, run, options, record)
     profile = finish_profile(raw, outline, selection, _run_summary(run, meta), record)
     profile.update(file=os.path.abspath(path), created=started, cache_key=key,
                    candidate=os.path.abspath(candidate) if candidate else None,
@@ -287,11 +288,10 @@ def _candidate_params(path: str, worker) -> dict:
 # --------------------------------------------------------------------------- cache
 
 
-def _cache_key(text: str, path: str, outline: Outline, selection: Selection, run: Run | None,
-               options: ProfileOptions, record: dict | None) -> dict:
-    """What a profile measured: the functions as the catalogue compares them (source hashes, the module
-    constants each uses: ``catalogue.Current``), the weights beside a model, the records, the options."""
-    current = Current.of_text(text, selection.functions, path, outline.constants)
+def _cache_key(current: Current, path: str, selection: Selection, run: Run | None, options: ProfileOptions,
+               record: dict | None) -> dict:
+    """What a profile measured: the functions as the catalogue compares them (``current``: source hashes, the
+    module constants each uses), the weights beside a model, the records, the options."""
     records = run.records_path if run is not None else None
     stat = records.stat() if records is not None and records.exists() else None
     constants = json.loads(json.dumps(current.constants, default=str))     # as msgpack gives it back (tuples: lists)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from asight_lsp.services.catalogue import Current
 from asight_lsp.services.profiling import ProfileOptions, _cache_key, _same_state
 from asight_lsp.tvmscript.outline import build_outline
 from asight_lsp.tvmscript.selection import select
@@ -23,7 +24,9 @@ def mm(A: T.Buffer((N, N), "float32"), C: T.Buffer((N, N), "float32")):
 
 def key_of(text: str, path: str) -> dict:
     outline = build_outline(text, path)
-    return _cache_key(text, path, outline, select(outline, None), None, ProfileOptions(), None)
+    selection = select(outline, None)
+    current = Current.of_text(text, selection.functions, path, outline.constants)
+    return _cache_key(current, path, selection, None, ProfileOptions(), None)
 
 
 def test_a_constant_the_function_uses_or_the_weights_beside_it_make_another_profile(tmp_path):
