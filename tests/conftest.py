@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,13 @@ os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 # (tuning jobs, workers, servers, code-server) inherit them.
 os.environ.setdefault("ASIGHT_MEASURE_BUDGET_S", "0.3")
 os.environ.setdefault("ASIGHT_CANDIDATE_BUDGET_S", "0.15")
+# The user's cache (worker/intrinsics.py keeps TVM's parsed tensor intrinsics there): one of the session's
+# own, so that a run neither reads nor leaves anything in ~/.cache (its first GPU-target process fills it).
+if "ASIGHT_CACHE_DIR" not in os.environ:
+    SESSION_CACHE = os.environ["ASIGHT_CACHE_DIR"] = tempfile.mkdtemp(prefix="asight-cache-")
+    os.chmod(SESSION_CACHE, 0o755)     # the red team's processes as ``nobody`` read it too
+else:
+    SESSION_CACHE = None
 
 
 def fixture_text(name: str) -> str:
@@ -94,3 +102,10 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CUDA (nvidia-smi found none)")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session's own cache goes with it."""
+    import shutil
+    if SESSION_CACHE:
+        shutil.rmtree(SESSION_CACHE, ignore_errors=True)

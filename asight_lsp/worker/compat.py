@@ -27,7 +27,7 @@ from ..tvmscript.safety import code_string_problem
 
 __all__ = ["tvm", "tvm_ffi", "relax", "rpc", "s_tir", "tirx", "ms", "Trace", "DiagnosticError", "derived_object",
            "task_loggers", "fork_seed", "RemoveWeightLayoutRewriteBlock", "PopenPoolExecutor", "StatusKind", "tar",
-           "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "normalize_mod", "host_target",
+           "script_globals", "stub_tensor_intrin", "import_tensor_intrin", "register_tensor_intrin", "normalize_mod", "host_target",
            "parse_script", "builder_job", "load_metadata", "guard_shape_strings", "onnx_importer", "onnx_convert_map", "torch_importer",
            "winograd_parts", "te"]
 
@@ -130,11 +130,44 @@ def stub_tensor_intrin() -> None:
     import tvm.s_tir.tensor_intrin.x86  # noqa: F401
 
 
-def import_tensor_intrin() -> None:
-    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~19 s, once per process),
-    also in a process where ``stub_tensor_intrin`` registered only the x86 ones before."""
-    import tvm.s_tir.tensor_intrin  # noqa: F401  (the package: the CUDA ones, and the CPU ones with LLVM)
-    import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (registered even where the package is stubbed)
+def import_tensor_intrin() -> dict:
+    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~17 CPU-seconds, once per
+    process), also in a process where ``stub_tensor_intrin`` registered only the x86 ones before.
+    Returns ``{name: (desc, impl)}`` of what this import registered (``worker/intrinsics.py`` keeps them);
+    empty where the CUDA module was imported before."""
+    if "tvm.s_tir.tensor_intrin.cuda" in sys.modules:
+        return {}
+    registered: dict = {}
+    original = s_tir.TensorIntrin.register
+
+    def register(name, desc, impl, override=False):
+        registered[name] = (desc, impl)
+        return original(name, desc, impl, override)
+
+    s_tir.TensorIntrin.register = staticmethod(register)
+    try:
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (the package: the CUDA ones, and the CPU ones with LLVM)
+        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (registered even where the package is stubbed)
+    finally:
+        s_tir.TensorIntrin.register = staticmethod(original)
+    return registered
+
+
+_KEPT_INTRINSICS: set[str] = set()
+
+
+def register_tensor_intrin(kept: dict) -> None:
+    """Register ``{name: (desc, impl)}`` as ``import_tensor_intrin`` returned them (names already
+    registered are left as they are).  A later real import of their module (DLight's GPU matmul
+    imports ``tensor_intrin.cuda`` for its helpers) registers them again over these."""
+    if not _KEPT_INTRINSICS:
+        original = s_tir.TensorIntrin.register
+        s_tir.TensorIntrin.register = staticmethod(
+            lambda name, desc, impl, override=False: original(name, desc, impl, override or name in _KEPT_INTRINSICS))
+    for name, (desc, impl) in kept.items():
+        if s_tir.TensorIntrin.get(name, allow_missing=True) is None:
+            s_tir.TensorIntrin.register(name, desc, impl)
+            _KEPT_INTRINSICS.add(name)
 
 
 def builder_job(f_build, item, f_export=None) -> tuple:

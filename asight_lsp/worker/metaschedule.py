@@ -6,7 +6,7 @@ The tuning job (``tune_job``) drives this module; the long-lived worker only use
 * one PrimFunc, or every PrimFunc of an IRModule (one task per PrimFunc, as ``ms.tune_tir``);
 * a Relax module: tasks are extracted from the legalized and fused module (docs/tvm.md §6).
 
-Speed (docs/tvm.md §0/§2): ``stub_tensor_intrin`` instead of the 19 s ``tvm.s_tir.tensor_intrin``
+Speed (docs/tvm.md §0/§2): ``intrinsics.prepare`` instead of the 17 s ``tvm.s_tir.tensor_intrin``
 import, and ``builder.fast_build`` as the builder's ``f_build`` (``worker/builder.py``: the pooled
 builder, each candidate exported into the builder's own folder).
 """
@@ -20,7 +20,8 @@ from typing import Callable
 from ..engine.targets import DEVICE_KINDS, GPU_WORD, TargetError, gpu_target, local_gpus, target_config
 from ..engine import wire
 from ..engine.rpc import parse_rpc, reach_tracker
-from .compat import (derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, import_tensor_intrin, ms, normalize_mod, relax, stub_tensor_intrin, task_loggers, tirx, tvm)
+from . import intrinsics
+from .compat import (derived_object, fork_seed, tvm_ffi, host_target, hoist_root_allocs, ms, normalize_mod, relax, task_loggers, tirx, tvm)
 from .compat import rpc as tvm_rpc
 from .builder import cores, make_builder
 from .constraint_guard import guided_space
@@ -312,7 +313,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
          extra_callbacks: tuple = ()):
     """Run MetaSchedule on the plan's tasks into ``work_dir`` (its own JSON database); returns the DB.
     ``budget`` (default: ``trials``) says afterwards how many known schedules the search skipped."""
-    prepare_intrinsics(target)
+    intrinsics.prepare(target)
     threads = cores()
     per_iter = per_iter or trials_per_iter(trials, len(plan.tasks))
     budget = budget or TrialBudget(trials)
@@ -358,15 +359,6 @@ def gpu_ready(plan: Plan, target) -> Plan:
         if plan.kind == "tir":
             task.mod = hoist_root_allocs(task.mod)
     return plan
-
-
-def prepare_intrinsics(target) -> None:
-    """Tensor intrinsics the target's design space rules need: the x86 stub on CPU (0.2 s), the real
-    module on GPU (its spaces need the CUDA intrinsics; 19 s, once)."""
-    if target.kind.name in GPU_KINDS:
-        import_tensor_intrin()
-    else:
-        stub_tensor_intrin()
 
 
 def trials_per_iter(trials: int, n_tasks: int = 1) -> int:

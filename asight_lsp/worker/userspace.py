@@ -189,8 +189,8 @@ def probe(mod, target, fn, path: str) -> tuple[dict, list]:
     position in the design space's trace, ordinal = position among its sampling instructions
     (records of this space keep that order), line = 0-based source line of the call.
     """
-    from .metaschedule import prepare_intrinsics
-    prepare_intrinsics(target)   # the target's default rules are built with the context
+    from .intrinsics import prepare
+    prepare(target)   # the target's default rules are built with the context
     calls: list = []
     context = ms.TuneContext(mod=mod, target=target, space_generator=ms.space_generator.ScheduleFn(fn),
                              task_name="probe")

@@ -25,7 +25,9 @@ def gpu_run(store: Path, script: Path, meta, skip: tuple = ()) -> None:
     from asight_lsp.worker.compat import ms, parse_script, tvm
     from asight_lsp.worker.metaschedule import target_json
     from asight_lsp.worker.relax_pipeline import deployable, fuse
+    from asight_lsp.worker.intrinsics import prepare
     target = tvm.target.Target("nvidia/nvidia-h100")
+    prepare(target)    # the CUDA tensor intrinsics as the product registers them (its TuneContexts need them)
     text = "\n".join("" if line.startswith("from ") else line for line in script.read_text().splitlines())
     parsed = parse_script(text, aliases={"I": "I", "R": "R"})
     mod = deployable(parsed, "main", str(script).replace(".py", ".weights.npz"))[0]

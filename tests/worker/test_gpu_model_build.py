@@ -39,8 +39,8 @@ def cuda_intrinsics():
     """TVM's CUDA tensor intrinsics, as the product's GPU tuning imports them: a test that ran earlier in
     this process may have stubbed the package (``compat.stub_tensor_intrin``), and the default CUDA rules
     then fail ("wmma_fill_16x16x16_f32 is not registered", seen when the files ran in another order)."""
-    from asight_lsp.worker.compat import import_tensor_intrin
-    import_tensor_intrin()
+    from asight_lsp.worker.intrinsics import gpu_intrinsics
+    gpu_intrinsics()
 
 
 def launch_bounds(executable) -> dict[str, int]:
