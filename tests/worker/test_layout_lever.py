@@ -135,11 +135,11 @@ def test_a_transferred_schedule_marks_its_postprocessing(tuned):
     weight re-layout among them), as MetaSchedule's own records do: a search that mutates the record
     replays it without them (a TransformLayout replayed on other tiles aborted a ResNet-18 tuning job)."""
     from asight_lsp.worker import metaschedule as ms_side
-    from asight_lsp.worker import twins
+    from asight_lsp.worker import intrinsics, twins
     from asight_lsp.worker.compat import ms
     base, run, _ = tuned
     target = ms_side.resolve_target(None)
-    ms_side.stub_tensor_intrin()
+    intrinsics.prepare(target)
     mods = {t.name: t.mod for t in ms_side.plan_for(_module(base), None, target, off=frozenset()).tasks}
     donor, twin = "fused_conv2d1_add_relu", "fused_conv2d1_add_add1_relu"
     record = twins.best_record(ms_side.open_database(str(run.path)), mods[donor])

@@ -116,11 +116,11 @@ def test_a_twin_transfer_replays_the_donors_decisions(tuned):
     """The transfer itself, on the run's own database: the donor's best trace onto its twin keeps
     every tile decision, and the twin's extra epilogue block is inlined."""
     from asight_lsp.worker import metaschedule as ms_side
-    from asight_lsp.worker import twins
+    from asight_lsp.worker import intrinsics, twins
     from asight_lsp.worker.compat import ms
     _, run, meta = tuned
     target = ms_side.resolve_target(None)
-    ms_side.stub_tensor_intrin()
+    intrinsics.prepare(target)
     mods = {}
     from asight_lsp.tvmscript.outline import build_outline
     from asight_lsp.worker.parse import parse_unit
