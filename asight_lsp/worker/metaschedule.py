@@ -28,7 +28,7 @@ from .constraint_guard import guided_space
 from .inputs import runner_arguments
 from .candidate_runner import SandboxedRunner
 from .programs import estimate_flops
-from .search import BudgetedSearch, TrialBudget, search_strategy
+from .search import BudgetedSearch, TrialBudget, cost_model, search_strategy
 from .task_limits import require_fits_memory, require_static_inputs
 from .relax_pipeline import fuse, is_reshape
 
@@ -330,7 +330,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
             tasks=contexts, task_weights=[t.weight for t in plan.tasks], work_dir=work_dir,
             max_trials_global=trials, num_trials_per_iter=per_iter,
             builder=builder, runner=runner or make_runner(rpc, contained=target.kind.name not in GPU_KINDS),
-            database=database, cost_model=ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto"),
+            database=database, cost_model=cost_model(threads),
             measure_callbacks=callbacks, task_scheduler=scheduler or "gradient")
     finally:
         if own_builder and hasattr(builder, "shutdown"):

@@ -28,6 +28,29 @@ def search_strategy(per_iter: int):
 MAX_FAIL_COUNT = 20
 
 
+def cost_model(threads: int):
+    """MetaSchedule's XGBoost cost model, trained only once its predictions are used.
+
+    TVM's ``XGBModel`` predicts at random until it holds ``num_warmup_samples`` (100) measured
+    candidates, yet it imports XGBoost and retrains from scratch after every batch from the first:
+    wasted work in every run's first 100 trials (a tiny model's 12-trial run, one trial a batch, trained
+    12 boosters it never asked).  Below the warm-up the training is skipped and its adaptive-training mark
+    kept at 0, so the batch that reaches the warm-up trains on everything measured by then; from there
+    it trains as TVM does.  The features of every measured candidate are kept from the first, as TVM keeps them.
+    """
+    model = ms.cost_model.XGBModel(num_tuning_cores=threads, tree_method="auto")
+    train = model._train
+
+    def train_once_used(xs, ys) -> None:
+        if model.data_size < model.num_warmup_samples:
+            model.last_train_size = 0
+            return
+        train(xs, ys)
+
+    model._train = train_once_used
+    return model
+
+
 class TrialBudget:
     """Trials a run may still measure, shared by the search of every task; ``repeats_skipped``
     counts candidates dropped because the database already held their schedule."""
