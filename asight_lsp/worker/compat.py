@@ -1,6 +1,7 @@
 """Every TVM import of asight_lsp, and the shims for TVM 0.27 (see docs/tvm.md)."""
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
@@ -130,13 +131,16 @@ def stub_tensor_intrin() -> None:
     import tvm.s_tir.tensor_intrin.x86  # noqa: F401
 
 
-def import_tensor_intrin() -> dict:
-    """Every tensor intrinsic (CUDA included: GPU design spaces need them; ~17 CPU-seconds, once per
-    process), also in a process where ``stub_tensor_intrin`` registered only the x86 ones before.
-    Returns ``{name: (desc, impl)}`` of what this import registered (``worker/intrinsics.py`` keeps them);
-    empty where the CUDA module was imported before."""
-    if "tvm.s_tir.tensor_intrin.cuda" in sys.modules:
-        return {}
+def import_tensor_intrin() -> dict | None:
+    """Every tensor intrinsic the package ``tvm.s_tir.tensor_intrin`` registers (CUDA's, and with LLVM the
+    ARM, ROCm, Hexagon and RISC-V ones: GPU design spaces need them; ~17 CPU-seconds, once per process),
+    the package itself left as ``stub_tensor_intrin`` makes it (the x86 ones registered there).
+    Returns ``{name: (desc, impl)}`` of what this call registered (``worker/intrinsics.py`` keeps them),
+    or None where one of the modules was imported before (what it registered then was not seen)."""
+    stub_tensor_intrin()
+    modules = ["cuda"] + (["arm_cpu", "rocm", "hexagon", "riscv_cpu"] if tvm.runtime.enabled("llvm") else [])
+    names = [f"tvm.s_tir.tensor_intrin.{m}" for m in modules]
+    seen_before = any(name in sys.modules for name in names)
     registered: dict = {}
     original = s_tir.TensorIntrin.register
 
@@ -146,11 +150,11 @@ def import_tensor_intrin() -> dict:
 
     s_tir.TensorIntrin.register = staticmethod(register)
     try:
-        import tvm.s_tir.tensor_intrin  # noqa: F401  (the package: the CUDA ones, and the CPU ones with LLVM)
-        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (registered even where the package is stubbed)
+        for name in names:
+            importlib.import_module(name)
     finally:
         s_tir.TensorIntrin.register = staticmethod(original)
-    return registered
+    return None if seen_before else registered
 
 
 _KEPT_INTRINSICS: set[str] = set()

@@ -3,10 +3,11 @@
 MetaSchedule's ``TuneContext`` imports ``tvm.s_tir.tensor_intrin``: every intrinsic TVM has, each
 parsed from TVMScript at import, 17 CPU-seconds (docs/tvm.md §0).  A CPU target needs only the x86
 ones (``compat.stub_tensor_intrin``, 0.2 s).  A GPU target needs the CUDA ones: the first process
-parses them and keeps them, as TVM's JSON, in the user's cache (``cache_file``: keyed by TVM's
-version and the sources of the package that defines them); every later process registers them from
-there (0.3 s).  A cache that cannot be read or parsed is parsed again and rewritten; one that cannot
-be written (the sandboxed worker opens nothing for writing) is only not kept.
+parses what the package registers (all but the x86 ones, which the stub registers) and keeps it,
+as TVM's JSON, in the user's cache (``cache_file``: keyed by TVM's version and the sources of the
+package); every later process registers them from there (0.6 s).  A cache that cannot be read or
+parsed is parsed again and rewritten; one that cannot be written (the sandboxed worker opens nothing
+for writing) is only not kept.
 """
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ _REGISTERED: list[str] = []   # how this process registered them, once
 def prepare(target) -> str:
     """Register the tensor intrinsics ``target``'s default design-space rules refer to; returns how
     (``"x86"`` on a CPU target, else ``gpu_intrinsics``'s answer)."""
+    if target.kind.name in DEVICE_KINDS:
+        return gpu_intrinsics()
     stub_tensor_intrin()
-    return gpu_intrinsics() if target.kind.name in DEVICE_KINDS else "x86"
+    return "x86"
 
 
 def cache_dir() -> Path:
@@ -49,10 +52,13 @@ def cache_file() -> Path:
 
 
 def gpu_intrinsics() -> str:
-    """Every tensor intrinsic registered: from the cache when it holds them, else parsed (and kept).
-    Returns how: ``"imported"`` (already in this process), ``"cache"`` or ``"parsed"``."""
-    if "tvm.s_tir.tensor_intrin.cuda" in sys.modules or _REGISTERED:
+    """Every tensor intrinsic registered, the package left a stub (``TuneContext``'s import of it then
+    costs nothing): from the cache when it holds them, else parsed (and kept, unless part of them had
+    been imported before).  Returns how: ``"imported"`` (done before in this process), ``"cache"`` or
+    ``"parsed"``."""
+    if _REGISTERED:
         return "imported"
+    stub_tensor_intrin()
     path = cache_file()
     kept = _read(path)
     if kept is not None:
@@ -77,7 +83,7 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def _write(path: Path, registered: dict) -> None:
+def _write(path: Path, registered: dict | None) -> None:
     if not registered:
         return
     text = json.dumps({name: [tvm.ir.save_json(desc), tvm.ir.save_json(impl)] for name, (desc, impl) in registered.items()})

@@ -69,7 +69,6 @@ def test_a_damaged_cache_is_said_parsed_again_and_rewritten(tmp_path, monkeypatc
     parsed = {n: (s_tir.TensorIntrin.get(n).desc, s_tir.TensorIntrin.get(n).impl) for n in names}
     monkeypatch.setenv("ASIGHT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(intrinsics, "_REGISTERED", [])
-    monkeypatch.delitem(sys.modules, "tvm.s_tir.tensor_intrin.cuda", raising=False)   # an earlier test's real import
     monkeypatch.setattr(intrinsics, "import_tensor_intrin", lambda: parsed)
     kept = intrinsics.cache_file()
     kept.write_text('{"dot_16x4_vnni": ["{')          # a write cut short
