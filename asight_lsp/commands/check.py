@@ -20,7 +20,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    files = args.file
+    files = list(dict.fromkeys(args.file))      # a file named twice is checked once
     sources = _readable(files)
     if args.static or not sources:
         results = {f: check_text(data, f) for f, data in sources.items()}

@@ -135,9 +135,11 @@ def test_cli_check_exit_codes_and_format(tmp_path):
     assert js.returncode == 1 and '"errors": 1' in js.stdout
     missing = run("check", "no/such/file.py")
     assert missing.returncode == 2 and missing.stderr.strip() == "asight: error: no such file: no/such/file.py"
-    several = run("check", "fixtures/matmul.py", "no/such/file.py", "fixtures/broken/bad_namespace_call.py")
+    several = run("check", "fixtures/matmul.py", "no/such/file.py", "fixtures/broken/bad_namespace_call.py",
+                  "fixtures/matmul.py")
     assert several.returncode == 2 and several.stderr.strip() == "asight: error: no such file: no/such/file.py"
-    lines = several.stdout.splitlines()            # the readable ones still checked, each said in its order
+    lines = several.stdout.splitlines()            # the readable ones still checked, each said once in its order
+    assert sum(line.startswith("fixtures/matmul.py") for line in lines) == 1
     assert lines[0].startswith("fixtures/matmul.py: no problems") and lines[1].startswith("fixtures/broken/bad_namespace_call.py:6:14: error: ")
     usage = run("check")
     assert usage.returncode == 2 and "required: file" in usage.stderr and "Traceback" not in usage.stderr
