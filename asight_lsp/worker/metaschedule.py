@@ -322,7 +322,7 @@ def tune(plan: Plan, target, work_dir: str, trials: int, *, seed: int | None = N
     if on_batch is not None:
         callbacks.append(ProgressCallback(on_batch))
     callbacks.extend(extra_callbacks)     # e.g. worker/budget.BudgetWatch
-    database = database or open_database(work_dir)
+    database = database if database is not None else open_database(work_dir)   # an empty one is falsy (len 0)
     own_builder = builder is None
     builder = builder or make_builder(threads, timeout_sec=build_timeout(target))
     try:
