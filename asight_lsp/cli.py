@@ -13,7 +13,7 @@ from .errors import AsightError
 
 COMMANDS = ["check", "outline", "tune", "profile", "hotspots", "space", "loops", "principles", "report",
             "demo", "serve", "code", "import", "export", "model", "adopt",
-            "counters", "runs"]
+            "counters", "runs", "library"]
 MODULES = {"import": "import_model"}   # a command whose module name differs (``import`` is a keyword)
 
 

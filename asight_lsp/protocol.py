@@ -21,7 +21,7 @@ PROTOCOL_VERSION = 1
 
 # --------------------------------------------------------------------------- commands
 # workspace/executeCommand ids.  Argument object fields are listed next to each.
-CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
+CMD_TUNE = "asight.tune"                       # {uri, function?, trials?, minutes?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
 # space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 CMD_PROFILE = "asight.profile"                 # {uri, function?, run?, remeasure?, replace?}
 CMD_CANCEL = "asight.cancel"                   # {run?} (none: every running job of this server)
@@ -97,6 +97,7 @@ OPT_TRIALS = "trials"                # default trial budget
 OPT_DISABLED_FEATURES = "disabledFeatures"  # e.g. ["inlayHint", "tvmDiagnostics"]
 OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"  # debounce of TVM diagnostics while typing
 OPT_COUNTERS_BUDGET = "countersBudgetSeconds"  # GPU: tune collects Nsight Compute counters within this budget (0/None: off)
+OPT_TUNE_MINUTES = "tuneMinutes"     # time budget of asight.tune (minutes; 0/None: the trial budget alone)
 OPT_SESSION_TOKEN = "sessionToken"   # --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 # Feature names for OPT_DISABLED_FEATURES.

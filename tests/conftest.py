@@ -29,6 +29,9 @@ if "ASIGHT_CACHE_DIR" not in os.environ:
     os.chmod(SESSION_CACHE, 0o755)     # the red team's processes as ``nobody`` read it too
 else:
     SESSION_CACHE = None
+# The schedule library (store/library.py) off: a tuning test's trials are its own search's, whatever ran
+# before it; the library's tests name a library of their own.
+os.environ.setdefault("ASIGHT_LIBRARY", "off")
 
 
 def fixture_text(name: str) -> str:

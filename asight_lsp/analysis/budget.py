@@ -106,3 +106,32 @@ def batch_size(trials: int, n_tasks: int = 1) -> int:
         return max(8, min(32, trials // 2))
     per_task = max(1, trials // n_tasks)
     return per_task if per_task < 4 else max(4, min(32, trials // (WARMUP_SHARE * n_tasks)))
+
+
+# --------------------------------------------------------------------------- a time budget
+
+SECONDS_PER_TRIAL = 4.0    # a model's trial on 2 Zen 4 cores: ResNet-18, 512 trials in 1,982 s (issue 41)
+TRIAL_CEILING = 100_000    # the trials of a session bounded by its minutes alone (never reached)
+MAX_MINUTES = 7 * 24 * 60
+
+
+def trials_for_minutes(minutes: float, trials_left: int) -> int:
+    """The trials a session of ``minutes`` plans its batches for (``batch_size``, the share scheduler):
+    what fits at ``SECONDS_PER_TRIAL``, at most the trials it may still take.  The deadline, not this
+    figure, ends the search; a batch sized for it keeps the overrun past the deadline to one batch."""
+    return max(1, min(trials_left, int(minutes * 60 / SECONDS_PER_TRIAL)))
+
+
+def planned_trials(time_budget, remaining: int) -> int:
+    """The trials a session's batches are sized for: ``remaining``, or what fits its time budget
+    (``store/record.TimeBudget``, None without one)."""
+    return remaining if time_budget is None else trials_for_minutes(time_budget.minutes, remaining)
+
+
+def minutes_problem(minutes) -> str | None:
+    """Why ``minutes`` (``--minutes``) is not a time budget, or None."""
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes != minutes:
+        return f"--minutes must be a number of minutes (got {minutes!r})"
+    if not 0 < minutes <= MAX_MINUTES:
+        return f"--minutes must be more than 0 and at most {MAX_MINUTES} (a week), got {minutes:g}"
+    return None

@@ -17,7 +17,9 @@ from ..errors import InputError
 from ..services.jobs import LIVE_STATES, TuneJob, cancel_run, failure_message
 from ..services.tuning import TuneRequest, start_tune
 from ..store.database import records_note
-from ..store.record import UNMEASURED
+from ..store.library import library_lines
+from ..store.record import UNMEASURED, TimeBudget
+from ..views.text import event_budget_text, minutes_text
 from ..store.runs import RunMeta, RunStore
 from ..engine.targets import runs_here
 from ..analysis.measurement import baseline_word, how_text, speedup_text
@@ -34,7 +36,7 @@ class Stopped(Exception):
 def progress_line(event: dict) -> str:
     """One progress line.  With several tasks, the batch's task and its own best come first; the sum
     over tasks (best x calls, MetaSchedule's runner) is labelled as the estimate it is."""
-    head = f"  trials {event['trials_done']}/{event['trials']}"
+    head = f"  {event_budget_text(event)}"
     task = event.get("task")
     if task and task != "main" and event.get("task_best_us") is not None:
         total = event.get("best_us")
@@ -62,8 +64,11 @@ def add_tune_arguments(p, trials: int = 64) -> None:
     p.add_argument("--func", help="function id/name (Mod.main, main) or unit name; default: the file's only unit")
     p.add_argument("--target", help='host CPU by default; "gpu" (this machine\'s NVIDIA GPU), "cuda", "nvidia/nvidia-h100", '
                    '"llvm -mcpu=znver3 -num-cores=2" or Target JSON')
-    p.add_argument("--trials", type=int, default=trials, help=f"total trials of the run (default {trials}); "
-                   "records of a resumed run count toward it")
+    p.add_argument("--trials", type=int, help=f"total trials of the run (default {trials}, or as many as "
+                   "--minutes allows); records of a resumed run count toward it")
+    p.add_argument("--minutes", type=float, help="a time budget: search for MINUTES from the job's start, then "
+                   "measure the best found as after any run; with --trials, whichever ends first")
+    p.set_defaults(default_trials=trials)
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight); a run is WORK_DIR/runs/<id>")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY", help="measure through a TVM RPC tracker")
     p.add_argument("--seed", type=int, help="random seed of the search")
@@ -82,7 +87,9 @@ def add_tune_arguments(p, trials: int = 64) -> None:
 
 
 def request_from(args) -> TuneRequest:
-    return TuneRequest(file=args.file, function=args.func, target=args.target, trials=args.trials,
+    minutes = getattr(args, "minutes", None)
+    trials = args.trials if args.trials is not None or minutes is not None else args.default_trials
+    return TuneRequest(file=args.file, function=args.func, target=args.target, trials=trials, minutes=minutes,
                        store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new,
                        guided_by=args.guided_by, principles_file=args.principles,
                        space=getattr(args, "space", None), space_mode=getattr(args, "space_mode", "alone"),
@@ -214,7 +221,9 @@ def _print_events(job: TuneJob, out) -> None:
             done = event.get("trials_done") or 0
             resumed = f", resuming with {done} records" if done else ""
             base = f"; untuned {fmt_us(event['baseline_us'])}" if event.get("baseline_us") else ""
-            print(f"tuning {job.run.id}: {event.get('trials')} trials{resumed}{base}", file=out, flush=True)
+            trials = f"{event['trials']} trials" if event.get("trials") else "as many trials as fit"
+            left = f" in {minutes_text(event['seconds_left'])}" if event.get("seconds_left") is not None else ""
+            print(f"tuning {job.run.id}: {trials}{left}{resumed}{base}", file=out, flush=True)
         elif kind == "progress":
             errors = event.get("batch_errors") or 0
             print(progress_line(event) + (f"  ({errors} failed in batch)" if errors else ""), file=out, flush=True)
@@ -225,13 +234,14 @@ def print_summary(job: TuneJob, meta: RunMeta, out=None) -> None:
     print(f"run      {meta.id}  ({job.run.path})", file=out)
     print(f"state    {meta.state}" + (f": {meta.error}" if meta.error else ""), file=out)
     failed = (meta.extra.get("tuning") or {}).get("failed")
-    print(f"trials   {meta.trials_done} of {meta.trials_requested}" + (f" ({failed} failed)" if failed else ""),
-          file=out)
+    print(f"trials   {trials_done_text(meta)}" + (f" ({failed} failed)" if failed else ""), file=out)
     short = meta.shortfall
     if short:
         print(f"why      {short.text}", file=out)
     for line in failure_lines(meta):
         print(line, file=out)
+    for line in library_lines(meta.extra):
+        print(f"library  {line}", file=out)
     for line in refusal_lines(meta.extra):
         print(line, file=out)
     unread = records_note(job.run, meta)
@@ -328,6 +338,16 @@ def exit_code(job: TuneJob, meta: RunMeta) -> int:
             print(f"asight: error: {failure_message(job.run, meta)}", file=sys.stderr)
         return 1 if meta.extra.get("error_kind") == "input" else 2
     raise AsightError(f"the tuning job did not end (state {meta.state})")
+
+
+def trials_done_text(meta: RunMeta) -> str:
+    """``37 of 64``; with a time budget ``37 (10 min budget; it ended the search)``."""
+    budget = TimeBudget.from_extra(meta.extra)
+    if budget is None:
+        return f"{meta.trials_done} of {meta.trials_requested}"
+    bound = f" of {meta.trials_requested}" if budget.trials else ""
+    ended = "; it ended the search" if (meta.extra.get("tuning") or {}).get("deadline_hit") else ""
+    return f"{meta.trials_done}{bound} ({minutes_text(budget.minutes * 60)} budget{ended})"
 
 
 def fmt_us(value: float | None) -> str:

@@ -38,6 +38,7 @@ RUN_CANDIDATE = "run_candidate"  # {artifact, device, args: [["TENSOR", dtype, s
 CHECK_EXPORT = "check_export"    # SourceParams + {library, target, weights, seed} -> compare record (outputs vs untuned)
 MEASURE_EXPORT = "measure_export"  # SourceParams + {library, run_dir, chosen, target, weights, headline_build} -> record
 ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workload, how, hashes} (worker/adopt.py)
+LIBRARY_CHECK = "library.check"  # {entries: [[workload line, record]]} -> {refused: [{index, why}]} (worker/library.py)
 CHECK_IMPORT = "check_import"    # SourceParams + {weights, onnx, seed?} -> {check, against, seconds} | {skipped}
 COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 

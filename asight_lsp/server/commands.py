@@ -20,7 +20,7 @@ from ..services.compare import compare_payload
 from . import custom
 from .options import target_text
 from .actions import ScheduleUnavailable, compute_schedule_edit
-from ..views.text import format_latency, measurement_text
+from ..views.text import budget_text, event_budget_text, format_latency, measurement_text
 from ..views.runs import run_summary
 from .budget import TooLarge
 from .state import MonitoredJob, ServerState, Status
@@ -50,12 +50,24 @@ def require_trust(ls, what: str, why: str = "it would run the file's TVMScript t
                             "hovers and static diagnostics keep working.")
 
 
-def _int(value, name: str, default: int) -> int:
+def _int(value, name: str, default: int | None) -> int | None:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
         raise JsonRpcInvalidParams(f"'{name}' must be a positive number")
     return int(value)
+
+
+def _minutes(value, default: float | None) -> float | None:
+    """``minutes`` of asight.tune (0: none), else the ``tuneMinutes`` setting."""
+    if value is None:
+        return default
+    from ..analysis.budget import minutes_problem
+    if value == 0:
+        return None
+    if minutes_problem(value):
+        raise JsonRpcInvalidParams(f"'minutes': {minutes_problem(value).removeprefix('--minutes ')}")
+    return float(value)
 
 
 def _counters_budget(value, default: float | None) -> float | None:
@@ -83,8 +95,10 @@ async def tune(ls, *args):
     target = target_text(a.get("target"), None)
     if a.get("target") is not None and target is None:
         raise JsonRpcInvalidParams("'target' must be a target text or a Target JSON object")
+    minutes = _minutes(a.get("minutes"), state.options.tune_minutes)
+    trials = _int(a.get("trials"), "trials", None if minutes else state.options.trials)
     req = TuneRequest(file=doc.path, function=a.get("function"), target=target or state.options.target,
-                      trials=_int(a.get("trials"), "trials", state.options.trials), store_root=state.store_root,
+                      trials=trials, minutes=minutes, store_root=state.store_root,
                       rpc=a.get("rpc"), text=doc.text, guided_by=a.get("guidedBy"), seed=a.get("seed"),
                       resume=bool(a.get("resume", True)), space=a.get("space"),
                       space_mode=a.get("spaceMode") or "alone",
@@ -104,7 +118,7 @@ async def tune(ls, *args):
     if a.get("wait"):
         return await asyncio.shield(job.task)
     return {"schema": P.SCHEMA_COMMAND_RESULT, "command": P.CMD_TUNE, "status": "started",
-            "message": f"tuning {meta.function} ({meta.trials_requested} trials) in run {meta.id}",
+            "message": f"tuning {meta.function} ({budget_text(0, meta.trials_requested, meta.extra)}) in run {meta.id}",
             "run": run_summary(meta)}
 
 
@@ -122,8 +136,7 @@ def notify_run(ls, uri: str | None, event: str, meta) -> None:
 
 def progress_message(event: dict) -> str:
     best = event.get("best_us")
-    return f"{event.get('trials_done', 0)}/{event.get('trials', '?')} trials" + \
-        (f" · best {format_latency(best)}" if best else "")
+    return event_budget_text(event) + (f" · best {format_latency(best)}" if best else "")
 
 
 async def begin_progress(ls, title: str, cancellable: bool = True) -> str | None:

@@ -14,7 +14,7 @@ from ..services.catalogue import names_of, unreadable_note
 from ..services.results import FunctionResult
 from ..analysis.measurement import how_text, short_speedup, speedup_text
 from ..views.measured import measurement_stamp
-from ..views.text import (format_latency, member_parts, relative_time, result_parts, trials_text,
+from ..views.text import (budget_text, format_latency, member_parts, relative_time, result_parts, trials_text,
                           tuning_best_text)
 from .state import document_spaces, off_loop_if_big, space_result_of
 
@@ -219,7 +219,7 @@ def space_lenses(uri: str, space, result) -> list[tuple[int, str, str, dict]]:
         title = f"{meta.extra['space'].get('mode', 'alone')}: " + (
             f"{format_latency(meta.best_us)} · {meta.trials_done} trials" if meta.best_us else meta.state)
         if meta.state in ("queued", "running"):
-            title = f"⟳ tuning {meta.trials_done}/{meta.trials_requested} trials"
+            title = f"⟳ tuning {budget_text(meta.trials_done, meta.trials_requested, meta.extra)}"
         out.append((line, ("⚠ stale · " if result.stale else "") + title, P.CMD_SHOW_SEARCH_SPACE,
                     {"uri": uri, "run": meta.id}))
     return out
@@ -296,7 +296,7 @@ def result_lens_title(result: FunctionResult, now: float | None = None, short: b
     m = result.meta
     if result.running:
         best = f" · best so far {format_latency(m.best_us)}" if m.best_us else ""
-        return f"⟳ tuning {m.trials_done}/{m.trials_requested} trials{best}"
+        return f"⟳ tuning {budget_text(m.trials_done, m.trials_requested, m.extra)}{best}"
     measured = result.measured
     if measured and measured.tuned:
         parts = member_parts(measured.raw, result.function_id.rsplit(".", 1)[-1]) or result_parts(measured.raw)

@@ -15,6 +15,7 @@ _KEYS = {  # protocol key -> dataclass field
     P.OPT_TRUSTED: "trusted", P.OPT_STORE_ROOT: "store_root", P.OPT_WORKER_PYTHON: "worker_python",
     P.OPT_TARGET: "target", P.OPT_TRIALS: "trials", P.OPT_DISABLED_FEATURES: "disabled_features",
     P.OPT_DIAGNOSTICS_DELAY_MS: "diagnostics_delay_ms", P.OPT_COUNTERS_BUDGET: "counters_budget_s",
+    P.OPT_TUNE_MINUTES: "tune_minutes",
 }
 
 
@@ -34,6 +35,7 @@ class ServerOptions:
     diagnostics_delay_ms: int = 300      # TVM diagnostics wait this long after the last keystroke
     poll_interval_s: float = 0.25        # how often a running job's events are read
     counters_budget_s: float | None = None  # GPU: Nsight Compute counters after tuning (None: not collected)
+    tune_minutes: float | None = None    # time budget of asight.tune; it replaces the trial setting (None: off)
 
     def worker_interpreter(self) -> str | None:
         """The interpreter the server starts workers with: the command line's, else the client's
@@ -76,6 +78,14 @@ def _budget(value: Any) -> Any:
         return _BAD
 
 
+def _minutes(value: Any) -> Any:
+    """A time budget in minutes, or None (0, null: off); anything ``--minutes`` refuses is ignored."""
+    from ..analysis.budget import minutes_problem
+    if value is None or value == 0:
+        return None
+    return _BAD if minutes_problem(value) else float(value)
+
+
 def _coerce(name: str, value: Any, current: Any) -> Any:
     if name == "trusted":
         return value if isinstance(value, bool) else _BAD
@@ -85,6 +95,8 @@ def _coerce(name: str, value: Any, current: Any) -> Any:
         return [str(v) for v in value] if isinstance(value, list) else _BAD
     if name == "counters_budget_s":
         return _budget(value)
+    if name == "tune_minutes":
+        return _minutes(value)
     if name == "target":
         return target_text(value, _BAD)
     return str(value) if value is not None else None

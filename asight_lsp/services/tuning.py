@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.levers import LEVERS_OFF_ENV, PIPELINE, levers_off
-from ..store.record import Levers
+from ..analysis.budget import TRIAL_CEILING, minutes_problem
+from ..store.record import Levers, TimeBudget
 from ..engine.target_tags import TAGS, TVM_VERSION as TAGS_TVM_VERSION
 from ..engine.rpc import parse_rpc, reach_tracker
 from ..engine.targets import (GPU_WORD, TargetError, device_missing, gpu_label, local_gpus, require_runs_here,
@@ -47,7 +48,7 @@ class TuneRequest:
     file: str                      # path of the TVMScript file
     function: str | None = None    # function id/name ("Mod.main", "main") or unit name; None = the only unit
     target: str | None = None      # None = host CPU; "cuda"; "llvm -mcpu=..."; Target JSON text
-    trials: int = 64
+    trials: int | None = 64        # None with ``minutes``: the time alone bounds the session
     store_root: str | None = None  # .asight dir; None = default_store_root()
     rpc: str | None = None         # "HOST:PORT:KEY" of a TVM RPC tracker
     text: str | None = None        # unsaved editor text to tune instead of the file content (LSP)
@@ -58,6 +59,7 @@ class TuneRequest:
     space: str | None = None       # a design space function of the file (docs/spaces.md): runs user code
     space_mode: str = "alone"      # alone: only that space; union: with MetaSchedule's default rules
     counters_budget_s: float | None = None   # GPU: Nsight Compute counters after tuning, within this budget
+    minutes: float | None = None   # the session's time budget: search until then, then measure (--minutes)
 
 
 # --------------------------------------------------------------------------- validation
@@ -219,8 +221,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
     check_rpc(req.rpc)
     require_gpu_here(target, req.rpc)
     check_levers()
-    if not isinstance(req.trials, int) or req.trials < 1:
-        raise AsightError(f"--trials must be a positive number (got {req.trials})")
+    trials = session_trials(req)
     hashes = {fn.id: function_hash(text, fn) for fn in selection.functions}
     file = os.path.abspath(req.file)
     guidance = plan_guidance(store, req.guided_by, selection.label, req.principles_file,
@@ -234,13 +235,14 @@ def start_tune(req: TuneRequest) -> TuneJob:
     if space:
         meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
     _counters_request(meta, req.counters_budget_s)
+    _time_budget(meta, req)
     meta.target = meta.target if run else target
-    meta.trials_requested = req.trials
+    meta.trials_requested = trials
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
     meta.state, meta.error, meta.pid, meta.finished = "queued", None, None, None
     meta.extra.pop("error_kind", None)
     meta.extra.pop("problem", None)
-    meta.sessions.append({"started": time.time(), "trials_requested": req.trials, "resumed": run is not None,
+    meta.sessions.append({"started": time.time(), "trials_requested": trials, "resumed": run is not None,
                           "trials_before": len(read_records(run.path)) if run else 0, "rpc": req.rpc})
     if run is None:   # the kernels' layouts of this run's records (analysis/levers.run_levers_off)
         meta.extra[Levers.OFF_KEY] = sorted(levers_off(os.environ.get(LEVERS_OFF_ENV)))
@@ -249,12 +251,33 @@ def start_tune(req: TuneRequest) -> TuneJob:
     if guidance:
         seeded = seed_from(guidance.pop("base_dir"), run)
         meta.extra.update({"guidance": guidance, "constraints": guidance["constraints"], "seeded_records": seeded})
-        meta.trials_requested = seeded + req.trials  # the base run's trials count toward the budget
+        meta.trials_requested = seeded + trials  # the base run's trials count toward the budget
         meta.sessions[-1]["trials_before"] = seeded
     run.source_path.write_text(text, encoding="utf-8")
     run.save(meta)
     events_from = file_size(run.events_path)
     return TuneJob(run, spawn(run), events_from)
+
+
+def session_trials(req: TuneRequest) -> int:
+    """The session's trial bound: ``--trials``; with ``--minutes`` alone, a ceiling the deadline comes first
+    to (``analysis/budget.TRIAL_CEILING``)."""
+    if req.minutes is not None:
+        why = minutes_problem(req.minutes)
+        if why:
+            raise AsightError(why)
+        if req.trials is None:
+            return TRIAL_CEILING
+    if not isinstance(req.trials, int) or isinstance(req.trials, bool) or req.trials < 1:
+        raise AsightError(f"--trials must be a positive number (got {req.trials})")
+    return req.trials
+
+
+def _time_budget(meta: RunMeta, req: TuneRequest) -> None:
+    """``extra.time_budget`` for this session (``store/record.TimeBudget``); none without ``--minutes``."""
+    meta.extra.pop(TimeBudget.KEY, None)
+    if req.minutes is not None:
+        meta.extra[TimeBudget.KEY] = {"minutes": float(req.minutes), "trials": req.trials is not None}
 
 
 def _counters_request(meta: RunMeta, budget_s: float | None) -> None:

@@ -92,7 +92,7 @@ def _health(run_dir: Path) -> DatabaseHealth:
     health = DatabaseHealth()
     records = json_lines(run_dir / DB_RECORDS)
     workloads = json_lines(run_dir / DB_WORKLOADS)
-    bad_workloads = [i for i, row in enumerate(workloads) if not _is_workload(row)]
+    bad_workloads = [i for i, row in enumerate(workloads) if not is_workload_row(row)]
     health.workloads = len(workloads)
     named = set()
     for number, row in enumerate(records, 1):
@@ -164,7 +164,7 @@ def _bad_seconds(run_secs) -> str | None:
     return None
 
 
-def _is_workload(row) -> bool:
+def is_workload_row(row) -> bool:
     """``[structural hash, base64(8-byte little-endian length + JSON graph)]``, as TVM 0.27 writes it."""
     if row is UNREADABLE or not isinstance(row, list) or len(row) != 2 or not all(isinstance(x, str) for x in row):
         return False

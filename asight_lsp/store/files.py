@@ -169,3 +169,15 @@ def printable_name(text, limit: int) -> bool:
     metric, a target's tag).  Control characters reach a terminal (a newline, ESC, BEL), and format
     characters (``Cf``: bidirectional overrides) reorder what is shown; ``isprintable`` rejects both."""
     return isinstance(text, str) and len(text) <= limit and text.isprintable()
+
+
+CACHE_ENV = "ASIGHT_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """The user's cache (the kept tensor intrinsics, the schedule library): ``$ASIGHT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/asight``, else ``~/.cache/asight``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "asight"

@@ -190,6 +190,21 @@ class Shortfall(_Section):
 
 
 @dataclass(frozen=True)
+class TimeBudget(_Section):
+    """``extra.time_budget``: this session's time budget (``asight tune --minutes``, services/tuning.py).
+    The job searches until ``minutes`` after it started, then measures as after any run; ``trials``
+    says whether the trials asked also bound it (else ``trials_requested`` is only a ceiling).
+    Absent: a session bounded by its trials alone."""
+    minutes: float
+    trials: bool = False
+    until: float | None = None          # the deadline (epoch seconds), written by the job when it starts
+
+    KEY: ClassVar[str] = "time_budget"
+    FIELDS: ClassVar[tuple] = (("minutes", "minutes", _NUM, True), ("trials", "trials", _BOOL, False),
+                               ("until", "until", _NUM, False))
+
+
+@dataclass(frozen=True)
 class Levers:
     """``extra.levers_off`` and ``extra.pipeline_levers`` (two keys, written by services/tuning.py): the
     model levers off when the run was made, and the pipeline levers that existed then
@@ -393,7 +408,7 @@ def build_of(meta) -> Build | None:
     return Build.from_extra(getattr(meta, "extra", None)) or (measured.build if measured else None)
 
 
-SECTIONS = (Adopted, Space, Build, Shortfall, Levers)
+SECTIONS = (Adopted, Space, Build, Shortfall, TimeBudget, Levers)
 
 
 def read_section(extra, section: type):

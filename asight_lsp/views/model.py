@@ -10,6 +10,7 @@ from ..analysis.default_candidate import NOTHING_TO_TUNE
 from ..analysis.deployable import search_credit
 from ..analysis.levers import refusal_lines
 from ..protocol import SCHEMA_MODEL
+from ..store.library import library_lines
 from ..store.record import UNMEASURED, Measurement
 from .context import clean
 from .measured import others_text, shown_measurement
@@ -73,6 +74,17 @@ def _slower(tuned_us: float, untuned_us: float | None, record: dict) -> bool:
     return tuned_us >= SLOWER_RATIO * untuned_us
 
 
+def library_hit(tuning: dict | None, task: str) -> dict:
+    """``{"fromLibrary": {libraryUs, measuredUs}}`` where ``task`` started from the schedule library
+    (``extra.library``), else ``{}``."""
+    section = (tuning or {}).get("library")
+    hits = section.get("hits") if isinstance(section, dict) else None
+    for hit in hits if isinstance(hits, list) else []:
+        if isinstance(hit, dict) and hit.get("task") == task:
+            return {"fromLibrary": {"libraryUs": hit.get("library_us"), "measuredUs": hit.get("measured_us")}}
+    return {}
+
+
 def twin_rows(tuning: dict | None) -> dict[str, dict]:
     """Per task: its twins and siblings and what the schedules transferred between them gave
     (run.json ``extra.twins``, ``analysis/twins.summary``)."""
@@ -127,12 +139,13 @@ def model_view(profile: dict, run: dict | None = None, kept: list[dict] | None =
             row["defaultKept"] = {"defaultUs": won.get("default_us"), "bestTrialUs": won.get("measured_us"),
                                   **({"nothingToTune": True} if won.get("default") == NOTHING_TO_TUNE else {})}
     for row in rows:
+        row.update(library_hit(tuning, row["task"]))
         row["levers"] = lever_notes(row)
     rows.sort(key=lambda r: -(r["tunedUs"] or 0.0))
     untried = sorted(n for n, r in records.items() if n not in tasks)
     shown = shown_measurement(profile, kept)
     refused = refusal_lines(tuning)
-    notes = [SHARE_NOTE] + refused + view_notes(profile, relax, rows, measured, shown)
+    notes = [SHARE_NOTE] + refused + library_lines(tuning) + view_notes(profile, relax, rows, measured, shown)
     return clean({"schema": SCHEMA_MODEL, "status": "ok", "run": run, "function": relax.get("function"),
                   "headline": {"untunedUs": (relax.get("baseline") or {}).get("median_us"),
                                "tunedUs": (relax.get("tuned") or {}).get("median_us"), "speedup": relax.get("speedup"),
@@ -201,6 +214,10 @@ def lever_notes(row: dict) -> list[str]:
                    f"{format_latency(kept.get('defaultUs'))} re-measured" if kept.get("nothingToTune") else
                    f"default schedule kept: {format_latency(kept.get('defaultUs'))} vs best trial "
                    f"{format_latency(kept.get('bestTrialUs'))} (re-measured)")
+    if row.get("fromLibrary"):
+        hit = row["fromLibrary"]
+        out.append(f"started from the schedule library: {format_latency(hit.get('measuredUs'))} here "
+                   f"({format_latency(hit.get('libraryUs'))} where recorded)")
     if row.get("weightsPacked"):
         out.append("weights packed into the schedule's layout at build time")
     nxt = row.get("nextTrials")

@@ -5,7 +5,7 @@ import time
 
 from ..analysis.default_candidate import baseline_medians, dlight_kept
 from ..analysis.measurement import short_speedup, speedup_text
-from ..store.record import Adopted
+from ..store.record import Adopted, TimeBudget
 
 
 def relative_time(then: float | None, now: float | None = None) -> str:
@@ -102,6 +102,37 @@ def best_trial_text(best: dict | None) -> str:
     if best.get("fastest_trial") is not None:
         text += f"; trial {best['fastest_trial']} was the fastest while tuning"
     return text
+
+
+def minutes_text(seconds: float) -> str:
+    """``45 s``, ``6 min``, ``1 h 20 min``: a time left or a budget."""
+    if seconds < 60:
+        return f"{max(round(seconds), 0)} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    return f"{int(seconds // 3600)} h {round(seconds % 3600 / 60)} min"
+
+
+def budget_text(trials_done: int, trials_requested: int, extra: dict | None = None,
+                now: float | None = None) -> str:
+    """How far a session is through its budget: ``12/64 trials``; with a time budget (``--minutes``,
+    ``store/record.TimeBudget``) ``12 trials · 6 min left`` (or ``· 10 min budget`` before the job has
+    started the clock), and ``12/64 trials · 6 min left`` where the trials bound it too."""
+    budget = TimeBudget.from_extra(extra or {})
+    trials = f"{trials_done}/{trials_requested} trials" if budget is None or budget.trials else f"{trials_done} trials"
+    if budget is None:
+        return trials
+    if budget.until is None:
+        return f"{trials} · {minutes_text(budget.minutes * 60)} budget"
+    return f"{trials} · {minutes_text(max(budget.until - (now or time.time()), 0))} left"
+
+
+def event_budget_text(event: dict) -> str:
+    """A progress event's place in its budget: ``12/64 trials``, ``12 trials · 6 min left`` (the job's
+    ``trials`` is None where the time alone bounds it; ``seconds_left`` None without a time budget)."""
+    trials = f"{event.get('trials_done', 0)}" + (f"/{event['trials']}" if event.get("trials") else "") + " trials"
+    left = event.get("seconds_left")
+    return trials + (f" · {minutes_text(left)} left" if left is not None else "")
 
 
 def trials_text(trials_done: int, extra: dict | None = None) -> str:

@@ -17,7 +17,7 @@ from .compat import tvm
 
 MODULES = ["parse", "metaschedule", "measure", "extract", "tir_graphs", "relax_graphs", "generated_code",
            "model_import", "import_check", "torch_import", "model_export", "adopt", "onnx_compare", "userspace",
-           "remeasure",
+           "remeasure", "library",
            "candidate_runner"]   # each has HANDLERS
 
 

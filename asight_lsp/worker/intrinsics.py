@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 from ..engine.targets import DEVICE_KINDS
+from ..store.files import cache_dir
 from .compat import import_tensor_intrin, register_tensor_intrin, s_tir, stub_tensor_intrin, tvm
 
-CACHE_ENV = "ASIGHT_CACHE_DIR"
 _REGISTERED: list[str] = []   # how this process registered them, once
 
 
@@ -32,14 +32,6 @@ def prepare(target) -> str:
         return gpu_intrinsics()
     stub_tensor_intrin()
     return "x86"
-
-
-def cache_dir() -> Path:
-    """``$ASIGHT_CACHE_DIR``, else ``$XDG_CACHE_HOME/asight``, else ``~/.cache/asight``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "asight"
 
 
 def cache_file() -> Path:

@@ -3,6 +3,7 @@ population scaled to the batch, wrapped so that a run keeps its budget and a res
 measures a schedule its database already holds (docs/tuning.md)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ..analysis import shortfall
@@ -52,14 +53,27 @@ def cost_model(threads: int):
 
 
 class TrialBudget:
-    """Trials a run may still measure, shared by the search of every task; ``repeats_skipped``
-    counts candidates dropped because the database already held their schedule."""
+    """Trials a run may still measure, shared by the search of every task, and the time it may still
+    search (``deadline``, a ``time.monotonic()`` instant, or None); ``repeats_skipped`` counts
+    candidates dropped because the database already held their schedule."""
 
-    def __init__(self, trials: int, tasks: list[str] | None = None):
+    def __init__(self, trials: int, tasks: list[str] | None = None, deadline: float | None = None):
         self.left = trials
+        self.deadline = deadline
+        self.deadline_hit = False     # the search stopped at the deadline with trials left
         self.repeats_skipped = 0
         self.ended: list[dict] = []   # tasks whose search stopped with budget left (analysis/shortfall.py)
         self.waiting = set(tasks or [])   # tasks that have not proposed their first batch yet
+
+    def exhausted(self) -> bool:
+        """No trial left, or the deadline passed: no task may propose another batch.  A batch already
+        proposed is still built and measured (the deadline is kept to within one batch)."""
+        if self.left > 0 and self.deadline is not None and time.monotonic() >= self.deadline:
+            self.deadline_hit, self.left = True, 0
+        return self.left <= 0
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def started(self, task: str) -> None:
         self.waiting.discard(task)
@@ -72,7 +86,7 @@ class TrialBudget:
     def spare(self) -> int:
         """Trials beyond one for every task still waiting for its first batch: what extras (twin
         transfers) may take without leaving a kernel untried for the export to refuse."""
-        return max(0, self.left - len(self.waiting))
+        return 0 if self.exhausted() else max(0, self.left - len(self.waiting))
 
     def search_ended(self, task: str, why: str, proposed: int, error: str | None = None) -> None:
         """Note that ``task``'s search stopped early: ``why`` is "sampling" (nothing to offer),
@@ -151,7 +165,7 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
 
     def generate_measure_candidates(self):
         for _ in range(self.REPEAT_ROUNDS):
-            if self.budget.left <= 0:
+            if self.budget.exhausted():
                 return None
             try:
                 candidates = self.inner.generate_measure_candidates()

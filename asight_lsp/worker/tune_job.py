@@ -24,7 +24,8 @@ import time
 import traceback
 
 from ..engine.targets import require_runs_here
-from ..store.record import Space, read_section
+from ..analysis.budget import planned_trials
+from ..store.record import TimeBudget
 from ..store.runs import Run, RunMeta
 from . import lever_guard
 from .sandbox import limit_memory, over_allowance, private_cwd
@@ -32,7 +33,6 @@ from .tune_plan import InputProblem, TunePlan
 
 REMEASURE_TIMEOUT_S = 3600.0
 JOB_MEMORY_SCALE = 2.0   # the job may add twice a worker's allowance (ASIGHT_WORKER_MEM_GB): a model's build
-SPACE_PROBE_TIMEOUT_S = float(os.environ.get("ASIGHT_SPACE_TIMEOUT_S", "60"))
 TUNING_SOURCE = ("MetaSchedule's runner while tuning (3 calls per trial, builders loading the cores): "
                  "kept for reference, not the headline")
 
@@ -48,6 +48,7 @@ class TuningProcess:
         self.best_us: float | None = None
         self.baseline_us: float | None = None
         self.budget = None     # metaschedule.TrialBudget of this session (known schedules it skipped)
+        self.began = time.monotonic()   # a time budget (--minutes) counts from the job's start
 
     # -- bookkeeping
     def event(self, event_type: str, **fields) -> None:
@@ -122,6 +123,7 @@ class TuningProcess:
         return 0
 
     def tune(self, meta: RunMeta) -> None:
+        from . import library
         from . import metaschedule as tuning
         job, meta, before = self.prepare(meta)
         plan, target, space = job.plan, job.target, job.space
@@ -130,8 +132,11 @@ class TuningProcess:
         database = tuning.open_database(str(self.run.path))
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()
-        self.event("started", run=self.run.id, trials=meta.trials_requested, baseline_us=self.baseline_us,
-                   trials_done=before, remaining=remaining, kind=plan.kind,
+        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks], self.deadline(meta))
+        time_budget = TimeBudget.from_extra(meta.extra)
+        bound = meta.trials_requested if time_budget is None or time_budget.trials else None   # None: the time alone
+        self.event("started", run=self.run.id, trials=bound, seconds_left=self.budget.seconds_left(),
+                   baseline_us=self.baseline_us, trials_done=before, remaining=remaining, kind=plan.kind,
                    tasks=[t.name for t in plan.tasks], target=str(target))
 
         def on_batch(task_id: int, latencies: list, errors: int, failures: list) -> None:
@@ -141,15 +146,16 @@ class TuningProcess:
                                  failures)
             tracker.add(task_id, latencies, errors)
             self.best_us = tracker.total_us()
-            self.event("progress", trials_done=tracker.trials_done, trials=meta.trials_requested,
-                       best_us=self.best_us, batch_errors=errors, task=plan.tasks[task_id].name,
-                       task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
+            self.event("progress", trials_done=tracker.trials_done, trials=bound,
+                       seconds_left=self.budget.seconds_left(), best_us=self.best_us, batch_errors=errors,
+                       task=plan.tasks[task_id].name, task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
             self.update(trials_done=tracker.trials_done, best_us=self.best_us)
 
         started = time.perf_counter()
-        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks])
         transfers, wrap = self.twin_transfer(job)
-        per_iter = tuning.trials_per_iter(remaining, len(plan.tasks))
+        starts, start = library.start_wrap(job, self.budget, meta.extra)
+        wrap = library.stacked(start, wrap)
+        per_iter = tuning.trials_per_iter(planned_trials(TimeBudget.from_extra(meta.extra), remaining), len(plan.tasks))
         shares, scheduler, watch = self.share_scheduler(job, per_iter)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
@@ -158,8 +164,21 @@ class TuningProcess:
                         extra_callbacks=(watch,) if watch else ())
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
+        self.feed_library(job, database, starts)
         self.conclude(meta, job, tracker, database, time.perf_counter() - started)
         self.collect_counters()
+
+    def deadline(self, meta: RunMeta) -> float | None:
+        """When this session's search must stop (``time.monotonic()``): ``--minutes`` after the job
+        started (``store/record.TimeBudget``; its ``until`` written for the lens), None without one."""
+        budget = TimeBudget.from_extra(meta.extra)
+        if budget is None:
+            return None
+        deadline = self.began + budget.minutes * 60
+        until = time.time() + deadline - time.monotonic()
+        extra = self.run.load().extra
+        self.update(extra={**extra, TimeBudget.KEY: {**extra[TimeBudget.KEY], "until": until}})
+        return deadline
 
     def collect_counters(self) -> None:
         """``asight tune --counters-budget S`` (``extra.counters_request``): Nsight Compute counters of the
@@ -180,6 +199,15 @@ class TuningProcess:
         """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
         from . import twins
         return twins.transfer_wrap(job.plan, self.budget, job.levers_off)
+
+    def feed_library(self, job: TunePlan, database, starts) -> None:
+        """The run's best schedules into the library; ``extra.library`` says what it did (``worker/library.py``)."""
+        from . import library
+        section, message = library.run_section(job, database, starts, self.run.load().extra)
+        if section is not None:
+            self.update(extra={**self.run.load().extra, "library": section})
+        if message:
+            self.event("status", stage="library", message=message)
 
     def share_scheduler(self, job: TunePlan, per_iter: int):
         """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""
@@ -235,8 +263,11 @@ class TuningProcess:
         in ``run.json`` ``extra.shortfall`` and a status event; None (and the key removed) when it did not."""
         from ..analysis import shortfall as sf
         from .search import logged_rejections
-        requested = max(meta.trials_requested - tracker.trials_before, 0)
         proposed = tracker.trials_done - tracker.trials_before
+        requested = max(meta.trials_requested - tracker.trials_before, 0)
+        if self.budget is not None and (self.budget.deadline_hit or (self.budget.deadline is not None and not
+                                                                     TimeBudget.from_extra(meta.extra).trials)):
+            requested = min(requested, proposed)    # the time budget, not a failure, set how many were tried
         extra = self.run.load().extra
         summary = sf.summarise(requested, proposed, tracker.errors, extra.get("failures") or [],
                                self.budget.ended if self.budget else [], logged_rejections(self.run.path))
@@ -282,7 +313,8 @@ class TuningProcess:
             plan = tuning.gpu_ready(tuning.plan_for(parsed, member, target, off=off), target)
         except ValueError as err:
             raise InputProblem(str(err)) from None
-        space = self.user_space(meta, plan, target) if meta.extra.get("space") else None   # refused there if unread
+        from .userspace import job_space     # refused there if unread
+        space = job_space(self.run, meta, plan, target, self.update) if meta.extra.get("space") else None
         before = len(read_records(self.run.path))
         meta = self.update(kind=plan.kind, tasks=plan.task_records(), target=tuning.target_json(target),
                            trials_done=before, **({"extra": {**meta.extra, "build": build}} if plan.kind == "relax" else {}))
@@ -338,7 +370,11 @@ class TuningProcess:
                                + self.top_failure())
         tuning = {"best_us": tracker.total_us(), "best_tasks_us": tracker.per_task_us(), "seconds": tune_s,
                   "failed": tracker.errors, "source": TUNING_SOURCE,
-                  "repeats_skipped": self.budget.repeats_skipped if self.budget else 0}
+                  "repeats_skipped": self.budget.repeats_skipped if self.budget else 0,
+                  "deadline_hit": bool(self.budget and self.budget.deadline_hit)}
+        if tuning["deadline_hit"]:
+            self.event("status", stage="deadline", message=f"the time budget ended the search after "
+                       f"{tracker.trials_done - tracker.trials_before} trials this session ({tune_s:.0f} s of tuning)")
         meta = self.run.load()
         kept = meta.measured if tracker.trials_done == tracker.trials_before else None   # no trial since: it stands
         record = kept.raw if kept is not None else None
@@ -392,47 +428,6 @@ class TuningProcess:
             timeout=REMEASURE_TIMEOUT_S)
         lever_guard.record(self.run.load().extra, self.update, self.event, reply.get("levers_refused"))
         return reply["record"]
-
-    def user_space(self, meta: RunMeta, plan, target):
-        """The user's design space (docs/spaces.md), generated by a sandboxed worker: the file's code runs
-        there, never in this process (``userspace.space_traces``); tuning replays its traces.
-
-        Records the sampling instructions' source lines in run.json (``extra.space.mapping``) and
-        returns the SpaceGenerator to tune with.  A function that does not return within
-        ``SPACE_PROBE_TIMEOUT_S`` fails the run."""
-        from ..engine.wire import SPACE_TRACES
-        from ..errors import WorkerError, WorkerTimeout
-        from ..tvmscript.outline import build_outline
-        from . import userspace
-        from .compat import save_ir
-        from .metaschedule import target_json
-        from .parse import sandboxed_worker
-        space, why = read_section(meta.extra, Space)
-        if space is None:
-            raise InputProblem(f"run.json's {why}: run `asight tune --space` again")
-        space = meta.extra["space"]       # the dict written back with its mapping
-        if plan.kind != "tir" or len(plan.tasks) != 1:
-            raise InputProblem(f"design space '{space['function']}' schedules one PrimFunc, not {plan.kind} "
-                               f"with {len(plan.tasks)} tasks")
-        text = self.run.source_path.read_text(encoding="utf-8")
-        units = sorted({u.start_line for u in build_outline(text, meta.file).units})
-        try:
-            reply = sandboxed_worker().request(SPACE_TRACES, {
-                "mod": save_ir(plan.tasks[0].mod), "target": target_json(target), "text": text, "file": meta.file,
-                "function": space["function"], "units": units}, timeout=SPACE_PROBE_TIMEOUT_S)
-        except WorkerTimeout:
-            raise InputProblem(f"design space '{space['function']}' did not return within "
-                               f"{SPACE_PROBE_TIMEOUT_S} s") from None
-        except WorkerError as err:
-            raise InputProblem(f"design space '{space['function']}': {err}") from None
-        if "error" in reply:
-            raise InputProblem(reply["error"])
-        try:     # what the space schedules is built and run: the native-call rule, before any trial
-            userspace.require_buildable(reply["traces"], plan.tasks[0].mod, target, space["function"])
-        except ValueError as err:
-            raise InputProblem(str(err)) from None
-        self.update(extra={**self.run.load().extra, "space": {**space, "mapping": reply["mapping"]}})
-        return userspace.space_generator(reply["traces"], space["mode"])
 
 
 def failure_line(err: BaseException) -> str:

@@ -24,11 +24,13 @@ export interface Settings {
   serverEnv: Record<string, string>;
   /** GPU: seconds of Nsight Compute counters after each tuning (0: none; docs/gpu.md). */
   countersBudgetSeconds: number;
+  /** Time budget of Tune in minutes (0: the trial budget alone); when set it replaces `trials`. */
+  tuneMinutes: number;
 }
 
 export const DEFAULTS: Settings = {
   pythonPath: "", workerPythonPath: "", target: "", trials: 64, workDir: "", disabledFeatures: [],
-  diagnosticsDelayMs: 300, serverEnv: {}, countersBudgetSeconds: 0,
+  diagnosticsDelayMs: 300, serverEnv: {}, countersBudgetSeconds: 0, tuneMinutes: 0,
 };
 
 /** Read settings through a `get(key)` accessor (VS Code's `WorkspaceConfiguration.get`), with defaults and type checks. */
@@ -49,7 +51,13 @@ export function readSettings(get: (key: string) => unknown): Settings {
       ? Object.fromEntries(Object.entries(env as Record<string, unknown>).filter(([, v]) => typeof v === "string")) as Record<string, string>
       : {},
     countersBudgetSeconds: num("countersBudgetSeconds"),
+    tuneMinutes: minutes(get("tuneMinutes")),
   };
+}
+
+/** A time budget in minutes (fractions kept: 0.5 is 30 s); anything else is 0 (off). */
+function minutes(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
 }
 
 /** Substitute `${workspaceFolder}` and `~`, and resolve a relative path against the workspace. */
@@ -91,6 +99,7 @@ export function initializationOptions(s: Settings, trusted: boolean, workspace: 
     [P.OPT_DISABLED_FEATURES]: s.disabledFeatures,
     [P.OPT_DIAGNOSTICS_DELAY_MS]: s.diagnosticsDelayMs,
     [P.OPT_COUNTERS_BUDGET]: s.countersBudgetSeconds || null,
+    [P.OPT_TUNE_MINUTES]: s.tuneMinutes || null,
   };
 }
 

@@ -30,6 +30,7 @@ export interface ModelTask {
   twins?: { op?: string; twins?: string[]; siblings?: string[]; transfers?: unknown[]; bestGain?: number | null; adopted?: number };
   nextTrials?: { batch?: number; trials?: number; share?: number | null; expectedSavingUs?: number; expectedSavingShare?: number | null };
   defaultKept?: { defaultUs?: number | null; bestTrialUs?: number | null; nothingToTune?: boolean }; // issue 38: kept without a trial
+  fromLibrary?: { libraryUs?: number | null; measuredUs?: number | null }; // issue 41: its first trial was the schedule library's
   weightsPacked?: boolean; // the layout lever: the build packed this kernel's weights into its schedule's layout
   levers?: string[]; // what the tuning levers did for the task, a phrase each (views/model.lever_notes)
 }

@@ -16,7 +16,7 @@ export const SERVER_NAME = "asight-lsp";
 export const PROTOCOL_VERSION = 1;
 
 // ------------------------------------------------------------------------------------ commands
-export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
+export const CMD_TUNE = "asight.tune"; // {uri, function?, trials?, minutes?, target?, rpc?, guidedBy?, space?, spaceMode?, countersBudget?}
 // space: a design space function of the file (runs user code: trusted only); spaceMode: "alone" | "union"
 export const CMD_PROFILE = "asight.profile"; // {uri, function?, run?, remeasure?, replace?}
 export const CMD_CANCEL = "asight.cancel"; // {run?} (none: every running job of the server)
@@ -92,6 +92,7 @@ export const OPT_TRIALS = "trials"; // default trial budget
 export const OPT_DISABLED_FEATURES = "disabledFeatures"; // e.g. ["inlayHint", "tvmDiagnostics"]
 export const OPT_DIAGNOSTICS_DELAY_MS = "diagnosticsDelayMs"; // debounce of TVM diagnostics
 export const OPT_COUNTERS_BUDGET = "countersBudgetSeconds"; // GPU: tune collects Nsight Compute counters within this budget (0/null: off)
+export const OPT_TUNE_MINUTES = "tuneMinutes"; // time budget of asight.tune (minutes; 0/null: the trial budget alone)
 export const OPT_SESSION_TOKEN = "sessionToken"; // --tcp/--ws: the session's secret (docs/lsp.md "Network transports")
 
 export const FEATURES = ["documentSymbol", "hover", "codeLens", "inlayHint", "codeAction", "tvmDiagnostics"] as const;
@@ -257,6 +258,8 @@ export interface TuneArgs {
   uri: string;
   function?: string;
   trials?: number;
+  /** A time budget (minutes): search until then, then measure; with `trials`, whichever ends first. */
+  minutes?: number;
   target?: string;
   rpc?: string;
   guidedBy?: string;

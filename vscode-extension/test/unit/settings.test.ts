@@ -29,7 +29,7 @@ test("the server runs `python -m asight_lsp serve --stdio` with the configured i
 test("initializationOptions use the protocol's keys; empty strings become null", () => {
   const o = initializationOptions(from({ workerPythonPath: "/opt/tvm/bin/python", trials: 8, workDir: "runs-here" }), false, "/ws");
   assert.deepEqual(Object.keys(o).sort(), [P.OPT_TRUSTED, P.OPT_STORE_ROOT, P.OPT_WORKER_PYTHON, P.OPT_TARGET, P.OPT_TRIALS,
-    P.OPT_DISABLED_FEATURES, P.OPT_DIAGNOSTICS_DELAY_MS, P.OPT_COUNTERS_BUDGET].sort());
+    P.OPT_DISABLED_FEATURES, P.OPT_DIAGNOSTICS_DELAY_MS, P.OPT_COUNTERS_BUDGET, P.OPT_TUNE_MINUTES].sort());
   assert.equal(o[P.OPT_TRUSTED], false);
   assert.equal(o[P.OPT_WORKER_PYTHON], "/opt/tvm/bin/python");
   assert.equal(o[P.OPT_TRIALS], 8);
@@ -58,4 +58,11 @@ test("the GPU counters budget: off by default (null), seconds when set, bad valu
   assert.equal(initializationOptions(from({ countersBudgetSeconds: 45 }), true, "/ws")[P.OPT_COUNTERS_BUDGET], 45);
   assert.equal(from({ countersBudgetSeconds: -3 }).countersBudgetSeconds, 0);
   assert.equal(from({ countersBudgetSeconds: "lots" }).countersBudgetSeconds, 0);
+});
+
+test("the tune time budget: off by default (null), minutes when set (fractions kept), bad values off", () => {
+  assert.equal(initializationOptions(from({}), true, "/ws")[P.OPT_TUNE_MINUTES], null);
+  assert.equal(initializationOptions(from({ tuneMinutes: 0.5 }), true, "/ws")[P.OPT_TUNE_MINUTES], 0.5);
+  assert.equal(from({ tuneMinutes: -1 }).tuneMinutes, 0);
+  assert.equal(from({ tuneMinutes: "soon" }).tuneMinutes, 0);
 });
