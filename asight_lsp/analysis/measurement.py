@@ -217,3 +217,12 @@ def load_text(load: dict | None) -> str:
         return "load unknown"
     other = load.get("other_cores")
     return ("busy" if load.get("busy") else "quiet") + (f" (other processes {other:.2f} cores)" if other is not None else "")
+
+
+def estimate_text(check: dict) -> str:
+    """``the estimate while tuning was 15.1 ms; measured 16.3 ms (8 % more)``."""
+    off = check["off"]
+    how = "as estimated" if abs(off) < 0.005 else f"{abs(off) * 100:.0f} % {'more' if off > 0 else 'less'}"
+    def fmt(us: float) -> str:
+        return f"{us:.3g} µs" if us < 1000 else f"{us / 1e3:.3g} ms"
+    return f"the estimate while tuning was {fmt(check['estimate_us'])}; measured {fmt(check['measured_us'])} ({how})"

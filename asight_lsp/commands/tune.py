@@ -34,6 +34,12 @@ class Stopped(Exception):
 
 
 def progress_line(event: dict) -> str:
+    """``progress_of`` and, with ``--compare-onnx``, onnxruntime's time measured at the start beside it."""
+    onnx = f"  · onnxruntime {fmt_us(event['onnx_us'])}" if event.get("onnx_us") else ""
+    return progress_of(event) + onnx
+
+
+def progress_of(event: dict) -> str:
     """One progress line.  With several tasks, the batch's task and its own best come first; the sum
     over tasks (best x calls, MetaSchedule's runner) is labelled as the estimate it is."""
     head = f"  {event_budget_text(event)}"
@@ -69,6 +75,8 @@ def add_tune_arguments(p, trials: int = 64) -> None:
     p.add_argument("--minutes", type=float, help="a time budget: search for MINUTES from the job's start, then "
                    "measure the best found as after any run; with --trials, whichever ends first")
     p.set_defaults(default_trials=trials)
+    p.add_argument("--compare-onnx", metavar="MODEL.onnx", dest="compare_onnx", help="a model: time onnxruntime "
+                   "on this ONNX file once at the start and show the model's estimate beside it while tuning")
     p.add_argument("--work-dir", help="where runs are stored (default ./.asight); a run is WORK_DIR/runs/<id>")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY", help="measure through a TVM RPC tracker")
     p.add_argument("--seed", type=int, help="random seed of the search")
@@ -90,6 +98,7 @@ def request_from(args) -> TuneRequest:
     minutes = getattr(args, "minutes", None)
     trials = args.trials if args.trials is not None or minutes is not None else args.default_trials
     return TuneRequest(file=args.file, function=args.func, target=args.target, trials=trials, minutes=minutes,
+                       compare_onnx=getattr(args, "compare_onnx", None),
                        store_root=args.work_dir, rpc=args.rpc, seed=args.seed, resume=not args.new,
                        guided_by=args.guided_by, principles_file=args.principles,
                        space=getattr(args, "space", None), space_mode=getattr(args, "space_mode", "alone"),

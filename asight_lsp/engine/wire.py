@@ -40,6 +40,7 @@ MEASURE_EXPORT = "measure_export"  # SourceParams + {library, run_dir, chosen, t
 ADOPT_MATCH = "adopt.match"      # SourceParams + {member, work_dir} -> {workload, how, hashes} (worker/adopt.py)
 LIBRARY_CHECK = "library.check"  # {entries: [[workload line, record]]} -> {refused: [{index, why}]} (worker/library.py)
 CHECK_IMPORT = "check_import"    # SourceParams + {weights, onnx, seed?} -> {check, against, seconds} | {skipped}
+ONNX_TIME = "onnx_time"          # {onnx, inputs?, seed?, rounds?} -> {median_us, rounds, calls, threads} (worker/onnx_compare.py)
 COMPARE_ONNX = "compare_onnx"    # SourceParams + {run_dir, chosen, target, weights, onnx, rounds?} -> analysis/versus summary
 
 # CPU-seconds a sandboxed worker may spend on one request (``worker/sandbox.cpu_budget``; past it the

@@ -60,6 +60,7 @@ class TuneRequest:
     space_mode: str = "alone"      # alone: only that space; union: with MetaSchedule's default rules
     counters_budget_s: float | None = None   # GPU: Nsight Compute counters after tuning, within this budget
     minutes: float | None = None   # the session's time budget: search until then, then measure (--minutes)
+    compare_onnx: str | None = None   # an ONNX file: onnxruntime timed once at the start, shown beside the estimate
 
 
 # --------------------------------------------------------------------------- validation
@@ -236,6 +237,7 @@ def start_tune(req: TuneRequest) -> TuneJob:
         meta.extra["space"] = {**space, "mapping": meta.extra.get("space", {}).get("mapping")}
     _counters_request(meta, req.counters_budget_s)
     _time_budget(meta, req)
+    _versus_onnx(meta, req.compare_onnx)
     meta.target = meta.target if run else target
     meta.trials_requested = trials
     meta.rpc, meta.guided_by = req.rpc, req.guided_by or meta.guided_by
@@ -278,6 +280,17 @@ def _time_budget(meta: RunMeta, req: TuneRequest) -> None:
     meta.extra.pop(TimeBudget.KEY, None)
     if req.minutes is not None:
         meta.extra[TimeBudget.KEY] = {"minutes": float(req.minutes), "trials": req.trials is not None}
+
+
+def _versus_onnx(meta: RunMeta, model: str | None) -> None:
+    """``extra.versus_onnx`` for this session: the ONNX file the job times onnxruntime on once, at its start
+    (``worker/onnx_compare.onnx_time``, in the sandboxed worker), to show the model's estimate beside."""
+    meta.extra.pop("versus_onnx", None)
+    if model is None:
+        return
+    if not os.path.isfile(model):
+        raise AsightError(f"--compare-onnx {model}: no such file (the ONNX model the file was imported from)")
+    meta.extra["versus_onnx"] = {"model": os.path.abspath(model)}
 
 
 def _counters_request(meta: RunMeta, budget_s: float | None) -> None:

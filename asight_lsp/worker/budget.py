@@ -84,13 +84,28 @@ class ShareScheduler(ms.task_scheduler.PyTaskScheduler):
 
 
 def floors_us(tasks: list, peak_gflops: float | None) -> list[float | None]:
-    """Per task, its time at the peak rate (FLOPs / peak), or None."""
-    from .programs import estimate_flops
+    """Per task, its main computation's time at the peak rate (``main_flops`` / peak), or None."""
     out = []
     for task in tasks:
-        flops = estimate_flops(task.mod) if peak_gflops else None
+        flops = main_flops(task.mod) if peak_gflops else None
         out.append(flops / (peak_gflops * 1e3) if flops and peak_gflops else None)
     return out
+
+
+def main_flops(mod) -> float | None:
+    """The lesser of TVM's FLOP count and 2 x the iterations of the task's heaviest reduction
+    (``twins.signature``; a multiply-add each): a convolution's or a matmul's FLOPs, and a Winograd
+    kernel's batched GEMM alone (TVM's count adds the input and output transforms' multiplications,
+    which put the floor above the measured best).  A floor is a lower bound: the lesser count."""
+    from .programs import estimate_flops
+    from .twins import signature
+    counted, sig = estimate_flops(mod), signature(mod)
+    if sig is None:
+        return counted
+    product = 1
+    for _, extent in sig["iters"]:
+        product *= max(int(extent), 1)
+    return min(2.0 * product, counted) if counted else 2.0 * product
 
 
 def scheduler_for(plan, per_iter: int, peak_gflops: float | None = None, *, off: frozenset[str]):

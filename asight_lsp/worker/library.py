@@ -80,7 +80,7 @@ class LibraryStart(ms.search_strategy.PySearchStrategy):
 
     def _start(self):
         """The library's schedule of this task as a candidate and its record, or None."""
-        if self.asked or self.starts.database is None or (self.budget is not None and self.budget.exhausted()):
+        if self.asked or self.starts.database is None or (self.budget is not None and self.budget.exhausted(self.name)):
             return None
         self.asked = True
         record = best_record(self.starts.database, self.mod)

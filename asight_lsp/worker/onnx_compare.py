@@ -162,4 +162,37 @@ def compare_onnx(params: dict, emit=None, off: frozenset[str] | None = None) -> 
     return out
 
 
-HANDLERS = {wire.COMPARE_ONNX: compare_onnx}
+def onnx_time(params: dict, emit=None, off=None) -> dict:
+    """``onnx_time``: onnxruntime's time of one call of ``params["onnx"]`` on seeded inputs (the
+    median of ``rounds`` blocks, each after the process went quiet), with the threads every
+    measurement here uses: what a tuning job shows its estimate beside (``asight tune --compare-onnx``).
+    ``inputs``: the tuned model's inputs (``model_import.tensor_params``) where the file's are symbolic."""
+    ort = onnxruntime_module()
+    threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    try:
+        session = ort.InferenceSession(params["onnx"], options, providers=["CPUExecutionProvider"])
+        feed = dict(_inputs(session, params.get("inputs") or [], int(params.get("seed") or 0)))
+        per, calls = interleaved({"onnxruntime": lambda: session.run(None, feed)}, int(params.get("rounds") or 7),
+                                 float(params.get("budget_s") or 3.0))
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001 - onnxruntime's own errors are not one type: one line
+        raise ValueError(f"onnxruntime {ort.__version__} cannot run {os.path.basename(params['onnx'])}: "
+                         f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}") from None
+    return {"median_us": float(np.median(per["onnxruntime"])), "rounds": len(per["onnxruntime"]), "calls": calls,
+            "threads": threads, "onnxruntime": ort.__version__}
+
+
+def time_in_sandbox(model: str) -> tuple[dict | None, str | None]:
+    """(``onnx_time``'s reply, None) from the sandboxed worker (it runs the ONNX file), or (None, why)."""
+    from ..errors import AsightError
+    from .parse import sandboxed_worker
+    try:
+        return sandboxed_worker().request(wire.ONNX_TIME, {"onnx": model}, timeout=600), None
+    except AsightError as err:
+        return None, f"onnxruntime was not timed: {err}"
+
+
+HANDLERS = {wire.COMPARE_ONNX: compare_onnx, wire.ONNX_TIME: onnx_time}

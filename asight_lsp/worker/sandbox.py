@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 import tempfile
 from dataclasses import dataclass, field
 
@@ -237,3 +238,25 @@ def _check(ret: int, what: str) -> None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def kill_own_group() -> None:
+    """SIGKILL the job's workers, remove the folders they and the job left in /tmp, then SIGKILL the group."""
+    try:
+        import psutil
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+    except ImportError:
+        pass
+    finally:
+        from ..engine.client import remove_private_cwd, remove_worker_folders
+        from .builder import remove_build_roots
+        remove_build_roots()
+        remove_worker_folders()
+        remove_private_cwd({"layers": {"cwd": os.getcwd()}})   # the job's own (main), when it is still empty
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(130)

@@ -65,12 +65,15 @@ class TrialBudget:
         self.ended: list[dict] = []   # tasks whose search stopped with budget left (analysis/shortfall.py)
         self.waiting = set(tasks or [])   # tasks that have not proposed their first batch yet
 
-    def exhausted(self) -> bool:
-        """No trial left, or the deadline passed: no task may propose another batch.  A batch already
-        proposed is still built and measured (the deadline is kept to within one batch)."""
-        if self.left > 0 and self.deadline is not None and time.monotonic() >= self.deadline:
-            self.deadline_hit, self.left = True, 0
-        return self.left <= 0
+    def exhausted(self, task: str | None = None) -> bool:
+        """No trial left for ``task``: the trials are spent, or the deadline passed.  Past the deadline a
+        task still waiting for its first batch gets one trial (a kernel without one is a kernel ``asight
+        export`` refuses), every other proposes nothing more; a batch already proposed is still built
+        and measured (the deadline is kept to within one batch, plus a trial per untried task)."""
+        if not self.deadline_hit and self.deadline is not None and time.monotonic() >= self.deadline:
+            self.deadline_hit = True
+            self.left = min(self.left, len(self.waiting))
+        return self.left <= 0 or (self.deadline_hit and task not in self.waiting)
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
@@ -165,7 +168,7 @@ class BudgetedSearch(ms.search_strategy.PySearchStrategy):
 
     def generate_measure_candidates(self):
         for _ in range(self.REPEAT_ROUNDS):
-            if self.budget.exhausted():
+            if self.budget.exhausted(self.task):
                 return None
             try:
                 candidates = self.inner.generate_measure_candidates()

@@ -97,6 +97,7 @@ class TuningProcess:
         try:
             self.finish("cancelled")
         finally:
+            from .sandbox import kill_own_group
             kill_own_group()
 
     # -- the work
@@ -139,6 +140,8 @@ class TuningProcess:
                    baseline_us=self.baseline_us, trials_done=before, remaining=remaining, kind=plan.kind,
                    tasks=[t.name for t in plan.tasks], target=str(target))
 
+        onnx_us = self.onnxruntime_time(meta)
+
         def on_batch(task_id: int, latencies: list, errors: int, failures: list) -> None:
             if not latencies:
                 return  # the search found nothing new for this task (small space exhausted)
@@ -147,7 +150,7 @@ class TuningProcess:
             tracker.add(task_id, latencies, errors)
             self.best_us = tracker.total_us()
             self.event("progress", trials_done=tracker.trials_done, trials=bound,
-                       seconds_left=self.budget.seconds_left(), best_us=self.best_us, batch_errors=errors,
+                       seconds_left=self.budget.seconds_left(), best_us=self.best_us, onnx_us=onnx_us, batch_errors=errors,
                        task=plan.tasks[task_id].name, task_best_us=tracker.per_task_us()[plan.tasks[task_id].name])
             self.update(trials_done=tracker.trials_done, best_us=self.best_us)
 
@@ -199,6 +202,20 @@ class TuningProcess:
         """Twin and sibling tasks learn from each other's best schedules (``worker/twins.py``)."""
         from . import twins
         return twins.transfer_wrap(job.plan, self.budget, job.levers_off)
+
+    def onnxruntime_time(self, meta: RunMeta) -> float | None:
+        """``--compare-onnx``: onnxruntime's time of the ONNX file, once before the search, in the sandboxed
+        worker (``extra.versus_onnx``); progress shows the model's estimate beside it.  A failure is said."""
+        from .onnx_compare import time_in_sandbox
+        section = meta.extra.get("versus_onnx")
+        if not isinstance(section, dict) or not section.get("model"):
+            return None
+        self.event("status", stage="onnxruntime", message="timing onnxruntime on the ONNX model once")
+        figure, why = time_in_sandbox(section["model"])
+        self.update(extra={**self.run.load().extra, "versus_onnx": {**section, **(figure or {"error": why})}})
+        if why:
+            self.event("status", stage="onnxruntime", message=why)
+        return figure["median_us"] if figure else None
 
     def feed_library(self, job: TunePlan, database, starts) -> None:
         """The run's best schedules into the library; ``extra.library`` says what it did (``worker/library.py``)."""
@@ -373,8 +390,9 @@ class TuningProcess:
                   "repeats_skipped": self.budget.repeats_skipped if self.budget else 0,
                   "deadline_hit": bool(self.budget and self.budget.deadline_hit)}
         if tuning["deadline_hit"]:
-            self.event("status", stage="deadline", message=f"the time budget ended the search after "
-                       f"{tracker.trials_done - tracker.trials_before} trials this session ({tune_s:.0f} s of tuning)")
+            done = tracker.trials_done - tracker.trials_before
+            self.event("status", stage="deadline", message=f"the time budget ended the search after {done} "
+                       f"trial{'s' if done != 1 else ''} this session ({tune_s:.0f} s of tuning)")
         meta = self.run.load()
         kept = meta.measured if tracker.trials_done == tracker.trials_before else None   # no trial since: it stands
         record = kept.raw if kept is not None else None
@@ -391,6 +409,18 @@ class TuningProcess:
         self.best_us = record["tuned"]["median_us"] if record and record.get("tuned") else tracker.total_us()
         self.baseline_us = record["untuned"]["median_us"] if record and record.get("untuned") else self.baseline_us
         self.update(best_us=self.best_us, baseline_us=self.baseline_us)
+        self.check_estimate(tracker.total_us(), record)
+
+    def check_estimate(self, estimate_us: float | None, record: dict | None) -> None:
+        """The estimate progress showed (each task's best from the runner, weighted by calls) against the
+        measured headline, said at the end (``extra.tuning.estimate``)."""
+        from ..analysis.measurement import estimate_text
+        if not estimate_us or not record or not record.get("tuned"):
+            return
+        measured = record["tuned"]["median_us"]
+        check = {"estimate_us": estimate_us, "measured_us": measured, "off": measured / estimate_us - 1}
+        self.update(extra={**self.run.load().extra, "tuning": {**self.run.load().extra.get("tuning", {}), "estimate": check}})
+        self.event("status", stage="estimate", message=estimate_text(check))
 
     def measure(self, job: TunePlan) -> dict | None:
         """The run's measurement record (``worker/remeasure.measure_run``); a failure is recorded, not fatal.
@@ -433,28 +463,6 @@ class TuningProcess:
 def failure_line(err: BaseException) -> str:
     """One line for a failure: running out of the job's memory cap said as such, else the first line."""
     return over_allowance(err, JOB_MEMORY_SCALE) or (str(err).strip().splitlines() or [type(err).__name__])[0]
-
-
-def kill_own_group() -> None:
-    """SIGKILL the job's workers, remove the folders they and the job left in /tmp, then SIGKILL the group."""
-    try:
-        import psutil
-        for child in psutil.Process().children(recursive=True):
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-    except ImportError:
-        pass
-    finally:
-        from ..engine.client import remove_private_cwd, remove_worker_folders
-        from .builder import remove_build_roots
-        remove_build_roots()
-        remove_worker_folders()
-        remove_private_cwd({"layers": {"cwd": os.getcwd()}})   # the job's own (main), when it is still empty
-        if os.getpgrp() == os.getpid():
-            os.killpg(os.getpid(), signal.SIGKILL)
-        os._exit(130)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,3 +66,24 @@ def test_the_warm_up_leaves_most_of_the_budget_to_the_share_rule():
     assert batch_size(512, 19) == 8 and batch_size(100_000, 19) == 32
     assert batch_size(40, 19) == 2 and batch_size(9, 6) == 1       # tiny budgets: every task still tried
     assert batch_size(32, 1) == 16 and batch_size(4, 1) == 8       # one task: at least two batches
+
+
+def test_a_floor_above_the_measured_best_is_no_floor():
+    """A floor that counts more work than the kernel does (TVM's FLOPs of a Winograd kernel count its
+    transforms) sat above the measured best: the rule expected nothing from more trials."""
+    wrong = task(800.0, floor=1200.0)
+    assert budget.gap(wrong) == 1.0 and budget.expected_saving_us(wrong, 8) > 0
+    assert budget.gap(task(800.0, floor=200.0)) == pytest.approx(0.75)
+
+
+def test_no_task_holding_a_real_share_of_the_model_starves():
+    # 10 % of the model, 17 trials of 512 (issue 41's stage-1 Winograd pair): owed 0.5 x 0.1 x 512 = 25.6
+    big = task(900.0, trials=495, history=[(463, 1000.0), (495, 900.0)])
+    starved = task(100.0, trials=17, history=[(9, 100.0), (17, 100.0)])
+    assert budget.next_task([big, starved], 32) == 1
+    assert budget.starving([big, starved], [0, 1]) == 1
+    # below STARVE_SHARE it is the share rule's to decide, and a task with its fair trials is not owed
+    tiny = task(10.0, trials=1, history=[(0, 10.0), (1, 10.0)])
+    assert budget.starving([big, tiny], [0, 1]) is None
+    assert budget.starving([big, task(100.0, trials=40)], [0, 1]) is None
+    assert budget.starving([big, task(100.0, trials=17, done=True)], [0]) is None   # a finished task is not live

@@ -51,8 +51,9 @@ def test_the_deadline_ends_the_search_within_one_batch_then_the_best_is_measured
     assert all(e["trials"] is None and e["seconds_left"] is not None for e in progress)
     # the search proposes nothing after the deadline: the last batch began before it, so the overrun is at
     # most one batch (the longest gap between two batches' reports), whatever the machine's load
-    batch = max(b["time"] - a["time"] for a, b in zip(progress, progress[1:]))
-    assert progress[-1]["time"] - budget["until"] <= batch + 0.5
+    times = [data["started"]] + [e["time"] for e in progress]     # the job's start, then each batch's report
+    batch = max(b - a for a, b in zip(times, times[1:]))
+    assert progress and progress[-1]["time"] - budget["until"] <= batch + 0.5
     assert data["measurement"]["tuned"]["median_us"] < data["measurement"]["untuned"]["median_us"]
 
 
@@ -97,3 +98,17 @@ def test_a_library_file_from_elsewhere_is_checked_and_a_record_that_does_not_rep
     listing = json.loads(asight("library", "list", "--json", library=elsewhere, cwd=tmp_path).stdout)
     [target] = listing["targets"]
     assert target["workloads"] == 1 and target["entries"][0]["task"] == "matmul64"
+
+
+def test_a_deadline_before_the_first_trial_still_tries_every_kernel_once(tmp_path):
+    """A model's time budget shorter than the job's start: each task gets one trial past the deadline (a
+    kernel without one is a kernel `asight export` refuses), then the search stops."""
+    shutil.copy(FIX / "relax_cnn.py", tmp_path / "relax_cnn.py")
+    proc = asight("tune", "relax_cnn.py", "--func", "Net", "--minutes", "0.01", "--seed", "0", "--work-dir", ".asight",
+                  "--no-profile", "--json", library=Path("off"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["extra"]["tuning"]["deadline_hit"] is True
+    per_task = Run(data["run_dir"]).load().extra["tuning"]["best_tasks_us"]
+    assert len(per_task) == len(data["tasks"]) >= 3 and all(v is not None for v in per_task.values()), per_task
+    assert data["trials_done"] == len(data["tasks"])          # one each, nothing more after the deadline
