@@ -159,5 +159,5 @@ def minutes_problem(minutes) -> str | None:
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes != minutes:
         return f"--minutes must be a number of minutes (got {minutes!r})"
     if not 0 < minutes <= MAX_MINUTES:
-        return f"--minutes must be more than 0 and at most {MAX_MINUTES} (a week), got {minutes:g}"
+        return f"--minutes must be more than 0 and at most {MAX_MINUTES} (a week), got {minutes}"
     return None

@@ -44,8 +44,8 @@ def render(action: str, result: dict) -> str:
         return f"{result['target']}: kept {result['kept']} of {result['before']} workloads"
     if action == "export":
         return f"wrote {result['workloads']} workloads of {result['target']} to {result['file']}"
-    lines = [f"{result['target']}: {result['added']} workloads added, {result['not_faster']} kept as they were "
-             "(the library's were as fast)"]
+    kept = f", {result['not_faster']} not added (the library's own were as fast)" if result["not_faster"] else ""
+    lines = [f"{result['target']}: {result['added']} workloads added{kept}"]
     lines += [f"refused {r['task']}: its record does not replay on its workload ({r['why']})" for r in result["refused"]]
     return "\n".join(lines)
 
@@ -53,11 +53,15 @@ def render(action: str, result: dict) -> str:
 def _listing(result: dict) -> str:
     if result["folder"] is None:
         return f"the schedule library is off ({result['off']})"
+    if result.get("problem"):
+        return f"the schedule library: {result['problem']}"
     if not result["targets"]:
         return f"the schedule library ({result['folder']}) is empty: every `asight tune` adds its best schedules"
     lines = [f"schedule library: {result['folder']}"]
     for t in result["targets"]:
         lines.append(f"{t['key']}  {t['target']}  ({t['workloads']} workloads)")
+        if t.get("problem"):
+            lines.append(f"    ⚠ not valid, left out of every run (the next run's feed sets it aside): {t['problem']}")
         for e in t["entries"][:20]:
             best = f"{e['best_us']:.3g} µs" if e["best_us"] is not None else "no valid time"
             lines.append(f"    {e['task']}  {best}")

@@ -101,7 +101,7 @@ def _health(run_dir: Path) -> DatabaseHealth:
             named.add(row[0])
             target = row[1][2] if len(row[1]) > 2 else None
             health.target_kinds.add(target.get("kind") if isinstance(target, dict) else None)
-            bad = _bad_seconds(row[1][1])
+            bad = bad_seconds(row[1][1])
             if bad is not None:
                 health.problems.append(f"{DB_RECORDS} line {number}: run_secs must be positive seconds, not {bad}")
         elif number == len(records):
@@ -151,7 +151,7 @@ def _cannot(problems: list) -> str:
     return "TVM cannot load it"
 
 
-def _bad_seconds(run_secs) -> str | None:
+def bad_seconds(run_secs) -> str | None:
     """A record's run_secs that no runner writes (MetaSchedule writes positive seconds, 1e10 for a
     failure): negative, zero, NaN or not a number; TVM cannot load NaN, and a negative one would be
     the run's "best".  None when they are fine."""

@@ -78,15 +78,17 @@ def read_plain(path: str | os.PathLike, limit: int = MAX_RUN_FILE_BYTES) -> byte
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
         if err.errno == errno.ELOOP:
-            raise NotPlainFile(f"{path} is a symbolic link; a run folder's files are read only when plain") from None
+            raise NotPlainFile(f"{path} is a symbolic link; asight reads a store's files only when they are plain "
+                               "files") from None
         raise
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise NotPlainFile(f"{path} is not a regular file; a run folder's files are read only when plain")
+            raise NotPlainFile(f"{path} is not a regular file; asight reads a store's files only when they are plain "
+                               "files")
         if info.st_size > limit:
             raise NotPlainFile(f"{path} is {info.st_size >> 20} MiB, more than the {limit >> 20} MiB the product "
-                               "reads of a run's file")
+                               "reads of a store's file")
         data = handle.read(info.st_size + 1)       # read(limit) would allocate the limit (128 MiB) each time
         if len(data) > info.st_size:               # it grew since (a tuning job appending): the rest, bounded
             data += handle.read(limit - len(data) + 1)

@@ -106,11 +106,10 @@ def best_trial_text(best: dict | None) -> str:
 
 def minutes_text(seconds: float) -> str:
     """``45 s``, ``6 min``, ``1 h 20 min``: a time left or a budget."""
-    if seconds < 60:
+    if seconds < 59.5:
         return f"{max(round(seconds), 0)} s"
-    if seconds < 3600:
-        return f"{round(seconds / 60)} min"
-    return f"{int(seconds // 3600)} h {round(seconds % 3600 / 60)} min"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def budget_text(trials_done: int, trials_requested: int, extra: dict | None = None,
@@ -119,7 +118,8 @@ def budget_text(trials_done: int, trials_requested: int, extra: dict | None = No
     ``store/record.TimeBudget``) ``12 trials · 6 min left`` (or ``· 10 min budget`` before the job has
     started the clock), and ``12/64 trials · 6 min left`` where the trials bound it too."""
     budget = TimeBudget.from_extra(extra or {})
-    trials = f"{trials_done}/{trials_requested} trials" if budget is None or budget.trials else f"{trials_done} trials"
+    trials = f"{trials_done}/{trials_requested} trials" if budget is None or budget.trials else \
+        f"{trials_done} trial{'s' if trials_done != 1 else ''}"
     if budget is None:
         return trials
     if budget.until is None:
@@ -130,7 +130,8 @@ def budget_text(trials_done: int, trials_requested: int, extra: dict | None = No
 def event_budget_text(event: dict) -> str:
     """A progress event's place in its budget: ``12/64 trials``, ``12 trials · 6 min left`` (the job's
     ``trials`` is None where the time alone bounds it; ``seconds_left`` None without a time budget)."""
-    trials = f"{event.get('trials_done', 0)}" + (f"/{event['trials']}" if event.get("trials") else "") + " trials"
+    done = event.get("trials_done", 0)
+    trials = f"{done}" + (f"/{event['trials']} trials" if event.get("trials") else f" trial{'s' if done != 1 else ''}")
     left = event.get("seconds_left")
     return trials + (f" · {minutes_text(left)} left" if left is not None else "")
 

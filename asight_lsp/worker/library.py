@@ -1,64 +1,51 @@
-"""The schedule library's TVM side (``store/library.py`` holds its files and rules).
+"""The schedule library's TVM side (``store/library.py`` holds its files, read and written as data).
 
-* ``LibraryStart`` wraps a task's search: where the library holds the task's workload (structurally
-  equal, for this target), the library's schedule is replayed onto the task and measured as the
-  task's first batch, here and now; it then enters the run's database like any trial, so the
-  evolutionary search starts from it and the run's best is whatever is fastest *here*.  The search
-  never proposes it again (``search.MeasuredSchedules``).
-* ``feed`` adds a finished run's best record of each task: where the library lacks the workload, holds
-  a slower record, or the run measured the library's own schedule (then the run's best is the truth
-  on this machine).
-* ``check_records`` replays each record of a library file on its workload (``asight library import``,
-  in the sandboxed worker): a record that does not replay is refused with its reason.
+* ``start_wrap``: the library's entries whose workload hash is one of the plan's tasks' are each
+  replayed on that task in the sandboxed worker first (``library.check``: a record that crashes TVM
+  kills that worker, never this job; it is left out and said); each that replays becomes the task's
+  first batch (``LibraryStart``), measured here and now.  It then enters the run's database like any
+  trial, so the evolutionary search starts from it and the run's best is whatever is fastest *here*;
+  the search never proposes it again (``search.MeasuredSchedules``).
+* ``run_section``: after the search, the run's best record of each task goes into the library
+  (``store/library.feed``, as data, from the run's own files); whatever goes wrong with the library is
+  said in run.json ``extra.library.notes`` and never fails the run.
+* ``check_records``: the sandboxed worker's replay of library records (``asight library import``,
+  and the job's start above).
 """
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
 from ..engine import wire
 from ..store import library as shelf
-from .compat import Trace, derived_object, ms, s_tir, tvm, tvm_ffi
+from .compat import Trace, derived_object, load_ir, ms, s_tir, tvm, tvm_ffi
 from .programs import short_error
-from .twins import FAILED_SECS, best_record, candidate
+from .twins import candidate
 
 
-def open_library(target, make: bool = False):
-    """(folder, MetaSchedule database) of ``target``'s records; (None, None) when the library is off
-    or holds nothing for it (unless ``make``)."""
-    folder = shelf.folder_for(str(target), make=make)
-    if folder is None or not (make or (folder / shelf.DB_WORKLOADS).is_file()):
-        return None, None
-    return folder, ms.database.JSONDatabase(work_dir=str(folder), module_equality="structural")
-
-
-def replay(record, mod):
-    """The schedule of ``record`` on ``mod`` (postprocessing included, as it was measured), or None."""
-    try:
-        sch = s_tir.Schedule(mod)
-        record.trace.apply_to_schedule(sch, remove_postproc=False)
-        return sch
-    except Exception:  # noqa: BLE001 - a record that no longer replays here is no start
-        return None
-
-
-def _mean_us(secs) -> float | None:
-    secs = [float(s) for s in secs or []]
-    return sum(secs) / len(secs) * 1e6 if secs and min(secs) < FAILED_SECS else None
+def workload_hash(mod) -> str:
+    return str(int(tvm_ffi.structural_hash(mod)))
 
 
 class Starts:
-    """Shared by every task's ``LibraryStart`` of one run: the library and what each task took from it."""
+    """Shared by every task's ``LibraryStart`` of one run: the checked entries by task, the notes, and
+    what each task took from the library."""
 
-    def __init__(self, database, folder):
-        self.database, self.folder = database, folder
+    def __init__(self, entries: dict, folder, notes: list[str]):
+        self.entries, self.folder, self.notes = entries, folder, notes
         self.hits: list[dict] = []      # {task, library_us, measured_us}
+        self.remeasured: dict = {}      # workload hash -> the library trace measured here
 
-    def summary(self, tasks: int) -> dict:
-        return {"folder": str(self.folder), "tasks": tasks, "hits": self.hits}
+    def section(self, tasks: int) -> dict:
+        return {"folder": str(self.folder), "tasks": tasks, "hits": self.hits,
+                **({"notes": list(self.notes)} if self.notes else {})}
 
 
 @derived_object
 class LibraryStart(ms.search_strategy.PySearchStrategy):
     """A task's search (``inner``: ``search.BudgetedSearch`` or a wrapper of it) whose first batch is the
-    library's schedule of the task, when the library holds one (see the module text)."""
+    library's schedule of the task, when the library holds one that replayed (see the module text)."""
 
     def __init__(self, inner, name: str, starts: Starts, budget=None):
         self.inner, self.name, self.starts, self.budget = inner, name, starts, budget
@@ -79,38 +66,45 @@ class LibraryStart(ms.search_strategy.PySearchStrategy):
         self.inner.post_tuning()
 
     def _start(self):
-        """The library's schedule of this task as a candidate and its record, or None."""
-        if self.asked or self.starts.database is None or (self.budget is not None and self.budget.exhausted(self.name)):
+        """The library's schedule of this task as a candidate and its entry, or None."""
+        entry = self.starts.entries.get(self.name)
+        if self.asked or entry is None or (self.budget is not None and self.budget.exhausted(self.name)):
             return None
         self.asked = True
-        record = best_record(self.starts.database, self.mod)
-        sch = replay(record, self.mod) if record is not None else None
-        known = self.measured
-        if sch is None or (known is not None and known.holds(sch.mod)):   # a resumed run measured it already
+        try:
+            sch = s_tir.Schedule(self.mod)
+            Trace.apply_json_to_schedule(entry.record[0], sch)
+        except Exception:  # noqa: BLE001 - checked in the sandbox already; a record that no longer replays is no start
             return None
-        return candidate(sch), record
+        known = self.measured
+        if known is not None and known.holds(sch.mod):    # a resumed run measured it already
+            return None
+        return candidate(sch), entry
 
     def generate_measure_candidates(self):
         start = self._start()
         if start is None:
             return self.inner.generate_measure_candidates()
-        cand, record = start
+        cand, entry = start
         if self.budget is not None:
             self.budget.started(self.name)
             self.budget.left -= 1
-        self.pending = {"task": self.name, "library_us": _mean_us(record.run_secs), "mod": cand.sch.mod}
+        self.pending = {"entry": entry, "mod": cand.sch.mod}
         return [cand]
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         if self.pending is None:
             self.inner.notify_runner_results(measure_candidates, results)
             return
-        result = list(results)[0]
+        result, entry = list(results)[0], self.pending["entry"]
         known = self.measured
         if known is not None and hasattr(known, "remember"):
             known.remember(self.pending["mod"])
-        self.starts.hits.append({"task": self.pending["task"], "library_us": self.pending["library_us"],
-                                 "measured_us": None if result.error_msg else _mean_us(result.run_secs)})
+        secs = [float(s) for s in result.run_secs or []] if not result.error_msg else []
+        measured = sum(secs) / len(secs) * 1e6 if secs and min(secs) < shelf.FAILED_LATENCY else None
+        self.starts.hits.append({"task": self.name, "library_us": entry.mean_us, "measured_us": measured})
+        if measured is not None:
+            self.starts.remeasured[entry.hash] = entry.record[0]
         self.pending = None
 
     def clone(self):
@@ -124,15 +118,40 @@ def untouched(job, extra: dict) -> bool:
 
 
 def start_wrap(job, budget, extra: dict):
-    """(Starts, wrap for ``metaschedule.tune``) when the library holds records for the job's target,
-    else (None, None)."""
-    if untouched(job, extra):
+    """(Starts, wrap for ``metaschedule.tune`` or None) for the job's target; (None, None) when the
+    library is off, empty for it, or the run leaves it alone."""
+    folder = shelf.folder_for(str(job.target))
+    if untouched(job, extra) or folder is None or not folder.is_dir():
         return None, None
-    folder, database = open_library(job.target)
-    if database is None:
-        return None, None
-    starts = Starts(database, folder)
-    return starts, lambda task, strategy: LibraryStart(strategy, task.name, starts, budget)
+    read = shelf.read(folder)
+    notes = [f"the schedule library's entries that are not valid were left out: {read.problem()}"] if read.problem() else []
+    tasks = {workload_hash(t.mod): t for t in job.plan.tasks}
+    checked = {}
+    for entry in read.entries:
+        task = tasks.get(entry.hash)
+        if task is None:
+            continue
+        why = replay_in_sandbox(entry, task.mod)
+        if why:
+            notes.append(f"the library's schedule of {task.name} was left out: {why}")
+        else:
+            checked[task.name] = entry
+    starts = Starts(checked, folder, notes)
+    wrap = (lambda task, strategy: LibraryStart(strategy, task.name, starts, budget)) if checked else None
+    return starts, wrap
+
+
+def replay_in_sandbox(entry, mod) -> str | None:
+    """Why ``entry``'s record does not replay on ``mod`` (asked of the sandboxed worker), or None."""
+    from ..errors import AsightError
+    from .compat import save_ir
+    from .parse import sandboxed_worker
+    try:
+        reply = sandboxed_worker().request(wire.LIBRARY_CHECK, {"entries": [[entry.workload, entry.record]],
+                                                                "mod": save_ir(mod)}, timeout=120)
+    except AsightError as err:
+        return f"TVM failed replaying it ({str(err).split(';')[0]})"
+    return reply["refused"][0]["why"] if reply["refused"] else None
 
 
 def stacked(inner, outer):
@@ -142,61 +161,44 @@ def stacked(inner, outer):
     return lambda task, strategy: outer(task, inner(task, strategy))
 
 
-def run_section(job, run_db, starts: Starts | None, extra: dict) -> tuple[dict | None, str | None]:
-    """Feed the library from a finished search: (run.json's ``extra.library``, the line to say), or
-    (None, None) for a run that leaves it alone.  A library that cannot be written is said; the run
-    loses nothing."""
+def run_section(job, run_dir, starts: Starts | None, extra: dict) -> tuple[dict | None, list[str]]:
+    """Feed the library from a finished search: (run.json's ``extra.library``, the lines to say), or
+    (None, []) for a run that leaves it alone.  A library that cannot be written is said; the run loses
+    nothing."""
     if untouched(job, extra):
-        return None, None
-    hits = starts.hits if starts is not None else []
+        return None, []
+    tasks = {workload_hash(t.mod): shown_name(t) for t in job.plan.tasks}
+    section = starts.section(len(tasks)) if starts is not None else {"tasks": len(tasks), "hits": []}
     try:
-        fed = feed(job.plan, job.target, run_db, hits)
-    except OSError as err:
-        fed = {"error": f"the schedule library was not written: {err}"}
-    section = {"tasks": len(job.plan.tasks), "hits": hits, **fed}
-    message = fed.get("error") or (shelf.hits_text(hits, len(job.plan.tasks)) if hits else None)
-    return section, message
+        fed = shelf.feed(str(job.target), Path(run_dir), tasks, starts.remeasured if starts is not None else None)
+    except Exception as err:  # noqa: BLE001 - the library is the user's cache: its trouble never fails a run
+        fed = {"notes": [f"the schedule library was not written: {short_error(err).split(': ', 1)[-1]}"]}
+    if fed.get("set_aside"):
+        fed["notes"] = [f"the schedule library's entries that were not valid were set aside: {fed.pop('set_aside')}"]
+    section.update({k: v for k, v in fed.items() if k != "notes"})
+    section["notes"] = section.get("notes", []) + fed.get("notes", [])
+    if not section["notes"]:
+        section.pop("notes")
+    lines = ([shelf.hits_text(section["hits"], len(tasks))] if section["hits"] else []) + section.get("notes", [])
+    return section, lines
 
 
-def feed(plan, target, run_db, hits: list[dict] | None = None) -> dict:
-    """Add the run's best record of each task to the library (see the module text); returns
-    ``{"folder", "fed", "kept"}`` or ``{"off": why}``."""
-    folder = shelf.folder_for(str(target))
-    if folder is None:
-        return {"off": f"${shelf.LIBRARY_ENV} is off"}
-    hit_tasks = {h["task"] for h in hits or [] if h.get("measured_us") is not None}
-    fed, names = 0, {}
-    with shelf.locked(folder):
-        folder, library = open_library(target, make=True)
-        for task in plan.tasks:
-            record = best_record(run_db, task.mod)
-            if record is None:
-                continue
-            held = best_record(library, task.mod)
-            if held is not None and task.name not in hit_tasks and \
-                    (_mean_us(held.run_secs) or float("inf")) <= (_mean_us(record.run_secs) or float("inf")):
-                continue
-            workload = library.commit_workload(task.mod)
-            names[str(int(tvm_ffi.structural_hash(task.mod)))] = task.name if task.name != "main" or not task.functions \
-                else task.functions[0]
-            library.commit_tuning_record(ms.database.TuningRecord(record.trace, workload, record.run_secs,
-                                                                  record.target, record.args_info))
-            fed += 1
-        shelf.name_workloads(folder, names)
-        kept = shelf.compact(folder)
-    return {"folder": str(folder), "fed": fed, "kept": kept}
+def shown_name(task) -> str:
+    """The name a library entry is listed under: a model's kernel name, a PrimFunc's own name (not "main")."""
+    return task.functions[0] if task.name == "main" and task.functions else task.name
 
 
 def check_records(params: dict, emit=None, off=None) -> dict:
-    """``library.check``: ``{"entries": [[workload line, record], ...]}`` -> ``{"refused": [{index, why}]}``;
-    each record's trace must replay on its own workload.  Runs in the sandboxed worker: nothing is built."""
-    import base64
+    """``library.check``: ``{"entries": [[workload line, record], ...], "mod"?}`` -> ``{"refused": [{index,
+    why}]}``: each record's trace must replay on ``mod`` (saved IR) where given, else on its own workload.
+    Runs in the sandboxed worker: nothing is built or run."""
     refused = []
+    given = load_ir(params["mod"]) if params.get("mod") else None
     for index, (workload, record) in enumerate(params["entries"]):
         try:
-            mod = tvm.ir.load_json(base64.b64decode(workload[1])[8:].decode("utf-8"))
+            mod = given if given is not None else tvm.ir.load_json(base64.b64decode(workload[1])[8:].decode("utf-8"))
             Trace.apply_json_to_schedule(record[0], s_tir.Schedule(mod, error_render_level="detail"))
-            ms.database.TuningRecord.from_json(record, ms.database.Workload(mod))   # as the job will read it
+            ms.database.TuningRecord.from_json(record, ms.database.Workload(mod))   # as a database would read it
         except Exception as err:  # noqa: BLE001 - the reason goes back, in one line
             refused.append({"index": index, "why": short_error(err)})
     return {"refused": refused}

@@ -157,6 +157,8 @@ class TuningProcess:
         started = time.perf_counter()
         transfers, wrap = self.twin_transfer(job)
         starts, start = library.start_wrap(job, self.budget, meta.extra)
+        for note in starts.notes if starts is not None else []:
+            self.event("status", stage="library", message=note)
         wrap = library.stacked(start, wrap)
         per_iter = tuning.trials_per_iter(planned_trials(TimeBudget.from_extra(meta.extra), remaining), len(plan.tasks))
         shares, scheduler, watch = self.share_scheduler(job, per_iter)
@@ -167,7 +169,7 @@ class TuningProcess:
                         extra_callbacks=(watch,) if watch else ())
         self.keep_transfers(transfers)
         self.keep_outlook(shares)
-        self.feed_library(job, database, starts)
+        self.feed_library(job, starts)
         self.conclude(meta, job, tracker, database, time.perf_counter() - started)
         self.collect_counters()
 
@@ -217,14 +219,14 @@ class TuningProcess:
             self.event("status", stage="onnxruntime", message=why)
         return figure["median_us"] if figure else None
 
-    def feed_library(self, job: TunePlan, database, starts) -> None:
+    def feed_library(self, job: TunePlan, starts) -> None:
         """The run's best schedules into the library; ``extra.library`` says what it did (``worker/library.py``)."""
         from . import library
-        section, message = library.run_section(job, database, starts, self.run.load().extra)
+        section, lines = library.run_section(job, self.run.path, starts, self.run.load().extra)
         if section is not None:
             self.update(extra={**self.run.load().extra, "library": section})
-        if message:
-            self.event("status", stage="library", message=message)
+        for line in lines:
+            self.event("status", stage="library", message=line)
 
     def share_scheduler(self, job: TunePlan, per_iter: int):
         """The scheduler that spends the budget where it saves most (``worker/budget.py``), or TVM's (refused)."""

@@ -33,21 +33,52 @@ def lines(rows: list) -> str:
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     monkeypatch.setenv(shelf.LIBRARY_ENV, str(tmp_path / "lib"))
-    return shelf.folder_for("llvm -mcpu=test", make=True)
+    folder = shelf.folder_for("llvm -mcpu=test")
+    folder.mkdir(parents=True)
+    return folder
 
 
-def test_compact_keeps_each_workloads_newest_record_and_the_workloads_fed_last(folder):
+def test_each_workload_keeps_its_newest_record_and_what_is_not_valid_is_left_out_and_said(folder):
     (folder / DB_WORKLOADS).write_text(lines([workload(0), workload(1), workload(2)]))
-    (folder / DB_RECORDS).write_text(lines([[0, record(3e-6)], [1, record(5e-6)], [0, record(4e-6)], [2, record(1e-6)]]))
-    shelf.name_workloads(folder, {"1000": "conv2d"})
-    kept = shelf.entries(folder)
-    assert [(e.workload[0], e.mean_us) for e in kept] == [("1001", 5.0), ("1000", 4.0), ("1002", 1.0)]
-    assert kept[1].task == "conv2d" and kept[0].task == "workload 1001"
-    assert shelf.compact(folder, 2) == 2
-    again = shelf.entries(folder)
-    assert [(e.workload[0], e.mean_us) for e in again] == [("1000", 4.0), ("1002", 1.0)]
-    assert again[0].task == "conv2d"                       # the names travel with the compaction
-    assert len((folder / DB_RECORDS).read_text().splitlines()) == 2
+    (folder / DB_RECORDS).write_text(lines([[0, record(3e-6)], [1, record(5e-6)], [0, record(4e-6)], [2, record(1e-6)],
+                                            [2, record(-1.0)], [7, record(1e-6)]]) + '[0, [[[], []], [1e-6')
+    (folder / shelf.NAMES_FILE).write_text(json.dumps({"1000": "conv2d\x1b[31m"}))
+    read = shelf.read(folder)
+    assert [(e.hash, e.mean_us) for e in read.entries] == [("1001", 5.0), ("1000", 4.0), ("1002", 1.0)]
+    assert read.entries[1].task == "conv2d\\x1b[31m" and read.entries[0].task == "workload 1001"
+    assert len(read.problems) == 3 and "run_secs -1.0" in read.problems[0]
+    assert read.problem().endswith("(and 2 more)")
+    # a change rewrites the folder from the valid entries (the newest MAX_WORKLOADS), names travelling along
+    before, kept = shelf.change(folder, "llvm -mcpu=test", lambda entries: entries[-2:])
+    assert len(before.entries) == 3 and [e.hash for e in kept] == ["1000", "1002"]
+    again = shelf.read(folder)
+    assert not again.problems and [e.task for e in again.entries] == ["conv2d\\x1b[31m", "workload 1002"]
+
+
+def test_a_link_in_the_library_is_never_written_through(folder, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(lines([[0, record(1e-6)]]))
+    (folder / DB_WORKLOADS).write_text(lines([workload(0)]))
+    (folder / DB_RECORDS).symlink_to(outside)
+    assert "symbolic link" in shelf.read(folder).problem()
+    with pytest.raises(shelf.LibraryProblem, match="nothing was changed"):
+        shelf.change(folder, "llvm -mcpu=test", lambda entries: entries)
+    assert outside.read_text() == lines([[0, record(1e-6)]])
+
+
+def test_a_run_feeds_its_best_valid_record_per_task_and_a_slower_one_never_replaces_a_faster(folder, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / DB_WORKLOADS).write_text(lines([workload(0), workload(5)]))
+    (run / DB_RECORDS).write_text(lines([[0, record(4e-6)], [0, record(2e-6)], [0, record(1e10)], [1, record(1e-6)]]))
+    fed = shelf.feed("llvm -mcpu=test", run, {"1000": "dense"})            # workload 5 is not one of the tasks
+    assert fed["fed"] == 1 and [(e.hash, e.mean_us, e.task) for e in shelf.read(folder).entries] == [("1000", 2.0, "dense")]
+    (run / DB_RECORDS).write_text(lines([[0, record(3e-6)]]))               # another run, slower: no change
+    assert shelf.feed("llvm -mcpu=test", run, {"1000": "dense"})["fed"] == 0
+    held = shelf.read(folder).entries[0]
+    # unless that run re-measured the library's own schedule here: its best is the truth on this machine
+    assert shelf.feed("llvm -mcpu=test", run, {"1000": "dense"}, {"1000": held.record[0]})["fed"] == 1
+    assert shelf.read(folder).entries[0].mean_us == 3.0
 
 
 def test_the_library_is_off_by_name_and_outside_the_workspace_by_default(tmp_path, monkeypatch):
@@ -58,31 +89,36 @@ def test_the_library_is_off_by_name_and_outside_the_workspace_by_default(tmp_pat
     assert shelf.root() == tmp_path / "cache" / "library"
 
 
-def test_an_export_imports_and_a_faster_record_wins_a_slower_does_not(folder, tmp_path):
+def test_an_export_reads_back_and_a_faster_record_wins_a_slower_does_not(folder, tmp_path):
     (folder / DB_WORKLOADS).write_text(lines([workload(0)]))
     (folder / DB_RECORDS).write_text(lines([[0, record(4e-6)]]))
     path = tmp_path / "team.json"
     path.write_text(json.dumps(shelf.export_library(folder, "llvm -mcpu=test")))
     target, incoming = shelf.read_library_file(str(path))
     assert target == "llvm -mcpu=test" and len(incoming) == 1
-    assert shelf.merge(folder, target, incoming) == (0, 1)                  # as fast: kept as it was
+    held = shelf.read(folder).entries
+    assert shelf.merge(held, incoming)[1] == 0                              # as fast: kept as it was
     incoming[0].record = record(2e-6)
-    assert shelf.merge(folder, target, incoming) == (1, 0)
-    assert [e.mean_us for e in shelf.entries(folder)] == [2.0]
+    merged, taken = shelf.merge(held, incoming)
+    assert taken == 1 and [e.mean_us for e in merged] == [2.0]
 
 
 @pytest.mark.parametrize("content, said", [
     ("not json", "not JSON"),
     (json.dumps({"schema": "other"}), "schema is not asight.library/1"),
     (json.dumps({"schema": shelf.SCHEMA, "target": "llvm", "workloads": [workload(0)], "records": []}),
-     "as many workloads as records"),
+     "as many workloads, records and names"),
     (json.dumps({"schema": shelf.SCHEMA, "target": "llvm", "workloads": [["1", "not base64!"]],
-                 "records": [record(1e-6)]}), "entry 0 is not a workload"),
+                 "records": [record(1e-6)]}), "entry 0 is a workload that is not"),
+    (json.dumps({"schema": shelf.SCHEMA, "target": "llvm", "workloads": [workload(0)],
+                 "records": [record(-1.0)]}), "entry 0 is run_secs -1.0"),
+    (json.dumps({"schema": shelf.SCHEMA, "target": "llvm", "workloads": [workload(0)], "records": [record(1e-6)],
+                 "names": ["a", "b"]}), "as many workloads, records and names"),
 ])
 def test_a_library_file_that_is_not_one_is_refused_as_data(tmp_path, content, said):
     path = tmp_path / "lib.json"
     path.write_text(content)
-    with pytest.raises(AsightError, match=said):
+    with pytest.raises(shelf.LibraryProblem, match=said):
         shelf.read_library_file(str(path))
 
 
@@ -94,6 +130,8 @@ def test_hits_are_said_with_their_tasks_and_times():
     assert shelf.library_lines({"library": {"tasks": 19, "hits": hits}}) == [text]
     assert shelf.library_lines({"library": {"tasks": 3, "hits": []}}) == []
     assert shelf.library_lines({"library": "damaged"}) == []
+    assert shelf.library_lines({"library": {"hits": [], "notes": ["the schedule library was not\nwritten"]}}) == \
+        ["the schedule library was not\\nwritten"]
 
 
 def test_a_time_budget_plans_its_batches_and_refuses_what_is_no_time():

@@ -83,19 +83,30 @@ def test_a_library_file_from_elsewhere_is_checked_and_a_record_that_does_not_rep
     data = json.loads(shared.read_text())
     trace = json.dumps(data["records"][0][0])
     assert '"C"' in trace
+    good = json.loads(json.dumps(data["records"][0]))
     data["records"][0][0] = json.loads(trace.replace('"C"', '"no_such_block"', 1))
+    crash = json.loads(json.dumps(good))                      # a tile decision of zeros: TVM dies replaying it
+    tile = next(d for d in crash[0][1] if isinstance(d[1], list) and len(d[1]) == 4)
+    tile[1] = [0, 0, 0, 0]
+    data["workloads"] = data["workloads"] * 3
+    data["records"] = [data["records"][0], crash, good]
+    data["names"] = ["bad", "crash", "good"]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     elsewhere = tmp_path / "other-library"
     proc = asight("library", "import", str(bad), library=elsewhere, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "refused matmul64: its record does not replay on its workload" in proc.stdout
+    assert "refused bad: its record does not replay on its workload" in proc.stdout
     assert "Cannot find a block with the name: no_such_block" in proc.stdout
-    assert not list(elsewhere.glob("*/database_tuning_record.json")) or \
-        not any(p.read_text() for p in elsewhere.glob("*/database_tuning_record.json"))
-    proc = asight("library", "import", str(shared), library=elsewhere, cwd=tmp_path)
-    assert proc.returncode == 0 and "1 workloads added" in proc.stdout, proc.stdout + proc.stderr
+    assert "refused crash: its record does not replay on its workload (TVM crashed replaying it" in proc.stdout
+    assert "1 workloads added" in proc.stdout                 # the good one, beside the two refused
     listing = json.loads(asight("library", "list", "--json", library=elsewhere, cwd=tmp_path).stdout)
+    assert [e["task"] for e in listing["targets"][0]["entries"]] == ["good"]
+    proc = asight("library", "import", str(shared), library=elsewhere, cwd=tmp_path)   # the same record again
+    assert proc.returncode == 0 and "0 workloads added, 1 not added (the library's own were as fast)" in proc.stdout
+    proc = asight("library", "import", str(shared), library=tmp_path / "third", cwd=tmp_path)
+    assert proc.returncode == 0 and "1 workloads added" in proc.stdout, proc.stdout + proc.stderr
+    listing = json.loads(asight("library", "list", "--json", library=tmp_path / "third", cwd=tmp_path).stdout)
     [target] = listing["targets"]
     assert target["workloads"] == 1 and target["entries"][0]["task"] == "matmul64"
 
@@ -112,3 +123,25 @@ def test_a_deadline_before_the_first_trial_still_tries_every_kernel_once(tmp_pat
     per_task = Run(data["run_dir"]).load().extra["tuning"]["best_tasks_us"]
     assert len(per_task) == len(data["tasks"]) >= 3 and all(v is not None for v in per_task.values()), per_task
     assert data["trials_done"] == len(data["tasks"])          # one each, nothing more after the deadline
+
+
+def test_a_damaged_library_costs_a_run_its_start_never_its_measurements(first_run, tmp_path):
+    """Every file of the library is data a user (or a crash) can damage: a run leaves out what is not
+    valid, says so, tunes and measures as without a library, and its feed writes the library valid again."""
+    _, library, _ = first_run
+    damaged = tmp_path / "library"
+    shutil.copytree(library, damaged)
+    [records] = damaged.glob("*/database_tuning_record.json")
+    records.write_text(records.read_text()[:50])               # a record line cut short
+    shutil.copy(FIX / "matmul64.py", tmp_path / "matmul64.py")
+    proc = asight("tune", "matmul64.py", "--trials", "2", "--work-dir", ".asight", "--no-profile", "--json",
+                  library=damaged, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["state"] == "done" and data["trials_done"] == 2 and data["measurement"]["tuned"]
+    section = data["extra"]["library"]
+    assert section["hits"] == [] and section["fed"] == 1
+    assert any("not valid were left out" in n for n in section["notes"]), section
+    assert any("were set aside" in n for n in section["notes"]), section
+    listing = json.loads(asight("library", "list", "--json", library=damaged, cwd=tmp_path).stdout)
+    assert listing["targets"][0]["workloads"] == 1 and "problem" not in listing["targets"][0]
