@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_ctrl_c_in_cli_cancels_within_2s(tmp_path, small_batches):
     lines = []
     for line in proc.stdout:
         lines.append(line)
-        if line.strip().startswith("trials "):
+        if re.match(r"\s+\d+(/\d+)? trials?\b", line):    # a progress line: "  8/48 trials  best so far ..."
             break
     assert any(line.startswith("tuning ") for line in lines), lines
     started = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def wait_for_progress(proc: subprocess.Popen, timeout: float = 240) -> list[str]
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         seen.append(line)
-        if line.lstrip().startswith("trials "):
+        if re.match(r"\s+\d+(/\d+)? trials?\b", line):    # a progress line: "  8/400 trials  best so far ..."
             return seen
         assert line or proc.poll() is None, (seen, proc.stderr.read())
     pytest.fail(f"no progress line in time: {seen}")
