@@ -29,6 +29,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# TVM's runtime in this process runs the exported libraries with the threads onnxruntime gets (its default on
+# a 2-vCPU host is one thread: the libraries ran 1.8x slower than the tuning job measured them)
+os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -83,6 +86,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "time_to_speed"))
+    ap.add_argument("--retime", action="store_true", help="time the libraries of the last run's steps again "
+                    "(bench/results/time_to_speed.json), without tuning")
     args = ap.parse_args()
     ort = ensure_onnxruntime()
     work = Path(args.out)
@@ -90,7 +95,13 @@ def main() -> int:
     os.environ["ASIGHT_LIBRARY"] = str(work / "library")
     threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count())
     steps, sessions = [], {}
-    for spec in args.plan.split(","):
+    if args.retime:
+        steps = json.loads((ROOT / "bench" / "results" / "time_to_speed.json").read_text())["steps"]
+        for model in dict.fromkeys(s["model"] for s in steps):
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            sessions[model] = ort.InferenceSession(str(work / f"{model}.onnx"), opts, providers=["CPUExecutionProvider"])
+    for spec in [] if args.retime else args.plan.split(","):
         model, minutes = spec.split(":")
         onnx_path, script = work / f"{model}.onnx", work / f"{model}_relax.py"
         if model not in sessions:
