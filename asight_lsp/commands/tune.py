@@ -354,7 +354,7 @@ def trials_done_text(meta: RunMeta) -> str:
     budget = TimeBudget.from_extra(meta.extra)
     if budget is None:
         return f"{meta.trials_done} of {meta.trials_requested}"
-    bound = f" of {meta.trials_requested}" if budget.trials else ""
+    bound = f" of {meta.trials_requested}" if TimeBudget.trial_bound(meta.extra, meta.trials_requested) else ""
     ended = "; it ended the search" if (meta.extra.get("tuning") or {}).get("deadline_hit") else ""
     return f"{meta.trials_done}{bound} ({minutes_text(budget.minutes * 60)} budget{ended})"
 

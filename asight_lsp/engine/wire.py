@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 from typing import Any, TypedDict
 
+from ..errors import AsightError
+
 # --------------------------------------------------------------------------- methods
 PING = "ping"                    # {} -> {pid, tvm, threads}
 SHUTDOWN = "shutdown"            # {} -> (the worker exits)
@@ -159,3 +161,16 @@ def source_params(text: str, outline: Any, unit: Any, function: str | None = Non
 def check_params(text: str, outline: Any, units: list) -> CheckParams:
     return {"text": text, "constants": outline.constants, "aliases": outline.aliases,
             "units": [unit_spec(u) for u in units]}
+
+
+def library_replay_problem(worker: Any, workload: list, record: list, mod_ir: str | None = None,
+                           timeout: float = 120) -> str | None:
+    """Why a schedule library record does not replay on its workload (or on ``mod_ir``, a task's saved IR),
+    asked of a sandboxed ``worker`` (``LIBRARY_CHECK``, worker/library.check_records), or None.  A record
+    that crashes TVM kills only that worker (restarted for the next request): that is its refusal."""
+    params = {"entries": [[workload, record]], **({"mod": mod_ir} if mod_ir else {})}
+    try:
+        reply = worker.request(LIBRARY_CHECK, params, timeout=timeout)
+    except AsightError as err:
+        return f"TVM crashed replaying it ({str(err).split(';')[0]})"
+    return reply["refused"][0]["why"] if reply["refused"] else None

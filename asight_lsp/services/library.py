@@ -81,7 +81,7 @@ def import_file(path: str, python: str | None = None) -> dict:
     with WorkerClient(python, 600) as sandboxed:
         target = canonical_target(sandboxed, written)
         for entry in incoming:
-            why = replays(sandboxed, entry)
+            why = wire.library_replay_problem(sandboxed, entry.workload, entry.record)
             (refused.append({"task": entry.task, "why": why}) if why else good.append(entry))
     taken = [0]
 
@@ -101,12 +101,3 @@ def canonical_target(worker, text: str) -> str:
         raise AsightError(f"the library file's target is not one TVM knows ({str(err).splitlines()[0][:200]}): "
                           "nothing was imported") from None
 
-
-def replays(worker, entry) -> str | None:
-    """Why ``entry``'s record does not replay on its workload, or None; a record that crashes TVM kills
-    only the sandboxed worker (restarted for the next)."""
-    try:
-        reply = worker.request(wire.LIBRARY_CHECK, {"entries": [[entry.workload, entry.record]]})
-    except AsightError as err:
-        return f"TVM crashed replaying it ({str(err).split(';')[0]})"
-    return reply["refused"][0]["why"] if reply["refused"] else None

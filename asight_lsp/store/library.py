@@ -28,7 +28,6 @@ import fcntl
 import hashlib
 import json
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,17 +262,13 @@ def feed(target: str, run_dir: Path, tasks: dict[str, str], remeasured: dict | N
     return out
 
 
-def encode_workload(structural_hash: str, tvm_json: str) -> list:
-    """A workload line as TVM writes one: [hash, base64(8-byte little-endian length + JSON)]."""
-    raw = tvm_json.encode("utf-8")
-    return [structural_hash, base64.b64encode(struct.pack("<Q", len(raw)) + raw).decode("ascii")]
-
-
-def workload_json(entry: Entry) -> str | None:
+def workload_json(workload: list) -> str | None:
+    """The TVM JSON a workload line holds (after TVM's 8-byte length), or None."""
     try:
-        return base64.b64decode(entry.workload[1], validate=True)[8:].decode("utf-8")
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return base64.b64decode(workload[1], validate=True)[8:].decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError, TypeError, IndexError):
         return None
+
 
 
 # --------------------------------------------------------------------------- listing, export, import

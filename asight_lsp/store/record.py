@@ -203,6 +203,12 @@ class TimeBudget(_Section):
     FIELDS: ClassVar[tuple] = (("minutes", "minutes", _NUM, True), ("trials", "trials", _BOOL, False),
                                ("until", "until", _NUM, False))
 
+    @classmethod
+    def trial_bound(cls, extra, trials_requested: int) -> int | None:
+        """The trials that bound a session: ``trials_requested``, or None where its time alone bounds it."""
+        budget = cls.from_extra(extra)
+        return trials_requested if budget is None or budget.trials else None
+
 
 @dataclass(frozen=True)
 class Levers:

@@ -118,13 +118,12 @@ def budget_text(trials_done: int, trials_requested: int, extra: dict | None = No
     ``store/record.TimeBudget``) ``12 trials · 6 min left`` (or ``· 10 min budget`` before the job has
     started the clock), and ``12/64 trials · 6 min left`` where the trials bound it too."""
     budget = TimeBudget.from_extra(extra or {})
-    trials = f"{trials_done}/{trials_requested} trials" if budget is None or budget.trials else \
-        f"{trials_done} trial{'s' if trials_done != 1 else ''}"
-    if budget is None:
-        return trials
-    if budget.until is None:
-        return f"{trials} · {minutes_text(budget.minutes * 60)} budget"
-    return f"{trials} · {minutes_text(max(budget.until - (now or time.time()), 0))} left"
+    event = {"trials_done": trials_done, "trials": TimeBudget.trial_bound(extra or {}, trials_requested)}
+    if budget is not None and budget.until is None:
+        return f"{event_budget_text(event)} · {minutes_text(budget.minutes * 60)} budget"
+    if budget is not None:
+        event["seconds_left"] = max(budget.until - (now or time.time()), 0)
+    return event_budget_text(event)
 
 
 def event_budget_text(event: dict) -> str:

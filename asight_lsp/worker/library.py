@@ -14,14 +14,13 @@
 """
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 from ..engine import wire
 from ..store import library as shelf
 from .compat import Trace, derived_object, load_ir, ms, s_tir, tvm, tvm_ffi
 from .programs import short_error
-from .twins import candidate
+from .twins import candidate, mean_us
 
 
 def workload_hash(mod) -> str:
@@ -32,14 +31,10 @@ class Starts:
     """Shared by every task's ``LibraryStart`` of one run: the checked entries by task, the notes, and
     what each task took from the library."""
 
-    def __init__(self, entries: dict, folder, notes: list[str]):
-        self.entries, self.folder, self.notes = entries, folder, notes
+    def __init__(self, entries: dict, notes: list[str]):
+        self.entries, self.notes = entries, notes
         self.hits: list[dict] = []      # {task, library_us, measured_us}
         self.remeasured: dict = {}      # workload hash -> the library trace measured here
-
-    def section(self, tasks: int) -> dict:
-        return {"folder": str(self.folder), "tasks": tasks, "hits": self.hits,
-                **({"notes": list(self.notes)} if self.notes else {})}
 
 
 @derived_object
@@ -100,8 +95,7 @@ class LibraryStart(ms.search_strategy.PySearchStrategy):
         known = self.measured
         if known is not None and hasattr(known, "remember"):
             known.remember(self.pending["mod"])
-        secs = [float(s) for s in result.run_secs or []] if not result.error_msg else []
-        measured = sum(secs) / len(secs) * 1e6 if secs and min(secs) < shelf.FAILED_LATENCY else None
+        measured = None if result.error_msg else mean_us(result.run_secs)
         self.starts.hits.append({"task": self.name, "library_us": entry.mean_us, "measured_us": measured})
         if measured is not None:
             self.starts.remeasured[entry.hash] = entry.record[0]
@@ -136,22 +130,16 @@ def start_wrap(job, budget, extra: dict):
             notes.append(f"the library's schedule of {task.name} was left out: {why}")
         else:
             checked[task.name] = entry
-    starts = Starts(checked, folder, notes)
+    starts = Starts(checked, notes)
     wrap = (lambda task, strategy: LibraryStart(strategy, task.name, starts, budget)) if checked else None
     return starts, wrap
 
 
 def replay_in_sandbox(entry, mod) -> str | None:
-    """Why ``entry``'s record does not replay on ``mod`` (asked of the sandboxed worker), or None."""
-    from ..errors import AsightError
+    """Why ``entry``'s record does not replay on ``mod``, asked of the sandboxed worker, or None."""
     from .compat import save_ir
     from .parse import sandboxed_worker
-    try:
-        reply = sandboxed_worker().request(wire.LIBRARY_CHECK, {"entries": [[entry.workload, entry.record]],
-                                                                "mod": save_ir(mod)}, timeout=120)
-    except AsightError as err:
-        return f"TVM failed replaying it ({str(err).split(';')[0]})"
-    return reply["refused"][0]["why"] if reply["refused"] else None
+    return wire.library_replay_problem(sandboxed_worker(), entry.workload, entry.record, save_ir(mod))
 
 
 def stacked(inner, outer):
@@ -168,19 +156,16 @@ def run_section(job, run_dir, starts: Starts | None, extra: dict) -> tuple[dict 
     if untouched(job, extra):
         return None, []
     tasks = {workload_hash(t.mod): shown_name(t) for t in job.plan.tasks}
-    section = starts.section(len(tasks)) if starts is not None else {"tasks": len(tasks), "hits": []}
+    hits, notes = (starts.hits, list(starts.notes)) if starts is not None else ([], [])
+    fed = {}
     try:
         fed = shelf.feed(str(job.target), Path(run_dir), tasks, starts.remeasured if starts is not None else None)
     except Exception as err:  # noqa: BLE001 - the library is the user's cache: its trouble never fails a run
-        fed = {"notes": [f"the schedule library was not written: {short_error(err).split(': ', 1)[-1]}"]}
+        notes.append(f"the schedule library was not written: {short_error(err).split(': ', 1)[-1]}")
     if fed.get("set_aside"):
-        fed["notes"] = [f"the schedule library's entries that were not valid were set aside: {fed.pop('set_aside')}"]
-    section.update({k: v for k, v in fed.items() if k != "notes"})
-    section["notes"] = section.get("notes", []) + fed.get("notes", [])
-    if not section["notes"]:
-        section.pop("notes")
-    lines = ([shelf.hits_text(section["hits"], len(tasks))] if section["hits"] else []) + section.get("notes", [])
-    return section, lines
+        notes.append(f"the schedule library's entries that were not valid were set aside: {fed.pop('set_aside')}")
+    section = {"tasks": len(tasks), "hits": hits, **fed, **({"notes": notes} if notes else {})}
+    return section, ([shelf.hits_text(hits, len(tasks))] if hits else []) + notes
 
 
 def shown_name(task) -> str:
@@ -196,7 +181,7 @@ def check_records(params: dict, emit=None, off=None) -> dict:
     given = load_ir(params["mod"]) if params.get("mod") else None
     for index, (workload, record) in enumerate(params["entries"]):
         try:
-            mod = given if given is not None else tvm.ir.load_json(base64.b64decode(workload[1])[8:].decode("utf-8"))
+            mod = given if given is not None else tvm.ir.load_json(shelf.workload_json(workload))
             Trace.apply_json_to_schedule(record[0], s_tir.Schedule(mod, error_render_level="detail"))
             ms.database.TuningRecord.from_json(record, ms.database.Workload(mod))   # as a database would read it
         except Exception as err:  # noqa: BLE001 - the reason goes back, in one line

@@ -133,9 +133,9 @@ class TuningProcess:
         database = tuning.open_database(str(self.run.path))
         tracker.seed_from_db(database)
         self.best_us = tracker.total_us()
-        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks], self.deadline(meta))
         time_budget = TimeBudget.from_extra(meta.extra)
-        bound = meta.trials_requested if time_budget is None or time_budget.trials else None   # None: the time alone
+        self.budget = tuning.TrialBudget(remaining, [t.name for t in plan.tasks], self.deadline(time_budget))
+        bound = TimeBudget.trial_bound(meta.extra, meta.trials_requested)     # None: the time alone
         self.event("started", run=self.run.id, trials=bound, seconds_left=self.budget.seconds_left(),
                    baseline_us=self.baseline_us, trials_done=before, remaining=remaining, kind=plan.kind,
                    tasks=[t.name for t in plan.tasks], target=str(target))
@@ -160,7 +160,7 @@ class TuningProcess:
         for note in starts.notes if starts is not None else []:
             self.event("status", stage="library", message=note)
         wrap = library.stacked(start, wrap)
-        per_iter = tuning.trials_per_iter(planned_trials(TimeBudget.from_extra(meta.extra), remaining), len(plan.tasks))
+        per_iter = tuning.trials_per_iter(planned_trials(time_budget, remaining), len(plan.tasks))
         shares, scheduler, watch = self.share_scheduler(job, per_iter)
         if remaining > 0:
             tuning.tune(plan, target, str(self.run.path), remaining, seed=meta.extra.get("seed"), rpc=meta.rpc,
@@ -173,10 +173,9 @@ class TuningProcess:
         self.conclude(meta, job, tracker, database, time.perf_counter() - started)
         self.collect_counters()
 
-    def deadline(self, meta: RunMeta) -> float | None:
+    def deadline(self, budget: TimeBudget | None) -> float | None:
         """When this session's search must stop (``time.monotonic()``): ``--minutes`` after the job
         started (``store/record.TimeBudget``; its ``until`` written for the lens), None without one."""
-        budget = TimeBudget.from_extra(meta.extra)
         if budget is None:
             return None
         deadline = self.began + budget.minutes * 60
@@ -284,8 +283,8 @@ class TuningProcess:
         from .search import logged_rejections
         proposed = tracker.trials_done - tracker.trials_before
         requested = max(meta.trials_requested - tracker.trials_before, 0)
-        if self.budget is not None and (self.budget.deadline_hit or (self.budget.deadline is not None and not
-                                                                     TimeBudget.from_extra(meta.extra).trials)):
+        if self.budget is not None and (self.budget.deadline_hit or
+                                        TimeBudget.trial_bound(meta.extra, meta.trials_requested) is None):
             requested = min(requested, proposed)    # the time budget, not a failure, set how many were tried
         extra = self.run.load().extra
         summary = sf.summarise(requested, proposed, tracker.errors, extra.get("failures") or [],
@@ -421,7 +420,8 @@ class TuningProcess:
             return
         measured = record["tuned"]["median_us"]
         check = {"estimate_us": estimate_us, "measured_us": measured, "off": measured / estimate_us - 1}
-        self.update(extra={**self.run.load().extra, "tuning": {**self.run.load().extra.get("tuning", {}), "estimate": check}})
+        extra = self.run.load().extra
+        self.update(extra={**extra, "tuning": {**extra.get("tuning", {}), "estimate": check}})
         self.event("status", stage="estimate", message=estimate_text(check))
 
     def measure(self, job: TunePlan) -> dict | None:

@@ -175,7 +175,7 @@ def best_record(database, mod):
     return top[0]
 
 
-def _mean_us(secs) -> float | None:
+def mean_us(secs) -> float | None:
     secs = [float(s) for s in secs or []]
     return sum(secs) / len(secs) * 1e6 if secs and min(secs) < FAILED_SECS else None
 
@@ -235,11 +235,11 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
                                               _block_names(record.workload.mod))
                 except NoFit as err:
                     self.log.entries.append({"task": self.name, "donor": donor, "relation": relation,
-                                             "latency_us": None, "own_best_us": _mean_us(own.run_secs) if own else None,
+                                             "latency_us": None, "own_best_us": mean_us(own.run_secs) if own else None,
                                              "resampled": 0, "error": str(err)})
                     break
                 out.append((candidate(sch), {"task": self.name, "donor": donor, "relation": relation,
-                                             "own_best_us": _mean_us(own.run_secs) if own else None,
+                                             "own_best_us": mean_us(own.run_secs) if own else None,
                                              "resampled": resampled}))
                 if not resampled:
                     break
@@ -261,7 +261,7 @@ class TransferSearch(ms.search_strategy.PySearchStrategy):
     def notify_runner_results(self, measure_candidates, results) -> None:
         k = len(self.pending)
         for entry, result in zip(self.pending, list(results)[:k]):
-            self.log.entries.append({**entry, "latency_us": _mean_us(result.run_secs) if not result.error_msg else None})
+            self.log.entries.append({**entry, "latency_us": mean_us(result.run_secs) if not result.error_msg else None})
         known = getattr(self.inner, "measured", None)     # search.BudgetedSearch: never propose them again
         for mod in self.pending_mods:
             if known is not None and hasattr(known, "remember"):
