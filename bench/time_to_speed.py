@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-# TVM's runtime in this process runs the exported libraries with the threads onnxruntime gets (its default on
-# a 2-vCPU host is one thread: the libraries ran 1.8x slower than the tuning job measured them)
+# TVM's runtime in this process runs the exported libraries with the threads onnxruntime gets and the tuning
+# job measured with (the usable cores), as asight export's load snippet sets them; TVM's own default can be
+# fewer (one thread on a 2-vCPU host)
 os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 sys.path.insert(0, str(ROOT / "fixtures" / "models"))
 sys.path.insert(0, str(ROOT / "bench"))
